@@ -1,0 +1,61 @@
+"""How a DoD check says its item is not done.
+
+A check (a test marked ``@pytest.mark.dod(item_id)``) that returns normally means *done*. Otherwise it
+calls one of these, which raise:
+
+- ``pending(reason, command)``: no evidence yet; ``command`` is the one command that produces it.
+- ``broken(reason)``: evidence present but wrong; say what was expected and what was found.
+- ``stale(reason, command)``: evidence older than what it was produced from.
+
+A failing ``assert`` in a check also counts as broken; any other exception is an *error* (a bug in
+the kit or the check, reported as such).
+"""
+
+from __future__ import annotations
+
+
+class DodOutcome(Exception):
+    """Base of the exceptions a DoD check raises to report a state other than done."""
+
+    state = ""
+
+    def __init__(self, reason: str, command: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.command = command
+
+
+class Pending(DodOutcome):
+    """No evidence yet. ``command`` produces it."""
+
+    state = "pending"
+
+
+class Broken(DodOutcome):
+    """Evidence present but wrong."""
+
+    state = "broken"
+
+
+class Stale(DodOutcome):
+    """Evidence older than the code or config it was produced from."""
+
+    state = "stale"
+
+
+def pending(reason: str, command: str | None = None) -> None:
+    """Stop the current DoD check: its item is pending. Raises :class:`Pending`."""
+    __tracebackhide__ = True
+    raise Pending(reason, command)
+
+
+def broken(reason: str) -> None:
+    """Stop the current DoD check: its item is broken. Raises :class:`Broken`."""
+    __tracebackhide__ = True
+    raise Broken(reason)
+
+
+def stale(reason: str, command: str | None = None) -> None:
+    """Stop the current DoD check: its evidence is stale. Raises :class:`Stale`."""
+    __tracebackhide__ = True
+    raise Stale(reason, command)

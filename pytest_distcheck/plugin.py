@@ -1,0 +1,109 @@
+"""pytest-distcheck's pytest plugin: options, ini keys, markers and fixtures. Wiring only.
+
+Heavy modules (torch, runpod) are imported inside fixtures and hooks that need them, so that
+``pytest --help`` stays fast and works without them.
+"""
+
+from __future__ import annotations
+
+import atexit
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_distcheck.dod.plugin import DodPlugin, get_workspace
+from pytest_distcheck.settings import TIMEOUT
+
+MARKERS = {
+    "local": "local: a free check that runs on this machine (pytest -m local)",
+    "gpu": "gpu: needs GPUs and may cost money; runs only with --max-usd",
+    "budget": "budget(usd): the most this test may spend, in USD",
+    "world_size": "world_size(n): number of ranks the dist_world fixture starts (default 2)",
+    "dod": "dod(item_id): the Definition-of-Done item this check covers",
+    "fresh_ranks": "fresh_ranks: run this test on newly started rank processes",
+}
+DEFAULT_WORLD_SIZE = 2
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("distcheck", "pytest-distcheck: distributed PyTorch checks on a budget")
+    group.addoption(
+        "--gate",
+        action="store_true",
+        dest="distcheck_gate",
+        default=False,
+        help="fail the run unless every Definition-of-Done item of the workspace is done",
+    )
+    TIMEOUT.add(parser, group)
+    parser.addini(
+        "distcheck_config",
+        "workspace file with the phase's DoD items and settings, relative to rootdir",
+        default="checks/distcheck.toml",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in MARKERS.values():
+        config.addinivalue_line("markers", line)
+    TIMEOUT.positive_float(config)  # a bad value is a usage error now, not at the first test
+    config.pluginmanager.register(DodPlugin(config), "distcheck-dod")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    ws = get_workspace(config)
+    where = f"workspace {config.getini('distcheck_config')}"
+    phase = f"phase {ws.phase_id}, {len(ws.items)} DoD items" if ws else "no workspace file"
+    gate = "gate on" if config.getoption("distcheck_gate") else "gate off"
+    return [
+        f"distcheck: backend gloo, world size {DEFAULT_WORLD_SIZE} (default), "
+        f"timeout {TIMEOUT.positive_float(config):g} s; {where} ({phase}); {gate}"
+    ]
+
+
+@pytest.fixture(scope="session")
+def distcheck_workspace(pytestconfig: pytest.Config):
+    """The loaded workspace file (:class:`pytest_distcheck.workspace.Workspace`); skips if there is none."""
+    ws = get_workspace(pytestconfig)
+    if ws is None:
+        pytest.skip(f"no workspace file {pytestconfig.getini('distcheck_config')!r}")
+    return ws
+
+
+@pytest.fixture(scope="session")
+def _distcheck_pools() -> Iterator[object]:
+    from pytest_distcheck.ranks.group import PoolRegistry
+
+    registry = PoolRegistry()
+    atexit.register(registry.close)  # also when the session ends by an exception
+    yield registry
+    registry.close()
+    atexit.unregister(registry.close)
+
+
+def _world_size(request: pytest.FixtureRequest) -> int:
+    marker = request.node.get_closest_marker("world_size")
+    if marker is None:
+        return DEFAULT_WORLD_SIZE
+    value = marker.args[0] if marker.args else marker.kwargs.get("n")
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise pytest.UsageError(
+            f"{request.node.nodeid}: @pytest.mark.world_size needs a whole number >= 1, got {value!r}"
+        )
+    return value
+
+
+@pytest.fixture
+def dist_world(request: pytest.FixtureRequest, _distcheck_pools):
+    """A gloo process group of N ranks (``@pytest.mark.world_size(n)``, default 2) to run code on.
+
+    ``dist_world.run(fn, *args, timeout=None, **kwargs)`` runs ``fn`` on every rank, each in its own
+    process with ``torch.distributed`` initialised, and returns the per-rank results in rank order.
+    The ranks live across tests (started once per world size); ``@pytest.mark.fresh_ranks`` asks for
+    new processes. See :class:`pytest_distcheck.ranks.group.RankGroup`.
+    """
+    from pytest_distcheck.ranks.group import RankGroup
+
+    size = _world_size(request)
+    if request.node.get_closest_marker("fresh_ranks"):
+        _distcheck_pools.restart(size, "gloo")
+    return RankGroup(_distcheck_pools, size, "gloo", TIMEOUT.positive_float(request.config))

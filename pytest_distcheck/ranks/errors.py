@@ -1,0 +1,74 @@
+"""What a rank reports back, and the one error a test sees when any rank did not succeed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class RankOutcome:
+    """How one rank's call ended.
+
+    Attributes:
+        rank: the rank (0 .. world_size-1).
+        status: ``ok``, ``error``, ``skip``, ``timeout`` (did not finish in time, killed), ``died``
+            (the process exited or was killed by a signal), or ``stopped`` (killed because a peer failed).
+        error: one line, e.g. ``ValueError: bad shape`` or ``killed by SIGSEGV``.
+        traceback: the remote traceback text, when there is one.
+        stdout, stderr: what the rank printed during the call (Python-level output).
+        stack: the faulthandler dump of a rank that hung, taken before it was killed.
+    """
+
+    rank: int
+    status: str
+    error: str = ""
+    traceback: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    stack: str = ""
+
+
+class RankError(Exception):
+    """One or more ranks did not return normally. The message shows every rank's outcome.
+
+    Attributes:
+        outcomes: one :class:`RankOutcome` per rank, in rank order.
+        failed_ranks: ranks whose status is not ``ok``/``skip``.
+    """
+
+    headline = "rank(s) {ranks} failed"
+
+    def __init__(self, outcomes: list[RankOutcome], detail: str = "") -> None:
+        self.outcomes = outcomes
+        self.failed_ranks = [o.rank for o in outcomes if o.status not in ("ok", "skip")]
+        super().__init__(self._format(detail))
+
+    def _format(self, detail: str) -> str:
+        ranks = ", ".join(str(r) for r in self.failed_ranks)
+        lines = [self.headline.format(ranks=ranks) + (f": {detail}" if detail else "")]
+        for o in self.outcomes:
+            lines.append(f"  rank {o.rank}: {o.status}" + (f" ({o.error})" if o.error else ""))
+        for o in self.outcomes:
+            parts = []
+            if o.traceback:
+                parts.append(o.traceback.rstrip())
+            if o.stack:
+                parts.append("stack when killed:\n" + o.stack.rstrip())
+            if o.stdout:
+                parts.append("stdout:\n" + o.stdout.rstrip())
+            if o.stderr:
+                parts.append("stderr:\n" + o.stderr.rstrip())
+            if parts:
+                lines.append(f"--- rank {o.rank} ---")
+                lines.extend(parts)
+        return "\n".join(lines)
+
+
+class RankTimeout(RankError):
+    """Some ranks did not finish within the call's timeout; they were stack-dumped and killed."""
+
+    headline = "rank(s) {ranks} did not finish in time"
+
+
+class PicklingError(TypeError):
+    """The function, an argument or a result could not be sent between processes."""

@@ -1,0 +1,172 @@
+"""The program one rank runs: ``python -m pytest_distcheck.ranks.worker FD RANK WORLD BACKEND DUMPFILE``.
+
+It imports torch once, joins the pool's store (rank 0 hosts a ``TCPStore`` on port 0 and tells the
+parent which port it got), then serves calls until told to stop or its parent goes away. Each call
+runs on a process group over a ``PrefixStore`` of that store; the group is kept between calls while
+the parent sees every rank in step, and rebuilt under a new prefix otherwise.
+
+State reset after every call (documented in the README): torch's and Python's global RNG states,
+torch's default dtype and thread count, ``os.environ`` and the working directory. Anything else a test
+changes at module level stays for the next test on the same pool; ask for ``@pytest.mark.fresh_ranks``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import io
+import os
+import random
+import signal
+import sys
+import traceback
+from datetime import timedelta
+from multiprocessing.connection import Connection
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+class _Rank:
+    def __init__(self, conn: Connection, rank: int, world_size: int, backend: str) -> None:
+        import torch
+        import torch.distributed as dist
+
+        self.torch, self.dist = torch, dist
+        self.conn, self.rank, self.world_size, self.backend = conn, rank, world_size, backend
+        self.generation: int | None = None
+        self.pg_timeout = 0.0
+        if rank == 0:
+            self.store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False)
+            conn.send(("port", self.store.port))
+        else:
+            kind, port = conn.recv()
+            assert kind == "port"
+            self.store = dist.TCPStore("127.0.0.1", port, world_size, is_master=False)
+        self._snapshot()
+
+    def _snapshot(self) -> None:
+        torch = self.torch
+        self.saved = (
+            torch.get_rng_state(),
+            random.getstate(),
+            torch.get_default_dtype(),
+            torch.get_num_threads(),
+            dict(os.environ),
+            os.getcwd(),
+        )
+
+    def _restore(self) -> None:
+        torch = self.torch
+        rng, py_rng, dtype, threads, env, cwd = self.saved
+        torch.set_rng_state(rng)
+        random.setstate(py_rng)
+        torch.set_default_dtype(dtype)
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        if os.environ != env:
+            os.environ.clear()
+            os.environ.update(env)
+        os.chdir(cwd)
+
+    def _ensure_group(self, generation: int, timeout: float) -> None:
+        dist = self.dist
+        if self.generation == generation and dist.is_initialized() and timeout <= self.pg_timeout:
+            return
+        self._drop_group()
+        dist.init_process_group(
+            self.backend,
+            store=dist.PrefixStore(f"pg/{generation}", self.store),
+            rank=self.rank,
+            world_size=self.world_size,
+            timeout=timedelta(seconds=timeout),
+        )
+        self.generation, self.pg_timeout = generation, timeout
+
+    def _drop_group(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.dist.is_initialized():
+                self.dist.destroy_process_group()
+        self.generation = None
+
+    def _group_state(self) -> tuple[int | None, bool]:
+        """(sequence number of the default group, whether it can be kept for the next call)."""
+        dist = self.dist
+        if not dist.is_initialized():
+            return None, False
+        c10d = dist.distributed_c10d
+        if len(c10d._world.pg_map) != 1:  # the test created subgroups: start the next one clean
+            return None, False
+        try:
+            return c10d._get_default_group()._get_sequence_number_for_group(), True
+        except Exception:  # noqa: BLE001 - no sequence number: rebuild rather than guess
+            return None, False
+
+    def call(self, call_id: int, payload: bytes, generation: int, timeout: float) -> None:
+        import cloudpickle
+
+        out, err = io.StringIO(), io.StringIO()
+        outcome: dict = {"rank": self.rank, "status": "ok"}
+        result = b""
+        try:
+            self._ensure_group(generation, timeout)
+            fn, args, kwargs = cloudpickle.loads(payload)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                value = fn(*args, **kwargs)
+            try:
+                result = cloudpickle.dumps(value)
+            except Exception as exc:  # noqa: BLE001
+                outcome.update(status="error", error=f"the return value could not be pickled: {_describe(exc)}")
+        except BaseException as exc:  # noqa: BLE001 - SystemExit and pytest outcomes are outcomes too
+            outcomes_mod = sys.modules.get("_pytest.outcomes")
+            skip = outcomes_mod is not None and isinstance(exc, outcomes_mod.Skipped)
+            outcome.update(
+                status="skip" if skip else "error",
+                error=getattr(exc, "msg", None) or str(exc) if skip else _describe(exc),
+                traceback="" if skip else traceback.format_exc(),
+            )
+        outcome["stdout"], outcome["stderr"] = out.getvalue(), err.getvalue()
+        seq, keep = self._group_state()
+        if outcome["status"] == "error" or not keep:
+            # Dropping our end at once makes a peer blocked on us fail fast instead of waiting.
+            self._drop_group()
+        self._restore()
+        self.conn.send(("result", call_id, outcome, result, seq, keep and outcome["status"] != "error"))
+
+    def serve(self) -> None:
+        self.conn.send(("ready", os.getpid()))
+        while True:
+            try:
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                break
+            if msg[0] == "stop":
+                break
+            if msg[0] == "run":
+                _, call_id, payload, generation, timeout = msg
+                self.call(call_id, payload, generation, timeout)
+        self._drop_group()
+
+
+def main(argv: list[str]) -> None:
+    fd, rank, world_size, backend, dumpfile = int(argv[0]), int(argv[1]), int(argv[2]), argv[3], argv[4]
+    dump = open(dumpfile, "w")  # noqa: SIM115 - lives as long as the process
+    faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
+    conn = Connection(fd)
+    kind, init = conn.recv()
+    assert kind == "init"
+    sys.path[:] = init["sys_path"]
+    os.chdir(init["cwd"])
+    rank_obj = _Rank(conn, rank, world_size, backend)
+    rank_obj.serve()
+    conn.close()
+    # Skip interpreter teardown: gloo threads may still hold the store and abort on exit.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,1 @@
+"""JSON Schemas shipped with the kit (read with importlib.resources)."""

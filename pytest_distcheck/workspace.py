@@ -1,0 +1,165 @@
+"""The workspace: a TOML file that holds a phase's DoD items and the settings its checks read.
+
+The plugin is generic; which items a phase has, the ledger path, the ceilings and so on are data in
+this file (``checks/distcheck.toml`` here, set by the ini key ``distcheck_config``).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from pytest_distcheck.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class DodItem:
+    """One item of a phase's Definition of Done.
+
+    Attributes:
+        id: stable identifier used by ``@pytest.mark.dod(id)``.
+        title: what the learner must deliver.
+        how: the one command or step that completes it.
+        requires: ids of items that must be done before this one counts.
+    """
+
+    id: str
+    title: str
+    how: str
+    requires: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A loaded workspace file.
+
+    Attributes:
+        path: the TOML file.
+        root: the folder paths in the file are relative to (the pytest rootdir).
+        phase_id, phase_title: which phase this is.
+        items: the DoD items in the order the file lists them.
+        raw: the whole parsed file, for sections other parts of the kit read (``section``).
+    """
+
+    path: Path
+    root: Path
+    phase_id: str
+    phase_title: str
+    items: tuple[DodItem, ...]
+    raw: dict[str, Any] = field(repr=False)
+
+    def item(self, item_id: str) -> DodItem:
+        """The item with this id; raises ``KeyError`` naming the known ids."""
+        for it in self.items:
+            if it.id == item_id:
+                return it
+        known = ", ".join(i.id for i in self.items)
+        raise KeyError(f"no DoD item {item_id!r} in {self.path} (known: {known})")
+
+    def section(self, name: str) -> dict[str, Any]:
+        """The table ``[name]`` of the file, or ``{}`` when absent."""
+        value = self.raw.get(name, {})
+        if not isinstance(value, dict):
+            raise ConfigError(self.path, name, f"must be a table, found {type(value).__name__}")
+        return value
+
+    def resolve(self, relpath: str) -> Path:
+        """A path from the file, made absolute against the workspace root."""
+        return (self.root / relpath).resolve()
+
+
+def _schema() -> dict[str, Any]:
+    text = resources.files("pytest_distcheck.schemas").joinpath("workspace.schema.json").read_text()
+    return json.loads(text)
+
+
+def _field_path(error: jsonschema.ValidationError) -> str:
+    out = ""
+    for part in error.absolute_path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def load_workspace(path: Path, root: Path | None = None) -> Workspace:
+    """Read and validate a workspace file.
+
+    Args:
+        path: the TOML file.
+        root: folder its relative paths start from; defaults to the file's grandparent when the file
+            sits in ``checks/``, else its parent.
+
+    Raises:
+        ConfigError: the file is missing, is not TOML (with the line), fails the schema (with the field
+            path), has duplicate item ids, or an item requires an unknown or later-cycling item.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(path, "", "workspace file not found (set the ini key distcheck_config)")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(path, f"line {exc.lineno}" if hasattr(exc, "lineno") else "", str(exc)) from None
+    errors = sorted(jsonschema.Draft202012Validator(_schema()).iter_errors(raw), key=lambda e: e.path)
+    if errors:
+        err = errors[0]
+        raise ConfigError(path, _field_path(err) or "(top level)", err.message)
+    items = tuple(
+        DodItem(id=i["id"], title=i["title"], how=i["how"], requires=tuple(i.get("requires", ())))
+        for i in raw["items"]
+    )
+    seen: set[str] = set()
+    for n, it in enumerate(items):
+        if it.id in seen:
+            raise ConfigError(path, f"items[{n}].id", f"duplicate item id {it.id!r}")
+        seen.add(it.id)
+    for n, it in enumerate(items):
+        for req in it.requires:
+            if req not in seen:
+                raise ConfigError(path, f"items[{n}].requires", f"unknown item {req!r}")
+    _check_acyclic(path, items)
+    if root is None:
+        root = path.parent.parent if path.parent.name == "checks" else path.parent
+    return Workspace(
+        path=path,
+        root=Path(root),
+        phase_id=str(raw["phase"]["id"]),
+        phase_title=raw["phase"]["title"],
+        items=items,
+        raw=raw,
+    )
+
+
+def _check_acyclic(path: Path, items: tuple[DodItem, ...]) -> None:
+    graph = {it.id: it.requires for it in items}
+    done: set[str] = set()
+
+    def visit(node: str, stack: tuple[str, ...]) -> None:
+        if node in stack:
+            cycle = " -> ".join((*stack[stack.index(node):], node))
+            raise ConfigError(path, "items", f"prerequisites form a cycle: {cycle}")
+        if node in done:
+            return
+        for req in graph[node]:
+            visit(req, (*stack, node))
+        done.add(node)
+
+    for node in graph:
+        visit(node, ())
+
+
+def with_prerequisites(ws: Workspace, item_ids: list[str]) -> list[str]:
+    """The given items and, transitively, every item they require, in workspace order."""
+    wanted: set[str] = set()
+    todo = list(item_ids)
+    while todo:
+        cur = todo.pop()
+        if cur not in wanted:
+            wanted.add(cur)
+            todo.extend(ws.item(cur).requires)
+    return [it.id for it in ws.items if it.id in wanted]
