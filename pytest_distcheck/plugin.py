@@ -14,6 +14,9 @@ import pytest
 from pytest_distcheck.dod.plugin import DodPlugin, get_workspace
 from pytest_distcheck.settings import TIMEOUT
 
+# Each area of the kit owns its hooks, options and fixtures in a plugin module of its own.
+pytest_plugins: list[str] = []
+
 MARKERS = {
     "local": "local: a free check that runs on this machine (pytest -m local)",
     "gpu": "gpu: needs GPUs and may cost money; runs only with --max-usd",

@@ -1,0 +1,1 @@
+"""Phase 35 tensor-parallel inference lab."""
