@@ -83,6 +83,23 @@ def _distcheck_pools() -> Iterator[object]:
     atexit.unregister(registry.close)
 
 
+@pytest.fixture
+def distcheck_log(record_property):
+    """``distcheck_log(title, text)``: show ``text`` in the run's summary, above the DoD table.
+
+    For what a check measured (a timing table, a score): printed even when the check passes and
+    output is captured, and carried across pytest-xdist workers.
+    """
+    import json
+
+    from pytest_distcheck.dod.plugin import LOG_PROPERTY
+
+    def log(title: str, text: str) -> None:
+        record_property(LOG_PROPERTY, json.dumps({"title": title, "text": text}))
+
+    return log
+
+
 def _world_size(request: pytest.FixtureRequest) -> int:
     marker = request.node.get_closest_marker("world_size")
     if marker is None:

@@ -17,6 +17,7 @@ from pytest_distcheck.dod.state import CheckOutcome, ItemResult, State, combine
 from pytest_distcheck.errors import ConfigError
 
 PROPERTY = "distcheck_dod"
+LOG_PROPERTY = "distcheck_log"
 workspace_key = pytest.StashKey["ws_mod.Workspace | None"]()
 
 _COLOURS = {
@@ -74,6 +75,7 @@ class DodPlugin:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.outcomes: list[CheckOutcome] = []
+        self.logs: list[tuple[str, str, str]] = []  # (nodeid, title, text)
         self.results: list[ItemResult] | None = None
         self.workspace = get_workspace(config)
 
@@ -117,7 +119,12 @@ class DodPlugin:
         return rep
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
         for name, value in report.user_properties:
+            if name == LOG_PROPERTY:
+                data = json.loads(value)
+                self.logs.append((report.nodeid, data["title"], data["text"]))
             if name == PROPERTY:
                 data = json.loads(value)
                 data["state"] = State(data["state"])
@@ -135,6 +142,9 @@ class DodPlugin:
         if self.results is None or self.workspace is None:
             return
         tr = terminalreporter
+        for nodeid, title, text in self.logs:
+            tr.write_sep("-", f"{title} ({nodeid})")
+            tr.write_line(text)
         tr.write_sep("=", f"Definition of Done: phase {self.workspace.phase_id}")
         width = max(len(r.item_id) for r in self.results)
         for r in self.results:
