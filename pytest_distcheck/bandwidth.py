@@ -6,17 +6,14 @@ algbw = S / t and busbw = algbw * 2(n-1)/n for all-reduce, in GB/s with GB = 1e9
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from pytest_distcheck.calc.collectives import algbw_gbps, busbw_factor
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.schemas import load_json
 
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 # busbw is recomputed from the stored median time; allow for rounding in the stored numbers.
@@ -62,22 +59,12 @@ def format_sweep(rows: list[dict[str, Any]]) -> str:
 
 
 def load_result(path: Path) -> dict[str, Any]:
-    """Read an all-reduce result JSON file and validate it against the shipped schema.
+    """Read an all-reduce result JSON file and validate it against ``allreduce-result.schema.json``.
 
     Raises:
         ConfigError: not JSON (with the line) or not valid (with the field path).
     """
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ConfigError(path, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
-    schema = json.loads(resources.files("pytest_distcheck.schemas").joinpath("allreduce-result.schema.json").read_text())
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
-        raise ConfigError(path, where or "(top level)", err.message)
-    return data
+    return load_json(path, "allreduce-result.schema.json")
 
 
 def check_sanity(data: dict[str, Any], path: Path | str, world_size: int, sizes_bytes: list[int]) -> None:

@@ -6,16 +6,13 @@ this file (``checks/distcheck.toml`` here, set by the ini key ``distcheck_config
 
 from __future__ import annotations
 
-import json
 import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.schemas import validate
 
 
 @dataclass(frozen=True)
@@ -74,18 +71,6 @@ class Workspace:
         return (self.root / relpath).resolve()
 
 
-def _schema() -> dict[str, Any]:
-    text = resources.files("pytest_distcheck.schemas").joinpath("workspace.schema.json").read_text()
-    return json.loads(text)
-
-
-def _field_path(error: jsonschema.ValidationError) -> str:
-    out = ""
-    for part in error.absolute_path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
 def load_workspace(path: Path, root: Path | None = None) -> Workspace:
     """Read and validate a workspace file.
 
@@ -105,10 +90,7 @@ def load_workspace(path: Path, root: Path | None = None) -> Workspace:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(path, f"line {exc.lineno}" if hasattr(exc, "lineno") else "", str(exc)) from None
-    errors = sorted(jsonschema.Draft202012Validator(_schema()).iter_errors(raw), key=lambda e: e.path)
-    if errors:
-        err = errors[0]
-        raise ConfigError(path, _field_path(err) or "(top level)", err.message)
+    validate(raw, "workspace.schema.json", path)
     items = tuple(
         DodItem(id=i["id"], title=i["title"], how=i["how"], requires=tuple(i.get("requires", ())))
         for i in raw["items"]

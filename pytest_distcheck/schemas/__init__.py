@@ -1,1 +1,57 @@
-"""JSON Schemas shipped with the kit (read with importlib.resources)."""
+"""JSON Schemas shipped with the kit, and validation whose errors name the file and the field."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from pytest_distcheck.errors import ConfigError
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    """The shipped schema ``pytest_distcheck/schemas/<name>`` as a dict."""
+    return json.loads(resources.files(__name__).joinpath(name).read_text(encoding="utf-8"))
+
+
+def field_path(error: jsonschema.ValidationError) -> str:
+    """``items[2].id`` for an error at that place; ``(top level)`` for the document itself."""
+    out = ""
+    for part in error.absolute_path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def validate(data: Any, schema_name: str, path: Path | str) -> None:
+    """Validate ``data`` (read from ``path``) against a shipped schema.
+
+    Raises:
+        ConfigError: for the first error in document order, naming ``path``, the field and the problem.
+    """
+    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        raise ConfigError(path, field_path(errors[0]), errors[0].message)
+
+
+def load_json(path: Path | str, schema_name: str) -> Any:
+    """Read a JSON file and validate it against a shipped schema.
+
+    Raises:
+        ConfigError: the file is missing, is not JSON (with the line), or is invalid (with the field).
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(path, "", f"cannot read: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(path, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    validate(data, schema_name, path)
+    return data
