@@ -1,0 +1,38 @@
+"""Record in a note's front matter the package versions its citations were verified against."""
+
+from __future__ import annotations
+
+from pytest_distcheck.citations.verifier import NoteReport
+from pytest_distcheck.errors import DistcheckError
+
+KEY = "checked-against"
+
+
+def record_versions(report: NoteReport) -> str:
+    """Write ``checked-against: PKG VERSION, ...`` (the installed versions of the cited packages) into the
+    note's front matter, adding the front matter if there is none. Returns the line written.
+
+    Raises:
+        DistcheckError: the note has failing or malformed citations (recording a version the note does
+            not pass against would be false), or cites nothing.
+    """
+    if not report.ok:
+        bad = len(report.failures) + len(report.malformed)
+        raise DistcheckError(f"{report.path}: {bad} citation(s) do not resolve; fix them before recording versions")
+    if not report.installed:
+        raise DistcheckError(f"{report.path}: cites no installed package; nothing to record")
+    line = f"{KEY}: " + ", ".join(f"{p} {v}" for p, v in sorted(report.installed.items()))
+    lines = report.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    if lines and lines[0].strip() == "---":
+        end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+        if end is None:
+            raise DistcheckError(f"{report.path}: front matter opened with '---' is never closed")
+        at = next((i for i in range(1, end) if lines[i].split(":", 1)[0].strip() == KEY), None)
+        if at is None:
+            lines.insert(end, line + "\n")
+        else:
+            lines[at] = line + "\n"
+    else:
+        lines[:0] = ["---\n", line + "\n", "---\n", "\n"]
+    report.path.write_text("".join(lines), encoding="utf-8")
+    return line

@@ -1,0 +1,149 @@
+"""Find a cited file and symbol in an installed distribution, without importing it.
+
+The distribution is found with :mod:`importlib.metadata` (importing ``megatron.core`` would take
+seconds and print warnings); its file list (the wheel's ``RECORD``) decides which files belong to it;
+the symbol is found with ``ast`` (:mod:`pytest_distcheck.citations.symbols`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.metadata as metadata
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+from packaging.version import InvalidVersion, Version
+
+from pytest_distcheck.citations.symbols import SourceFile, Span
+
+
+class Problem(Exception):
+    """A citation does not resolve. ``code`` is stable (tests and the DoD check read it); the message
+    is for a person and says what was expected and what was found."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Installed:
+    """An installed distribution: its name as its metadata spells it, its version, root and files."""
+
+    name: str
+    version: str
+    root: Path
+    files: frozenset[str]
+
+    @property
+    def public_version(self) -> str:
+        """The version without a local label (``2.13.0+cpu`` -> ``2.13.0``): the source is the same."""
+        return public_version(self.version)
+
+
+def public_version(version: str) -> str:
+    """``version`` without its PEP 440 local label; unchanged when it is not a valid PEP 440 version."""
+    try:
+        return Version(version).public
+    except InvalidVersion:
+        return version
+
+
+class Resolver:
+    """Resolves ``package path::symbol`` against what is installed; caches distributions and parsed files."""
+
+    def __init__(self) -> None:
+        self._dists: dict[str, Installed] = {}
+        self._sources: dict[Path, SourceFile] = {}
+
+    def distribution(self, package: str) -> Installed:
+        """The installed distribution called ``package`` (any spelling pip accepts).
+
+        Raises:
+            Problem: ``not-installed``, or ``no-file-list`` when it has no RECORD.
+        """
+        key = package.lower().replace("_", "-").replace(".", "-")
+        if key not in self._dists:
+            try:
+                dist = metadata.distribution(package)
+            except metadata.PackageNotFoundError:
+                raise Problem(
+                    "not-installed", f"distribution {package!r} is not installed (pip install {package})"
+                ) from None
+            if dist.files is None:
+                raise Problem("no-file-list", f"distribution {package!r} has no file list (RECORD) to check against")
+            self._dists[key] = Installed(
+                name=dist.metadata["Name"],
+                version=dist.version,
+                root=Path(dist.locate_file("")).resolve(),
+                files=frozenset(str(PurePosixPath(*f.parts)) for f in dist.files),
+            )
+        return self._dists[key]
+
+    def file(self, package: str, path: str) -> tuple[Installed, Path]:
+        """The absolute path of ``path`` inside ``package``'s install root, checked to belong to it.
+
+        Raises:
+            Problem: ``absolute-path``, ``escapes-package`` (a ``..`` part), ``other-package`` (the file
+                belongs to another installed distribution, named), ``not-in-package`` (with the
+                nearest paths), ``not-python``, or those of :meth:`distribution`.
+        """
+        dist = self.distribution(package)
+        if path.startswith(("/", "\\", "~")) or PureWindowsPath(path).drive:
+            raise Problem("absolute-path", f"{path!r} is absolute; give the path relative to {dist.name}'s root")
+        parts = PurePosixPath(path.replace("\\", "/")).parts
+        if ".." in parts:
+            raise Problem("escapes-package", f"{path!r} escapes the package with '..'")
+        rel = str(PurePosixPath(*parts))
+        if rel not in dist.files:
+            owner = _owner(rel, dist.name)
+            if owner:
+                raise Problem("other-package", f"{rel} belongs to {owner}, not to {dist.name}")
+            raise Problem("not-in-package", f"{rel} is not a file of {dist.name} {dist.version}" + _suggest(rel, dist))
+        if not rel.endswith(".py"):
+            raise Problem("not-python", f"{rel} is not Python source; symbols are looked up in .py files")
+        return dist, dist.root / rel
+
+    def source(self, path: Path) -> SourceFile:
+        """The parsed file. Raises Problem ``unparsable`` when ``ast`` cannot read it."""
+        if path not in self._sources:
+            try:
+                self._sources[path] = SourceFile(path)
+            except (SyntaxError, OSError, UnicodeDecodeError) as exc:
+                raise Problem("unparsable", f"{path} cannot be read as Python: {exc}") from None
+        return self._sources[path]
+
+    def symbol(self, package: str, path: str, symbol: str) -> tuple[Installed, SourceFile, list[Span]]:
+        """Every definition of ``symbol`` in the file (usually one).
+
+        Raises:
+            Problem: ``symbol-not-found`` (with the nearest names defined in the file), or those of
+                :meth:`file` and :meth:`source`.
+        """
+        dist, abspath = self.file(package, path)
+        src = self.source(abspath)
+        if symbol not in src.spans:
+            close = difflib.get_close_matches(symbol, list(src.spans), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise Problem("symbol-not-found", f"{symbol} is not defined in {path}{hint}")
+        return dist, src, src.spans[symbol]
+
+
+def _owner(rel: str, not_this: str) -> str | None:
+    """The distribution (``name version``) whose RECORD lists ``rel``, other than ``not_this``."""
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if name and name.lower() != not_this.lower() and dist.files:
+            if any(str(PurePosixPath(*f.parts)) == rel for f in dist.files):
+                return f"{name} {dist.version}"
+    return None
+
+
+def _suggest(rel: str, dist: Installed) -> str:
+    """``"; did you mean X?"`` for the closest files: the same file name elsewhere, else a close path."""
+    name = PurePosixPath(rel).name
+    same_name = sorted(f for f in dist.files if PurePosixPath(f).name == name)
+    pool = same_name or [f for f in dist.files if f.endswith(".py")]
+    close = difflib.get_close_matches(rel, pool, n=2, cutoff=0.5) or same_name[:2]
+    return f"; did you mean {' or '.join(close)}?" if close else ""

@@ -1,0 +1,82 @@
+"""Where each symbol of a Python source file is defined: dotted names and line spans, found with ``ast``.
+
+A symbol is a class, a function or method (at any depth: ``Class.method``, ``outer.inner``), or a name
+assigned at module or class level (``CONSTANT``, ``Class.attr``). Its span runs from its first
+decorator to its last line, so a quote from a decorator belongs to the function it decorates.
+"""
+
+from __future__ import annotations
+
+import ast
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_distcheck.citations.quote import normalise
+
+
+@dataclass(frozen=True)
+class Span:
+    """One definition of a symbol.
+
+    Attributes:
+        name: dotted name inside the file (``ColumnParallelLinear.forward``).
+        start, end: first and last line, 1-based and inclusive.
+        text: the source lines of the span, whitespace-normalised (see :func:`quote.normalise`).
+    """
+
+    name: str
+    start: int
+    end: int
+    text: str
+
+
+class SourceFile:
+    """A parsed Python file: its lines and the spans of every symbol defined in it.
+
+    Raises:
+        SyntaxError: the file is not valid Python for this interpreter.
+        OSError: the file cannot be read.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        with tokenize.open(self.path) as fh:  # honours a PEP 263 encoding line
+            source = fh.read()
+        self.lines = source.splitlines()
+        self.text = normalise(source)
+        self.spans: dict[str, list[Span]] = {}
+        self._walk(ast.parse(source, filename=str(self.path)).body, "")
+
+    def _add(self, name: str, start: int, end: int) -> None:
+        text = normalise("\n".join(self.lines[start - 1 : end]))
+        # A name defined twice (property setter, overloads, if/else) keeps every definition.
+        self.spans.setdefault(name, []).append(Span(name, start, end, text))
+
+    def _walk(self, body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = prefix + node.name
+                start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                self._add(name, start, node.end_lineno or node.lineno)
+                self._walk(node.body, name + ".")
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        self._add(prefix + target.id, node.lineno, node.end_lineno or node.lineno)
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                # Definitions under ``if TYPE_CHECKING:``, ``try: import`` and the like keep their prefix.
+                for part in ("body", "orelse", "finalbody"):
+                    self._walk(getattr(node, part, []), prefix)
+                for handler in getattr(node, "handlers", []):
+                    self._walk(handler.body, prefix)
+
+    def innermost_containing(self, quote: str) -> Span | None:
+        """The smallest span whose normalised text contains ``quote`` (already normalised), or None."""
+        best: Span | None = None
+        for spans in self.spans.values():
+            for span in spans:
+                if quote in span.text and (best is None or span.end - span.start < best.end - best.start):
+                    best = span
+        return best

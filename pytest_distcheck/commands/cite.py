@@ -1,0 +1,108 @@
+"""Verify the citations of reading notes against the installed sources, or find a symbol to cite.
+
+  distcheck cite docs/notes/megatron.md        each citation with its status; exit 1 if any fails
+  distcheck cite                               the notes listed in [notes] of the workspace file
+  distcheck cite --record NOTE                 also write the verified versions into NOTE's front matter
+  distcheck cite --find ColumnParallelLinear.forward --package megatron-core
+
+Citation syntax: [cite: PACKAGE PATH::SYMBOL "QUOTE"]; see docs/lab/03-megatron-fsdp-reading.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pytest_distcheck.errors import DistcheckError
+
+DEFAULT_CONFIG = "checks/distcheck.toml"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("files", nargs="*", metavar="FILE", help="Markdown notes (default: [notes] paths)")
+    parser.add_argument("--find", metavar="SYMBOL", help="print where SYMBOL (dotted, e.g. Class.method) is defined")
+    parser.add_argument(
+        "--package", action="append", metavar="P",
+        help="distribution to search with --find (repeatable; default: [notes] packages)",
+    )
+    parser.add_argument("--record", action="store_true", help="write checked-against versions into each note")
+    parser.add_argument(
+        "--min", type=int, metavar="N", dest="minimum",
+        help="cited design decisions each note needs (default: [notes] min_cited_decisions, else none)",
+    )
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help=f"workspace file (default {DEFAULT_CONFIG})")
+
+
+def _notes_config(path: str):
+    """The workspace's [notes] section, or None when the default workspace file is absent."""
+    from pytest_distcheck.citations.config import notes_config
+    from pytest_distcheck.workspace import load_workspace
+
+    if not Path(path).is_file():
+        if path != DEFAULT_CONFIG:
+            raise DistcheckError(f"workspace file {path} not found")
+        return None
+    ws = load_workspace(Path(path))
+    return notes_config(ws) if ws.section("notes") else None
+
+
+def run(args: argparse.Namespace) -> int:
+    from pytest_distcheck.citations.resolver import Resolver
+
+    cfg = _notes_config(args.config)
+    resolver = Resolver()
+    if args.find:
+        return _find(resolver, args.find, args.package or (list(cfg.packages) if cfg else []))
+    files = args.files or (list(cfg.paths) if cfg else [])
+    if not files:
+        raise DistcheckError(f"give note files, or list them in [notes] paths of {args.config}")
+    minimum = args.minimum if args.minimum is not None else (cfg.min_cited_decisions if cfg else 0)
+    return _verify(resolver, [Path(f) for f in files], minimum, args.record, cfg.install if cfg else None)
+
+
+def _verify(resolver, files: list[Path], minimum: int, record: bool, install: str | None) -> int:
+    from pytest_distcheck.citations.record import record_versions
+    from pytest_distcheck.citations.report import note_lines
+    from pytest_distcheck.citations.verifier import verify_note
+
+    status = 0
+    for n, path in enumerate(files):
+        if not path.is_file():
+            raise DistcheckError(f"{path}: no such note")
+        report = verify_note(path, resolver)
+        print(("\n" if n else "") + "\n".join(note_lines(report)))
+        if any(r.code == "not-installed" for r in report.failures) and install:
+            print(f"  install the cited packages with: {install}")
+        if minimum and report.decisions < minimum:
+            print(f"  too few: {report.decisions} cited design decisions, at least {minimum} needed")
+            status = 1
+        if not report.ok:
+            status = 1
+        elif record:
+            print(f"  recorded: {record_versions(report)}")
+    return status
+
+
+def _find(resolver, symbol: str, packages: list[str]) -> int:
+    from pytest_distcheck.citations.find import find_symbol
+    from pytest_distcheck.citations.resolver import Problem
+
+    if not packages:
+        raise DistcheckError("--find needs --package P (or packages = [...] in [notes] of the workspace file)")
+    total = 0
+    for package in packages:
+        try:
+            found = find_symbol(resolver, symbol, package)
+        except Problem as exc:
+            raise DistcheckError(exc.message) from None
+        for hit in found:
+            print(
+                f"{hit.dist.name} {hit.dist.public_version}  {hit.path}::{hit.span.name}  "
+                f"lines {hit.span.start}-{hit.span.end}\n    {hit.citation()}"
+            )
+        total += len(found)
+    if not total:
+        print(f"{symbol}: not defined in {', '.join(packages)}")
+        return 1
+    return 0
