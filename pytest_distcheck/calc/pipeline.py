@@ -1,0 +1,114 @@
+"""Pipeline-parallel bubble: two common definitions, named so they cannot be confused.
+
+Symbols: p = number of pipeline stages (devices), m = number of micro-batches per batch,
+v = model chunks (virtual stages) per device for the interleaved 1F1B schedule (v = 1: GPipe/1F1B).
+
+- ``bubble_ratio_over_ideal``: bubble time / ideal compute time = (p-1)/(v*m).
+  Narayanan et al. 2021 (arXiv:2104.04473), sec. 2.2.1 ("bubble time fraction" t_pb/t_id = (p-1)/m)
+  and sec. 2.2.2 (interleaved: (1/v)(p-1)/m). It can exceed 1 (naive PP, m = 1: p-1).
+- ``bubble_fraction_of_total``: bubble time / total iteration time = ((p-1)/v) / (m + (p-1)/v);
+  for v = 1, (p-1)/(m+p-1). Huang et al. 2019 (GPipe, arXiv:1811.06965) sec. 2.3, O((K-1)/(M+K-1));
+  the iteration time (m+p-1)(t_f+t_b) is Narayanan et al. 2021 sec. 3.3.1, Eq. (1). Always < 1.
+
+GPipe and 1F1B (PipeDream-Flush) have the same bubble; 1F1B keeps at most p micro-batches' activations
+in flight where GPipe keeps m (Narayanan et al. 2021, sec. 2.2.1).
+"""
+
+from __future__ import annotations
+
+import math
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+
+
+def _whole(name: str, value: int, minimum: int = 1) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+
+
+def _check(p: int, m: int, v: int) -> None:
+    _whole("p (pipeline stages)", p)
+    _whole("m (micro-batches)", m)
+    _whole("v (virtual stages per device)", v)
+    if v > 1 and m % p != 0:
+        raise ValueError(
+            f"the interleaved schedule needs the number of micro-batches m to be a multiple of the "
+            f"number of stages p; got m={m}, p={p} (m % p = {m % p}) (Narayanan et al. 2021, sec. 2.2.2)"
+        )
+
+
+def bubble_ratio_over_ideal(p: int, m: int, v: int = 1) -> float:
+    """Bubble time over ideal compute time: (p-1)/(v*m), dimensionless.
+
+    Narayanan et al. 2021, sec. 2.2.1 (GPipe/1F1B, v = 1) and sec. 2.2.2 (interleaved 1F1B, v > 1).
+    This is the "bubble time fraction" of that paper; it is not a share of wall time and exceeds 1
+    when m < p - 1.
+
+    Raises:
+        ValueError: p, m or v not whole numbers >= 1; v > 1 and m not a multiple of p.
+    """
+    _check(p, m, v)
+    return (p - 1) / (v * m)
+
+
+def bubble_fraction_of_total(p: int, m: int, v: int = 1) -> float:
+    """Bubble time over total iteration time: ((p-1)/v) / (m + (p-1)/v), dimensionless, in [0, 1).
+
+    For v = 1: (p-1)/(m+p-1) (GPipe, Huang et al. 2019, sec. 2.3; iteration time (m+p-1)(t_f+t_b),
+    Narayanan et al. 2021, sec. 3.3.1, Eq. (1)). For v > 1 the bubble shrinks to (p-1)(t_f+t_b)/v
+    (Narayanan et al. 2021, sec. 2.2.2). Equals r/(1+r) with r = :func:`bubble_ratio_over_ideal`.
+
+    Raises:
+        ValueError: as :func:`bubble_ratio_over_ideal`.
+    """
+    _check(p, m, v)
+    bubble = (p - 1) / v
+    return bubble / (m + bubble)
+
+
+def iteration_seconds(p: int, m: int, t_f_s: float, t_b_s: float, v: int = 1) -> float:
+    """Time of one pipelined batch, ignoring communication: (m + (p-1)/v) * (t_f + t_b) seconds.
+
+    t_f_s, t_b_s: forward and backward time of one micro-batch on one stage (seconds).
+    Source: Narayanan et al. 2021, sec. 3.3.1, Eq. (1) (v = 1) and sec. 2.2.2 (bubble / v).
+    """
+    _check(p, m, v)
+    return (m + (p - 1) / v) * (t_f_s + t_b_s)
+
+
+def microbatches_in_flight(schedule: str, p: int, m: int) -> int:
+    """Micro-batches whose activations the first stage holds at once: GPipe m, 1F1B min(p, m).
+
+    Narayanan et al. 2021, sec. 2.2.1 (PipeDream-Flush limits outstanding micro-batches to p).
+    "interleaved" is treated as 1F1B here (the first stage's extra factor is in
+    :func:`pytest_distcheck.calc.memory.first_stage_activation_bytes`).
+
+    Raises:
+        ValueError: unknown schedule or bad p, m.
+    """
+    _check(p, m, 1)
+    key = schedule.lower()
+    if key == "gpipe":
+        return m
+    if key in ("1f1b", "interleaved"):
+        return min(p, m)
+    raise ValueError(f"unknown schedule {schedule!r}; known: {', '.join(SCHEDULES)}")
+
+
+def min_microbatches_for_bubble(p: int, max_fraction_of_total: float, v: int = 1) -> int:
+    """Fewest micro-batches m (a multiple of p when v > 1) whose bubble_fraction_of_total <= the target.
+
+    From ((p-1)/v)/(m+(p-1)/v) <= f  <=>  m >= (p-1)/v * (1-f)/f. E.g. GPipe's rule of thumb m >= 4p
+    (Huang et al. 2019, sec. 2.3) keeps the fraction below 1/5.
+
+    Raises:
+        ValueError: target not in (0, 1), or bad p, v.
+    """
+    _whole("p (pipeline stages)", p)
+    _whole("v (virtual stages per device)", v)
+    if not 0 < max_fraction_of_total < 1:
+        raise ValueError(f"max_fraction_of_total must be in (0, 1), got {max_fraction_of_total!r}")
+    step = p if v > 1 else 1
+    f = max_fraction_of_total
+    need = math.ceil((p - 1) / v * (1 - f) / f - 1e-9)
+    return max(step, math.ceil(need / step) * step)

@@ -1,0 +1,136 @@
+"""Communication of tensor parallelism (TP), sequence parallelism (SP) and pipeline point-to-point.
+
+Symbols: b = micro-batch size, s = sequence length, h = hidden size, t = TP degree (ranks of the TP
+group), bytes_per_element = 2 for fp16/bf16 activations.
+
+Sources:
+    Shoeybi et al. 2019 (Megatron-LM, arXiv:1909.08053), sec. 3, Fig. 3 and Fig. 4: the conjugate
+        operators f (identity forward, all-reduce backward) and g (all-reduce forward, identity
+        backward) put 2 all-reduces in the forward and 2 in the backward of each transformer layer,
+        each of a b x s x h activation.
+    Narayanan et al. 2021 (arXiv:2104.04473), sec. 3.2: each device sends 8 b s h (t-1)/t elements per
+        layer per micro-batch (4 ring all-reduces of 2 (t-1)/t b s h each); sec. 4.1: pipeline
+        point-to-point messages of b s h elements, or b s h / t with the scatter/gather optimisation.
+    Korthikanti et al. 2022 (arXiv:2205.05198), sec. 4.2.2: with SP each all-reduce becomes a
+        reduce-scatter + all-gather (4 of each per layer), the same bandwidth.
+    Rajbhandari et al. 2019 (ZeRO), sec. 8: with full activation recomputation the recomputed forward
+        adds 2 all-reduces, 6 per layer.
+"""
+
+from __future__ import annotations
+
+from pytest_distcheck.calc.collectives import ring_allreduce_seconds
+
+RECOMPUTE = ("none", "selective", "full")
+
+
+def _whole(name: str, value: int, minimum: int = 1) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+
+
+def tp_allreduces_per_layer(recompute: str = "none") -> tuple[int, int]:
+    """(forward, backward) all-reduce counts per transformer layer per micro-batch under TP.
+
+    (2, 2) (Shoeybi et al. 2019, Fig. 3/4); ``"full"`` recomputation re-runs the forward inside the
+    backward: (2, 4), 6 in all (ZeRO sec. 8). Selective recomputation recomputes only attention
+    internals between the f and g operators, so it adds none (Korthikanti et al. 2022, sec. 5).
+    With SP, read each all-reduce as one reduce-scatter + one all-gather.
+
+    Raises:
+        ValueError: unknown recompute.
+    """
+    if recompute not in RECOMPUTE:
+        raise ValueError(f"unknown recompute {recompute!r}; known: {', '.join(RECOMPUTE)}")
+    return (2, 4) if recompute == "full" else (2, 2)
+
+
+def tp_message_bytes(micro_batch: int, seq_len: int, hidden: int, bytes_per_element: int = 2) -> int:
+    """Size of one TP all-reduce buffer, bytes: b * s * h * bytes_per_element (Shoeybi et al. 2019)."""
+    for name, value in (("micro_batch", micro_batch), ("seq_len", seq_len), ("hidden", hidden),
+                        ("bytes_per_element", bytes_per_element)):
+        _whole(name, value)
+    return micro_batch * seq_len * hidden * bytes_per_element
+
+
+def tp_bytes_sent_per_layer(
+    micro_batch: int,
+    seq_len: int,
+    hidden: int,
+    tp: int,
+    bytes_per_element: int = 2,
+    recompute: str = "none",
+) -> float:
+    """Bytes each TP rank sends per transformer layer per micro-batch (forward + backward), ring algorithms.
+
+    8 b s h (t-1)/t elements (Narayanan et al. 2021, sec. 3.2): 4 all-reduces x 2 (t-1)/t b s h. The same
+    with SP (4 reduce-scatters + 4 all-gathers of (t-1)/t b s h, Korthikanti et al. 2022, sec. 4.2.2);
+    12 b s h (t-1)/t with full recomputation (6 all-reduces, ZeRO sec. 8). t = 1 sends nothing.
+
+    Raises:
+        ValueError: a size not a whole number >= 1, unknown recompute.
+    """
+    _whole("tp", tp)
+    fwd, bwd = tp_allreduces_per_layer(recompute)
+    msg = tp_message_bytes(micro_batch, seq_len, hidden, bytes_per_element)
+    return (fwd + bwd) * 2 * (tp - 1) / tp * msg
+
+
+def tp_comm_seconds_per_layer(
+    micro_batch: int,
+    seq_len: int,
+    hidden: int,
+    tp: int,
+    alpha_s: float,
+    bandwidth_bytes_per_s: float,
+    bytes_per_element: int = 2,
+    recompute: str = "none",
+) -> float:
+    """Alpha-beta time of one layer's TP all-reduces (forward + backward) per micro-batch, seconds.
+
+    count(recompute) x ring all-reduce of b s h bytes_per_element bytes over t ranks
+    (:func:`pytest_distcheck.calc.collectives.ring_allreduce_seconds`). Assumes no overlap with compute.
+    """
+    fwd, bwd = tp_allreduces_per_layer(recompute)
+    msg = tp_message_bytes(micro_batch, seq_len, hidden, bytes_per_element)
+    return (fwd + bwd) * ring_allreduce_seconds(msg, tp, alpha_s, bandwidth_bytes_per_s)
+
+
+def pp_message_bytes(
+    micro_batch: int,
+    seq_len: int,
+    hidden: int,
+    bytes_per_element: int = 2,
+    tp: int = 1,
+    scatter_gather: bool = False,
+) -> float:
+    """Bytes of one pipeline point-to-point message (activation forward or its gradient backward).
+
+    b s h elements, or b s h / t when the scatter/gather optimisation splits it over the t TP ranks
+    that share the link (Narayanan et al. 2021, sec. 4.1).
+    """
+    _whole("tp", tp)
+    msg = tp_message_bytes(micro_batch, seq_len, hidden, bytes_per_element)
+    return msg / tp if scatter_gather else float(msg)
+
+
+def pp_bytes_sent_per_stage_per_batch(
+    micro_batch: int,
+    seq_len: int,
+    hidden: int,
+    microbatches: int,
+    virtual_stages: int = 1,
+    bytes_per_element: int = 2,
+    tp: int = 1,
+    scatter_gather: bool = False,
+) -> float:
+    """Bytes an interior pipeline stage sends per batch: 2 m v messages (m activations forward, m
+    gradients backward, for each of its v model chunks).
+
+    Interleaving multiplies point-to-point traffic by v (Narayanan et al. 2021, sec. 2.2.2); the
+    message is :func:`pp_message_bytes`.
+    """
+    _whole("microbatches", microbatches)
+    _whole("virtual_stages", virtual_stages)
+    msg = pp_message_bytes(micro_batch, seq_len, hidden, bytes_per_element, tp, scatter_gather)
+    return 2 * microbatches * virtual_stages * msg
