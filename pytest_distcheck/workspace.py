@@ -6,6 +6,7 @@ this file (``checks/distcheck.toml`` here, set by the ini key ``distcheck_config
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,7 +90,9 @@ def load_workspace(path: Path, root: Path | None = None) -> Workspace:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(path, f"line {exc.lineno}" if hasattr(exc, "lineno") else "", str(exc)) from None
+        # Python < 3.14 has no exc.lineno; the message ends "(at line N, column M)".
+        where = re.search(r"at line (\d+)", str(exc))
+        raise ConfigError(path, f"line {where.group(1)}" if where else "", f"not valid TOML: {exc}") from None
     validate(raw, "workspace.schema.json", path)
     items = tuple(
         DodItem(id=i["id"], title=i["title"], how=i["how"], requires=tuple(i.get("requires", ())))

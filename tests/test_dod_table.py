@@ -1,0 +1,114 @@
+"""DoD states from checks, the table at the end of a run, and --gate, through pytester."""
+
+from __future__ import annotations
+
+import pytest
+
+CHECKS = """
+import pytest
+import pytest_distcheck
+
+@pytest.mark.dod("alpha")
+def test_alpha():
+    {alpha}
+
+@pytest.mark.dod("beta")
+def test_beta():
+    {beta}
+"""
+
+
+def run(pytester, alpha="pass", beta="pass", *args):
+    pytester.makepyfile(test_checks=CHECKS.format(alpha=alpha, beta=beta))
+    return pytester.runpytest("-p", "no:cacheprovider", *args)
+
+
+def test_every_item_done(workspace_dir):
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines([
+        "*= Definition of Done: phase t1 =*",
+        "DONE     alpha  evidence checked",
+        "DONE     beta   evidence checked",
+        "2/2 items done (not gated; use --gate to require every item)",
+    ])
+    assert result.ret == 0
+
+
+def test_pending_is_a_skip_with_the_command_and_not_a_failure(workspace_dir):
+    result = run(workspace_dir, alpha="pytest_distcheck.pending('no log yet', 'run the lab')")
+    result.assert_outcomes(skipped=1, passed=1)
+    result.stdout.fnmatch_lines([
+        "PENDING  alpha  no log yet",
+        "*-> run the lab",
+        "BLOCKED  beta   blocked by alpha (pending)",
+        "*-> make alpha",
+    ])
+    assert result.ret == 0
+
+
+def test_pending_fails_the_gate(workspace_dir):
+    result = run(workspace_dir, "pytest_distcheck.pending('no log yet')", "pass", "--gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["gate: FAILED (0/2 items done)"])
+
+
+def test_gate_passes_when_every_item_is_done(workspace_dir):
+    result = run(workspace_dir, "pass", "pass", "--gate")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["gate: PASSED (2/2 items done)"])
+
+
+def test_broken_is_always_a_failure_and_says_why(workspace_dir):
+    result = run(workspace_dir, beta="pytest_distcheck.broken('spend $5.20 / $5.00')")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*DoD item broken: spend $5.20 / $5.00*", "BROKEN   beta   spend $5.20 / $5.00"])
+
+
+def test_failed_assert_is_broken_other_exceptions_are_errors(workspace_dir):
+    result = run(workspace_dir, alpha="assert 1 == 2, 'quiz 64% (needs >= 70%)'", beta="{}['missing']")
+    result.stdout.fnmatch_lines([
+        "BROKEN   alpha  quiz 64% (needs >= 70%)",
+        "ERROR    beta   check crashed in call: KeyError: 'missing'",
+    ])
+
+
+def test_stale_is_reported_and_fails_the_gate(workspace_dir):
+    result = run(workspace_dir, "pytest_distcheck.stale('result older than config', 'rerun')", "pass", "--gate")
+    result.stdout.fnmatch_lines(["STALE    alpha  result older than config", "*-> rerun"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_item_with_no_check_is_pending_with_its_how(workspace_dir):
+    workspace_dir.makepyfile(test_other="def test_x(): pass")
+    result = workspace_dir.runpytest("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["PENDING  alpha  no check ran in this session", "*-> make alpha"])
+    assert result.ret == 0
+
+
+def test_deselected_check_fails_the_gate(workspace_dir):
+    result = run(workspace_dir, "pass", "pass", "--gate", "-k", "beta")
+    result.stdout.fnmatch_lines(["PENDING  alpha  no check ran in this session", "gate: FAILED (0/2 items done)"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_skipped_check_is_pending_with_the_skip_reason(workspace_dir):
+    result = run(workspace_dir, alpha="pytest.skip('needs GPUs')")
+    result.stdout.fnmatch_lines(["PENDING  alpha  needs GPUs"])
+
+
+def test_table_is_right_under_xdist(workspace_dir):
+    result = run(workspace_dir, "pass", "pytest_distcheck.pending('later')", "-n", "2")
+    result.stdout.fnmatch_lines(["DONE     alpha  evidence checked", "PENDING  beta   later"])
+    assert result.stdout.str().count("Definition of Done") == 1
+
+
+def test_distcheck_log_is_printed_above_the_table(workspace_dir):
+    workspace_dir.makepyfile(
+        """
+        def test_measure(distcheck_log):
+            distcheck_log("all-reduce sweep", "4096 B  1.0 us")
+        """
+    )
+    result = workspace_dir.runpytest("-n", "2")
+    result.stdout.fnmatch_lines(["*- all-reduce sweep (test_distcheck_log_is_printed_above_the_table.py::test_measure) -*",
+                                 "4096 B  1.0 us", "*Definition of Done*"])

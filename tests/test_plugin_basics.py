@@ -1,0 +1,133 @@
+"""Markers, options, ini keys, the report header and workspace errors, through pytester."""
+
+from __future__ import annotations
+
+import pytest
+
+
+
+def test_all_markers_pass_strict_markers(workspace_dir):
+    workspace_dir.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.local
+        @pytest.mark.gpu
+        @pytest.mark.budget(usd=1.5)
+        @pytest.mark.world_size(2)
+        @pytest.mark.fresh_ranks
+        def test_marked():
+            pass
+
+        @pytest.mark.dod("alpha")
+        def test_check():
+            pass
+        """
+    )
+    result = workspace_dir.runpytest("--strict-markers", "-p", "no:cacheprovider", "-m", "not gpu")
+    result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_markers_are_listed(workspace_dir):
+    result = workspace_dir.runpytest("--markers")
+    for name in ("local:", "gpu:", "budget(usd):", "world_size(n):", "dod(item_id):", "fresh_ranks:"):
+        result.stdout.fnmatch_lines([f"@pytest.mark.{name}*"])
+
+
+def test_header_names_workspace_and_settings(workspace_dir):
+    workspace_dir.makepyfile("def test_x(): pass")
+    result = workspace_dir.runpytest("--distcheck-timeout", "12")
+    result.stdout.fnmatch_lines(["distcheck: backend gloo, world size 2 (default), timeout 12 s; "
+                                 "workspace checks/distcheck.toml (phase t1, 2 DoD items); gate off"])
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "ini", "message"),
+    [
+        (["--distcheck-timeout", "soon"], None, None, "*command line --distcheck-timeout: 'soon' is not a number*"),
+        ([], "-3", None, "*environment variable DISTCHECK_TIMEOUT: must be > 0, got '-3'*"),
+        ([], None, "0", "*ini key distcheck_timeout: must be > 0, got '0'*"),
+    ],
+)
+def test_bad_timeout_names_its_source(workspace_dir, monkeypatch, args, env, ini, message):
+    if env is not None:
+        monkeypatch.setenv("DISTCHECK_TIMEOUT", env)
+    if ini is not None:
+        workspace_dir.makeini(f"[pytest]\ndistcheck_timeout = {ini}\n")
+    workspace_dir.makepyfile("def test_x(): pass")
+    result = workspace_dir.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_timeout_precedence_cli_over_env_over_ini(workspace_dir, monkeypatch):
+    workspace_dir.makeini("[pytest]\ndistcheck_timeout = 7\n")
+    workspace_dir.makepyfile("def test_x(): pass")
+    workspace_dir.runpytest().stdout.fnmatch_lines(["*timeout 7 s*"])
+    monkeypatch.setenv("DISTCHECK_TIMEOUT", "8")
+    workspace_dir.runpytest().stdout.fnmatch_lines(["*timeout 8 s*"])
+    workspace_dir.runpytest("--distcheck-timeout=9").stdout.fnmatch_lines(["*timeout 9 s*"])
+
+
+def test_unknown_dod_item_is_a_usage_error(workspace_dir):
+    workspace_dir.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.dod("gamma")
+        def test_check():
+            pass
+        """
+    )
+    result = workspace_dir.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no DoD item 'gamma' in *distcheck.toml (known: alpha, beta)*"])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[phase]\nid = 1\ntitle = 'x'\n[[items]]\nid = 'A b'\ntitle = 't'\nhow = 'h'\n",
+         "*distcheck.toml, items[[]0[]].id: 'A b' does not match*"),
+        ("[phase]\nid = 1\ntitle = 'x'\n[[items]]\nid = 'a'\ntitle = 't'\n",
+         "*distcheck.toml, items[[]0[]]: 'how' is a required property*"),
+        ("[phase]\nid = 1\ntitle = 'x'\n[[items]]\nid = 'a'\ntitle = 't'\nhow = 'h'\nrequires = ['zz']\n",
+         "*distcheck.toml, items[[]0[]].requires: unknown item 'zz'*"),
+        ("[phase\nid = 1\n", "*distcheck.toml, line 1: *"),
+    ],
+)
+def test_malformed_workspace_names_file_and_field(pytester, text, message):
+    pytester.mkdir("checks")
+    (pytester.path / "checks" / "distcheck.toml").write_text(text)
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_prerequisite_cycle_is_reported(pytester):
+    pytester.mkdir("checks")
+    (pytester.path / "checks" / "distcheck.toml").write_text(
+        "[phase]\nid = 1\ntitle = 'x'\n"
+        "[[items]]\nid = 'a'\ntitle = 't'\nhow = 'h'\nrequires = ['b']\n"
+        "[[items]]\nid = 'b'\ntitle = 't'\nhow = 'h'\nrequires = ['a']\n"
+    )
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest()
+    result.stderr.fnmatch_lines(["*prerequisites form a cycle: a -> b -> a*"])
+
+
+def test_distcheck_config_ini_key_moves_the_workspace(pytester):
+    (pytester.path / "phase.toml").write_text(
+        "[phase]\nid = 'moved'\ntitle = 'x'\n[[items]]\nid = 'a'\ntitle = 't'\nhow = 'h'\n"
+    )
+    pytester.makeini("[pytest]\ndistcheck_config = phase.toml\n")
+    pytester.makepyfile("def test_x(): pass")
+    pytester.runpytest().stdout.fnmatch_lines(["*phase moved, 1 DoD items*", "*Definition of Done: phase moved*"])
+
+
+def test_no_workspace_file_means_no_table(pytester):
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    assert "Definition of Done" not in result.stdout.str()
