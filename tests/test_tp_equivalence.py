@@ -50,9 +50,12 @@ def test_generation_matches_dense_and_torch_tp(dist_world, t):
         assert (top2[..., 0] - top2[..., 1]).min() > 1e3 * ATOL, "greedy choice too close to call"
         for name in ("ours", "torch"):
             prefill, steps, tokens = r[name]
-            torch.testing.assert_close(prefill, dense_prefill, rtol=RTOL, atol=ATOL, msg=lambda m, n=name, k=rank: f"{n} prefill, rank {k}: {m}")
-            torch.testing.assert_close(steps, dense_steps, rtol=RTOL, atol=ATOL, msg=lambda m, n=name, k=rank: f"{n} decode, rank {k}: {m}")
-            assert torch.equal(tokens, dense_tokens), f"{name} rank {rank}: {tokens.tolist()} != dense {dense_tokens.tolist()}"
+            where = f"{name}, rank {rank}"
+            torch.testing.assert_close(prefill, dense_prefill, rtol=RTOL, atol=ATOL,
+                                       msg=lambda m, w=where: f"prefill logits, {w}: {m}")
+            torch.testing.assert_close(steps, dense_steps, rtol=RTOL, atol=ATOL,
+                                       msg=lambda m, w=where: f"decode logits, {w}: {m}")
+            assert torch.equal(tokens, dense_tokens), f"{where}: {tokens.tolist()} != dense {dense_tokens.tolist()}"
         # Every rank ends each step with bit-identical logits, so they all pick the same token.
         assert torch.equal(r["ours"][1], results[0]["ours"][1])
 
