@@ -1,30 +1,44 @@
 """How a call travels to the ranks: ``cloudpickle``, with code from the user's project sent by value.
 
-Functions defined in a test module (module level, nested, lambdas) are pickled by value so the ranks
-need not import the test module; code from installed packages travels by reference.
+A function whose module the ranks can import by name (an installed package, or a test module on
+``sys.path``, which travels with every call) goes by reference: the rank imports that module once.
+Nested functions, lambdas and functions of modules that cannot be imported by name go by value;
+cloudpickle then drops their file name, which the rank restores in tracebacks from ``origin_file``.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import sys
-import sysconfig
 from typing import Any, Callable
 
 import cloudpickle
 
 from pytest_distcheck.ranks.errors import PicklingError
 
-_INSTALLED = tuple(
-    p for p in {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")} if p
-)
-
-
 def _by_value(fn: Callable[..., Any]) -> list[Any]:
-    module = sys.modules.get(getattr(fn, "__module__", "") or "")
-    path = getattr(module, "__file__", None) or ""
-    if module is None or module.__name__ == "__main__" or not path or path.startswith(_INSTALLED):
+    """The module of ``fn`` when the ranks could not import it by name (then it travels by value)."""
+    name = getattr(fn, "__module__", None) or ""
+    module = sys.modules.get(name)
+    if module is None:
         return []
-    return [module]
+    if name == "__main__":
+        return [module]
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    file = getattr(module, "__file__", None)
+    if spec is None or not spec.origin or not file or os.path.realpath(spec.origin) != os.path.realpath(file):
+        return [module]
+    return []
+
+
+def origin_file(fn: Callable[..., Any]) -> str:
+    """The source file of ``fn``, for tracebacks of code that travelled by value."""
+    code = getattr(fn, "__code__", None)
+    return code.co_filename if code is not None else ""
 
 
 def dump_call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bytes:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pytest_distcheck.ranks.errors import PicklingError, RankError, RankOutcome, RankTimeout
-from pytest_distcheck.ranks.payload import dump_call
+from pytest_distcheck.ranks.payload import dump_call, origin_file
 
 _PR_SET_PDEATHSIG = 1
 # After the first rank fails, how long its peers get to report before they are stopped.
@@ -166,8 +166,9 @@ class RankPool:
         payload = dump_call(fn, args, kwargs)
         self.calls += 1
         call_id = self.calls
+        msg = ("run", call_id, payload, self.generation, float(timeout), list(sys.path), origin_file(fn))
         for conn in self._conns:
-            conn.send(("run", call_id, payload, self.generation, float(timeout)))
+            conn.send(msg)
         outcomes, results, seqs, keep = self._collect(call_id, timeout)
         if len(set(seqs)) > 1 or not all(keep):
             self.generation += 1  # out of step, destroyed or errored: next call gets a fresh group

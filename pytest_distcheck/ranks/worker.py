@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import io
+import linecache
 import os
 import random
 import signal
@@ -27,6 +28,25 @@ from multiprocessing.connection import Connection
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _format_traceback(exc: BaseException, origin: str) -> str:
+    """The traceback text, with the file name and source line of code that travelled by value."""
+    tb = traceback.TracebackException.from_exception(exc)
+    for te in _chain(tb):
+        for i, fs in enumerate(te.stack):
+            if fs.filename == "<dynamic-code>" and origin:
+                te.stack[i] = traceback.FrameSummary(origin, fs.lineno, fs.name,
+                                                     line=linecache.getline(origin, fs.lineno or 0).strip())
+    return "".join(tb.format())
+
+
+def _chain(te: traceback.TracebackException):
+    seen = set()
+    while te is not None and id(te) not in seen:
+        seen.add(id(te))
+        yield te
+        te = te.__cause__ or te.__context__
 
 
 class _Rank:
@@ -104,7 +124,7 @@ class _Rank:
         except Exception:  # noqa: BLE001 - no sequence number: rebuild rather than guess
             return None, False
 
-    def call(self, call_id: int, payload: bytes, generation: int, timeout: float) -> None:
+    def call(self, call_id: int, payload: bytes, generation: int, timeout: float, origin: str) -> None:
         import cloudpickle
 
         out, err = io.StringIO(), io.StringIO()
@@ -125,7 +145,7 @@ class _Rank:
             outcome.update(
                 status="skip" if skip else "error",
                 error=getattr(exc, "msg", None) or str(exc) if skip else _describe(exc),
-                traceback="" if skip else traceback.format_exc(),
+                traceback="" if skip else _format_traceback(exc, origin),
             )
         outcome["stdout"], outcome["stderr"] = out.getvalue(), err.getvalue()
         seq, keep = self._group_state()
@@ -145,8 +165,10 @@ class _Rank:
             if msg[0] == "stop":
                 break
             if msg[0] == "run":
-                _, call_id, payload, generation, timeout = msg
-                self.call(call_id, payload, generation, timeout)
+                _, call_id, payload, generation, timeout, sys_path, origin = msg
+                if sys.path != sys_path:  # pytest inserts test folders as it collects them
+                    sys.path[:] = sys_path
+                self.call(call_id, payload, generation, timeout, origin)
         self._drop_group()
 
 
