@@ -86,7 +86,7 @@ class Api:
         try:
             doc = graphql.parse(body.get("query") or "")
         except graphql.GraphQLError as exc:
-            return Reply(400, {"errors": [_error(f"Syntax Error: {exc.message}", "GRAPHQL_PARSE_FAILED")]})
+            return Reply(400, {"errors": [_error(exc.message, "GRAPHQL_PARSE_FAILED")]})
         ops = [d for d in doc.definitions if isinstance(d, graphql.OperationDefinitionNode)]
         if len(ops) != 1:
             return Reply(400, {"errors": [_error("fake: expected exactly one operation")]})
@@ -98,7 +98,7 @@ class Api:
         data: dict[str, Any] = {}
         for field in fields:
             name = field.name.value
-            args = {a.name.value: graphql.value_from_ast_untyped(a.value, variables) for a in field.arguments}
+            args = {a.name.value: graphql.value_from_ast_untyped(a.value, variables) for a in field.arguments or ()}
             fault = self.faults.get(name) and self.faults[name].popleft()
             if fault == "no_capacity":
                 return Reply(200, {"errors": [_error(NO_CAPACITY, path=name)], "data": {name: None}})
