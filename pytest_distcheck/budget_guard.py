@@ -51,3 +51,17 @@ counts its settled cost, or its open row's worst case while it has none (a crash
 never forgotten). One lock (``.distcheck/budget.lock``, filelock) covers read-sum-reserve and every
 append.
 """
+
+from pytest_distcheck.budget.accounting import Charge, Totals, charges, totals
+from pytest_distcheck.budget.config import BudgetConfig, budget_config
+from pytest_distcheck.budget.errors import BudgetExceeded, BudgetRefused, PriceUnknown
+from pytest_distcheck.budget.guard import BudgetGuard, BudgetStatus, Estimate, Limit, Reservation
+from pytest_distcheck.budget.ledger import Ledger, LedgerError, LedgerRow
+from pytest_distcheck.budget.pricing import Billing, Price, PriceBook
+from pytest_distcheck.budget.watchdog import Watchdog
+
+__all__ = [
+    "Billing", "BudgetConfig", "BudgetExceeded", "BudgetGuard", "BudgetRefused", "BudgetStatus", "Charge",
+    "Estimate", "Ledger", "LedgerError", "LedgerRow", "Limit", "Price", "PriceBook", "PriceUnknown",
+    "Reservation", "Totals", "Watchdog", "budget_config", "charges", "totals",
+]

@@ -1,0 +1,213 @@
+"""Prices of GPU-hours: the shipped table (``pytest_distcheck/data/prices.json``, schema-validated) and,
+when ``RUNPOD_API_KEY`` is set, live prices from RunPod through its SDK, which take precedence.
+
+An unknown GPU type, provider or cloud, or a price the provider does not give, raises
+:class:`PriceUnknown`: a refusal, never a guess. The API key is read from the environment only and
+never appears in a price's source, a warning or an exception text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from pytest_distcheck.budget.errors import PriceUnknown
+from pytest_distcheck.errors import ConfigError
+
+API_KEY_ENV = "RUNPOD_API_KEY"
+CLOUDS = ("secure", "community")
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per GPU-hour for one provider, GPU type and cloud.
+
+    Attributes:
+        provider, gpu, cloud: what is priced (``gpu`` is the table's name for it).
+        provider_gpu_id: the provider's id for the GPU type (RunPod ``gpuTypeId``).
+        usd_per_gpu_hour: the on-demand price of one GPU for one hour, USD.
+        source: where the number comes from; ``date``: its date (``undated`` when the source has none),
+            ``recorded``: when it was copied into the table (``live`` prices: the time of the call).
+        live: whether it came from the provider's API in this process.
+        warning: set when a live lookup failed and the table's number is used instead.
+    """
+
+    provider: str
+    gpu: str
+    provider_gpu_id: str
+    cloud: str
+    usd_per_gpu_hour: Decimal
+    source: str
+    date: str
+    recorded: str
+    live: bool = False
+    confidence: str = "medium"
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class Billing:
+    """A provider's billing rule: billed_s = max(minimum_s, ceil(runtime / granularity_s) * granularity_s)
+    (:func:`pytest_distcheck.calc.cost.billed_seconds`)."""
+
+    provider: str
+    granularity_s: int
+    minimum_s: int
+    source: str
+
+
+def _redact(text: str) -> str:
+    key = os.environ.get(API_KEY_ENV)
+    return text.replace(key, "***") if key else text
+
+
+def runpod_live_price(provider_gpu_id: str, cloud: str, gpu_count: int) -> Decimal | None:
+    """The per-GPU price RunPod's API gives now (``gpuTypes{securePrice communityPrice}`` through
+    ``runpod.get_gpu``), or None when it gives none for that cloud.
+
+    Raises whatever the SDK raises (``ValueError`` for an unknown GPU id, ``runpod.error.QueryError``,
+    ``requests`` errors); :meth:`PriceBook.price` turns those into a refusal or a warning.
+    """
+    import runpod  # heavy; only when a key is set and a price is asked for
+
+    runpod.api_key = os.environ[API_KEY_ENV]  # the SDK does not read the environment itself
+    info = runpod.get_gpu(provider_gpu_id, gpu_count)
+    value = info.get("securePrice" if cloud == "secure" else "communityPrice")
+    if value in (None, 0, 0.0):
+        return None
+    return Decimal(str(value))
+
+
+LiveFetch = Callable[[str, str, int], "Decimal | None"]
+
+
+class PriceBook:
+    """The price table, with live prices on top.
+
+    Args:
+        table: the parsed JSON (see ``schemas/prices.schema.json``); use :meth:`load` / :meth:`shipped`.
+        path: where it came from, for error messages.
+        live_fetch: ``(provider_gpu_id, cloud, gpu_count) -> Decimal | None`` for RunPod; default
+            :func:`runpod_live_price`, used only while ``RUNPOD_API_KEY`` is set.
+    """
+
+    def __init__(self, table: dict[str, Any], path: Path | str = "prices.json",
+                 live_fetch: LiveFetch | None = None) -> None:
+        self.table = table
+        self.path = Path(path)
+        self.live_fetch = live_fetch or runpod_live_price
+        self._live_cache: dict[tuple[str, str, int], Price] = {}
+
+    @classmethod
+    def load(cls, path: Path | str, live_fetch: LiveFetch | None = None) -> PriceBook:
+        """Read and validate a price table. Raises ConfigError naming the file and field."""
+        path = Path(path)
+        try:
+            table = json.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(path, "", "price table not found") from None
+        except json.JSONDecodeError as exc:
+            raise ConfigError(path, f"line {exc.lineno}", f"not JSON: {exc.msg}") from None
+        return cls.from_table(table, path, live_fetch)
+
+    @classmethod
+    def from_table(cls, table: Any, path: Path | str, live_fetch: LiveFetch | None = None) -> PriceBook:
+        schema = json.loads(resources.files("pytest_distcheck.schemas").joinpath("prices.schema.json").read_text())
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(table), key=lambda e: list(e.path))
+        if errors:
+            err = errors[0]
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
+            raise ConfigError(path, where or "(top level)", err.message)
+        seen: dict[tuple[str, str, str], int] = {}
+        for n, entry in enumerate(table["prices"]):
+            for name in (entry["gpu"], entry["provider_gpu_id"], *entry.get("aliases", [])):
+                key = (entry["provider"], entry["cloud"], name.casefold())
+                if key in seen:
+                    raise ConfigError(path, f"prices[{n}]", f"{name!r} on {entry['provider']} {entry['cloud']} is "
+                                      f"already priced by prices[{seen[key]}]")
+                seen[key] = n
+            if entry["provider"] not in table["billing"]:
+                raise ConfigError(path, f"prices[{n}].provider", f"no billing rule for {entry['provider']!r}")
+        return cls(table, path, live_fetch)
+
+    @classmethod
+    def shipped(cls, live_fetch: LiveFetch | None = None) -> PriceBook:
+        """The table shipped with the kit (``pytest_distcheck/data/prices.json``)."""
+        res = resources.files("pytest_distcheck.data").joinpath("prices.json")
+        return cls.from_table(json.loads(res.read_text(encoding="utf-8")), "pytest_distcheck/data/prices.json",
+                              live_fetch)
+
+    def billing(self, provider: str) -> Billing:
+        """The provider's billing rule. Raises PriceUnknown for a provider the table does not know."""
+        rule = self.table["billing"].get(provider)
+        if rule is None:
+            raise PriceUnknown(f"no billing rule for provider {provider!r} in {self.path} "
+                               f"(known: {', '.join(sorted(self.table['billing']))})")
+        return Billing(provider, rule["granularity_s"], rule["minimum_s"], rule["source"])
+
+    def _entry(self, provider: str, gpu: str, cloud: str) -> dict[str, Any] | None:
+        want = gpu.strip().casefold()
+        for entry in self.table["prices"]:
+            names = (entry["gpu"], entry["provider_gpu_id"], *entry.get("aliases", []))
+            if entry["provider"] == provider and entry["cloud"] == cloud and want in (n.casefold() for n in names):
+                return entry
+        return None
+
+    def known(self, provider: str, cloud: str | None = None) -> list[str]:
+        """The table's GPU names for a provider (and cloud)."""
+        return sorted({e["gpu"] for e in self.table["prices"]
+                       if e["provider"] == provider and (cloud is None or e["cloud"] == cloud)})
+
+    def price(self, provider: str, gpu: str, cloud: str = "secure", gpu_count: int = 1) -> Price:
+        """The price of one GPU-hour.
+
+        Live first (RunPod, while ``RUNPOD_API_KEY`` is set): a live price wins; a live answer of "no
+        price in that cloud" or "unknown GPU" is a refusal; a failed call (network, HTTP 5xx, bad JSON)
+        falls back to the table with ``warning`` set.
+
+        Raises:
+            PriceUnknown: no billing rule for the provider, unknown cloud, or no price for the GPU.
+        """
+        self.billing(provider)
+        if provider == "runpod" and cloud not in CLOUDS:
+            raise PriceUnknown(f"unknown RunPod cloud {cloud!r}: use one of {', '.join(CLOUDS)} "
+                               "(never ALL: the pod could land in the dearer one)")
+        entry = self._entry(provider, gpu, cloud)
+        warning = None
+        if provider == "runpod" and os.environ.get(API_KEY_ENV):
+            gpu_id = entry["provider_gpu_id"] if entry else gpu
+            key = (gpu_id, cloud, gpu_count)
+            if key in self._live_cache:
+                return self._live_cache[key]
+            try:
+                value = self.live_fetch(gpu_id, cloud, gpu_count)
+            except ValueError:  # the SDK's answer for a GPU id RunPod does not know
+                raise PriceUnknown(f"RunPod does not know the GPU type {gpu_id!r} (its ids read like "
+                                   "'NVIDIA GeForce RTX 4090')") from None
+            except Exception as exc:  # any transport or API error: use the table, say so
+                warning = _redact(f"live RunPod price lookup failed ({type(exc).__name__}: {exc})"[:300])
+            else:
+                if value is None:
+                    raise PriceUnknown(f"RunPod gives no {cloud} cloud price for {gpu_id!r} now "
+                                       "(not offered there); try the other cloud or another GPU type")
+                now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                live = Price(provider, entry["gpu"] if entry else gpu, gpu_id, cloud, value,
+                             f"RunPod API gpuTypes.{cloud}Price (live)", now, now, live=True, confidence="high")
+                self._live_cache[key] = live
+                return live
+        if entry is None:
+            known = ", ".join(self.known(provider, cloud)) or "none"
+            raise PriceUnknown(f"no {cloud} price for GPU type {gpu!r} on {provider} in {self.path} "
+                               f"(priced: {known}); set {API_KEY_ENV} for live prices or add it to the table")
+        return Price(provider, entry["gpu"], entry["provider_gpu_id"], cloud,
+                     Decimal(str(entry["usd_per_gpu_hour"])), entry["source"], entry["source_date"],
+                     entry["recorded"], confidence=entry["confidence"], warning=warning)
