@@ -71,6 +71,10 @@ def _verify(resolver, files: list[Path], minimum: int, record: bool, install: st
         if not path.is_file():
             raise DistcheckError(f"{path}: no such note")
         report = verify_note(path, resolver)
+        recorded = None
+        if record and report.ok:
+            recorded = record_versions(report)
+            report = verify_note(path, resolver)  # parsed files are cached: cheap
         print(("\n" if n else "") + "\n".join(note_lines(report)))
         if any(r.code == "not-installed" for r in report.failures) and install:
             print(f"  install the cited packages with: {install}")
@@ -79,8 +83,10 @@ def _verify(resolver, files: list[Path], minimum: int, record: bool, install: st
             status = 1
         if not report.ok:
             status = 1
-        elif record:
-            print(f"  recorded: {record_versions(report)}")
+            if record:
+                print("  not recorded: versions are recorded only when every citation resolves")
+        elif recorded:
+            print(f"  recorded: {recorded}")
     return status
 
 
