@@ -7,11 +7,10 @@ import json
 import pytest
 
 import pytest_distcheck
-from experiments.ddp_cpu import lab
 from pytest_distcheck.bandwidth import check_sanity, format_sweep, load_result
 from pytest_distcheck.errors import ConfigError
 
-SIZES = list(lab.LabConfig.sizes_bytes)
+SIZES = [4096 * 4**k for k in range(8)]  # 4 KiB .. 64 MiB, as the lab's LabConfig
 WORLD_SIZE = 2
 
 
@@ -19,6 +18,9 @@ WORLD_SIZE = 2
 @pytest.mark.dod("ddp-allreduce-logged")
 @pytest.mark.world_size(WORLD_SIZE)
 def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, distcheck_log):
+    from experiments.ddp_cpu import lab  # imports torch: only when the live run is selected
+
+    assert list(lab.LabConfig.sizes_bytes) == SIZES, "the lab's sweep sizes changed; update SIZES"
     fresh = dist_world.run(lab.run, lab.LabConfig(reps=3), timeout=300)[0]
     # The live log is kept (not committed) so a learner can compare it with the committed one.
     path = distcheck_workspace.resolve(distcheck_workspace.section("ddp")["live_log"])

@@ -1,0 +1,56 @@
+"""The ddp-allreduce-logged check against good, missing, corrupt and wrong committed logs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CHECK = REPO / "checks" / "test_ddp_allreduce_logged.py"
+
+
+@pytest.fixture
+def ddp_workspace(pytester):
+    pytester.mkdir("checks")
+    shutil.copy(CHECK, pytester.path / "checks" / CHECK.name)
+    pytester.makeini(f"[pytest]\npythonpath = {REPO}\n")
+
+    def run(committed_log: str):
+        (pytester.path / "checks" / "distcheck.toml").write_text(
+            "[phase]\nid = 't'\ntitle = 't'\n"
+            "[[items]]\nid = 'ddp-allreduce-logged'\ntitle = 'ddp'\nhow = 'run the lab'\n"
+            f"[ddp]\ncommitted_log = '{committed_log}'\nlive_log = 'live.json'\n"
+        )
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "committed", "checks")
+
+    return run
+
+
+def test_the_committed_real_log_is_done(ddp_workspace):
+    result = ddp_workspace(str(REPO / "experiments/ddp_cpu/results/allreduce-cpu.json"))
+    result.stdout.fnmatch_lines(["DONE     ddp-allreduce-logged  evidence checked"])
+    assert result.ret == 0
+
+
+def test_a_missing_log_is_pending_with_the_command(ddp_workspace):
+    result = ddp_workspace("nowhere.json")
+    result.stdout.fnmatch_lines(["PENDING  ddp-allreduce-logged  no committed all-reduce log at nowhere.json",
+                                 "*-> run the lab"])
+    assert result.ret == 0
+
+
+@pytest.mark.parametrize(
+    ("fixture", "message"),
+    [
+        ("corrupt.json", "*corrupt.json, line * not valid JSON*"),
+        ("schema-invalid.json", "*schema-invalid.json, allreduce_sweep[[]2[]]: 'busbw_gbps' is a required property*"),
+        ("busbw-inconsistent.json",
+         "*busbw-inconsistent.json, allreduce_sweep[[]3[]].busbw_gbps: expected algbw*2(n-1)/n = *, found *"),
+    ],
+)
+def test_a_bad_log_is_broken_naming_file_and_field(ddp_workspace, fixture, message):
+    result = ddp_workspace(str(REPO / "fixtures" / "ddp" / fixture))
+    result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  " + message])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
