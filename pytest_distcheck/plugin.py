@@ -15,7 +15,9 @@ from pytest_distcheck.dod.plugin import DodPlugin, get_workspace
 from pytest_distcheck.settings import TIMEOUT
 
 # Each area of the kit owns its hooks, options and fixtures in a plugin module of its own.
-pytest_plugins: list[str] = []
+pytest_plugins: list[str] = [
+    "pytest_distcheck.budget.plugin",
+]
 
 MARKERS = {
     "local": "local: a free check that runs on this machine (pytest -m local)",

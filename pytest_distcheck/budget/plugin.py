@@ -1,0 +1,197 @@
+"""pytest wiring of the budget guard: ``--max-usd``, the gpu-marker skip, ``@pytest.mark.budget(usd=X)``,
+the report-header line, and the ``budget_guard`` / ``budget`` fixtures. Wiring only; the guard is in
+:mod:`pytest_distcheck.budget.guard`.
+
+Paid tests (marked ``gpu``) run only when a session ceiling is given (``--max-usd``, env
+``DISTCHECK_MAX_USD`` or ini ``distcheck_max_usd``); otherwise they are skipped with a reason that
+says how to enable them. All processes of one run (xdist workers included) share one session id, so
+the session ceiling holds for the run as a whole.
+"""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal, InvalidOperation
+
+import pytest
+
+from pytest_distcheck.dod.plugin import get_workspace
+from pytest_distcheck.settings import Setting
+
+MAX_USD = Setting(
+    flag="--max-usd",
+    env="DISTCHECK_MAX_USD",
+    ini="distcheck_max_usd",
+    help="the most this session may spend on paid GPU tests, in USD; tests marked gpu run only when it is set",
+    default="",
+)
+ENABLE_HINT = (f"give this session a budget to run it: pytest -m gpu --max-usd 3 (or {MAX_USD.env}=3, "
+               f"or ini {MAX_USD.ini} = 3)")
+_session_key = pytest.StashKey[str]()
+_max_usd_key = pytest.StashKey["Decimal | None"]()
+
+
+def max_usd(config: pytest.Config) -> Decimal | None:
+    """The session ceiling in USD, or None when none is given. Raises pytest.UsageError naming the source."""
+    if _max_usd_key in config.stash:
+        return config.stash[_max_usd_key]
+    text, source = MAX_USD.raw(config)
+    value = None
+    if text.strip():
+        try:
+            value = Decimal(text.strip())
+        except InvalidOperation:
+            raise pytest.UsageError(f"{source}: {text!r} is not a number of USD") from None
+        if not value.is_finite() or value < 0:
+            raise pytest.UsageError(f"{source}: must be a number of USD >= 0, got {text!r}")
+    config.stash[_max_usd_key] = value
+    return value
+
+
+def session_id(config: pytest.Config) -> str:
+    """The id every process of this run shares: xdist's test-run uid (its first 8 hex digits)."""
+    if _session_key not in config.stash:
+        workerinput = getattr(config, "workerinput", None)
+        uid = workerinput["testrunuid"] if workerinput else getattr(config.option, "testrunuid", None)
+        config.stash[_session_key] = (uid or uuid.uuid4().hex)[:8]
+    return config.stash[_session_key]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    MAX_USD.add(parser, parser.getgroup("distcheck"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    max_usd(config)  # a bad value is a usage error now, not at the first paid test
+    if not hasattr(config, "workerinput") and getattr(config.option, "testrunuid", "absent") is None:
+        # xdist hands this uid to every worker; fixing it here lets the controller know the session id.
+        config.option.testrunuid = uuid.uuid4().hex
+    session_id(config)
+
+
+def _marker_cap(item: pytest.Item) -> Decimal | None:
+    marker = item.get_closest_marker("budget")
+    if marker is None:
+        return None
+    value = marker.kwargs.get("usd", marker.args[0] if marker.args else None)
+    extra = set(marker.kwargs) - {"usd"}
+    if extra or len(marker.args) > 1 or (marker.args and "usd" in marker.kwargs):
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.budget takes one amount, usd=X; "
+                                f"got args {marker.args!r} kwargs {marker.kwargs!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.budget(usd=X) needs X > 0 USD, got {value!r}")
+    return Decimal(str(value))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    enabled = max_usd(config) is not None
+    for item in items:
+        _marker_cap(item)
+        if item.get_closest_marker("gpu") is not None and not enabled:
+            item.add_marker(pytest.mark.skip(reason=f"paid GPU test: {ENABLE_HINT}"))
+
+
+def _guard(config: pytest.Config):
+    from pytest_distcheck.budget.guard import BudgetGuard
+
+    ws = get_workspace(config)
+    if ws is None:
+        raise pytest.UsageError(f"paid tests need a workspace file with a [budget] section "
+                                f"({config.getini('distcheck_config')!r} not found)")
+    return BudgetGuard.from_workspace(ws, session_ceiling_usd=max_usd(config), session_id=session_id(config))
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from pytest_distcheck.budget.config import budget_config
+    from pytest_distcheck.budget.errors import usd
+    from pytest_distcheck.errors import DistcheckError
+
+    cap = max_usd(config)
+    paid = (f"paid GPU tests on, --max-usd {usd(cap)} this session" if cap is not None
+            else "paid GPU tests off (give --max-usd USD to run tests marked gpu)")
+    ws = get_workspace(config)
+    try:
+        cfg = budget_config(ws) if ws is not None else None
+        if cfg is None:
+            return [f"distcheck budget: {paid}; no [budget] section in the workspace, paid tests will be refused"]
+        status = _guard(config).status()
+    except DistcheckError as exc:
+        return [f"distcheck budget: {paid}; {exc} (paid tests will be refused)"]
+    phase = status.limits["phase"]
+    held = f", {usd(phase.held)} reserved" if phase.held else ""
+    return [f"distcheck budget: {paid}; {usd(max(phase.left, Decimal(0)))} left of {usd(phase.ceiling)} phase "
+            f"ceiling ({usd(phase.spent)} in {cfg.ledger_rel}{held})"]
+
+
+class TestBudget:
+    """What a paid test gets from the ``budget`` fixture: its guard, cap and time limit.
+
+    Attributes:
+        guard: the session's :class:`~pytest_distcheck.budget.guard.BudgetGuard`.
+        purpose: the test id (written into the ledger).
+        cap_usd: ``@pytest.mark.budget(usd=X)`` or None.
+        time_limit_s: the test's time limit (``@pytest.mark.timeout`` / ``--timeout``) or None.
+    """
+
+    __test__ = False  # not a test class, despite the name
+
+    def __init__(self, guard, purpose: str, cap_usd: Decimal | None, time_limit_s: float | None) -> None:
+        self.guard = guard
+        self.purpose = purpose
+        self.cap_usd = cap_usd
+        self.time_limit_s = time_limit_s
+        self.reservations: list = []
+
+    def reserve(self, provider: str, gpu_type: str, gpu_count: int, max_seconds: float | None = None, *,
+                experiment: str | None = None, cloud: str = "secure", usd_per_gpu_hour: float | None = None):
+        """:meth:`BudgetGuard.reserve` for this test: purpose = the test id, cap = its budget marker,
+        max_seconds defaults to its time limit. Raises BudgetRefused as that does."""
+        from pytest_distcheck.budget.errors import BudgetRefused
+
+        seconds = max_seconds if max_seconds is not None else self.time_limit_s
+        if seconds is None:
+            raise BudgetRefused(f"{self.purpose}: no time limit to price the worst case; pass max_seconds or "
+                                "mark the test @pytest.mark.timeout(SECONDS)")
+        res = self.guard.reserve(provider, gpu_type, gpu_count, seconds, self.purpose, experiment=experiment,
+                                 cloud=cloud, cap_usd=None if self.cap_usd is None else float(self.cap_usd),
+                                 usd_per_gpu_hour=usd_per_gpu_hour)
+        self.reservations.append(res)
+        return res
+
+
+@pytest.fixture(scope="session")
+def budget_guard(pytestconfig: pytest.Config):
+    """The session's budget guard (:class:`pytest_distcheck.budget_guard.BudgetGuard`), with the
+    workspace's ceilings and ``--max-usd`` as the session ceiling. Skips when no ``--max-usd`` is given."""
+    if max_usd(pytestconfig) is None:
+        pytest.skip(f"paid GPU work: {ENABLE_HINT}")
+    return _guard(pytestconfig)
+
+
+def _time_limit(item: pytest.Item) -> float | None:
+    marker = item.get_closest_marker("timeout")
+    value = marker.args[0] if marker is not None and marker.args else None
+    if marker is not None and value is None:
+        value = marker.kwargs.get("timeout")
+    if value is None:
+        try:
+            value = item.config.getoption("timeout")
+        except ValueError:
+            value = None
+    try:
+        value = float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+    return value if value and value > 0 else None
+
+
+@pytest.fixture
+def budget(request: pytest.FixtureRequest, budget_guard):
+    """This test's budget (:class:`TestBudget`): ``budget.reserve(provider, gpu_type, gpu_count, ...)``
+    reserves under the session's guard, capped by ``@pytest.mark.budget(usd=X)``. Reservations the test
+    leaves without a pod are released at teardown."""
+    tb = TestBudget(budget_guard, request.node.nodeid, _marker_cap(request.node), _time_limit(request.node))
+    yield tb
+    for res in tb.reservations:
+        if res.open_row is None and not res.done:
+            res.release()
