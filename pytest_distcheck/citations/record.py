@@ -18,15 +18,15 @@ def record_versions(report: NoteReport) -> str:
     """
     if not report.ok:
         bad = len(report.failures) + len(report.malformed)
-        raise DistcheckError(f"{report.path}: {bad} citation(s) do not resolve; fix them before recording versions")
+        raise DistcheckError(f"{report.label}: {bad} citation(s) do not resolve; fix them before recording versions")
     if not report.installed:
-        raise DistcheckError(f"{report.path}: cites no installed package; nothing to record")
+        raise DistcheckError(f"{report.label}: cites no installed package; nothing to record")
     line = f"{KEY}: " + ", ".join(f"{p} {v}" for p, v in sorted(report.installed.items()))
     lines = report.path.read_text(encoding="utf-8").splitlines(keepends=True)
     if lines and lines[0].strip() == "---":
         end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
         if end is None:
-            raise DistcheckError(f"{report.path}: front matter opened with '---' is never closed")
+            raise DistcheckError(f"{report.label}: front matter opened with '---' is never closed")
         at = next((i for i in range(1, end) if lines[i].split(":", 1)[0].strip() == KEY), None)
         if at is None:
             lines.insert(end, line + "\n")

@@ -23,7 +23,7 @@ def note_lines(report: NoteReport) -> list[str]:
         if recorded
         else "no checked-against versions recorded"
     )
-    out = [f"{report.path}  ({header})"]
+    out = [f"{report.label}  ({header})"]
     for res in report.results:
         out.append(f"  {res.status.value:<11} {describe(res)}")
     for bad in report.malformed:
@@ -35,19 +35,19 @@ def note_lines(report: NoteReport) -> list[str]:
 
 
 def summary(report: NoteReport) -> str:
-    """``9 cited design decisions; 12 citations: 11 ok, 1 not counted, 0 failed``."""
+    """``9 cited statements; 12 citations: 11 ok, 1 not counted, 0 failed``."""
     counted = sum(r.status is Status.COUNTED for r in report.results)
     uncounted = sum(r.status is Status.UNCOUNTED for r in report.results)
     failed = len(report.failures) + len(report.malformed)
     total = len(report.results) + len(report.malformed)
     return (
-        f"{report.decisions} cited design decisions; {total} citations: "
+        f"{report.cited_statements} cited statements; {total} citations: "
         f"{counted} ok, {uncounted} not counted, {failed} failed"
     )
 
 
 def failure_lines(report: NoteReport) -> list[str]:
     """``NOTE:LINE [cite: ...]: reason`` for every citation of the note that fails or is malformed."""
-    out = [f"{report.path}:{r.citation.line} {r.citation.text}: {r.reason}" for r in report.failures]
-    out += [f"{report.path}:{m.line} {m.text}: {m.problem}" for m in report.malformed]
+    out = [f"{report.label}:{r.citation.line} {r.citation.text}: {r.reason}" for r in report.failures]
+    out += [f"{report.label}:{m.line} {m.text}: {m.problem}" for m in report.malformed]
     return out

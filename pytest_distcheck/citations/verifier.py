@@ -58,11 +58,15 @@ class NoteReport:
     """Everything verified about one note."""
 
     path: Path
+    label: str = ""  # how messages name the note (a path relative to the workspace); defaults to ``path``
     results: list[CitationResult] = field(default_factory=list)
     malformed: list[Malformed] = field(default_factory=list)
     checked_against: dict[str, str] | None = None
     installed: dict[str, str] = field(default_factory=dict)  # cited package -> installed public version
     warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.label = self.label or str(self.path)
 
     @property
     def failures(self) -> list[CitationResult]:
@@ -70,8 +74,8 @@ class NoteReport:
         return [r for r in self.results if r.status is Status.FAILED]
 
     @property
-    def decisions(self) -> int:
-        """Distinct paragraphs or list items with at least one counted citation."""
+    def cited_statements(self) -> int:
+        """Distinct paragraphs or list items (statements of a decision) with at least one counted citation."""
         return len({r.citation.block.line for r in self.results if r.status is Status.COUNTED})
 
     @property
@@ -122,8 +126,8 @@ def _quote_miss(src, spans: list[Span], quote: str) -> str:
     return msg
 
 
-def verify_note(path: Path, resolver: Resolver | None = None) -> NoteReport:
-    """Verify every citation of the Markdown note at ``path``.
+def verify_note(path: Path, resolver: Resolver | None = None, label: str = "") -> NoteReport:
+    """Verify every citation of the Markdown note at ``path``; ``label`` names it in messages.
 
     Raises:
         ConfigError: the note cannot be read, or its front matter is malformed (names file and line).
@@ -135,7 +139,7 @@ def verify_note(path: Path, resolver: Resolver | None = None) -> NoteReport:
         raise ConfigError(path, "", f"cannot read the note: {exc}") from None
     parsed = parse_note(text, path)
     resolver = resolver or Resolver()
-    report = NoteReport(path, malformed=parsed.malformed, checked_against=parsed.checked_against)
+    report = NoteReport(path, label, malformed=parsed.malformed, checked_against=parsed.checked_against)
     seen: dict[tuple[str, str, str, str], int] = {}
     for cit in parsed.citations:
         res = check_citation(resolver, cit)
@@ -164,20 +168,20 @@ def verify_note(path: Path, resolver: Resolver | None = None) -> NoteReport:
 
 def version_warnings(report: NoteReport) -> list[str]:
     """Where the recorded ``checked-against`` versions and the installed ones disagree."""
-    record = f"run `distcheck cite --record {report.path}` once every citation resolves"
+    record = f"run `distcheck cite --record {report.label}` once every citation resolves"
     if report.checked_against is None:
         if not report.installed:
             return []
-        return [f"{report.path}: no checked-against front matter records the versions cited; {record}"]
+        return [f"{report.label}: no checked-against front matter records the versions cited; {record}"]
     out = []
     recorded = {k.lower(): (k, v) for k, v in report.checked_against.items()}
     for package, version in sorted(report.installed.items()):
         name, want = recorded.get(package.lower(), (package, None))
         if want is None:
-            out.append(f"{report.path}: checked-against does not list {package} (installed {version}); {record}")
+            out.append(f"{report.label}: checked-against does not list {package} (installed {version}); {record}")
         elif want != version:
             out.append(
-                f"{report.path}: checked against {name} {want}, but {version} is installed; "
+                f"{report.label}: checked against {name} {want}, but {version} is installed; "
                 f"quotes may have moved: re-check, then {record}"
             )
     return out

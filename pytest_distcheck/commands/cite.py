@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", action="store_true", help="write checked-against versions into each note")
     parser.add_argument(
         "--min", type=int, metavar="N", dest="minimum",
-        help="cited design decisions each note needs (default: [notes] min_cited_decisions, else none)",
+        help="cited statements each note needs (default: [notes] min_cited_decisions, else none)",
     )
     parser.add_argument("--config", default=DEFAULT_CONFIG, help=f"workspace file (default {DEFAULT_CONFIG})")
 
@@ -78,8 +78,8 @@ def _verify(resolver, files: list[Path], minimum: int, record: bool, install: st
         print(("\n" if n else "") + "\n".join(note_lines(report)))
         if any(r.code == "not-installed" for r in report.failures) and install:
             print(f"  install the cited packages with: {install}")
-        if minimum and report.decisions < minimum:
-            print(f"  too few: {report.decisions} cited design decisions, at least {minimum} needed")
+        if minimum and report.cited_statements < minimum:
+            print(f"  too few: {report.cited_statements} cited statements, at least {minimum} needed")
             status = 1
         if not report.ok:
             status = 1

@@ -1,0 +1,45 @@
+"""DoD item reading-notes-cited: reading notes on Megatron-LM and FSDP, each with cited design decisions.
+
+The notes and the minimum come from ``[notes]`` of the workspace file. Each citation is verified
+against the installed sources (``pytest_distcheck.citations``); see docs/lab/03-megatron-fsdp-reading.md.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import pytest_distcheck
+from pytest_distcheck.citations.config import notes_config
+from pytest_distcheck.citations.resolver import Resolver
+from pytest_distcheck.citations.verdict import notes_verdict
+from pytest_distcheck.citations.verifier import verify_note
+
+LAB = "docs/lab/03-megatron-fsdp-reading.md"
+
+
+@pytest.mark.local
+@pytest.mark.dod("reading-notes-cited")
+def test_reading_notes_cite_design_decisions(distcheck_workspace, distcheck_log):
+    ws = distcheck_workspace
+    cfg = notes_config(ws)
+    item = ws.item("reading-notes-cited")
+    missing = [rel for rel in cfg.paths if not ws.resolve(rel).is_file()]
+    if missing:
+        pytest_distcheck.pending(
+            f"no note at {', '.join(missing)}: write at least {cfg.min_cited_decisions} design decisions "
+            f"(what, why, cost), each with a [cite: PACKAGE PATH::SYMBOL \"QUOTE\"] (how: {LAB})",
+            item.how,
+        )
+    resolver = Resolver()
+    reports = [verify_note(ws.resolve(rel), resolver, label=rel) for rel in cfg.paths]
+    for rep in reports:
+        for warning in rep.warnings:
+            warnings.warn(warning, UserWarning, stacklevel=1)
+    verdict = notes_verdict(reports, cfg.min_cited_decisions)
+    if verdict.state == "pending":
+        pytest_distcheck.pending(verdict.reason, cfg.install)
+    if verdict.state == "broken":
+        pytest_distcheck.broken(verdict.reason)
+    distcheck_log("Reading notes, citations verified against the installed sources", verdict.reason)

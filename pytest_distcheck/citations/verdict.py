@@ -1,0 +1,43 @@
+"""The verdict of a set of notes for a DoD check: done, pending (a package to install) or broken."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_distcheck.citations.report import failure_lines, summary
+from pytest_distcheck.citations.verifier import NoteReport
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``state`` is ``"done"``, ``"pending"`` or ``"broken"``; ``reason`` is for a person: a first line
+    that sums up, then one line per failing citation (``NOTE:LINE [cite: ...]: why``)."""
+
+    state: str
+    reason: str
+
+
+def notes_verdict(reports: list[NoteReport], minimum: int) -> Verdict:
+    """Decide what the reports of all notes mean together.
+
+    - pending: a cited package is not installed (nothing can be checked against it);
+    - broken: a citation fails or is malformed, or a note has fewer than ``minimum`` cited statements;
+    - done: otherwise. The reason then lists each note's count.
+    """
+    missing = sorted(
+        {r.citation.package for rep in reports for r in rep.failures if r.code == "not-installed"}
+    )
+    if missing:
+        return Verdict("pending", f"not installed: {', '.join(missing)}; the citations need its sources")
+    failures = [line for rep in reports for line in failure_lines(rep)]
+    short = [rep for rep in reports if rep.cited_statements < minimum]
+    counts = "; ".join(f"{rep.label}: {summary(rep)}" for rep in reports)
+    if failures or short:
+        heads = [
+            f"{rep.label} has {rep.cited_statements} cited statements, at least {minimum} expected"
+            for rep in short
+        ]
+        if failures:
+            heads.append(f"{len(failures)} citation(s) do not resolve")
+        return Verdict("broken", "; ".join(heads) + "\n" + "\n".join(failures + [counts]))
+    return Verdict("done", counts)
