@@ -1,0 +1,12 @@
+"""Sharding diagrams in Mermaid, checked against a tensor-parallel plan.
+
+- :mod:`.markdown`: the ```mermaid blocks of a page, with their lines (CommonMark parser).
+- :mod:`.mermaid`: the real Mermaid parser, offline (mermaidx), giving syntax errors and the graph.
+- :mod:`.labels`: the labelling convention (layer, style, all-reduce, rank) read from that graph.
+- :mod:`.compare`: the differences between a flowchart and a plan, in words.
+- :mod:`.generate`: a correct starting diagram from a plan.
+- :mod:`.check`: a page checked end to end, and its rendered SVG kept in step.
+- :mod:`.config`: the workspace's ``[diagram]`` section.
+
+Importing this package is cheap; mermaidx loads only when a parser starts or an SVG is rendered.
+"""

@@ -1,0 +1,176 @@
+"""Check a Markdown page's sharding diagram against a plan, and keep its rendered SVG in step.
+
+The page's Mermaid blocks must all parse (the real Mermaid parser, :mod:`.mermaid`). The *diagram*
+is its first block that is a flowchart naming a layer of the plan; it is compared with the plan
+(:func:`.compare.compare`). The SVG beside the page is that block rendered by
+:func:`write_svg`, which stamps the SHA-256 of the block's source into the file so that a later edit
+of the block shows as stale without re-rendering.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Mapping
+
+from pytest_distcheck.diagram import labels
+from pytest_distcheck.diagram.compare import Difference, compare
+from pytest_distcheck.diagram.markdown import MermaidBlock, links_to, mermaid_blocks
+from pytest_distcheck.diagram.mermaid import (
+    MermaidParser,
+    MermaidSyntaxError,
+    ParsedDiagram,
+    render_svg,
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem on the page: its 1-based ``line`` and the ``message`` for a person."""
+
+    line: int
+    message: str
+
+
+@dataclass
+class PageCheck:
+    """What :func:`check_page` found.
+
+    Attributes:
+        blocks: every Mermaid block of the page.
+        diagram: the block compared with the plan, or ``None`` when there is none.
+        findings: syntax errors, then differences from the plan; empty when the page is right.
+        differences: the plan differences alone (also in ``findings``).
+    """
+
+    blocks: list[MermaidBlock]
+    diagram: MermaidBlock | None = None
+    findings: list[Finding] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
+
+
+def check_page(
+    markdown: str, plan: Mapping[str, str], world_size: int | None, parser: MermaidParser
+) -> PageCheck:
+    """Parse every Mermaid block of a page and compare its diagram with ``plan``.
+
+    Args:
+        markdown: the page's text.
+        plan: module path -> style name.
+        world_size: ranks each layer must be drawn on, or ``None`` not to check ranks.
+        parser: a started :class:`MermaidParser`.
+
+    Raises:
+        ValueError: the plan names an unknown style.
+    """
+    result = PageCheck(blocks=mermaid_blocks(markdown))
+    if not result.blocks:
+        result.findings.append(Finding(1, "no ```mermaid block on the page"))
+        return result
+    syntax_ok = True
+    for block in result.blocks:
+        if not block.closed:
+            result.findings.append(Finding(
+                block.fence_line, f"the ```mermaid block opened at line {block.fence_line} is never closed"
+            ))
+        try:
+            parsed = parser.parse(block.source)
+        except MermaidSyntaxError as exc:
+            syntax_ok = False
+            line = block.page_line(exc.line)
+            result.findings.append(Finding(
+                line, f"Mermaid syntax error in the block at line {block.fence_line}: {exc.summary}"
+            ))
+            continue
+        if result.diagram is None and _names_plan(parsed, plan):
+            result.diagram = block
+            result.differences = compare(parsed.flowchart, plan, world_size)  # type: ignore[arg-type]
+            result.findings.extend(Finding(block.fence_line, d.message) for d in result.differences)
+    if result.diagram is None and syntax_ok:
+        result.findings.append(Finding(
+            result.blocks[0].fence_line,
+            f"no Mermaid flowchart on the page names a layer of the plan ({', '.join(plan)})",
+        ))
+    return result
+
+
+def _names_plan(parsed: ParsedDiagram, plan: Mapping[str, str]) -> bool:
+    fc = parsed.flowchart
+    return fc is not None and any(labels.names_layer(v.text, p) for v in fc.vertices.values() for p in plan)
+
+
+# ---- the rendered SVG -------------------------------------------------------------------------
+
+_STAMP = re.compile(r"<!-- distcheck diagram: .*?source sha256 ([0-9a-f]{64}) -->")
+
+
+def source_digest(block: MermaidBlock) -> str:
+    """SHA-256 (hex) of a block's source, as stamped into its SVG."""
+    return hashlib.sha256(block.source.encode("utf-8")).hexdigest()
+
+
+def write_svg(page: Path, block: MermaidBlock, svg_path: Path | None = None) -> Path:
+    """Render ``block`` of ``page`` to SVG beside the page (``.svg``) and return the file written.
+
+    The file starts with an XML comment naming the page, the block's line, the renderer and the
+    SHA-256 of the block's source (read back by :func:`svg_state`).
+
+    Raises:
+        MermaidSyntaxError: Mermaid rejected the block.
+    """
+    import mermaidx
+
+    svg_path = svg_path or page.with_suffix(".svg")
+    svg = render_svg(block.source)
+    stamp = (
+        f"<!-- distcheck diagram: {page.name}, Mermaid block at line {block.fence_line}, rendered by "
+        f"mermaidx {mermaidx.__version__}; source sha256 {source_digest(block)} -->\n"
+    )
+    svg_path.write_text(stamp + svg + "\n", encoding="utf-8")
+    return svg_path
+
+
+@dataclass(frozen=True)
+class SvgState:
+    """Whether the SVG beside a page is present, linked and rendered from the current block.
+
+    Attributes:
+        state: ``ok``, ``missing``, ``unlinked``, ``unstamped`` or ``stale``.
+        message: what was expected and found (``""`` when ok).
+    """
+
+    state: str
+    message: str = ""
+
+
+def svg_state(markdown: str, page_rel: str, svg_path: Path, block: MermaidBlock) -> SvgState:
+    """Check the rendered SVG of ``block``.
+
+    Args:
+        markdown: the page's text.
+        page_rel: the page's path relative to the workspace root (POSIX).
+        svg_path: where the SVG must be (absolute).
+        block: the page's diagram block.
+    """
+    page = PurePosixPath(page_rel)
+    svg_rel = page.with_suffix(".svg")
+    if not svg_path.is_file():
+        return SvgState("missing", f"{svg_rel} not found (the rendered diagram of {page_rel})")
+    if not links_to(markdown, page, svg_rel):
+        return SvgState(
+            "unlinked", f"{page_rel} does not link {svg_rel}: add ![...]({svg_rel.name}) to the page"
+        )
+    head = svg_path.read_text(encoding="utf-8", errors="replace")[:1000]
+    match = _STAMP.search(head)
+    if match is None:
+        return SvgState(
+            "unstamped", f"{svg_rel} has no 'distcheck diagram' stamp: it was not written by distcheck diagram --render"
+        )
+    if match.group(1) != source_digest(block):
+        return SvgState(
+            "stale",
+            f"{svg_rel} was rendered from another version of the Mermaid block at {page_rel}:{block.fence_line}",
+        )
+    return SvgState("ok")

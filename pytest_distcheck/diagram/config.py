@@ -1,0 +1,123 @@
+"""The ``[diagram]`` section of a workspace file: which page holds the diagram, which plan it draws.
+
+```toml
+[diagram]
+page = "docs/tp-sharding.md"                        # relative to the workspace root
+plan = "experiments.tp_inference.plan:BLOCK_PLAN"   # module:attribute, importable from the root
+world_size = 2                                      # ranks the diagram shows
+```
+
+The rendered SVG lives beside the page, with the same name and ``.svg``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.tp_plan import validate_plan
+from pytest_distcheck.workspace import Workspace
+
+SECTION = "diagram"
+
+
+@dataclass(frozen=True)
+class DiagramConfig:
+    """A workspace's diagram settings, paths resolved.
+
+    Attributes:
+        page_rel: the page as written in the file (POSIX, relative to the root).
+        page: the page, absolute.
+        svg: the rendered diagram beside the page (``.svg``), absolute.
+        plan_ref: ``module:attribute`` of the plan.
+        plan: the loaded plan, module path -> style name.
+        world_size: ranks the diagram must show.
+    """
+
+    page_rel: str
+    page: Path
+    svg: Path
+    plan_ref: str
+    plan: dict[str, str]
+    world_size: int
+
+    @property
+    def svg_rel(self) -> str:
+        """The SVG's path relative to the root, as a person would type it."""
+        return str(Path(self.page_rel).with_suffix(".svg").as_posix())
+
+
+def diagram_config(ws: Workspace) -> DiagramConfig:
+    """Read and check ``[diagram]``, importing the plan it names.
+
+    Raises:
+        ConfigError: the section or a key is missing or of the wrong type, the plan cannot be imported,
+            is not a mapping of module path -> style name, or names an unknown style (each naming the
+            file and ``diagram.<key>``).
+    """
+    sec = ws.section(SECTION)
+    if not sec:
+        raise ConfigError(ws.path, f"[{SECTION}]", "section missing (needs page, plan, world_size)")
+    for key, kind in (("page", str), ("plan", str), ("world_size", int)):
+        value = sec.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ConfigError(
+                ws.path, f"{SECTION}.{key}", f"expected a {kind.__name__}, found {value!r}"
+            )
+    if sec["world_size"] < 1:
+        raise ConfigError(ws.path, f"{SECTION}.world_size", f"must be >= 1, found {sec['world_size']}")
+    plan = load_plan(sec["plan"], ws.root, ws.path, f"{SECTION}.plan")
+    page = ws.resolve(sec["page"])
+    return DiagramConfig(
+        page_rel=sec["page"],
+        page=page,
+        svg=page.with_suffix(".svg"),
+        plan_ref=sec["plan"],
+        plan=plan,
+        world_size=sec["world_size"],
+    )
+
+
+def load_plan(ref: str, root: Path, file: Path, field: str) -> dict[str, str]:
+    """Import a plan named ``module:attribute``, with ``root`` first on the import path.
+
+    Args:
+        ref: e.g. ``experiments.tp_inference.plan:BLOCK_PLAN``.
+        root: folder the module is imported from.
+        file, field: where ``ref`` was written, for errors.
+
+    Raises:
+        ConfigError: malformed ``ref``, import failure (with the exception's text), missing attribute,
+            not a mapping of str -> str, or an unknown style.
+    """
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(file, field, f"expected 'module:attribute', found {ref!r}")
+    added = str(root) not in sys.path
+    if added:
+        sys.path.insert(0, str(root))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # a plan module's own bug must not become a bare traceback
+        raise ConfigError(file, field, f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
+    finally:
+        if added:
+            sys.path.remove(str(root))
+    if not hasattr(module, attr):
+        raise ConfigError(file, field, f"module {module_name!r} has no attribute {attr!r}")
+    plan = getattr(module, attr)
+    if not isinstance(plan, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in plan.items()
+    ):
+        raise ConfigError(file, field, f"{ref} must map module paths (str) to style names (str)")
+    if not plan:
+        raise ConfigError(file, field, f"{ref} is empty")
+    try:
+        validate_plan(plan)
+    except ValueError as exc:
+        raise ConfigError(file, field, f"{ref}: {exc}") from None
+    return dict(plan)

@@ -1,0 +1,95 @@
+"""The Mermaid blocks of a Markdown page, with the lines they sit on.
+
+Fences are found by a CommonMark parser (markdown-it-py), so indented fences, ``~~~`` fences, fences
+inside list items and longer backtick runs are read the way GitHub and other renderers read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from markdown_it import MarkdownIt
+
+
+@dataclass(frozen=True)
+class MermaidBlock:
+    """One fenced block whose info string starts with ``mermaid`` (any case).
+
+    Attributes:
+        source: the text between the fences (indentation of an enclosing list item removed).
+        fence_line: 1-based line of the opening fence.
+        closed: whether a closing fence was found (an unclosed fence runs to the end of the page).
+    """
+
+    source: str
+    fence_line: int
+    closed: bool = True
+
+    @property
+    def first_line(self) -> int:
+        """1-based page line of the block's first source line."""
+        return self.fence_line + 1
+
+    def page_line(self, block_line: int | None) -> int:
+        """The page line of a 1-based line of the block, clamped to the block (a parser that ran off
+        the end names a line past it)."""
+        if block_line is None:
+            return self.fence_line
+        last = self.fence_line + max(1, self.source.count("\n"))
+        return min(self.fence_line + max(block_line, 1), last)
+
+
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark")
+
+
+def mermaid_blocks(markdown: str) -> list[MermaidBlock]:
+    """Every Mermaid block of a page, in page order."""
+    blocks = []
+    for tok in _parser().parse(markdown):
+        if tok.type != "fence" or tok.map is None:
+            continue
+        words = tok.info.split()
+        if not words or words[0].lower() != "mermaid":
+            continue
+        start, end = tok.map
+        # markdown-it's map spans the fences too; without a closing fence it spans only fence + body
+        closed = end - start == tok.content.count("\n") + 2
+        blocks.append(MermaidBlock(source=tok.content, fence_line=start + 1, closed=closed))
+    return blocks
+
+
+def linked_targets(markdown: str) -> list[tuple[str, int]]:
+    """The targets of every image and link on the page, with their 1-based line, in page order.
+
+    Fragments (``#...``) and queries are dropped; URLs are returned as written.
+    """
+    out = []
+    for tok in _parser().parse(markdown):
+        if tok.type != "inline" or tok.map is None:
+            continue
+        for child in tok.children or []:
+            target = child.attrs.get("src") if child.type == "image" else child.attrs.get("href")
+            if child.type in ("image", "link_open") and isinstance(target, str):
+                out.append((target.split("#")[0].split("?")[0], tok.map[0] + 1))
+    return out
+
+
+def links_to(markdown: str, page: PurePosixPath, target: PurePosixPath) -> bool:
+    """Whether the page (at ``page``, a path relative to some root) links or embeds ``target``
+    (relative to the same root) by a relative path."""
+    for href, _ in linked_targets(markdown):
+        if not href or "://" in href or href.startswith("/"):
+            continue
+        joined = PurePosixPath(page.parent, href)
+        parts: list[str] = []
+        for part in joined.parts:
+            if part == "..":
+                if parts:
+                    parts.pop()
+            elif part != ".":
+                parts.append(part)
+        if PurePosixPath(*parts) == target:
+            return True
+    return False

@@ -1,0 +1,254 @@
+"""Mermaid's own parser, run offline, and what it says about a flowchart.
+
+Syntax is judged by the real Mermaid (11.16, as bundled by ``mermaidx==0.10.1`` and run in QuickJS),
+never by a rewrite of its grammar. The graph (vertices, edges, subgraphs) is read from the same
+parse: Mermaid's flowchart parser fills a ``FlowDB`` whose ``getVertices()``, ``getEdges()`` and
+``getSubGraphs()`` hold exactly what the renderer draws (mermaid ``packages/mermaid/src/diagrams/
+flowchart/flowDb.ts``). Why this and not the alternatives, tried on mermaidx 0.10.1:
+
+- mermaidx's public Python API only renders (``mermaidx.render(src).svg()``); it has no parse call
+  and returns nothing structural.
+- The rendered SVG has node and cluster groups, but an edge's endpoints survive only inside its
+  element id (``L_<start>_<end>_<n>``), which is ambiguous when node ids contain ``_`` and lost when
+  an edge is given its own id (``e1@-->``); labels sit in HTML inside ``<foreignObject>``.
+- ``merman`` (``Merman().parse_json``) returns nodes, edges and subgraphs, but from its own Rust
+  grammar, so a second parser could disagree with the one that judged the syntax.
+
+So :class:`MermaidParser` starts mermaidx's QuickJS engine (the bundled ``mermaid.js`` plus its DOM
+shim) and evaluates ``mermaid.mermaidAPI.getDiagramFromText`` in it (what ``mermaid.parse`` and
+``mermaid.render`` run to detect the type and parse). That uses
+the engine's worker-thread hooks (``Engine._executor``, ``_ctx``, ``_run_job``), which are not
+public API: hence the exact pin ``mermaidx==0.10.1`` and the clear error :class:`MermaidEngineError`
+should a different release lack them. SVG files come from the public ``mermaidx.render``.
+
+mermaidx is imported only when a parser starts or an SVG is rendered, so importing this module is
+cheap. Starting the engine takes about 0.3 s; each parse then about 0.3 s (a fresh JS context per
+diagram, as mermaid-cli opens a fresh page per diagram).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_distcheck.errors import DistcheckError
+
+MERMAIDX_PIN = "0.10.1"
+
+
+class MermaidEngineError(DistcheckError):
+    """The embedded Mermaid could not be started or did not answer (wrong mermaidx release)."""
+
+
+class MermaidSyntaxError(DistcheckError):
+    """Mermaid rejected the diagram.
+
+    Attributes:
+        message: Mermaid's own text (``Parse error on line N: ... Expecting ..., got ...``).
+        line: 1-based line within the diagram source where Mermaid stopped, or ``None`` when it names
+            none (e.g. an unknown diagram type). May exceed the source's line count when the parser
+            hit the end of the text (an unclosed bracket, quote or subgraph).
+    """
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+    @property
+    def summary(self) -> str:
+        """Mermaid's message on one line: the expectation and the excerpt where parsing stopped."""
+        lines = [ln for ln in self.message.splitlines() if ln.strip()]
+        if lines and lines[0].startswith("Parse error on line"):
+            excerpt = lines[1].strip() if len(lines) > 1 else ""
+            expecting = next((ln for ln in lines[2:] if ln.startswith("Expecting")), "")
+            # jison names the end of input by its token number
+            expecting = expecting.replace("got '1'", "got the end of the diagram")
+            return f"{expecting} near {excerpt!r}" if expecting else f"near {excerpt!r}"
+        return lines[0] if lines else "Mermaid rejected the diagram"
+
+
+@dataclass(frozen=True)
+class Vertex:
+    """A flowchart node as Mermaid parsed it: ``id``, label ``text`` (raw, may hold ``<br/>`` or
+    Markdown), ``shape`` (``square``, ``round``, ``circle``, ...; ``""`` for a bare id) and the CSS
+    ``classes`` given by ``:::name`` or ``class id name``."""
+
+    id: str
+    text: str
+    shape: str = ""
+    classes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A flowchart link from ``start`` to ``end`` (vertex ids) with its label ``text`` and ``stroke``
+    (``normal``, ``thick``, ``dotted`` or ``invisible``)."""
+
+    start: str
+    end: str
+    text: str = ""
+    stroke: str = "normal"
+
+
+@dataclass(frozen=True)
+class Subgraph:
+    """A flowchart subgraph: ``id``, ``title`` and its direct ``members`` (vertex or subgraph ids)."""
+
+    id: str
+    title: str
+    members: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Flowchart:
+    """The graph of a parsed flowchart, in the order Mermaid lists it."""
+
+    vertices: dict[str, Vertex] = field(default_factory=dict)
+    edges: tuple[Edge, ...] = ()
+    subgraphs: tuple[Subgraph, ...] = ()
+
+
+@dataclass(frozen=True)
+class ParsedDiagram:
+    """A diagram Mermaid accepted: its ``type`` (``flowchart-v2``, ``sequence``, ...) and, for a
+    flowchart, its graph (``None`` for other diagram types)."""
+
+    type: str
+    flowchart: Flowchart | None = None
+
+
+# Runs inside the engine's JS context. getDiagramFromText is the step of mermaid.parse and
+# mermaid.render that detects the type and runs the parser; it hands back the diagram whose db the
+# parser filled.
+_PARSE_JS = r"""
+globalThis.__dcResult = null; globalThis.__dcError = null;
+(async (text) => {
+  const d = await mermaid.mermaidAPI.getDiagramFromText(text);
+  const db = d.db, out = {type: d.type};
+  if (db && db.getVertices && db.getEdges && db.getSubGraphs) {
+    const v = db.getVertices();
+    out.vertices = [...(v instanceof Map ? v.values() : Object.values(v))].map(x => ({
+      id: x.id, text: String(x.text ?? x.id), shape: x.type || "", classes: x.classes || []}));
+    out.edges = db.getEdges().map(e => ({
+      start: e.start, end: e.end, text: String(e.text ?? ""), stroke: e.stroke || "normal"}));
+    out.subgraphs = db.getSubGraphs().map(s => ({id: s.id, title: String(s.title ?? ""), nodes: s.nodes}));
+  }
+  return JSON.stringify(out);
+})(%s).then(r => { globalThis.__dcResult = r; })
+  .catch(e => { globalThis.__dcError = String((e && (e.message || e.str)) || e); });
+"""
+_DONE_JS = "!!globalThis.__dcResult || !!globalThis.__dcError"
+_MAX_STEPS = 200_000
+_LINE = re.compile(r"Parse error on line (\d+)")
+
+
+class MermaidParser:
+    """The real Mermaid parser, offline, in mermaidx's embedded QuickJS engine.
+
+    Use as a context manager (``with MermaidParser() as p: p.parse(src)``) or call :meth:`close`;
+    one parser serves any number of diagrams. Not thread-safe beyond what the engine serialises.
+
+    Raises:
+        MermaidEngineError: mermaidx is missing, or is a release without the engine hooks used here.
+    """
+
+    def __init__(self) -> None:
+        try:
+            import mermaidx
+            from mermaidx.engines.quickjs_engine import Engine
+        except ImportError as exc:
+            raise MermaidEngineError(
+                f"cannot import mermaidx ({exc}); install it with: pip install mermaidx=={MERMAIDX_PIN}"
+            ) from None
+        self.version = getattr(mermaidx, "__version__", "?")
+        self._engine = Engine()
+        self._engine.start()
+        for name in ("_executor", "_ensure_fresh_context", "_run_job"):
+            if not hasattr(self._engine, name):
+                self._engine.close()
+                raise MermaidEngineError(
+                    f"mermaidx {self.version} has no Engine.{name}; pytest-distcheck needs "
+                    f"mermaidx=={MERMAIDX_PIN}"
+                )
+
+    def __enter__(self) -> MermaidParser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the engine's worker thread."""
+        self._engine.close()
+
+    def parse(self, source: str) -> ParsedDiagram:
+        """Parse one diagram.
+
+        Args:
+            source: Mermaid text (no Markdown fence).
+
+        Raises:
+            MermaidSyntaxError: Mermaid rejected it (its message, and the line it names).
+            MermaidEngineError: the engine gave neither a result nor an error.
+        """
+        executor = self._engine._executor
+        result, error = executor.submit(self._parse_on_worker, source).result()
+        executor.submit(self._engine._ensure_fresh_context)  # ready for the next parse, off this path
+        if error is not None:
+            match = _LINE.search(error)
+            raise MermaidSyntaxError(error, int(match.group(1)) if match else None)
+        if result is None:
+            raise MermaidEngineError("mermaid.parse gave neither a result nor an error")
+        return _diagram_from_json(json.loads(result))
+
+    def _parse_on_worker(self, source: str) -> tuple[str | None, str | None]:
+        engine = self._engine
+        engine._ensure_fresh_context()
+        ctx = engine._ctx
+        engine._ctx_used = True  # the next call gets a fresh context, as a render would
+        ctx.eval("__resetDocument(); mermaid.initialize({startOnLoad: false});")
+        ctx.eval(_PARSE_JS % json.dumps(source))
+        for _ in range(_MAX_STEPS):
+            if ctx.eval(_DONE_JS):
+                break
+            if engine._run_job():
+                continue
+            if not ctx.eval("__runNextTimer()"):
+                break
+        return ctx.eval("__flat(globalThis.__dcResult)"), ctx.eval("__flat(globalThis.__dcError)")
+
+
+def _diagram_from_json(data: dict[str, Any]) -> ParsedDiagram:
+    if "vertices" not in data:
+        return ParsedDiagram(type=data.get("type", ""))
+    vertices = {
+        v["id"]: Vertex(id=v["id"], text=v["text"], shape=v["shape"], classes=tuple(v["classes"]))
+        for v in data["vertices"]
+    }
+    edges = tuple(Edge(e["start"], e["end"], e["text"], e["stroke"]) for e in data["edges"])
+    subgraphs = tuple(Subgraph(s["id"], s["title"], tuple(s["nodes"])) for s in data["subgraphs"])
+    return ParsedDiagram(type=data["type"], flowchart=Flowchart(vertices, edges, subgraphs))
+
+
+def render_svg(source: str) -> str:
+    """The diagram as SVG text, drawn by mermaidx (the same output as mermaid-cli).
+
+    Raises:
+        MermaidSyntaxError: Mermaid rejected the diagram.
+        MermaidEngineError: mermaidx is not installed.
+    """
+    try:
+        import mermaidx
+        from mermaidx.engines._common import MermaidRenderError
+    except ImportError as exc:
+        raise MermaidEngineError(
+            f"cannot import mermaidx ({exc}); install it with: pip install mermaidx=={MERMAIDX_PIN}"
+        ) from None
+    try:
+        return mermaidx.render(source).svg()
+    except MermaidRenderError as exc:
+        match = _LINE.search(str(exc))
+        raise MermaidSyntaxError(str(exc), int(match.group(1)) if match else None) from None
