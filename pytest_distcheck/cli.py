@@ -11,6 +11,7 @@ from pytest_distcheck.errors import DistcheckError
 # name -> module in pytest_distcheck.commands (imported only when that command runs or --help lists it)
 COMMANDS: dict[str, str] = {
     "cite": "cite",
+    "diagram": "diagram",
 }
 
 
