@@ -10,6 +10,8 @@ from pytest_distcheck.errors import DistcheckError
 
 # name -> module in pytest_distcheck.commands (imported only when that command runs or --help lists it)
 COMMANDS: dict[str, str] = {
+    "budget": "budget",
+    "estimate": "estimate",
     "cite": "cite",
     "diagram": "diagram",
 }

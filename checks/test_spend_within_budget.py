@@ -1,0 +1,56 @@
+"""DoD item spend-within-budget: the phase's cloud spend, recomputed from the ledger's rows, is within
+the phase ceiling and every experiment's ceiling (both from [budget] of the workspace file)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+import pytest_distcheck
+from pytest_distcheck.budget import accounting
+from pytest_distcheck.budget.config import budget_config
+from pytest_distcheck.budget.errors import usd
+from pytest_distcheck.budget.ledger import Ledger
+from pytest_distcheck.errors import ConfigError
+
+
+@pytest.mark.local
+@pytest.mark.dod("spend-within-budget")
+def test_spend_within_budget(distcheck_workspace, distcheck_log):
+    item = distcheck_workspace.item("spend-within-budget")
+    try:
+        cfg = budget_config(distcheck_workspace)
+    except ConfigError as exc:
+        pytest_distcheck.broken(str(exc))
+    if cfg is None:
+        pytest_distcheck.broken(f"{distcheck_workspace.path}: no [budget] section (expected ledger and "
+                                "phase_ceiling_usd)")
+    if not cfg.ledger.is_file():
+        pytest_distcheck.pending(f"no spend ledger at {cfg.ledger_rel} (it records every paid run, or that "
+                                 "there was none)", item.how)
+    try:
+        # parse() checks every row, including that cost == rate_per_hour x billed_s / 3600.
+        rows = Ledger(cfg.ledger, cfg.state_dir / "budget.lock").read()
+    except ConfigError as exc:
+        pytest_distcheck.broken(str(exc))
+    # Totals from each row's recomputed cost; nothing written in the file as a total is read.
+    charges = accounting.charges(rows)
+    total = sum((c.usd for c in charges), Decimal(0))
+    lines = [f"{len(rows)} row(s), {len(charges)} run(s); total {usd(total)} of {usd(cfg.phase_ceiling_usd)}"]
+    over = []
+    if total > cfg.phase_ceiling_usd:
+        over.append(f"total {usd(total)} > phase ceiling {usd(cfg.phase_ceiling_usd)}")
+    for exp, ceiling in cfg.experiment_ceilings_usd.items():
+        spent = sum((c.usd for c in charges if c.row.experiment == exp), Decimal(0))
+        lines.append(f"{exp}: {usd(spent)} of {usd(ceiling)}")
+        if spent > ceiling:
+            rows_of = ", ".join(str(c.row.line) for c in charges if c.row.experiment == exp)
+            over.append(f"{exp} rows (lines {rows_of}) total {usd(spent)} > its ceiling {usd(ceiling)}")
+    unsettled = [c.run_id for c in charges if not c.settled]
+    if unsettled:
+        lines.append(f"open runs counted at their worst case: {', '.join(unsettled)}")
+    if over:
+        pytest_distcheck.broken(f"{cfg.ledger_rel}: " + "; ".join(over) + " (amounts recomputed from rate x "
+                                "billed seconds of each row)")
+    distcheck_log(f"Cloud spend, {cfg.ledger_rel}", "\n".join(lines))

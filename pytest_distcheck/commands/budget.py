@@ -1,0 +1,71 @@
+"""Show the spend ledger: its rows, totals by experiment, and what is left under each ceiling.
+
+  distcheck budget                 the workspace's ledger ([budget] ledger of checks/distcheck.toml)
+
+Every amount is recomputed from the rows (rate x billed seconds); a run with an open row and no
+settled row counts its worst case. Exit status 1 when a ceiling is passed, 2 for a malformed ledger.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DEFAULT_CONFIG = "checks/distcheck.toml"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help=f"workspace file (default {DEFAULT_CONFIG})")
+
+
+def load_guard(config: str):
+    """The guard of a workspace file (no session ceiling). Raises ConfigError."""
+    from pathlib import Path
+
+    from pytest_distcheck.budget.guard import BudgetGuard
+    from pytest_distcheck.workspace import load_workspace
+
+    return BudgetGuard.from_workspace(load_workspace(Path(config)))
+
+
+def run(args: argparse.Namespace) -> int:
+    from decimal import Decimal
+
+    from pytest_distcheck.budget import accounting
+    from pytest_distcheck.budget.errors import usd
+
+    guard = load_guard(args.config)
+    status = guard.status()
+    rows = status.rows
+    print(f"Ledger {guard.ledger.path}: {len(rows)} row(s)" + ("; nothing spent yet" if not rows else ""))
+    if rows:
+        print(f"  {'time (UTC)':<20} {'run id':<16} {'status':<7} {'resource':<20} {'billed s':>8} "
+              f"{'USD/h':>7} {'cost':>9}  {'experiment':<14} purpose / pod")
+        for r in rows:
+            print(f"  {r.time_utc:%Y-%m-%d %H:%M:%S} {r.run_id:<16} {r.status:<7} "
+                  f"{r.provider + ' ' + r.resource:<20} {r.billed_s:>8} {r.rate_per_hour:>7} "
+                  f"{usd(r.recomputed_cost):>9}  {r.experiment or '-':<14} {r.purpose} / {r.resource_id}")
+    charges = accounting.charges(rows)
+    over = False
+    print("Totals (recomputed from the rows):")
+    for key, lim in status.limits.items():
+        if not key.startswith("experiment "):
+            continue
+        over |= lim.spent > lim.ceiling
+        print(f"  {key.removeprefix('experiment '):<16} {usd(lim.spent):>9} of {usd(lim.ceiling)}"
+              f"  -> {usd(max(lim.left, Decimal(0)))} left")
+    other = sum((c.usd for c in charges if c.row.experiment not in guard.experiment_ceilings), Decimal(0))
+    print(f"  {'other runs':<16} {usd(other):>9}")
+    phase = status.limits["phase"]
+    over |= phase.spent > phase.ceiling
+    print(f"  {'phase total':<16} {usd(phase.spent):>9} of {usd(phase.ceiling)}  -> "
+          f"{usd(max(phase.left, Decimal(0)))} left ({len(charges)} run(s))")
+    if status.totals.unsettled:
+        print(f"Open runs counted at their worst case (no settled row yet): {', '.join(status.totals.unsettled)}")
+    pending = {k: e for k, e in status.held.items() if not e["recorded"]}
+    if pending:
+        print(f"Reserved by runs in progress: {usd(phase.held)} ({', '.join(pending)})")
+    if over:
+        print("OVER a ceiling: the spend-within-budget item is broken")
+        return 1
+    return 0

@@ -1,0 +1,62 @@
+"""Price a GPU run before launching it, and show what would be left of the budget after it.
+
+  distcheck estimate --gpu "RTX 4090" --count 2 --minutes 30
+  distcheck estimate --gpu H100 --count 2 --minutes 20 --cloud community --experiment tp-inference
+
+Prices come from the shipped table (each with its source and date) or, when RUNPOD_API_KEY is set,
+live from RunPod. An unknown GPU type is refused, never guessed. Exit status 1 when the run would not
+fit in what is left.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+DEFAULT_CONFIG = "checks/distcheck.toml"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--gpu", required=True, metavar="NAME", help="GPU type, e.g. 'RTX 4090', H100, A40")
+    parser.add_argument("--count", type=int, default=1, metavar="N", help="GPUs (default 1)")
+    parser.add_argument("--minutes", type=float, required=True, metavar="M", help="run time in minutes")
+    parser.add_argument("--provider", default="runpod", help="provider (default runpod)")
+    parser.add_argument("--cloud", default="secure", choices=("secure", "community"),
+                        help="RunPod cloud (default secure)")
+    parser.add_argument("--experiment", help="also show what is left of this experiment's ceiling")
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help=f"workspace file (default {DEFAULT_CONFIG})")
+
+
+def run(args: argparse.Namespace) -> int:
+    from decimal import Decimal
+
+    from pytest_distcheck.budget.errors import BudgetRefused, usd
+    from pytest_distcheck.commands.budget import load_guard
+
+    if args.count < 1 or not args.minutes > 0:
+        raise BudgetRefused(f"--count must be >= 1 and --minutes > 0, got {args.count} and {args.minutes:g}")
+    guard = load_guard(args.config)
+    est = guard.estimate(args.provider, args.gpu, args.count, args.minutes * 60, args.cloud)
+    p, b = est.price, est.billing
+    if p.warning:
+        print(f"warning: {p.warning}; using the shipped table", file=sys.stderr)
+    where = f"{args.provider} {args.cloud}" if args.provider == "runpod" else args.provider
+    print(f"{args.count} x {p.gpu} on {where} for {args.minutes:g} min: {usd(est.usd)}")
+    print(f"  price    {usd(p.usd_per_gpu_hour)}/GPU-hour ({'live' if p.live else 'shipped table'}; "
+          f"source: {p.source}; {'undated' if p.date == 'undated' else 'dated ' + p.date}; recorded {p.recorded}; confidence {p.confidence})")
+    print(f"  billing  per {b.granularity_s:g} s, minimum {b.minimum_s:g} s; billed {est.billed_s:g} s "
+          f"(source: {b.source})")
+    status = guard.status()
+    fits = True
+    keys = ["phase"] + ([f"experiment {args.experiment}"] if args.experiment else [])
+    for key in keys:
+        lim = status.limits.get(key)
+        if lim is None:
+            print(f"  {key}: no ceiling in {args.config}")
+            continue
+        after = lim.left - est.usd
+        fits &= after >= Decimal(0)
+        print(f"  left after: {usd(after) if after >= 0 else 'NOT ENOUGH, short ' + usd(-after)} of "
+              f"{usd(lim.left)} left under the {lim.name}")
+    return 0 if fits else 1
