@@ -37,14 +37,14 @@ def run(args: argparse.Namespace) -> int:
         return _print_start(cfg)
     page_arg = args.check if args.check is not None else args.render
     page = Path(page_arg) if page_arg else cfg.page
+    shown = page_arg or cfg.page_rel  # as the user would type it, for messages
     if not page.is_file():
         from pytest_distcheck.errors import ConfigError
 
-        shown = page_arg or cfg.page_rel
         raise ConfigError(shown, "", f"page not found (start one with: distcheck diagram > {shown})")
     if args.check is not None:
-        return _check(page, cfg)
-    return _render(page, cfg)
+        return _check(page, shown, cfg)
+    return _render(page, shown, cfg)
 
 
 def _print_start(cfg) -> int:
@@ -63,21 +63,21 @@ def _print_start(cfg) -> int:
     return 0
 
 
-def _check(page: Path, cfg) -> int:
+def _check(page: Path, shown: str, cfg) -> int:
     from pytest_distcheck.diagram.check import check_page
     from pytest_distcheck.diagram.mermaid import MermaidParser
 
     with MermaidParser() as parser:
         result = check_page(page.read_text(encoding="utf-8"), cfg.plan, cfg.world_size, parser)
     for f in result.findings:
-        print(f"{page}:{f.line}: {f.message}")
+        print(f"{shown}:{f.line}: {f.message}")
     if result.findings:
         return 1
-    print(f"{page}: the diagram at line {result.diagram.fence_line} matches {cfg.plan_ref} on {cfg.world_size} ranks")
+    print(f"{shown}: the diagram at line {result.diagram.fence_line} matches {cfg.plan_ref} on {cfg.world_size} ranks")
     return 0
 
 
-def _render(page: Path, cfg) -> int:
+def _render(page: Path, shown: str, cfg) -> int:
     from pytest_distcheck.diagram.check import check_page, write_svg
     from pytest_distcheck.diagram.mermaid import MermaidParser
 
@@ -85,10 +85,10 @@ def _render(page: Path, cfg) -> int:
         result = check_page(page.read_text(encoding="utf-8"), cfg.plan, cfg.world_size, parser)
     if result.diagram is None:
         for f in result.findings:
-            print(f"{page}:{f.line}: {f.message}")
+            print(f"{shown}:{f.line}: {f.message}")
         return 1
     out = write_svg(page, result.diagram)
-    print(f"wrote {out} from the Mermaid block at {page}:{result.diagram.fence_line}")
+    print(f"wrote {out.name} beside {shown}, from its Mermaid block at line {result.diagram.fence_line}")
     for f in result.findings:  # rendered anyway, so a person can look at what is wrong
-        print(f"{page}:{f.line}: {f.message}")
+        print(f"{shown}:{f.line}: {f.message}")
     return 1 if result.findings else 0

@@ -64,7 +64,7 @@ class _Graph:
         self.fc = fc
         self.out: dict[str, list[Edge]] = defaultdict(list)
         for e in fc.edges:
-            if e.stroke != "invisible" and not labels.backward_only(e.text):
+            if e.stroke != "invisible":  # ~~~ links only steer the layout
                 self.out[e.start].append(e)
         parent: dict[str, str] = {}
         for sg in fc.subgraphs:

@@ -12,7 +12,8 @@ the generator's output and ``docs/tp-sharding.md`` follow:
 - **All-reduce**: a node or edge label containing ``all-reduce`` (or ``allreduce``, ``all_reduce``,
   ``AllReduce``). One directly followed by ``backward``/``bwd`` (``all-reduce in backward``,
   ``all-reduce (backward)``) names a backward collective, e.g. Megatron's ``f`` operator, and does
-  not count as a forward all-reduce. Edges whose label mentions ``backward`` are not forward edges.
+  not count as a forward all-reduce. Every edge is read as forward data flow (an edge labelled
+  ``f: identity (all-reduce in backward)`` still carries the forward activations).
 - **Rank**: a subgraph whose title (or, untitled, whose id) says ``rank N`` (``rank 0``,
   ``Rank 1 (GPU 1)``, ``rank1``); a node belongs to the rank of its nearest such subgraph.
 """
@@ -35,7 +36,6 @@ _STYLE_PATTERNS: dict[str, re.Pattern[str]] = {
 }
 _ALL_REDUCE = re.compile(r"all[\s_-]?reduce", re.IGNORECASE)
 _BACKWARD_QUALIFIER = re.compile(r"\W*(?:(?:in|on|during|for)\s+(?:the\s+)?)?(?:backward|bwd)\b", re.IGNORECASE)
-_BACKWARD = re.compile(r"\b(?:backward|bwd)\b", re.IGNORECASE)
 _RANK = re.compile(r"(?<![a-z])rank[\s_#:-]*(\d+)", re.IGNORECASE)
 _TAG = re.compile(r"<[^>]*>")
 
@@ -69,10 +69,6 @@ def forward_all_reduce(text: str) -> bool:
     text = plain(text)
     return any(not _BACKWARD_QUALIFIER.match(text, m.end()) for m in _ALL_REDUCE.finditer(text))
 
-
-def backward_only(text: str) -> bool:
-    """Whether an edge label marks the edge as part of the backward pass."""
-    return _BACKWARD.search(plain(text)) is not None and not forward_all_reduce(text)
 
 
 def rank_of_title(title: str) -> int | None:

@@ -1,0 +1,48 @@
+"""DoD item tp-diagram-committed: the Mermaid diagram of a TP block, checked against the TP plan.
+
+Settings come from ``[diagram]`` of the workspace file (page, plan, world size). The page's Mermaid
+blocks must parse with the real Mermaid parser; its diagram must show every layer of the plan with the
+plan's style on every rank and an all-reduce after each row-parallel layer (pytest_distcheck.diagram);
+the SVG rendered from it must sit beside the page, be linked from it, and match the current block.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import pytest_distcheck
+from pytest_distcheck.diagram.check import check_page, svg_state
+from pytest_distcheck.diagram.config import diagram_config
+from pytest_distcheck.diagram.mermaid import MermaidParser
+
+
+@pytest.mark.local
+@pytest.mark.dod("tp-diagram-committed")
+def test_tp_diagram_matches_the_plan(distcheck_workspace, distcheck_log):
+    cfg = diagram_config(distcheck_workspace)
+    render = f"distcheck diagram --render {cfg.page_rel}"
+    if not cfg.page.is_file():
+        pytest_distcheck.pending(
+            f"{cfg.page_rel} not found: expected a page with a Mermaid flowchart of one block of "
+            f"{cfg.plan_ref} on {cfg.world_size} ranks",
+            f"distcheck diagram > {cfg.page_rel}",
+        )
+    markdown = cfg.page.read_text(encoding="utf-8")
+    with MermaidParser() as parser:
+        result = check_page(markdown, cfg.plan, cfg.world_size, parser)
+    if result.findings:
+        pytest_distcheck.broken("; ".join(f"{cfg.page_rel}:{f.line}: {f.message}" for f in result.findings))
+    assert result.diagram is not None  # no findings means a diagram was found and compared
+    svg = svg_state(markdown, cfg.page_rel, cfg.svg, result.diagram)
+    if svg.state == "missing":
+        pytest_distcheck.pending(svg.message, render)
+    if svg.state == "unlinked":
+        pytest_distcheck.broken(svg.message)
+    if svg.state in ("stale", "unstamped"):
+        pytest_distcheck.stale(svg.message, render)
+    distcheck_log(
+        "TP sharding diagram",
+        f"{cfg.page_rel}:{result.diagram.fence_line} matches {cfg.plan_ref} "
+        f"({', '.join(f'{p} {s}' for p, s in cfg.plan.items())}) on {cfg.world_size} ranks; "
+        f"{cfg.svg_rel} is current",
+    )
