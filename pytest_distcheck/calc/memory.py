@@ -163,6 +163,17 @@ def fsdp_model_states(
                        states.shards)
 
 
+def fsdp_model_state_bytes(
+    params: float,
+    sharding_strategy: str,
+    world_size: int,
+    gpus_per_node: int | None = None,
+    k: float = ADAM_K,
+) -> float:
+    """Total model-state bytes per GPU of :func:`fsdp_model_states` (same arguments and errors)."""
+    return fsdp_model_states(params, sharding_strategy, world_size, gpus_per_node, k).total_bytes
+
+
 def activation_bytes_per_layer(
     seq_len: int,
     micro_batch: int,

@@ -1,0 +1,61 @@
+"""Take the phase quiz in the terminal; the attempt is appended to the workspace's quiz log.
+
+  distcheck quiz 35               a new attempt (random seed, printed so it can be replayed)
+  distcheck quiz 35 --seed 1234   replay the attempt drawn with seed 1234
+
+Bank, log, pass mark and items per attempt come from [quiz] of the workspace file. Ctrl-C quits
+without writing anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pytest_distcheck.errors import DistcheckError
+
+DEFAULT_CONFIG = "checks/distcheck.toml"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("bank", metavar="BANK", help="the quiz to take (the bank id, e.g. 35)")
+    parser.add_argument("--seed", type=int, help="seed of the draw (default: random, printed)")
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help=f"workspace file (default {DEFAULT_CONFIG})")
+
+
+def _ask(prompt: str) -> str:
+    return input(prompt)
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    import secrets
+
+    from pytest_distcheck.quiz.bank import load_bank
+    from pytest_distcheck.quiz.config import quiz_config
+    from pytest_distcheck.quiz.log import append_attempt
+    from pytest_distcheck.quiz.session import run_attempt, summary
+    from pytest_distcheck.workspace import load_workspace
+
+    ws = load_workspace(Path(args.config))
+    cfg = quiz_config(ws)
+    bank = load_bank(cfg.bank_path)
+    if args.bank != bank.id:
+        raise DistcheckError(f"no quiz {args.bank!r}: {args.config} [quiz] has bank {bank.id!r} ({cfg.bank_rel})")
+    seed = args.seed if args.seed is not None else secrets.randbelow(1_000_000)
+    try:
+        record, graded = run_attempt(bank, seed, cfg.items_per_attempt, _ask, _say,
+                                     replay_command=f"distcheck quiz {bank.id} --seed {seed}")
+    except (KeyboardInterrupt, EOFError) as exc:
+        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else "input ended"
+        print(f"\ndistcheck quiz: {why}; nothing written to {cfg.log_rel}", file=sys.stderr)
+        return 130 if isinstance(exc, KeyboardInterrupt) else 1
+    line = append_attempt(cfg.log_path, record)
+    _say(f"\n{summary(graded, cfg.pass_mark)}")
+    _say(f"attempt appended to {cfg.log_rel} (line {line}); `pytest -m local` re-grades it for the DoD.")
+    return 0

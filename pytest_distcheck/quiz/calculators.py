@@ -1,0 +1,53 @@
+"""Which calculators a quiz bank may name: ``MODULE.FUNCTION`` of a module in ``pytest_distcheck.calc``.
+
+Only public functions defined in those modules that return a number; a bank cannot reach anything else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+
+CALC_MODULES = ("pipeline", "memory", "collectives", "tp_traffic", "flops", "cost")
+
+
+def resolve(name: str) -> Callable[..., float]:
+    """The calculator function called ``name`` (e.g. ``"pipeline.bubble_ratio_over_ideal"``).
+
+    Raises:
+        ValueError: not ``MODULE.FUNCTION``, an unknown module, or no public function of that name
+            defined in the module.
+    """
+    module_name, _, func_name = name.partition(".")
+    if not func_name or module_name not in CALC_MODULES:
+        raise ValueError(f"calculator {name!r} must be MODULE.FUNCTION with MODULE one of "
+                         f"{', '.join(CALC_MODULES)}")
+    module = importlib.import_module(f"pytest_distcheck.calc.{module_name}")
+    fn = getattr(module, func_name, None)
+    if (func_name.startswith("_") or not inspect.isfunction(fn)
+            or fn.__module__ != module.__name__):
+        raise ValueError(f"calculator {name!r}: no public function {func_name!r} in "
+                         f"pytest_distcheck.calc.{module_name}")
+    return fn
+
+
+def check_arguments(name: str, kwargs: dict[str, object]) -> None:
+    """Raise ValueError naming the problem when ``kwargs`` cannot call calculator ``name``."""
+    sig = inspect.signature(resolve(name))
+    try:
+        sig.bind(**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"calculator {name}{sig}: {exc}") from None
+
+
+def compute(name: str, kwargs: dict[str, object]) -> float:
+    """Call calculator ``name`` with ``kwargs``; the result must be a real number.
+
+    Raises:
+        ValueError: from the calculator (bad parameter values), or a non-numeric result.
+    """
+    result = resolve(name)(**kwargs)
+    if isinstance(result, bool) or not isinstance(result, int | float):
+        raise ValueError(f"calculator {name} returned {type(result).__name__}, not a number")
+    return float(result)

@@ -1,0 +1,52 @@
+"""Draw an attempt: which items, and each numeric item's parameters, from one seed (so it replays)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from pytest_distcheck.quiz.bank import LETTERS, Bank, ChoiceItem, Item, Number, NumericItem
+
+
+@dataclass(frozen=True)
+class DrawnItem:
+    """An item as asked in one attempt: the bank item and its drawn parameters (empty for choice items)."""
+
+    item: Item
+    params: dict[str, Number] = field(default_factory=dict)
+
+    def prompt(self) -> str:
+        """The question as shown: the template filled in, then the choices or the unit and tolerance."""
+        item = self.item
+        if isinstance(item, ChoiceItem):
+            lines = [item.question] + [f"  {LETTERS[i]}) {c}" for i, c in enumerate(item.choices)]
+            return "\n".join(lines)
+        unit = f" in {item.unit}" if item.unit else ""
+        return f"{item.question.format(**self.params)}\n  (a number{unit}, {item.tolerance_text()})"
+
+    def expected(self) -> float | str:
+        """The right answer: a letter, or a number in the item's unit."""
+        if isinstance(self.item, ChoiceItem):
+            return self.item.answer
+        return self.item.expected(self.params)
+
+
+def draw_params(item: NumericItem, rng: random.Random) -> dict[str, Number]:
+    """Parameters for ``item``, in the order the bank lists them."""
+    return {p.name: p.draw(rng) for p in item.params}
+
+
+def draw_attempt(bank: Bank, seed: int, n_items: int) -> list[DrawnItem]:
+    """``n_items`` distinct items of ``bank`` in random order, with their parameters, from ``seed``.
+
+    The same bank file and seed give the same attempt.
+
+    Raises:
+        ValueError: n_items < 1 or more than the bank holds.
+    """
+    if not 1 <= n_items <= len(bank.items):
+        raise ValueError(f"an attempt of {n_items} items needs 1..{len(bank.items)} (the bank "
+                         f"{bank.path} has {len(bank.items)})")
+    rng = random.Random(seed)
+    chosen = rng.sample(bank.items, n_items)
+    return [DrawnItem(it, draw_params(it, rng) if isinstance(it, NumericItem) else {}) for it in chosen]

@@ -1,0 +1,66 @@
+"""Helpers for the quiz tests: a temporary workspace with the real Phase 35 bank, and right answers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from pytest_distcheck.quiz.bank import load_bank
+from pytest_distcheck.quiz.draw import draw_attempt
+
+REPO = Path(__file__).resolve().parents[1]
+BANK = REPO / "checks" / "quiz" / "35.json"
+CHECK = REPO / "checks" / "test_quiz_passed.py"
+LOG_REL = "experiments/quiz/35-attempts.jsonl"
+
+WORKSPACE = f"""
+[phase]
+id = "35"
+title = "test copy of phase 35"
+
+[[items]]
+id = "quiz-passed"
+title = "Phase quiz passed with at least 70%"
+how = "distcheck quiz 35"
+
+[quiz]
+bank = "checks/quiz/35.json"
+log = "{LOG_REL}"
+pass_mark = 0.7
+items_per_attempt = 10
+"""
+
+
+def make_workspace(root: Path, with_check: bool = False) -> Path:
+    """Write checks/distcheck.toml and a copy of the bank under ``root``; returns the toml path."""
+    (root / "checks" / "quiz").mkdir(parents=True, exist_ok=True)
+    shutil.copy(BANK, root / "checks" / "quiz" / "35.json")
+    if with_check:
+        shutil.copy(CHECK, root / "checks" / CHECK.name)
+    toml = root / "checks" / "distcheck.toml"
+    toml.write_text(WORKSPACE)
+    return toml
+
+
+def right_answer(drawn) -> str:
+    """The right answer to a drawn item as a learner would type it."""
+    expected = drawn.expected()
+    return expected if isinstance(expected, str) else f"{expected:.6g}"
+
+
+def attempt_record(seed: int, wrong: int = 0, n: int = 10, bank_path: Path = BANK) -> dict:
+    """A log record answering the first ``wrong`` items wrongly ("skip") and the rest rightly."""
+    drawn = draw_attempt(load_bank(bank_path), seed, n)
+    answers = [{"item": d.item.id, "params": d.params, "given": "" if i < wrong else right_answer(d)}
+               for i, d in enumerate(drawn)]
+    return {"bank": "35", "seed": seed, "started": "2026-01-01T00:00:00+00:00",
+            "finished": "2026-01-01T00:05:00+00:00", "answers": answers, "reported_score": (n - wrong) / n}
+
+
+def write_log(root: Path, *records: dict | str) -> Path:
+    """Write the quiz log under ``root``: dicts as JSON lines, strings as they are."""
+    path = root / LOG_REL
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
+    return path
