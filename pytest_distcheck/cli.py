@@ -14,6 +14,7 @@ COMMANDS: dict[str, str] = {
     "estimate": "estimate",
     "cite": "cite",
     "diagram": "diagram",
+    "quiz": "quiz",
 }
 
 
