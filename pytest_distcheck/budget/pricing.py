@@ -129,8 +129,8 @@ class PriceBook:
             raise ConfigError(path, where or "(top level)", err.message)
         seen: dict[tuple[str, str, str], int] = {}
         for n, entry in enumerate(table["prices"]):
-            for name in (entry["gpu"], entry["provider_gpu_id"], *entry.get("aliases", [])):
-                key = (entry["provider"], entry["cloud"], name.casefold())
+            for name in {n.casefold() for n in (entry["gpu"], entry["provider_gpu_id"], *entry.get("aliases", []))}:
+                key = (entry["provider"], entry["cloud"], name)
                 if key in seen:
                     raise ConfigError(path, f"prices[{n}]", f"{name!r} on {entry['provider']} {entry['cloud']} is "
                                       f"already priced by prices[{seen[key]}]")

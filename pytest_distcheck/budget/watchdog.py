@@ -3,7 +3,8 @@
 Accrued cost = usd_per_hour * billed_seconds(now - start) / 3600 (per the provider's granularity,
 :func:`pytest_distcheck.calc.cost.billed_seconds`). A background thread checks every ``interval_s``
 (0.25 s by default, so the cut comes within 1 s of the limit) and calls ``terminate()`` once when
-accrued + usd_per_hour * teardown_s / 3600 >= limit. Cost is metered during the run, not at its end
+accrued(now + interval_s) + usd_per_hour * teardown_s / 3600 >= limit: the cost at the next check
+would reach the limit, so the run never accrues past it. Cost is metered during the run, not at its end
 (the overrun in paperclipai/paperclip#11276 came from a hard stop checked only on completion).
 
 It also fires when the guarded block is left by an exception (KeyboardInterrupt included), on SIGTERM
@@ -86,11 +87,13 @@ class Watchdog:
         return self.usd_per_hour * billed_seconds(max(now - start, 0.0), self.granularity_s, self.minimum_s) / 3600
 
     def check(self) -> bool:
-        """One check: fire if accrued + teardown >= limit. Returns whether the watchdog has fired."""
+        """One check: fire if the cost at the next check plus teardown reaches the limit. Returns whether
+        the watchdog has fired."""
         if self.fired.is_set():
             return True
         now = self.clock()
-        if self.accrued(now) + self.usd_per_hour * self.teardown_s / 3600 >= self.limit_usd:
+        # Look one interval ahead: the next check may come too late to stay within the limit.
+        if self.accrued(now + self.interval_s) + self.usd_per_hour * self.teardown_s / 3600 >= self.limit_usd:
             self._cut_by_cost = True
             self.fire(f"accrued cost reached {self.describe}", now)
         return self.fired.is_set()

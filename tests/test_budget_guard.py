@@ -1,0 +1,212 @@
+"""The budget guard: ceilings, reservations across processes, recording and settling paid runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from pytest_distcheck.budget.errors import BudgetRefused, PriceUnknown
+from pytest_distcheck.budget.guard import BudgetGuard
+from pytest_distcheck.budget.ledger import Ledger, LedgerError
+from pytest_distcheck.workspace import load_workspace
+
+
+class FakeClock:
+    def __init__(self, t: float = 1_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    return Ledger(tmp_path / "ledger.md", tmp_path / ".distcheck" / "budget.lock")
+
+
+def make_guard(ledger: Ledger, session: str = "sess0001", max_usd: float | None = 3.0, clock=None) -> BudgetGuard:
+    return BudgetGuard(ledger, phase_ceiling_usd=5.0, experiment_ceilings_usd={"tp-inference": 3.0},
+                       session_ceiling_usd=max_usd, session_id=session, clock=clock or FakeClock())
+
+
+def test_reserve_prices_the_worst_case_from_the_table(ledger: Ledger):
+    g = make_guard(ledger)
+    res = g.reserve("runpod", "RTX 4090", 2, 1800, "t::a", experiment="tp-inference")
+    assert res.usd == Decimal("0.5900")  # 0.59 $/GPU-h x 2 GPUs x 0.5 h (shipped table)
+    assert res.run_id.startswith("sess0001-") and res.max_seconds == 1800
+    st = g.status()
+    assert st.limits["phase"].held == Decimal("0.59") and st.limits["session"].left == Decimal("2.41")
+
+
+def test_refusal_names_the_figures_and_the_binding_ceiling(ledger: Ledger):
+    g = make_guard(ledger)
+    g.reserve("runpod", "RTX 4090", 2, 3600 * 2, "t::a", experiment="tp-inference")  # $2.36
+    with pytest.raises(BudgetRefused) as exc:
+        g.reserve("runpod", "RTX 4090", 2, 3600, "t::b", experiment="tp-inference")  # $1.18 > $0.64 left
+    msg = str(exc.value)
+    assert "would cost up to $1.18; $0.64 left of $3.00" in msg, msg
+    assert "session ceiling --max-usd 3" in msg or "experiment tp-inference" in msg
+    assert exc.value.would_cost == pytest.approx(1.18) and exc.value.left == pytest.approx(0.64)
+    assert len(g.status().held) == 1  # the refused one reserved nothing
+
+
+def test_phase_ceiling_counts_the_ledger_and_other_sessions(ledger: Ledger):
+    a = make_guard(ledger, "sessaaaa", max_usd=5.0)
+    res = a.reserve("runpod", "H100 PCIe", 1, 3600, "t::a")  # $2.39
+    res.record_pod("pod-a", usd_per_hour=2.39)
+    res.settle(3600)
+    b = make_guard(ledger, "sessbbbb", max_usd=5.0)
+    assert b.status().limits["session"].left == Decimal(5)  # another session's spend is not its own
+    with pytest.raises(BudgetRefused, match=r"would cost up to \$2.79; \$2.61 left of \$5.00 \(phase ceiling"):
+        b.reserve("runpod", "H100 PCIe", 1, 3600 + 600, "t::b")
+
+
+def test_budget_cap_shrinks_the_reservation_and_its_time(ledger: Ledger):
+    g = make_guard(ledger)
+    res = g.reserve("runpod", "RTX 4090", 2, 3600, "t::a", cap_usd=0.25)
+    assert res.usd <= Decimal("0.25") and res.max_seconds == 762  # floor(0.25 / (1.18 / 3600))
+    with pytest.raises(BudgetRefused, match="buys no billed time"):
+        BudgetGuard(ledger, phase_ceiling_usd=5, prices=_prices_with_minimum(3600), session_id="x",
+                    clock=FakeClock()).reserve("hourly", "T4", 1, 60, "t::b", cloud="on-demand", cap_usd=0.01)
+
+
+def _prices_with_minimum(minimum: int):
+    from pytest_distcheck.budget.pricing import PriceBook
+
+    return PriceBook.from_table({
+        "currency": "USD",
+        "billing": {"hourly": {"granularity_s": 3600, "minimum_s": minimum, "source": "a test's billing rule",
+                               "recorded": "2026-11-29"}},
+        "prices": [{"provider": "hourly", "cloud": "on-demand", "gpu": "T4", "provider_gpu_id": "t4",
+                    "usd_per_gpu_hour": 0.5, "source": "a test's price entry", "source_date": "undated",
+                    "recorded": "2026-11-29", "confidence": "low"}]}, "test-prices.json")
+
+
+def test_hourly_billing_reserves_whole_hours(ledger: Ledger):
+    g = BudgetGuard(ledger, phase_ceiling_usd=5, prices=_prices_with_minimum(3600), session_id="x", clock=FakeClock())
+    est = g.estimate("hourly", "T4", 2, 61, cloud="on-demand")
+    assert est.billed_s == 3600 and est.usd == Decimal("1.0")
+
+
+def test_unknown_gpu_or_cloud_is_refused_never_guessed(ledger: Ledger):
+    g = make_guard(ledger)
+    with pytest.raises(PriceUnknown, match="no secure price for GPU type 'B300'"):
+        g.reserve("runpod", "B300", 2, 60, "t::a")
+    with pytest.raises(PriceUnknown, match="unknown RunPod cloud 'ALL'"):
+        g.reserve("runpod", "RTX 4090", 2, 60, "t::a", cloud="ALL")
+    with pytest.raises(PriceUnknown, match="no billing rule for provider 'lambda'"):
+        g.reserve("lambda", "A100", 1, 60, "t::a")
+    assert g.status().held == {}
+
+
+def test_record_pod_writes_an_open_row_then_settle_a_settled_row(ledger: Ledger):
+    g = make_guard(ledger)
+    res = g.reserve("runpod", "RTX 4090", 2, 1800, "t::a", experiment="tp-inference")
+    assert not ledger.path.exists()  # a reservation alone writes nothing to the ledger
+    open_row = res.record_pod("pod-xyz", usd_per_hour=1.38, started_at=0.0)  # dearer than the table
+    assert (open_row.status, open_row.resource_id, open_row.rate_per_hour) == ("open", "pod-xyz", Decimal("1.38"))
+    assert open_row.billed_s == 1539 and open_row.cost <= res.usd  # shrunk to what $0.59 buys at $1.38/h
+    assert res.limit_usd == open_row.cost and res.max_seconds == 1539
+    st = g.status()
+    assert st.limits["phase"].held == 0 and st.totals.unsettled == (res.run_id,)
+    settled = res.settle(611.2)
+    assert (settled.status, settled.billed_s, settled.cost) == ("settled", 612, Decimal("0.2346"))
+    assert res.settle(999) is settled  # idempotent: a second settle writes nothing
+    rows = ledger.read()
+    assert [r.status for r in rows] == ["open", "settled"]
+    st = g.status()
+    assert st.held == {} and st.totals.total == Decimal("1.38") * 612 / 3600
+
+
+def test_a_run_that_never_got_a_pod_is_released_without_a_row(ledger: Ledger):
+    g = make_guard(ledger)
+    with g.reserve("runpod", "A40", 2, 600, "t::a") as res:
+        assert g.status().limits["phase"].held == res.usd
+    assert g.status().held == {} and not ledger.path.exists()
+    assert res.settle(10) is None
+
+
+def test_settle_on_failure_still_releases(ledger: Ledger):
+    g = make_guard(ledger)
+    res = g.reserve("runpod", "A40", 2, 600, "t::a")
+    with pytest.raises(RuntimeError):
+        try:
+            res.record_pod("pod-1", 0.8, started_at=0)
+            raise RuntimeError("the run failed")
+        finally:
+            res.settle(42)
+    assert [r.status for r in ledger.read()] == ["open", "settled"] and g.status().held == {}
+
+
+def test_expired_reservations_no_longer_hold_money(ledger: Ledger):
+    clock = FakeClock()
+    g = make_guard(ledger, clock=clock)
+    g.reserve("runpod", "RTX 4090", 2, 3600, "t::a")  # $1.18 for an hour (+600 s slack)
+    assert g.status().limits["phase"].held == Decimal("1.18")
+    clock.t += 3600 + 600 + 1
+    assert g.status().limits["phase"].held == 0
+
+
+def test_a_malformed_ledger_refuses_to_reserve_and_stays_unchanged(ledger: Ledger):
+    ledger.path.write_text("# L\n\n| time_utc | run_id |\n|---|---|\n")
+    before = ledger.path.read_bytes()
+    with pytest.raises(LedgerError, match="line 3"):
+        make_guard(ledger).reserve("runpod", "A40", 1, 60, "t::a")
+    assert ledger.path.read_bytes() == before
+
+
+def test_corrupt_reservations_file_is_an_error_naming_it(ledger: Ledger):
+    g = make_guard(ledger)
+    g.state_path.parent.mkdir(parents=True)
+    g.state_path.write_text("{not json")
+    with pytest.raises(Exception, match="budget-reservations.json: reservations file is malformed"):
+        g.status()
+
+
+def test_guard_from_the_phase_workspace_reads_the_ceilings(tmp_path: Path):
+    (tmp_path / "checks").mkdir()
+    src = Path(__file__).resolve().parents[1] / "checks" / "distcheck.toml"
+    (tmp_path / "checks" / "distcheck.toml").write_text(src.read_text())
+    g = BudgetGuard.from_workspace(load_workspace(tmp_path / "checks" / "distcheck.toml"))
+    assert g.phase_ceiling == 5 and g.experiment_ceilings == {"tp-inference": 3}
+    assert g.ledger.path == tmp_path / "experiments" / "35-cloud-budget.md"
+    assert g.state_path == tmp_path / ".distcheck" / "budget-reservations.json"
+
+
+RACER = textwrap.dedent("""
+    import json, sys, time
+    from pathlib import Path
+    from pytest_distcheck.budget.guard import BudgetGuard
+    from pytest_distcheck.budget.errors import BudgetRefused
+    from pytest_distcheck.budget.ledger import Ledger
+    ledger_path, lock, go, who = sys.argv[1:5]
+    guard = BudgetGuard(Ledger(ledger_path, lock), phase_ceiling_usd=5.0, session_id="race" + who)
+    while not Path(go).exists():
+        time.sleep(0.005)
+    try:
+        # 0.9 $/GPU-h x 1 GPU x 1 h = $0.90: five fit in $5, a sixth does not
+        res = guard.reserve("runpod", "RTX 4090", 1, 3600, "racer " + who, usd_per_gpu_hour=0.9)
+        print(json.dumps({"ok": True, "usd": str(res.usd)}))
+    except BudgetRefused as exc:
+        print(json.dumps({"ok": False, "why": str(exc)}))
+""")
+
+
+def test_eight_processes_racing_never_reserve_more_than_the_ceiling(ledger: Ledger, tmp_path: Path):
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", RACER, str(ledger.path), str(ledger.lock_path), str(go),
+                               str(k)], stdout=subprocess.PIPE, text=True) for k in range(8)]
+    go.touch()
+    outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    won = [o for o in outs if o["ok"]]
+    assert sum(Decimal(o["usd"]) for o in won) <= 5
+    assert len(won) == 5, outs
+    assert all("$0.50 left of $5.00" in o["why"] for o in outs if not o["ok"])
+    held = json.loads((ledger.lock_path.parent / "budget-reservations.json").read_text())["reservations"]
+    assert sum(Decimal(e["usd"]) for e in held) == Decimal("4.5")
