@@ -1,0 +1,140 @@
+"""DoD item tp-speedup-committed: TP inference ran on 2 cloud GPUs within its ceiling; the curve is committed.
+
+Done only when a committed result in ``[tp_inference] results_dir`` was produced on CUDA with at least
+2 GPUs, measures TP 1 and TP 2, has speedups that agree with its own latencies, has its PNG beside it,
+and its run id has ledger rows (``[budget] ledger``) counted against ``[tp_inference] experiment``
+whose cost is within ``[budget.experiment_ceilings_usd]`` for it. CPU results are read (and must be
+valid) but are not evidence for this item.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+import pytest_distcheck
+from pytest_distcheck.errors import ConfigError
+
+ITEM = "tp-speedup-committed"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _not_committed(paths: list[Path], root: Path) -> str | None:
+    """Why these files are not committed as they are (``None`` when they are), by asking git."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--ignored", "--", *map(str, paths)],
+            capture_output=True, text=True, timeout=30, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"git could not be asked ({exc})"
+    if proc.returncode != 0:
+        return f"{root} is not a git repository ({proc.stderr.strip().splitlines()[0] if proc.stderr else ''})"
+    dirty = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    if dirty:
+        states = {"??": "untracked", "!!": "ignored by git"}
+        return "; ".join(f"{ln[3:]} is {states.get(ln[:2], 'changed since the last commit')}" for ln in dirty)
+    return None
+
+
+def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
+    """Return a one-line summary, or stop the check with broken/pending naming what is wrong."""
+    from pytest_distcheck.budget.accounting import charges
+    from pytest_distcheck.budget.ledger import Ledger
+    from pytest_distcheck.tp_result import problems
+
+    rel = _rel(path, ws.root)
+    degrees = sorted({m["tp"] for m in result["measurements"]})
+    if not {1, 2} <= set(degrees):
+        pytest_distcheck.broken(f"{rel}: measures TP degrees {degrees}; expected at least 1 and 2")
+    if not any(s["tp"] == 2 for s in result["speedups"]):
+        pytest_distcheck.broken(f"{rel}: no speedup at TP 2 (no batch size and prompt length measured at both "
+                                "TP 1 and TP 2)")
+    bad = problems(result)
+    if bad:
+        more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+        pytest_distcheck.broken(f"{rel}: " + "; ".join(bad[:3]) + more)
+    png = path.parent / result["plot"]
+    if not png.is_file():
+        pytest_distcheck.broken(f"{rel}: plot {result['plot']!r} not found at {_rel(png, ws.root)}")
+    if png.read_bytes()[:8] != PNG_MAGIC:
+        pytest_distcheck.broken(f"{rel}: plot {_rel(png, ws.root)} is not a PNG file")
+    budget = ws.section("budget")
+    experiment = ws.section("tp_inference").get("experiment", "tp-inference")
+    ceilings = budget.get("experiment_ceilings_usd", {})
+    if "ledger" not in budget or experiment not in ceilings:
+        pytest_distcheck.broken(f"{_rel(ws.path, ws.root)}: needs [budget] ledger and "
+                                f"[budget.experiment_ceilings_usd] {experiment} to check the run's cost")
+    ceiling = Decimal(str(ceilings[experiment]))
+    ledger_rel = budget["ledger"]
+    try:
+        rows = Ledger(ws.resolve(ledger_rel), ws.resolve(".distcheck/budget.lock")).read()
+    except ConfigError as exc:
+        pytest_distcheck.broken(f"the ledger does not parse: {exc}")
+    run_id = result["run_id"]
+    mine = [c for c in charges(rows) if c.run_id == run_id]
+    if not mine:
+        pytest_distcheck.broken(
+            f"{rel}: run_id {run_id!r} has no row in the ledger {ledger_rel}; a paid result must come "
+            f"from a run under the budget guard ({how})"
+        )
+    charge = mine[0]
+    if charge.row.experiment != experiment:
+        pytest_distcheck.broken(
+            f"{ledger_rel} line {charge.row.line}: run {run_id!r} is counted against experiment "
+            f"{charge.row.experiment or '-'!r}, expected {experiment!r}"
+        )
+    if charge.usd > ceiling:
+        pytest_distcheck.broken(
+            f"{ledger_rel} line {charge.row.line}: run {run_id!r} cost ${charge.usd:.4f}, above the "
+            f"{experiment} ceiling ${ceiling}"
+        )
+    why = _not_committed([path, png], ws.root)
+    if why:
+        pytest_distcheck.pending(f"the GPU result is not committed: {why}",
+                                 f"git add {rel} {_rel(png, ws.root)} && git commit")
+    best = max(result["speedups"], key=lambda s: s["decode"])
+    return (f"{rel}: {result['device']['count']} x {result['device']['name']} ({result['backend']}), "
+            f"run {run_id} cost ${charge.usd:.4f} of ${ceiling} ({'settled' if charge.settled else 'open'}); "
+            f"best decode speedup {best['decode']:.2f}x at TP {best['tp']}, batch {best['batch_size']}, "
+            f"prompt {best['prompt_len']}")
+
+
+@pytest.mark.local
+@pytest.mark.dod(ITEM)
+def test_tp_speedup_committed(distcheck_workspace, distcheck_log):
+    from pytest_distcheck.tp_result import load_result
+
+    ws = distcheck_workspace
+    how = ws.item(ITEM).how
+    section = ws.section("tp_inference")
+    if "results_dir" not in section:
+        pytest_distcheck.broken(f"{_rel(ws.path, ws.root)}: [tp_inference] needs results_dir")
+    results_dir = ws.resolve(section["results_dir"])
+    files = sorted(results_dir.glob("*.json"))
+    if not files:
+        pytest_distcheck.pending(f"no result in {section['results_dir']}", how)
+    results = []
+    for path in files:
+        try:
+            results.append((path, load_result(path)))
+        except ConfigError as exc:
+            pytest_distcheck.broken(str(exc))
+    gpu = [(p, r) for p, r in results
+           if r["device"]["type"] == "cuda" and r["device"]["count"] >= 2 and r["world_size"] >= 2]
+    if not gpu:
+        found = ", ".join(f"{_rel(p, ws.root)} ({r['device']['count']} x {r['device']['type']}, {r['backend']})"
+                          for p, r in results)
+        pytest_distcheck.pending(f"no result produced on CUDA with >= 2 GPUs yet (found: {found})", how)
+    summaries = [_check_gpu_result(p, r, ws, how) for p, r in gpu]
+    distcheck_log("TP inference speedup, committed GPU result(s)", "\n".join(summaries))

@@ -1,0 +1,159 @@
+"""The tp-speedup-committed check against synthetic results and ledgers (fixtures/tp_inference, never measured).
+
+Each test builds a small git workspace in pytester's directory: the check, a workspace file, a results
+folder and a ledger, commits it, and reads the DoD table the check produced.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CHECK = REPO / "checks" / "test_tp_speedup_committed.py"
+FIX = REPO / "fixtures" / "tp_inference"
+HOW = "pytest -m gpu --max-usd 3"
+TOML = f"""
+[phase]
+id = "t"
+title = "t"
+[[items]]
+id = "tp-speedup-committed"
+title = "TP speedup on 2 GPUs"
+how = "{HOW}"
+[tp_inference]
+results_dir = "results"
+experiment = "tp-inference"
+[budget]
+ledger = "ledger.md"
+phase_ceiling_usd = 5.0
+[budget.experiment_ceilings_usd]
+tp-inference = 3.0
+"""
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+@pytest.fixture
+def workspace(pytester):
+    """``workspace(result=..., png=True, commit=True)`` writes the files and runs the check."""
+    root = pytester.path
+    (root / "checks").mkdir()
+    shutil.copy(CHECK, root / "checks" / CHECK.name)
+    (root / "checks" / "distcheck.toml").write_text(TOML)
+    shutil.copy(FIX / "synthetic-ledger.md", root / "ledger.md")
+    (root / "results").mkdir()
+    pytester.makeini(f"[pytest]\npythonpath = {REPO}\n")
+
+    def run(result: dict | None = None, png: bool = True, commit: bool = True, extra: dict | None = None):
+        files = dict(extra or {})
+        if result is not None:
+            files["synthetic-cuda-2gpu.json"] = result
+        for name, data in files.items():
+            (root / "results" / name).write_text(json.dumps(data, indent=1))
+        if png:
+            shutil.copy(FIX / "synthetic-cuda-2gpu.png", root / "results")
+        _git(root, "init", "-q")
+        if commit:
+            _git(root, "add", "-A")
+            _git(root, "commit", "-qm", "workspace")
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "checks")
+
+    return run
+
+
+@pytest.fixture
+def good() -> dict:
+    return json.loads((FIX / "synthetic-cuda-2gpu.json").read_text())
+
+
+def test_a_committed_2gpu_result_within_the_ceiling_is_done(workspace, good):
+    result = workspace(good)
+    result.stdout.fnmatch_lines([
+        "*results/synthetic-cuda-2gpu.json: 2 x SYNTHETIC GPU (nccl), run s0fixture-0001 cost $0.6950 of $3.0 "
+        "(settled); best decode speedup 1.60x at TP 2, batch 1, prompt 128*",
+        "DONE     tp-speedup-committed  evidence checked",
+    ])
+    assert result.ret == 0
+
+
+def test_no_result_is_pending_with_the_command(workspace):
+    result = workspace(None, png=False)
+    result.stdout.fnmatch_lines(["PENDING  tp-speedup-committed  no result in results", f"*-> {HOW}"])
+    assert result.ret == 0
+
+
+def test_only_cpu_results_are_pending_naming_what_was_found(workspace, good):
+    cpu = {**good, "device": {"type": "cpu", "name": "some CPU", "count": 1}, "backend": "gloo"}
+    result = workspace(cpu)
+    result.stdout.fnmatch_lines([
+        "PENDING  tp-speedup-committed  no result produced on CUDA with >= 2 GPUs yet "
+        "(found: results/synthetic-cuda-2gpu.json (1 x cpu, gloo))",
+        f"*-> {HOW}",
+    ])
+
+
+def test_a_one_gpu_result_is_not_evidence(workspace, good):
+    result = workspace({**good, "device": {**good["device"], "count": 1}})
+    result.stdout.fnmatch_lines(["PENDING  tp-speedup-committed  no result produced on CUDA with >= 2 GPUs yet*"])
+
+
+def test_an_uncommitted_result_is_pending_with_the_git_command(workspace, good):
+    result = workspace(good, commit=False)
+    result.stdout.fnmatch_lines([
+        "PENDING  tp-speedup-committed  the GPU result is not committed: results/synthetic-cuda-2gpu.json is "
+        "untracked; results/synthetic-cuda-2gpu.png is untracked",
+        "*-> git add results/synthetic-cuda-2gpu.json results/synthetic-cuda-2gpu.png && git commit",
+    ])
+
+
+def _broken(result, message: str) -> None:
+    result.stdout.fnmatch_lines(["BROKEN   tp-speedup-committed  " + message])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_speedups_that_disagree_with_the_latencies_are_broken(workspace, good):
+    good["speedups"][1]["decode"] = 3.5
+    _broken(workspace(good), "results/synthetic-cuda-2gpu.json: speedups[[]1[]].decode = 3.5 but the "
+                             "measurements give 1.58621 (median decode_step_s at TP 1 / at TP 2)")
+
+
+def test_a_result_without_tp2_is_broken(workspace, good):
+    good["measurements"] = [m for m in good["measurements"] if m["tp"] == 1]
+    good["speedups"] = []
+    _broken(workspace(good), "*synthetic-cuda-2gpu.json: measures TP degrees [[]1[]]; expected at least 1 and 2")
+
+
+def test_a_missing_png_is_broken(workspace, good):
+    _broken(workspace(good, png=False),
+            "*: plot 'synthetic-cuda-2gpu.png' not found at results/synthetic-cuda-2gpu.png")
+
+
+def test_a_result_without_ledger_rows_is_broken(workspace, good):
+    _broken(workspace({**good, "run_id": "s9unpaid-0001"}),
+            "*run_id 's9unpaid-0001' has no row in the ledger ledger.md; a paid result must come from a run "
+            f"under the budget guard ({HOW})")
+
+
+def test_a_run_above_the_ceiling_is_broken(workspace, good):
+    _broken(workspace({**good, "run_id": "s0fixture-0002"}),
+            "ledger.md line 9: run 's0fixture-0002' cost $5.5600, above the tp-inference ceiling $3.0")
+
+
+def test_an_invalid_result_file_is_broken_naming_file_and_field(workspace, good):
+    del good["measurements"][2]["decode_step_s"]["samples"]
+    _broken(workspace(good), "*synthetic-cuda-2gpu.json, measurements[[]2[]].decode_step_s: 'samples' is a "
+                             "required property")
+
+
+def test_a_malformed_ledger_is_broken(workspace, good, pytester):
+    ledger = pytester.path / "ledger.md"
+    ledger.write_text(ledger.read_text().replace("| 0.6950 |", "| -0.6950 |"))
+    _broken(workspace(good), "the ledger does not parse: *ledger.md, line 8: negative cost*")
