@@ -1,0 +1,67 @@
+"""The quiz-passed DoD check through pytester: pending before an attempt, done after a passing one,
+pending below the pass mark (whatever score the log claims), broken for a malformed log or unknown item."""
+
+import json
+
+import pytest
+from quiz_support import LOG_REL, attempt_record, make_workspace, write_log
+
+
+@pytest.fixture
+def quiz_ws(pytester):
+    make_workspace(pytester.path, with_check=True)
+
+    def run():
+        return pytester.runpytest("-p", "no:cacheprovider", "-m", "local", "checks")
+
+    return run
+
+
+def test_pending_before_any_attempt(quiz_ws):
+    result = quiz_ws()
+    result.stdout.fnmatch_lines([
+        f"PENDING  quiz-passed  no quiz attempt in {LOG_REL} yet (expected one scoring at least the pass mark 70%)",
+        "*-> distcheck quiz 35",
+    ])
+    assert result.ret == 0
+
+
+def test_done_after_a_passing_attempt(quiz_ws, pytester):
+    write_log(pytester.path, attempt_record(11, wrong=5), attempt_record(12, wrong=3))  # 50%, then 70%
+    result = quiz_ws()
+    result.stdout.fnmatch_lines(["DONE     quiz-passed  evidence checked"])
+
+
+def test_pending_below_the_pass_mark_even_if_the_log_claims_more(quiz_ws, pytester):
+    forged = attempt_record(13, wrong=4)
+    forged["reported_score"] = 1.0
+    write_log(pytester.path, forged)
+    result = quiz_ws()
+    result.stdout.fnmatch_lines([
+        f"PENDING  quiz-passed  1 attempt(s) in {LOG_REL}; the best, line 1 (seed 13), re-grades to 6/10 (60%),"
+        " below the pass mark 70%",
+        "*-> distcheck quiz 35",
+    ])
+
+
+def test_broken_for_a_malformed_line(quiz_ws, pytester):
+    write_log(pytester.path, attempt_record(14), "{oops")
+    result = quiz_ws()
+    result.stdout.fnmatch_lines([f"BROKEN   quiz-passed  *{LOG_REL}, line 2: not valid JSON*"])
+
+
+def test_broken_for_an_unknown_item(quiz_ws, pytester):
+    rec = attempt_record(15)
+    rec["answers"][4]["item"] = "quantum-parallelism"
+    write_log(pytester.path, json.dumps(rec))
+    result = quiz_ws()
+    result.stdout.fnmatch_lines([
+        f"BROKEN   quiz-passed  *{LOG_REL}, line 1, answers[[]4[]].item: unknown item 'quantum-parallelism'*"
+    ])
+
+
+def test_broken_without_a_quiz_section(quiz_ws, pytester):
+    toml = pytester.path / "checks" / "distcheck.toml"
+    toml.write_text(toml.read_text().split("[quiz]")[0])
+    result = quiz_ws()
+    result.stdout.fnmatch_lines(["BROKEN   quiz-passed  *distcheck.toml, quiz: no [[]quiz[]] section*"])

@@ -1,0 +1,104 @@
+"""`distcheck quiz 35` driven through a pseudo-terminal as a learner would (pexpect)."""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from quiz_support import LOG_REL, attempt_record, make_workspace, right_answer, write_log
+
+from pytest_distcheck.quiz.bank import load_bank
+from pytest_distcheck.quiz.draw import draw_attempt
+from pytest_distcheck.quiz.regrade import regrade_log
+
+pexpect = pytest.importorskip("pexpect")
+
+DISTCHECK = shutil.which("distcheck", path=str(Path(sys.executable).parent)) or shutil.which("distcheck")
+
+
+def spawn(root: Path, *args: str):
+    cmd = [sys.executable, "-m", "pytest_distcheck.cli"] if DISTCHECK is None else [DISTCHECK]
+    child = pexpect.spawn(cmd[0], [*cmd[1:], "quiz", *args], cwd=str(root), encoding="utf-8", timeout=30,
+                          dimensions=(50, 200))
+    return child
+
+
+def forgiving(drawn, i: int) -> str:
+    """The right answer in the formats a learner might type: lower-case letters, %, with the unit."""
+    answer = right_answer(drawn)
+    if isinstance(drawn.expected(), str):
+        return answer.lower() if i % 2 else answer
+    value = drawn.expected()
+    if drawn.item.unit == "" and value < 1 and i % 2:
+        return f"{value * 100:.6g}%"
+    return f"{answer} {drawn.item.unit}".strip()
+
+
+def test_a_full_passing_attempt_through_a_terminal(tmp_path):
+    make_workspace(tmp_path)
+    seed = 20260101
+    drawn = draw_attempt(load_bank(tmp_path / "checks/quiz/35.json"), seed, 10)
+    child = spawn(tmp_path, "35", "--seed", str(seed))
+    child.expect(r"10 items, seed 20260101 \(replay: distcheck quiz 35 --seed 20260101\)")
+    for i, d in enumerate(drawn):
+        child.expect(rf"\[{i + 1}/10\] \({d.item.topic}\)")
+        child.expect("answer> ")
+        if i == 0:  # an unreadable answer is asked again, not graded
+            child.sendline("no idea")
+            child.expect(r"try again \('skip' to leave it unanswered\)")
+            child.expect("answer> ")
+        child.sendline(forgiving(d, i) if i < 9 else "skip")
+        child.expect(r"correct\.|wrong")
+        assert child.after == ("correct." if i < 9 else "wrong"), (d.item.id, d.params, forgiving(d, i))
+        child.expect("why: ")
+    child.expect(r"score 9/10 \(90%\): passed \(pass mark 70%\)")
+    child.expect(rf"attempt appended to {LOG_REL} \(line 1\)")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    log = tmp_path / LOG_REL
+    (record,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert record["seed"] == seed and [a["item"] for a in record["answers"]] == [d.item.id for d in drawn]
+    assert record["answers"][9]["given"] == ""
+    bank = load_bank(tmp_path / "checks/quiz/35.json")
+    assert regrade_log(bank, log, 10)[0].correct == 9
+
+
+def test_ctrl_c_leaves_the_log_unchanged(tmp_path):
+    make_workspace(tmp_path)
+    log = write_log(tmp_path, attempt_record(3, wrong=6))
+    before = log.read_bytes()
+    drawn = draw_attempt(load_bank(tmp_path / "checks/quiz/35.json"), 99, 10)
+    child = spawn(tmp_path, "35", "--seed", "99")
+    for d in drawn[:3]:
+        child.expect("answer> ")
+        child.sendline(right_answer(d))
+    child.expect("answer> ")
+    child.sendintr()
+    child.expect(rf"interrupted; nothing written to {LOG_REL}")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert log.read_bytes() == before
+
+
+def test_end_of_input_leaves_no_log(tmp_path):
+    make_workspace(tmp_path)
+    child = spawn(tmp_path, "35", "--seed", "5")
+    child.expect("answer> ")
+    child.sendeof()
+    child.expect(rf"input ended; nothing written to {LOG_REL}")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+    assert not (tmp_path / LOG_REL).exists()
+
+
+def test_an_unknown_quiz_id_is_one_line_error(tmp_path):
+    make_workspace(tmp_path)
+    child = spawn(tmp_path, "36")
+    child.expect(r"distcheck quiz: no quiz '36': checks/distcheck.toml \[quiz\] has bank '35'")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 2
