@@ -1,0 +1,118 @@
+"""The TP speedup experiment (experiments/tp_inference/speedup.py) and the result format it writes."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_distcheck.tp_result import compute_speedups, load_result, problems
+
+REPO = Path(__file__).resolve().parents[1]
+FIX = REPO / "fixtures" / "tp_inference" / "synthetic-cuda-2gpu.json"
+TINY = ["--batch-sizes", "1,2", "--prompt-lens", "8", "--new-tokens", "2", "--warmup", "0", "--reps", "2"]
+
+
+def _run_speedup(argv: list[str]):
+    import torch
+
+    from experiments.tp_inference.speedup import parse_args, run
+
+    return run(parse_args(argv), torch.device("cpu"))
+
+
+@pytest.mark.world_size(2)
+def test_speedup_runs_on_two_gloo_ranks_and_writes_a_valid_result(dist_world, tmp_path):
+    out = tmp_path / "r.json"
+    paths = dist_world.run(_run_speedup, [*TINY, "--out", str(out), "--run-id", "test-0001"], timeout=180)
+    assert paths == [out, None]  # rank 0 writes
+    result = load_result(out)  # schema-valid
+    assert problems(result) == []
+    assert (tmp_path / result["plot"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert result["run_id"] == "test-0001"
+    assert (result["device"]["type"], result["backend"], result["world_size"]) == ("cpu", "gloo", 2)
+    assert result["settings"]["timer"] == "wall-clock" and result["versions"]["nccl"] is None
+    layers = result["model"]["n_layers"]
+    got = {(m["tp"], m["batch_size"]): m for m in result["measurements"]}
+    assert sorted(got) == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    # Two all-reduces per block in forward (Megatron-LM Fig. 3), none at TP 1.
+    assert [got[(1, b)]["allreduces_per_forward"] for b in (1, 2)] == [0, 0]
+    assert [got[(2, b)]["allreduces_per_forward"] for b in (1, 2)] == [2 * layers] * 2
+    assert got[(2, 1)]["prefill_allreduce_s"] > 0 and got[(1, 1)]["prefill_allreduce_s"] == 0
+    assert [(s["tp"], s["batch_size"]) for s in result["speedups"]] == [(2, 1), (2, 2)]
+
+
+def test_speedup_under_torchrun_end_to_end(tmp_path):
+    out = tmp_path / "r.json"
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m",
+         "experiments.tp_inference.speedup", *TINY, "--reps", "1", "--out", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"wrote {out}" in proc.stdout
+    result = load_result(out)
+    assert problems(result) == [] and result["run_id"].startswith("local-")
+    assert out.with_suffix(".png").is_file()
+
+
+def test_without_torchrun_it_says_how_to_run(capsys, monkeypatch):
+    from experiments.tp_inference import speedup
+
+    monkeypatch.delenv("RANK", raising=False)
+    assert speedup.main([]) == 2
+    assert "torchrun --nproc_per_node 2 -m experiments.tp_inference.speedup" in capsys.readouterr().err
+
+
+def test_settings_that_do_not_fit_are_refused():
+    from experiments.tp_inference.speedup import _settings, parse_args
+
+    with pytest.raises(SystemExit, match=r"--tp-degrees \[1, 4\]: need TP 1 and degrees <= the world size 2"):
+        _settings(parse_args(["--tp-degrees", "1,4"]), "gloo", 2)
+    with pytest.raises(SystemExit, match="prompt length 500 \\+ 16 new tokens exceed the model's max_seq_len 160"):
+        _settings(parse_args(["--prompt-lens", "500"]), "gloo", 2)
+    with pytest.raises(SystemExit):  # argparse: not a list of whole numbers
+        parse_args(["--batch-sizes", "1,x"])
+    assert _settings(parse_args([]), "gloo", 4)["tp_degrees"] == [1, 2, 4]
+
+
+# -- the result format: what problems() finds --------------------------------------------------------
+@pytest.fixture
+def result() -> dict:
+    return json.loads(FIX.read_text())
+
+
+def test_speedups_are_tp1_latency_over_tp_latency(result):
+    m = {(x["tp"], x["batch_size"]): x for x in result["measurements"]}
+    (s,) = [s for s in compute_speedups(result["measurements"]) if s["batch_size"] == 16]
+    assert s["prefill"] == pytest.approx(m[(1, 16)]["prefill_s"]["median"] / m[(2, 16)]["prefill_s"]["median"])
+    assert s["decode"] == pytest.approx(0.0046 / 0.0029)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda r: r["measurements"][0]["prefill_s"].update(median=1.0),
+         "measurements[0].prefill_s.median = 1 but its samples give 0.02"),
+        (lambda r: r["measurements"][1].update(decode_tokens_per_s=1.0),
+         "measurements[1].decode_tokens_per_s = 1 but batch_size / median decode_step_s = 3478.26"),
+        (lambda r: r["measurements"].append(copy.deepcopy(r["measurements"][0])),
+         "measurements[4] measures tp=1, batch_size=1, prompt_len=128 again (first in measurements[0])"),
+        (lambda r: r.update(world_size=1), "measurements[2].tp = 2 exceeds world_size 1"),
+        (lambda r: r["speedups"].pop(), "speedups has no entry for tp=2, batch_size=16, prompt_len=128"),
+        (lambda r: r["speedups"].append({**r["speedups"][0], "prompt_len": 64}),
+         "speedups[2] (tp=2, batch_size=1, prompt_len=64) has no measurement at that TP degree and at TP 1"),
+        (lambda r: r["speedups"][0].update(prefill=2.0),
+         "speedups[0].prefill = 2 but the measurements give 1.42857 (median prefill_s at TP 1 / at TP 2)"),
+    ],
+)
+def test_problems_names_each_disagreement(result, edit, message):
+    assert problems(result) == []
+    edit(result)
+    assert any(p.startswith(message) for p in problems(result)), problems(result)
