@@ -206,8 +206,9 @@ class PriceBook:
                 return live
         if entry is None:
             known = ", ".join(self.known(provider, cloud)) or "none"
+            hint = warning if warning else f"set {API_KEY_ENV} for live prices"
             raise PriceUnknown(f"no {cloud} price for GPU type {gpu!r} on {provider} in {self.path} "
-                               f"(priced: {known}); set {API_KEY_ENV} for live prices or add it to the table")
+                               f"(priced: {known}); {hint}, or add it to the table")
         return Price(provider, entry["gpu"], entry["provider_gpu_id"], cloud,
                      Decimal(str(entry["usd_per_gpu_hour"])), entry["source"], entry["source_date"],
                      entry["recorded"], confidence=entry["confidence"], warning=warning)
