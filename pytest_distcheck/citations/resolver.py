@@ -56,6 +56,7 @@ class Resolver:
     def __init__(self) -> None:
         self._dists: dict[str, Installed] = {}
         self._sources: dict[Path, SourceFile] = {}
+        self._owners: dict[str, str] | None = None  # file -> "name version", built on first need
 
     def distribution(self, package: str) -> Installed:
         """The installed distribution called ``package`` (any spelling pip accepts).
@@ -97,8 +98,8 @@ class Resolver:
             raise Problem("escapes-package", f"{path!r} escapes the package with '..'")
         rel = str(PurePosixPath(*parts))
         if rel not in dist.files:
-            owner = _owner(rel, dist.name)
-            if owner:
+            owner = self.owner(rel)
+            if owner and not owner.lower().startswith(dist.name.lower() + " "):
                 raise Problem("other-package", f"{rel} belongs to {owner}, not to {dist.name}")
             raise Problem("not-in-package", f"{rel} is not a file of {dist.name} {dist.version}" + _suggest(rel, dist))
         if not rel.endswith(".py"):
@@ -129,15 +130,19 @@ class Resolver:
             raise Problem("symbol-not-found", f"{symbol} is not defined in {path}{hint}")
         return dist, src, src.spans[symbol]
 
+    def owner(self, rel: str) -> str | None:
+        """``"name version"`` of the installed distribution whose RECORD lists ``rel``, or None.
 
-def _owner(rel: str, not_this: str) -> str | None:
-    """The distribution (``name version``) whose RECORD lists ``rel``, other than ``not_this``."""
-    for dist in metadata.distributions():
-        name = dist.metadata["Name"]
-        if name and name.lower() != not_this.lower() and dist.files:
-            if any(str(PurePosixPath(*f.parts)) == rel for f in dist.files):
-                return f"{name} {dist.version}"
-    return None
+        The index of every distribution's files is built once (a few tenths of a second), only when
+        a citation names a file outside its package.
+        """
+        if self._owners is None:
+            self._owners = {}
+            for dist in metadata.distributions():
+                name = dist.metadata["Name"]
+                for f in dist.files or ():
+                    self._owners.setdefault(str(PurePosixPath(*f.parts)), f"{name} {dist.version}")
+        return self._owners.get(rel)
 
 
 def _suggest(rel: str, dist: Installed) -> str:
@@ -145,5 +150,5 @@ def _suggest(rel: str, dist: Installed) -> str:
     name = PurePosixPath(rel).name
     same_name = sorted(f for f in dist.files if PurePosixPath(f).name == name)
     pool = same_name or [f for f in dist.files if f.endswith(".py")]
-    close = difflib.get_close_matches(rel, pool, n=2, cutoff=0.5) or same_name[:2]
+    close = difflib.get_close_matches(rel, pool, n=2, cutoff=0.75) or same_name[:2]
     return f"; did you mean {' or '.join(close)}?" if close else ""

@@ -1,8 +1,9 @@
 """Where each symbol of a Python source file is defined: dotted names and line spans, found with ``ast``.
 
 A symbol is a class, a function or method (at any depth: ``Class.method``, ``outer.inner``), or a name
-assigned at module or class level (``CONSTANT``, ``Class.attr``). Its span runs from its first
-decorator to its last line, so a quote from a decorator belongs to the function it decorates.
+assigned at module or class level (``CONSTANT``, ``Class.attr``); a function's local variables are
+not. Its span runs from its first decorator to its last line, so a quote from a decorator belongs to
+the function it decorates.
 """
 
 from __future__ import annotations
@@ -46,21 +47,22 @@ class SourceFile:
         self.lines = source.splitlines()
         self.text = normalise(source)
         self.spans: dict[str, list[Span]] = {}
-        self._walk(ast.parse(source, filename=str(self.path)).body, "")
+        self._walk(ast.parse(source, filename=str(self.path)).body, "", in_function=False)
 
     def _add(self, name: str, start: int, end: int) -> None:
         text = normalise("\n".join(self.lines[start - 1 : end]))
         # A name defined twice (property setter, overloads, if/else) keeps every definition.
         self.spans.setdefault(name, []).append(Span(name, start, end, text))
 
-    def _walk(self, body: list[ast.stmt], prefix: str) -> None:
+    def _walk(self, body: list[ast.stmt], prefix: str, in_function: bool) -> None:
         for node in body:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 name = prefix + node.name
                 start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
                 self._add(name, start, node.end_lineno or node.lineno)
-                self._walk(node.body, name + ".")
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                self._walk(node.body, name + ".", in_function or not isinstance(node, ast.ClassDef))
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not in_function:
+                # Module and class attributes are symbols; a function's local variables are not.
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     if isinstance(target, ast.Name):
@@ -68,9 +70,9 @@ class SourceFile:
             elif isinstance(node, (ast.If, ast.Try, ast.With)):
                 # Definitions under ``if TYPE_CHECKING:``, ``try: import`` and the like keep their prefix.
                 for part in ("body", "orelse", "finalbody"):
-                    self._walk(getattr(node, part, []), prefix)
+                    self._walk(getattr(node, part, []), prefix, in_function)
                 for handler in getattr(node, "handlers", []):
-                    self._walk(handler.body, prefix)
+                    self._walk(handler.body, prefix, in_function)
 
     def innermost_containing(self, quote: str) -> Span | None:
         """The smallest span whose normalised text contains ``quote`` (already normalised), or None."""

@@ -155,7 +155,7 @@ def verify_note(path: Path, resolver: Resolver | None = None, label: str = "") -
                 res = CitationResult(
                     cit, Status.UNCOUNTED, "no-decision",
                     f"the {cit.block.kind} at line {cit.block.line} states no design decision "
-                    f"({cit.block.own_words()} words besides citations, at least {MIN_DECISION_WORDS}); "
+                    f"({_words(cit.block.own_words())} besides citations, at least {MIN_DECISION_WORDS}); "
                     "put the citation in the sentence or bullet that says what was decided and why",
                     res.span, res.version,
                 )
@@ -164,6 +164,10 @@ def verify_note(path: Path, resolver: Resolver | None = None, label: str = "") -
         report.results.append(res)
     report.warnings = version_warnings(report)
     return report
+
+
+def _words(n: int) -> str:
+    return f"{n} word" + ("" if n == 1 else "s")
 
 
 def version_warnings(report: NoteReport) -> list[str]:
