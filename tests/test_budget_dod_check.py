@@ -1,0 +1,114 @@
+"""The spend-within-budget DoD check and the `distcheck budget` / `estimate` commands, on the phase's
+real workspace file with synthetic ledgers from fixtures/budget/."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_distcheck.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures" / "budget"
+LEDGER = "experiments/35-cloud-budget.md"
+
+
+@pytest.fixture
+def phase(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A copy of the phase's workspace file and the spend check, with no ledger yet."""
+    pytester.mkdir("checks")
+    pytester.mkdir("experiments")
+    shutil.copy(ROOT / "checks" / "distcheck.toml", pytester.path / "checks" / "distcheck.toml")
+    shutil.copy(ROOT / "checks" / "test_spend_within_budget.py", pytester.path / "checks")
+    return pytester
+
+
+def use(pytester: pytest.Pytester, fixture: str) -> Path:
+    dest = pytester.path / LEDGER
+    shutil.copy(ROOT / fixture if fixture.startswith("experiments/") else FIXTURES / fixture, dest)
+    return dest
+
+
+def run_check(pytester: pytest.Pytester):
+    return pytester.runpytest("checks/test_spend_within_budget.py", "-p", "no:cacheprovider")
+
+
+def test_committed_empty_ledger_is_done(phase: pytest.Pytester):
+    use(phase, LEDGER)
+    result = run_check(phase)
+    result.stdout.fnmatch_lines(["DONE*spend-within-budget*evidence checked"])
+
+
+def test_within_budget_ignores_a_written_total_and_counts_open_runs(phase: pytest.Pytester):
+    use(phase, "ledger-within.md")
+    result = run_check(phase)
+    result.stdout.fnmatch_lines(["*4 row(s), 3 run(s); total $0.69 of $5.00*", "*tp-inference: $0.59 of $3.00*",
+                                 "*open runs counted at their worst case: cccc3333-01*",
+                                 "DONE*spend-within-budget*"])
+
+
+@pytest.mark.parametrize("fixture, reason", [
+    ("ledger-over-tp.md", "*BROKEN*spend-within-budget*35-cloud-budget.md: tp-inference rows (lines 8, 9) total "
+                          "$3.54 > its ceiling $3.00*"),
+    ("ledger-over-phase.md", "*BROKEN*spend-within-budget*total $5.97 > phase ceiling $5.00*"),
+    ("ledger-malformed.md", "*BROKEN*spend-within-budget*35-cloud-budget.md, line 9: cost 0.0500 does not match "
+                            "rate_per_hour 1.18 x billed_s 611 / 3600 = 0.2003*"),
+])
+def test_over_a_ceiling_or_malformed_is_broken_naming_what(phase: pytest.Pytester, fixture: str, reason: str):
+    ledger = use(phase, fixture)
+    before = ledger.read_bytes()
+    result = run_check(phase)
+    result.stdout.fnmatch_lines([reason])
+    assert ledger.read_bytes() == before
+
+
+def test_missing_ledger_is_pending_with_the_command(phase: pytest.Pytester):
+    result = run_check(phase)
+    result.stdout.fnmatch_lines(["PENDING*spend-within-budget*no spend ledger at experiments/35-cloud-budget.md*",
+                                 "*-> distcheck budget"])
+
+
+def test_budget_command_lists_rows_totals_and_what_is_left(phase: pytest.Pytester, monkeypatch, capsys):
+    use(phase, "ledger-within.md")
+    monkeypatch.chdir(phase.path)
+    assert main(["budget"]) == 0
+    out = capsys.readouterr().out
+    assert "4 row(s)" in out and "aaaa1111-01" in out and "podC" in out
+    assert "tp-inference         $0.59 of $3.00  -> $2.41 left" in out
+    assert "phase total          $0.69 of $5.00  -> $4.31 left (3 run(s))" in out
+    assert "Open runs counted at their worst case (no settled row yet): cccc3333-01" in out
+
+
+@pytest.mark.parametrize("fixture, code, text", [("ledger-over-tp.md", 1, "OVER a ceiling"),
+                                                  ("ledger-malformed.md", 2, "line 9: cost 0.0500")])
+def test_budget_command_exit_status(phase: pytest.Pytester, monkeypatch, capsys, fixture, code, text):
+    use(phase, fixture)
+    monkeypatch.chdir(phase.path)
+    assert main(["budget"]) == code
+    cap = capsys.readouterr()
+    assert text in cap.out + cap.err
+
+
+def test_estimate_prices_with_source_and_what_is_left(phase: pytest.Pytester, monkeypatch, capsys):
+    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
+    use(phase, "ledger-within.md")
+    monkeypatch.chdir(phase.path)
+    assert main(["estimate", "--gpu", "RTX 4090", "--count", "2", "--minutes", "30",
+                 "--experiment", "tp-inference"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("2 x RTX 4090 on runpod secure for 30 min: $0.59\n")
+    assert "$0.59/GPU-hour (shipped table; source: skypilot-org/skypilot-catalog" in out
+    assert "billed 1800 s" in out
+    assert "left after: $3.72 of $4.31 left under the phase ceiling" in out
+    assert "left after: $1.82 of $2.41 left under the experiment tp-inference ceiling" in out
+
+
+def test_estimate_refuses_an_unknown_gpu_and_flags_what_does_not_fit(phase: pytest.Pytester, monkeypatch, capsys):
+    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
+    monkeypatch.chdir(phase.path)
+    assert main(["estimate", "--gpu", "B300", "--count", "2", "--minutes", "30"]) == 2
+    assert "no secure price for GPU type 'B300'" in capsys.readouterr().err
+    assert main(["estimate", "--gpu", "H100", "--count", "2", "--minutes", "120"]) == 1
+    assert "NOT ENOUGH, short $4.56" in capsys.readouterr().out
