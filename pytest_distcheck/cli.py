@@ -15,6 +15,9 @@ COMMANDS: dict[str, str] = {
     "cite": "cite",
     "diagram": "diagram",
     "quiz": "quiz",
+    "strategy": "strategy",
+    "bubble": "bubble",
+    "memory": "memory",
 }
 
 
