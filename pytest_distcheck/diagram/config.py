@@ -97,16 +97,18 @@ def load_plan(ref: str, root: Path, file: Path, field: str) -> dict[str, str]:
     module_name, _, attr = ref.partition(":")
     if not module_name or not attr:
         raise ConfigError(file, field, f"expected 'module:attribute', found {ref!r}")
-    added = str(root) not in sys.path
+    root_s = str(Path(root).resolve())
+    added = root_s not in sys.path
     if added:
-        sys.path.insert(0, str(root))
+        sys.path.insert(0, root_s)
+        importlib.invalidate_caches()
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # a plan module's own bug must not become a bare traceback
         raise ConfigError(file, field, f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
     finally:
         if added:
-            sys.path.remove(str(root))
+            sys.path.remove(root_s)
     if not hasattr(module, attr):
         raise ConfigError(file, field, f"module {module_name!r} has no attribute {attr!r}")
     plan = getattr(module, attr)

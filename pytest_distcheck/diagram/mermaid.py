@@ -64,9 +64,13 @@ class MermaidSyntaxError(DistcheckError):
         if lines and lines[0].startswith("Parse error on line"):
             excerpt = lines[1].strip() if len(lines) > 1 else ""
             expecting = next((ln for ln in lines[2:] if ln.startswith("Expecting")), "")
-            # jison names the end of input by its token number
-            expecting = expecting.replace("got '1'", "got the end of the diagram")
-            return f"{expecting} near {excerpt!r}" if expecting else f"near {excerpt!r}"
+            match = _EXPECTING.match(expecting)
+            if not match:
+                return f"{expecting or 'parse error'} near {excerpt!r}"
+            tokens = [t.strip() for t in match.group(1).split(",")]
+            shown = ", ".join(tokens[:4]) + (f", ... ({len(tokens)} in all)" if len(tokens) > 4 else "")
+            got = "the end of the diagram" if match.group(2) == "'1'" else match.group(2)  # jison: 1 = EOF
+            return f"got {got} near {excerpt!r}, expecting {shown}"
         return lines[0] if lines else "Mermaid rejected the diagram"
 
 
@@ -143,6 +147,7 @@ globalThis.__dcResult = null; globalThis.__dcError = null;
 _DONE_JS = "!!globalThis.__dcResult || !!globalThis.__dcError"
 _MAX_STEPS = 200_000
 _LINE = re.compile(r"Parse error on line (\d+)")
+_EXPECTING = re.compile(r"Expecting (.*), got (.*)$")
 
 
 class MermaidParser:

@@ -1,0 +1,203 @@
+"""The real Mermaid parser, whole pages against the plan, the generator and the SVG stamp.
+
+Uses mermaidx (real Mermaid in QuickJS): one parser for the module, ~0.3-1 s per diagram.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_distcheck.diagram.check import check_page, source_digest, svg_state, write_svg
+from pytest_distcheck.diagram.generate import starting_diagram
+from pytest_distcheck.diagram.markdown import mermaid_blocks
+from pytest_distcheck.diagram.mermaid import MermaidParser, MermaidSyntaxError
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "diagrams"
+DOC = ROOT / "docs" / "tp-sharding.md"
+
+
+@pytest.fixture(scope="module")
+def plan():
+    """The lab's plan, as the workspace names it (the single source the diagram must follow)."""
+    from pytest_distcheck.diagram.config import load_plan
+
+    return load_plan("experiments.tp_inference.plan:BLOCK_PLAN", ROOT, ROOT / "checks/distcheck.toml", "plan")
+
+
+@pytest.fixture(scope="module")
+def parser():
+    with MermaidParser() as p:
+        yield p
+
+
+def findings(path: Path, plan, parser) -> list[str]:
+    result = check_page(path.read_text(encoding="utf-8"), plan, 2, parser)
+    return [f"{path.name}:{f.line}: {f.message}" for f in result.findings]
+
+
+# ---- the real parser ---------------------------------------------------------------------------
+
+
+def test_parser_gives_vertices_edges_and_subgraphs(parser):
+    parsed = parser.parse(
+        'flowchart TD\n  subgraph r0["rank 0"]\n    a["attn.qkv<br/>colwise"]:::colwise\n  end\n'
+        '  a -- "partial sum" --> b(("all-reduce"))\n  b -.-> c\n'
+    )
+    fc = parsed.flowchart
+    assert parsed.type == "flowchart-v2"
+    assert fc.vertices["a"].text == "attn.qkv<br/>colwise"
+    assert fc.vertices["a"].classes == ("colwise",)
+    assert fc.vertices["b"].shape == "circle"
+    assert [(e.start, e.end, e.text, e.stroke) for e in fc.edges] == [
+        ("a", "b", "partial sum", "normal"), ("b", "c", "", "dotted")
+    ]
+    assert [(s.id, s.title, s.members) for s in fc.subgraphs] == [("r0", "rank 0", ("a",))]
+
+
+def test_other_diagram_types_parse_without_a_graph(parser):
+    parsed = parser.parse("sequenceDiagram\n  A->>B: hi\n")
+    assert parsed.type == "sequence" and parsed.flowchart is None
+
+
+@pytest.mark.parametrize(
+    "source, line, words",
+    [
+        ("flowchart TD\n  A[x --> B\n", 4, "got the end of the diagram"),  # unclosed: a line past the end
+        ("flowchart TD\n  A --> B\n  B -=> C\n", 3, "got 'NODE_STRING'"),  # not an arrow
+        ("flowgraph TD\n  A --> B\n", None, "No diagram type detected"),  # unknown type
+    ],
+)
+def test_syntax_errors_come_from_mermaid_with_the_line(parser, source, line, words):
+    with pytest.raises(MermaidSyntaxError) as info:
+        parser.parse(source)
+    assert info.value.line == line
+    assert words in info.value.summary
+
+
+# ---- whole pages -------------------------------------------------------------------------------
+
+
+def test_the_committed_diagram_matches_the_plan(plan, parser):
+    result = check_page(DOC.read_text(encoding="utf-8"), plan, 2, parser)
+    assert result.findings == []
+    assert result.diagram is not None and result.diagram.source.startswith("flowchart TD")
+
+
+@pytest.mark.parametrize(
+    "page, expected",
+    [
+        ("qkv-row-parallel.md",
+         "qkv-row-parallel.md:8: attn.qkv is drawn row-parallel but the plan says column-parallel (nodes qkv0, qkv1)"),
+        ("missing-all-reduce.md",
+         "missing-all-reduce.md:8: no all-reduce after mlp.down (row-parallel): from node down0 the forward "
+         "path reaches y ("),
+        ("dropped-layer.md",
+         "dropped-layer.md:8: layer mlp.up missing: no node's label names it (the plan says column-parallel)"),
+        ("syntax-error.md",
+         "syntax-error.md:17: Mermaid syntax error in the block at line 8: got 'SQS' near "),
+        ("all-reduce-after-column-parallel.md",
+         "all-reduce-after-column-parallel.md:8: all-reduce drawn after attn.qkv (column-parallel) at arq0, "
+         "but a column-parallel layer needs none in forward"),
+    ],
+)
+def test_each_wrong_fixture_fails_with_its_reason(plan, parser, page, expected):
+    [found] = findings(FIXTURES / page, plan, parser)
+    assert found.startswith(expected), found
+
+
+def test_fixtures_are_all_covered():
+    assert {p.name for p in FIXTURES.glob("*.md")} - {"README.md"} == {
+        "qkv-row-parallel.md", "missing-all-reduce.md", "dropped-layer.md", "syntax-error.md",
+        "all-reduce-after-column-parallel.md",
+    }
+
+
+def test_a_page_without_mermaid(plan, parser):
+    result = check_page("# nothing here\n", plan, 2, parser)
+    assert [f.message for f in result.findings] == ["no ```mermaid block on the page"]
+
+
+def test_a_page_whose_diagrams_name_no_layer(plan, parser):
+    result = check_page("# x\n\n```mermaid\nflowchart LR\n  A --> B\n```\n", plan, 2, parser)
+    assert [(f.line, f.message) for f in result.findings] == [
+        (3, "no Mermaid flowchart on the page names a layer of the plan (attn.qkv, attn.out, mlp.up, mlp.down)")
+    ]
+
+
+def test_every_block_must_parse_and_close(plan, parser):
+    good = starting_diagram(plan, 2)
+    page = f"# x\n\n```mermaid\n{good}```\n\n```mermaid\nsequenceDiagram\n  A-=>B\n```\n\n```mermaid\npie\n"
+    result = check_page(page, plan, 2, parser)
+    messages = [f.message for f in result.findings]
+    assert messages[0].startswith(f"Mermaid syntax error in the block at line {good.count(chr(10)) + 6}")
+    assert messages[1].startswith("the ```mermaid block opened at line")
+    assert len(messages) == 2  # the unclosed pie chart parses; the flowchart matches
+
+
+# ---- the generator -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "extra_plan, world_size",
+    [
+        ({}, 1),
+        ({}, 2),
+        ({"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise", "mlp.gate": "colwise",
+          "mlp.down": "rowwise"}, 2),
+        ({"lm_head": "colwise"}, 2),
+        ({"mlp.down": "rowwise"}, 2),
+    ],
+)
+def test_the_starting_diagram_parses_and_matches_its_plan(plan, parser, extra_plan, world_size):
+    the_plan = extra_plan or plan
+    source = starting_diagram(the_plan, world_size)
+    result = check_page(f"```mermaid\n{source}```\n", the_plan, world_size, parser)
+    assert result.findings == []
+    for path in the_plan:  # every layer of the plan is drawn, once per rank
+        assert source.count(f'["{path}<br/>') == world_size
+
+
+def test_the_starting_diagram_rejects_a_bad_world_size(plan):
+    with pytest.raises(ValueError, match="world_size must be >= 1, got 0"):
+        starting_diagram(plan, 0)
+
+
+# ---- the rendered SVG --------------------------------------------------------------------------
+
+
+def test_the_committed_svg_is_current_and_linked(plan, parser):
+    markdown = DOC.read_text(encoding="utf-8")
+    block = check_page(markdown, plan, 2, parser).diagram
+    assert svg_state(markdown, "docs/tp-sharding.md", DOC.with_suffix(".svg"), block).state == "ok"
+
+
+def test_svg_states(tmp_path, plan):
+    source = starting_diagram(plan, 1)
+    page = tmp_path / "page.md"
+    markdown = f"# d\n\n```mermaid\n{source}```\n"
+    page.write_text(markdown)
+    [block] = mermaid_blocks(markdown)
+    svg = tmp_path / "page.svg"
+    state = svg_state(markdown, "docs/page.md", svg, block)
+    assert (state.state, state.message) == ("missing", "docs/page.svg not found (the rendered diagram of docs/page.md)")
+    written = write_svg(page, block)
+    assert written == svg
+    text = svg.read_text()
+    assert text.startswith("<!-- distcheck diagram: page.md, Mermaid block at line 3, rendered by mermaidx ")
+    assert f"source sha256 {source_digest(block)} -->\n<svg" in text
+    state = svg_state(markdown, "docs/page.md", svg, block)
+    assert (state.state, state.message) == (
+        "unlinked", "docs/page.md does not link docs/page.svg: add ![...](page.svg) to the page"
+    )
+    linked = markdown + "\n![the diagram](page.svg)\n"
+    assert svg_state(linked, "docs/page.md", svg, block).state == "ok"
+    [edited] = mermaid_blocks(linked.replace("LayerNorm", "LayerNorm ln"))
+    state = svg_state(linked, "docs/page.md", svg, edited)
+    assert (state.state, state.message) == (
+        "stale", "docs/page.svg was rendered from another version of the Mermaid block at docs/page.md:3"
+    )
+    svg.write_text(text.split("\n", 1)[1])
+    assert svg_state(linked, "docs/page.md", svg, block).state == "unstamped"

@@ -1,0 +1,157 @@
+"""Flowchart vs TP plan, on graphs built by hand (pytest_distcheck.diagram.compare).
+
+The graphs here stand for what Mermaid's parser returns; test_diagram_check.py runs the real parser.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_distcheck.diagram.compare import compare
+from pytest_distcheck.diagram.mermaid import Edge, Flowchart, Subgraph, Vertex
+
+PLAN = {"attn.qkv": "colwise", "attn.out": "rowwise"}
+
+
+def chart(
+    qkv: str = "attn.qkv column-parallel",
+    out: str = "attn.out row-parallel",
+    ar: str = "all-reduce",
+    ranks: int = 2,
+    extra_edges: tuple[Edge, ...] = (),
+    extra_vertices: tuple[Vertex, ...] = (),
+    drop_edges: tuple[tuple[str, str], ...] = (),
+) -> Flowchart:
+    """x -> q{r} -> att{r} -> o{r} -> ar -> y, one subgraph 'rank r' per rank."""
+    v = [Vertex("x", "x"), Vertex("ar", ar), Vertex("y", "y")]
+    e = []
+    subs = []
+    for r in range(ranks):
+        v += [Vertex(f"q{r}", qkv), Vertex(f"att{r}", "attention"), Vertex(f"o{r}", out)]
+        e += [Edge("x", f"q{r}"), Edge(f"q{r}", f"att{r}"), Edge(f"att{r}", f"o{r}"), Edge(f"o{r}", "ar")]
+        subs.append(Subgraph(f"s{r}", f"rank {r}", (f"q{r}", f"att{r}", f"o{r}")))
+    e.append(Edge("ar", "y"))
+    e = [x for x in e if (x.start, x.end) not in drop_edges] + list(extra_edges)
+    v += list(extra_vertices)
+    return Flowchart({x.id: x for x in v}, tuple(e), tuple(subs))
+
+
+def messages(fc: Flowchart, plan=PLAN, world_size: int | None = 2) -> list[str]:
+    return [d.message for d in compare(fc, plan, world_size)]
+
+
+def test_a_diagram_that_matches_has_no_differences():
+    assert compare(chart(), PLAN, 2) == []
+
+
+def test_wrong_style_names_layer_drawn_style_and_planned_style():
+    [msg] = messages(chart(qkv="attn.qkv row-parallel"))
+    assert msg == "attn.qkv is drawn row-parallel but the plan says column-parallel (nodes q0, q1)"
+
+
+def test_style_may_come_from_a_class_but_must_not_contradict_the_label():
+    fc = chart(qkv="attn.qkv")
+    fc.vertices["q0"] = Vertex("q0", "attn.qkv", classes=("colwise",))
+    fc.vertices["q1"] = Vertex("q1", "attn.qkv column-parallel", classes=("rowwise",))
+    [msg] = messages(fc)
+    assert msg == "attn.qkv (node q1): its label says column-parallel but its class says row-parallel"
+
+
+def test_missing_style():
+    [msg] = messages(chart(out="attn.out"))
+    assert msg.startswith("attn.out is drawn without a parallel style (nodes o0, o1): the plan says row-parallel")
+
+
+def test_missing_layer():
+    fc = chart(qkv="QKV projection", extra_edges=())
+    assert messages(fc) == ["layer attn.qkv missing: no node's label names it (the plan says column-parallel)"]
+
+
+def test_missing_all_reduce_after_row_parallel():
+    [msg] = messages(chart(ar="sum"))
+    assert msg.startswith("no all-reduce after attn.out (row-parallel): from node o")
+    assert "reaches y ('y') without one" in msg
+
+
+def test_all_reduce_may_be_an_edge_label():
+    fc = chart(ar="join", drop_edges=(("o0", "ar"), ("o1", "ar")),
+               extra_edges=(Edge("o0", "ar", "g: all-reduce"), Edge("o1", "ar", "all-reduce")))
+    assert messages(fc) == []
+
+
+def test_a_row_parallel_layer_without_outgoing_edges_has_no_all_reduce():
+    fc = chart(drop_edges=(("o1", "ar"),))
+    [msg] = messages(fc)
+    assert msg == (
+        "no all-reduce after attn.out (row-parallel): node o1 has no forward edge; "
+        "draw its partial output going into an all-reduce"
+    )
+
+
+def test_one_path_around_the_all_reduce_is_enough_to_fail():
+    fc = chart(extra_edges=(Edge("o0", "y", "shortcut"),))
+    [msg] = messages(fc)
+    assert msg.startswith("no all-reduce after attn.out (row-parallel): from node o0")
+
+
+def test_all_reduce_after_column_parallel_is_reported():
+    fc = chart(drop_edges=(("q0", "att0"),), extra_vertices=(Vertex("arq", "AllReduce of q, k, v"),),
+               extra_edges=(Edge("q0", "arq"), Edge("arq", "att0")))
+    [msg] = messages(fc)
+    assert msg.startswith("all-reduce drawn after attn.qkv (column-parallel) at arq")
+
+
+def test_a_backward_all_reduce_after_column_parallel_is_fine():
+    fc = chart(drop_edges=(("q0", "att0"),), extra_edges=(Edge("q0", "att0", "all-reduce in backward"),))
+    assert messages(fc) == []
+
+
+def test_invisible_links_are_not_data_flow():
+    fc = chart(extra_edges=(Edge("o0", "y", "", "invisible"),))
+    assert messages(fc) == []
+
+
+def test_each_layer_must_be_on_every_rank():
+    assert messages(chart(ranks=1)) == [
+        "attn.qkv is not drawn on rank 1 of 2 (found on rank 0); put one node naming it in each subgraph "
+        "titled 'rank N'",
+        "attn.out is not drawn on rank 1 of 2 (found on rank 0); put one node naming it in each subgraph "
+        "titled 'rank N'",
+    ]
+    assert messages(chart(ranks=1), world_size=None) == []
+    assert "attn.qkv is drawn on rank 2 but the world size is 2" in messages(chart(ranks=3))
+
+
+def test_rank_comes_from_the_nearest_titled_ancestor():
+    fc = chart()
+    subs = tuple(Subgraph(s.id, "", s.members) for s in fc.subgraphs) + (
+        Subgraph("outer0", "Rank 0 (GPU 0)", ("s0",)), Subgraph("outer1", "Rank 1 (GPU 1)", ("s1",)))
+    assert messages(Flowchart(fc.vertices, fc.edges, subs)) == []
+
+
+def test_a_node_naming_two_layers_is_ambiguous():
+    fc = chart(extra_vertices=(Vertex("both", "attn.qkv and attn.out"),))
+    assert messages(fc)[0] == "node both names several layers (attn.qkv, attn.out); draw each layer as its own node"
+
+
+def test_a_styled_node_outside_the_plan_is_reported():
+    fc = chart(extra_vertices=(Vertex("g0", "mlp.gate column-parallel"),))
+    assert messages(fc) == [
+        "node g0 is drawn column-parallel but names no layer of the plan (attn.qkv, attn.out)"
+    ]
+
+
+def test_the_plan_is_read_not_assumed():
+    plan = {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.gate": "colwise"}
+    assert messages(chart(), plan) == [
+        "layer mlp.gate missing: no node's label names it (the plan says column-parallel)"
+    ]
+    fc = chart(qkv="attn.qkv row-parallel", out="output projection", ar="sum")
+    assert messages(fc, {"attn.qkv": "rowwise"}) == [
+        "no all-reduce after attn.qkv (row-parallel): from node q0 the forward path reaches y ('y') without one"
+    ]
+
+
+def test_an_unknown_style_in_the_plan_is_an_error():
+    with pytest.raises(ValueError, match="plan entry 'attn.qkv': unknown style 'diagonal'"):
+        compare(chart(), {"attn.qkv": "diagonal"})

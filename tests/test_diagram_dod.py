@@ -1,0 +1,174 @@
+"""The tp-diagram-committed DoD check and the `distcheck diagram` command, on a copy of the phase's
+workspace file with the committed page and the wrong pages of fixtures/diagrams/."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import mermaidx  # noqa: F401  (see below)
+import pytest
+
+from pytest_distcheck.cli import main
+
+# pytester's in-process runs put sys.modules back as it was before each run. mermaidx loads novasvg,
+# a nanobind extension that cannot be initialised twice in one process; imported here, at collection,
+# it is part of what every run starts from and is never dropped.
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures" / "diagrams"
+PAGE = "docs/tp-sharding.md"
+SVG = "docs/tp-sharding.svg"
+
+
+@pytest.fixture
+def phase(pytester: pytest.Pytester) -> pytest.Pytester:
+    """The phase's workspace file, the diagram check and the plan module; no page yet."""
+    for folder in ("checks", "docs", "experiments/tp_inference"):
+        (pytester.path / folder).mkdir(parents=True)
+    shutil.copy(ROOT / "checks" / "distcheck.toml", pytester.path / "checks")
+    shutil.copy(ROOT / "checks" / "test_tp_diagram_committed.py", pytester.path / "checks")
+    # the plan alone (pure data), without the lab's heavier modules
+    (pytester.path / "experiments" / "__init__.py").write_text("")
+    (pytester.path / "experiments" / "tp_inference" / "__init__.py").write_text("")
+    shutil.copy(ROOT / "experiments" / "tp_inference" / "plan.py", pytester.path / "experiments" / "tp_inference")
+    return pytester
+
+
+def committed(pytester: pytest.Pytester) -> None:
+    shutil.copy(ROOT / PAGE, pytester.path / PAGE)
+    shutil.copy(ROOT / SVG, pytester.path / SVG)
+
+
+def run_check(pytester: pytest.Pytester):
+    return pytester.runpytest("checks/test_tp_diagram_committed.py", "-p", "no:cacheprovider")
+
+
+def test_the_committed_diagram_is_done(phase: pytest.Pytester):
+    committed(phase)
+    result = run_check(phase)
+    result.stdout.fnmatch_lines([
+        "*docs/tp-sharding.md:16 matches experiments.tp_inference.plan:BLOCK_PLAN (attn.qkv colwise, "
+        "attn.out rowwise, mlp.up colwise, mlp.down rowwise) on 2 ranks; docs/tp-sharding.svg is current*",
+        "DONE*tp-diagram-committed*evidence checked",
+    ])
+
+
+@pytest.mark.parametrize("fixture, reason", [
+    ("qkv-row-parallel.md", "docs/tp-sharding.md:8: attn.qkv is drawn row-parallel but the plan says "
+                            "column-parallel (nodes qkv0, qkv1)"),
+    ("missing-all-reduce.md", "docs/tp-sharding.md:8: no all-reduce after mlp.down (row-parallel)*"),
+    ("dropped-layer.md", "docs/tp-sharding.md:8: layer mlp.up missing*"),
+    ("syntax-error.md", "docs/tp-sharding.md:17: Mermaid syntax error in the block at line 8*"),
+])
+def test_a_wrong_diagram_is_broken_naming_the_difference(phase: pytest.Pytester, fixture: str, reason: str):
+    committed(phase)
+    shutil.copy(FIXTURES / fixture, phase.path / PAGE)
+    result = run_check(phase)
+    result.stdout.fnmatch_lines([f"BROKEN*tp-diagram-committed*{reason}"])
+
+
+def test_no_page_is_pending_with_the_command(phase: pytest.Pytester):
+    result = run_check(phase)
+    result.stdout.fnmatch_lines([
+        "PENDING*tp-diagram-committed*docs/tp-sharding.md not found: expected a page with a Mermaid flowchart "
+        "of one block of experiments.tp_inference.plan:BLOCK_PLAN on 2 ranks",
+        "*-> distcheck diagram > docs/tp-sharding.md",
+    ])
+
+
+def test_an_edited_block_makes_the_svg_stale(phase: pytest.Pytester):
+    committed(phase)
+    page = phase.path / PAGE
+    page.write_text(page.read_text().replace("ln1: LayerNorm", "ln1: the first LayerNorm"))
+    result = run_check(phase)
+    result.stdout.fnmatch_lines([
+        "STALE*tp-diagram-committed*docs/tp-sharding.svg was rendered from another version of the Mermaid "
+        "block at docs/tp-sharding.md:16",
+        "*-> distcheck diagram --render docs/tp-sharding.md",
+    ])
+
+
+def test_no_svg_is_pending_with_the_render_command(phase: pytest.Pytester):
+    shutil.copy(ROOT / PAGE, phase.path / PAGE)
+    result = run_check(phase)
+    result.stdout.fnmatch_lines(["PENDING*tp-diagram-committed*docs/tp-sharding.svg not found*",
+                                 "*-> distcheck diagram --render docs/tp-sharding.md"])
+
+
+# ---- the command -------------------------------------------------------------------------------
+
+
+def test_the_command_prints_a_starting_page_that_passes_and_renders(phase, monkeypatch, capsys):
+    monkeypatch.chdir(phase.path)
+    assert main(["diagram"]) == 0
+    page = capsys.readouterr().out
+    assert "```mermaid\nflowchart TD\n" in page and "![The same diagram, rendered](tp-sharding.svg)" in page
+    for layer in ("attn.qkv", "attn.out", "mlp.up", "mlp.down"):
+        assert f'["{layer}<br/>' in page
+    (phase.path / PAGE).write_text(page)
+    assert main(["diagram", "--check"]) == 0
+    assert capsys.readouterr().out == (
+        "docs/tp-sharding.md: the diagram at line 6 matches experiments.tp_inference.plan:BLOCK_PLAN on 2 ranks\n"
+    )
+    assert main(["diagram", "--render"]) == 0
+    assert capsys.readouterr().out == (
+        "wrote tp-sharding.svg beside docs/tp-sharding.md, from its Mermaid block at line 6\n"
+    )
+    assert (phase.path / SVG).read_text().startswith("<!-- distcheck diagram: tp-sharding.md, Mermaid block at line 6")
+    result = run_check(phase)
+    result.stdout.fnmatch_lines(["DONE*tp-diagram-committed*"])
+
+
+def test_check_of_a_wrong_page_exits_1_with_file_and_line(phase, monkeypatch, capsys):
+    monkeypatch.chdir(phase.path)
+    assert main(["diagram", "--check", str(FIXTURES / "dropped-layer.md")]) == 1
+    assert capsys.readouterr().out == (
+        f"{FIXTURES / 'dropped-layer.md'}:8: layer mlp.up missing: no node's label names it "
+        "(the plan says column-parallel)\n"
+    )
+
+
+def test_a_missing_page_is_a_one_line_error(phase, monkeypatch, capsys):
+    monkeypatch.chdir(phase.path)
+    assert main(["diagram", "--check"]) == 2
+    assert capsys.readouterr().err == (
+        "distcheck diagram: docs/tp-sharding.md: page not found (start one with: distcheck diagram > "
+        "docs/tp-sharding.md)\n"
+    )
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('plan = "experiments.tp_inference.plan:BLOCK_PLAN"', 'plan = "experiments.tp_inference.plan"',
+     "diagram.plan: expected 'module:attribute', found 'experiments.tp_inference.plan'"),
+    ('plan = "experiments.tp_inference.plan:BLOCK_PLAN"', 'plan = "experiments.tp_inference.plan:NOPE"',
+     "diagram.plan: module 'experiments.tp_inference.plan' has no attribute 'NOPE'"),
+    ('plan = "experiments.tp_inference.plan:BLOCK_PLAN"', 'plan = "no_such_plan_module:PLAN"',
+     "diagram.plan: cannot import 'no_such_plan_module': ModuleNotFoundError: No module named "
+     "'no_such_plan_module'"),
+    ("world_size = 2", "world_size = 0", "diagram.world_size: must be >= 1, found 0"),
+    ('page = "docs/tp-sharding.md"', "page = 3", "diagram.page: expected a str, found 3"),
+    ("[diagram]", "[diagram_old]", "[diagram]: section missing (needs page, plan, world_size)"),
+])
+def test_bad_diagram_settings_name_the_field(phase, monkeypatch, capsys, old, new, message):
+    toml = phase.path / "checks" / "distcheck.toml"
+    text = toml.read_text()
+    assert old in text
+    toml.write_text(text.replace(old, new))
+    monkeypatch.chdir(phase.path)
+    assert main(["diagram"]) == 2
+    assert capsys.readouterr().err == f"distcheck diagram: checks/distcheck.toml, {message}\n"
+
+
+def test_a_plan_with_an_unknown_style_is_a_config_error(phase, monkeypatch, capsys):
+    plan = phase.path / "experiments" / "tp_inference" / "plan.py"
+    (phase.path / "bad_plan.py").write_text('PLAN = {"attn.qkv": "diagonal"}\n')
+    assert plan.is_file()
+    toml = phase.path / "checks" / "distcheck.toml"
+    toml.write_text(toml.read_text().replace("experiments.tp_inference.plan:BLOCK_PLAN", "bad_plan:PLAN"))
+    monkeypatch.chdir(phase.path)
+    assert main(["diagram"]) == 2
+    assert capsys.readouterr().err == (
+        "distcheck diagram: checks/distcheck.toml, diagram.plan: bad_plan:PLAN: plan entry 'attn.qkv': "
+        "unknown style 'diagonal' (known: colwise, rowwise)\n"
+    )

@@ -1,0 +1,65 @@
+"""Mermaid blocks and links of a Markdown page (pytest_distcheck.diagram.markdown)."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath as P
+
+from pytest_distcheck.diagram.markdown import MermaidBlock, linked_targets, links_to, mermaid_blocks
+
+PAGE = """# Title
+
+```mermaid
+flowchart TD
+  A --> B
+```
+
+```python
+print("not a diagram")
+```
+
+- a list item
+
+  ~~~~ Mermaid title="x"
+  sequenceDiagram
+  ~~~~
+
+![rendered](tp.svg) and [up](../other.svg#part) and [web](https://example.org/x.svg)
+
+```mermaid
+flowchart LR
+  never closed
+"""
+
+
+def test_blocks_are_found_with_their_lines_in_page_order():
+    blocks = mermaid_blocks(PAGE)
+    assert [(b.fence_line, b.source, b.closed) for b in blocks] == [
+        (3, "flowchart TD\n  A --> B\n", True),
+        (14, "sequenceDiagram\n", True),  # inside a list item, tilde fence, any case, info words
+        (20, "flowchart LR\n  never closed\n", False),
+    ]
+    assert blocks[0].first_line == 4
+
+
+def test_page_line_maps_block_lines_and_clamps_past_the_end():
+    block = MermaidBlock(source="flowchart TD\n  A --> B\n  B --> C\n", fence_line=10)
+    assert block.page_line(1) == 11
+    assert block.page_line(3) == 13
+    assert block.page_line(7) == 13  # Mermaid names a line past the end when it hits the end of text
+    assert block.page_line(None) == 10
+
+
+def test_a_page_without_mermaid_has_no_blocks():
+    assert mermaid_blocks("# nothing\n\n```\ncode\n```\n") == []
+
+
+def test_links_and_images_are_listed_with_lines():
+    assert linked_targets(PAGE) == [("tp.svg", 18), ("../other.svg", 18), ("https://example.org/x.svg", 18)]
+
+
+def test_links_to_resolves_relative_paths_from_the_page():
+    page = P("docs/tp.md")
+    assert links_to(PAGE, page, P("docs/tp.svg"))
+    assert links_to(PAGE, page, P("other.svg"))
+    assert not links_to(PAGE, page, P("docs/other.svg"))
+    assert not links_to("see `tp.svg` in code only\n", page, P("docs/tp.svg"))
