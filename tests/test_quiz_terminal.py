@@ -51,7 +51,7 @@ def test_a_full_passing_attempt_through_a_terminal(tmp_path):
         child.sendline(forgiving(d, i) if i < 9 else "skip")
         child.expect(r"correct\.|wrong")
         assert child.after == ("correct." if i < 9 else "wrong"), (d.item.id, d.params, forgiving(d, i))
-        child.expect("why: ")
+        child.expect("why: .*\r\n  source: ")
     child.expect(r"score 9/10 \(90%\): passed \(pass mark 70%\)")
     child.expect(rf"attempt appended to {LOG_REL} \(line 1\)")
     child.expect(pexpect.EOF)

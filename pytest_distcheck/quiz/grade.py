@@ -21,6 +21,7 @@ class Graded:
         expected: the right answer as text (``B) ...`` or ``16.64 GB``).
         explanation: why, from the bank (numeric: filled in with the parameters and the answer).
         problem: why the given text could not be read as an answer ("" when it could).
+        source: where the answer comes from (paper and section), from the bank.
     """
 
     item_id: str
@@ -29,6 +30,7 @@ class Graded:
     expected: str
     explanation: str
     problem: str = ""
+    source: str = ""
 
 
 def within(value: float, expected: float, tolerance: tuple[str, float]) -> bool:
@@ -61,7 +63,7 @@ def grade(drawn: DrawnItem, given: str) -> Graded:
             correct, problem = parse_choice(given, len(item.choices)) == item.answer, ""
         except AnswerError as exc:
             correct, problem = False, str(exc)
-        return Graded(item.id, given, correct, expected, item.explanation, problem)
+        return Graded(item.id, given, correct, expected, item.explanation, problem, item.source)
     answer = item.expected(drawn.params)
     expected = f"{_fmt(answer)}{' ' + item.unit if item.unit else ''}"
     explanation = item.explanation.format(**drawn.params, answer=answer)
@@ -69,4 +71,4 @@ def grade(drawn: DrawnItem, given: str) -> Graded:
         correct, problem = within(parse_number(given, item.unit), answer, item.tolerance), ""
     except AnswerError as exc:
         correct, problem = False, str(exc)
-    return Graded(item.id, given, correct, expected, explanation, problem)
+    return Graded(item.id, given, correct, expected, explanation, problem, item.source)

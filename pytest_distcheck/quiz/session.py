@@ -50,7 +50,7 @@ def _ask_one(drawn: DrawnItem, ask: Callable[[str], str], say: Callable[[str], N
 def explain(g: Graded) -> str:
     """The feedback after one answer: right or wrong, the right answer, and why."""
     head = "  correct." if g.correct else f"  wrong{' (skipped)' if not g.given else ''}: the answer is {g.expected}."
-    return f"{head}\n  why: {g.explanation}"
+    return f"{head}\n  why: {g.explanation}" + (f"\n  source: {g.source}" if g.source else "")
 
 
 def run_attempt(
