@@ -37,7 +37,8 @@ def make_workspace(root: Path, with_check: bool = False) -> Path:
     (root / "checks" / "quiz").mkdir(parents=True, exist_ok=True)
     shutil.copy(BANK, root / "checks" / "quiz" / "35.json")
     if with_check:
-        shutil.copy(CHECK, root / "checks" / CHECK.name)
+        # another basename: an in-process pytester run cannot import a second module "test_quiz_passed"
+        shutil.copy(CHECK, root / "checks" / "test_quiz_passed_copy.py")
     toml = root / "checks" / "distcheck.toml"
     toml.write_text(WORKSPACE)
     return toml
