@@ -111,6 +111,8 @@ class Attention(nn.Module):
         total = k.shape[2]
         if s == total:  # prefill from an empty cache: plain causal attention
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        elif s == 1:  # one decode step: the new token attends to everything cached
+            y = F.scaled_dot_product_attention(q, k, v)
         else:  # new tokens attend to every cached token and causally among themselves
             mask = torch.ones(s, total, dtype=torch.bool, device=x.device).tril(total - s)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)

@@ -45,7 +45,7 @@ def plot_speedups(result: dict[str, Any], path: Path | str) -> None:
         ax.legend(fontsize=8)
     dev, m = result["device"], result["model"]
     fig.suptitle(
-        f"TP inference speedup on {dev['count']} x {dev['name']} ({result['backend']}), "
+        f"TP inference speedup, {result['world_size']} ranks on {dev['count']} x {dev['name']} ({result['backend']}), "
         f"{m['parameters'] / 1e6:.1f}M-parameter GPT, {m['dtype']}; dotted: 1 and ideal t",
         fontsize=10,
     )

@@ -53,13 +53,14 @@ EXPERIMENT = "tp-inference"
 RESULTS_DIR = Path("experiments/tp_inference/results")
 
 # "gpu": ~1.9 B parameters in bf16 (3.7 GB), big enough that a decode step reads far more weight
-# bytes than an all-reduce moves; "cpu": ~3.7 M parameters, a sweep of a few minutes on 2 cores.
+# bytes than an all-reduce moves, small enough (with its KV cache and activations, ~12 GB at TP 1)
+# for a 24 GB card; "cpu": ~3.7 M parameters, a sweep of about a minute on 2 cores.
 PRESETS: dict[str, dict[str, Any]] = {
     "cpu": dict(model=GPTConfig(vocab_size=1024, n_layers=4, d_model=256, n_heads=8, max_seq_len=160),
                 dtype=torch.float32, batch_sizes=[1, 4, 16], prompt_lens=[32, 128], new_tokens=16,
                 warmup=2, reps=5),
-    "gpu": dict(model=GPTConfig(vocab_size=32000, n_layers=8, d_model=4096, n_heads=32, max_seq_len=1056),
-                dtype=torch.bfloat16, batch_sizes=[1, 4, 16, 64], prompt_lens=[128, 1024], new_tokens=32,
+    "gpu": dict(model=GPTConfig(vocab_size=32000, n_layers=8, d_model=4096, n_heads=32, max_seq_len=544),
+                dtype=torch.bfloat16, batch_sizes=[1, 4, 16, 32], prompt_lens=[128, 512], new_tokens=32,
                 warmup=3, reps=10),
 }
 
@@ -217,7 +218,7 @@ def run(args: argparse.Namespace, device: torch.device) -> Path | None:
     backend = dist.get_backend()
     rank, world = dist.get_rank(), dist.get_world_size()
     st = _settings(args, backend, world)
-    started = datetime.now(UTC)
+    started, load = datetime.now(UTC), os.getloadavg()[0]
     groups = {t: dist.new_group(list(range(t))) for t in st["tp_degrees"] if t > 1}  # every rank, same order
     dense = build_model(st["model"], seed=args.seed, device=device, dtype=st["dtype"])
     world_sync = torch.zeros(1, device=device)
@@ -255,8 +256,9 @@ def run(args: argparse.Namespace, device: torch.device) -> Path | None:
         "measurements": measurements,
         "speedups": compute_speedups(measurements),
         "plot": out.with_suffix(".png").name,
-        "notes": args.notes or f"measured on {env['device']['count']} x {env['device']['name']} with {backend}, "
-                               f"{world} ranks, host {env['host']['name']}",
+        "notes": (args.notes + "; " if args.notes else "")
+        + f"measured on {env['device']['count']} x {env['device']['name']} with {backend}, {world} ranks, "
+        f"host {env['host']['name']} ({env['host']['logical_cpus']} logical CPUs, load average {load:.2f} at start)",
     }
     validate(result, SCHEMA, out)
     bad = problems(result)
