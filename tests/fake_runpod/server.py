@@ -87,7 +87,7 @@ class FakeRunPod:
 
     def start(self) -> FakeRunPod:
         self._loop = LoopThread()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.api))
+        self._http = _QuietServer(("127.0.0.1", 0), _handler(self.api))
         self._http.daemon_threads = True
         threading.Thread(target=self._http.serve_forever, name="fake-runpod-http", daemon=True).start()
         bindir = self.root / "bin"
@@ -218,6 +218,11 @@ class FakeRunPod:
                         with (self.root / "fake-errors.log").open("a") as log:
                             log.write(f"boot {pod.id}: {exc!r}\n")
                         self.never_ready = True
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that gave up (timeout fault) closes its socket; that is expected here
 
 
 def _handler(api: Api) -> type[BaseHTTPRequestHandler]:

@@ -8,6 +8,7 @@ terminating the pod kills the command's whole process group, as a container stop
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -64,15 +65,10 @@ class PodSSHServer:
         class _Server(asyncssh.SSHServer):
             def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
                 outer._conns.add(conn)
-                if allowed is not None:
-                    conn.set_authorized_keys(allowed)
-
-            def begin_auth(self, username: str) -> bool:
-                return True
 
         self._server = await asyncssh.create_server(
             _Server, "127.0.0.1", 0,
-            server_host_keys=[self.host_key],
+            server_host_keys=[self.host_key], authorized_client_keys=allowed,
             process_factory=self._handle, encoding=None,
             sftp_factory=lambda chan: asyncssh.SFTPServer(chan, chroot=str(self.home).encode()),
             allow_scp=True,
@@ -110,8 +106,10 @@ class PodSSHServer:
                 pass
             process.exit(proc.returncode if proc.returncode >= 0 else 128 - proc.returncode)
         else:
-            pumps.cancel()
-            exited.cancel()
+            for task in (pumps, exited):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                    await task
         closed.cancel()
 
     async def stop(self) -> None:

@@ -1,0 +1,286 @@
+"""One pod under the budget guard, from reservation to settled ledger row, whatever happens between.
+
+Order (each step only after the one before; /work/shared/notes/runpod.md section 6):
+
+1. price and reserve the worst case (run time + ready timeout + teardown) with the budget guard;
+2. create the pod, named ``distcheck-<run id>-<deadline>``; if the answer is lost, look it up by name;
+3. put it on this process's :class:`~pytest_distcheck.pods.reaper.Reaper` list, read its
+   ``costPerHr`` and append the ledger's ``open`` row (``record_pod``) BEFORE waiting on it;
+4. start the budget watchdog (it terminates the pod at the reservation, on SIGTERM, on any exception
+   and at exit), wait until the pod is usable, start the heartbeat (kill path b's input);
+5. hand the pod out; its commands' time limits are clamped to the reserved time;
+6. on the way out, normal or not: stop the heartbeat, terminate until the provider confirms (kill
+   path a), settle the ledger with create-call-to-confirmed-termination seconds.
+
+If termination cannot be confirmed, the ``open`` row keeps counting the worst case, and the error says
+which pod, when its dead-man switch ends it, and how to sweep it.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pytest_distcheck.pods.base import (
+    GpuRequest,
+    NoCapacity,
+    OutputSink,
+    Pod,
+    PodError,
+    PodInfo,
+    PodLost,
+    Provider,
+    ProviderError,
+    RunResult,
+)
+from pytest_distcheck.pods.names import pod_name
+from pytest_distcheck.pods.reaper import Reaper, Termination, terminate_and_confirm
+from pytest_distcheck.pods.sweep import utc
+from pytest_distcheck.pods.timings import Timings
+
+# reserve(max_seconds, usd_per_gpu_hour) -> a budget Reservation (pytest_distcheck.budget_guard)
+Reserve = Callable[[float, float | None], Any]
+
+
+class Lease:
+    """A context manager giving one ready :class:`LeasedPod`. See the module docstring for the order.
+
+    Args:
+        provider: where the pod comes from.
+        request: GPUs, type, run time.
+        reserve: reserves the worst case with the budget guard (see :data:`Reserve`).
+        reaper: this process's kill-path-a list.
+        timings: waits and limits.
+        on_status: receives one-line status texts while waiting (for a progress bar).
+
+    Attributes:
+        reservation, pod_id, deadline (Unix s), started (monotonic s of the create call),
+        termination (:class:`Termination` once terminated), cut_reason (the watchdog's, if it fired),
+        lost_name (a name whose create answer was lost and was not found yet).
+    """
+
+    def __init__(self, provider: Provider, request: GpuRequest, reserve: Reserve, reaper: Reaper,
+                 timings: Timings, on_status: Callable[[str], object] | None = None) -> None:
+        self.provider = provider
+        self.request = request
+        self._reserve = reserve
+        self.reaper = reaper
+        self.timings = timings
+        self.on_status = on_status
+        self.reservation: Any = None
+        self.pod_id: str | None = None
+        self.name: str | None = None
+        self.deadline: float = 0.0
+        self.started: float = 0.0
+        self.usd_per_hour: float | None = None
+        self.termination: Termination | None = None
+        self.cut_reason: str | None = None
+        self.lost_name: str | None = None
+        self.pod: LeasedPod | None = None
+        self._watchdog: Any = None
+        self._beat_stop = threading.Event()
+        self._beat: threading.Thread | None = None
+
+    # -- entering ------------------------------------------------------------------------------
+    def __enter__(self) -> LeasedPod:
+        rate = self.provider.rate(self.request)  # Unavailable here: nothing reserved, nothing to undo
+        t = self.timings
+        self.reservation = self._reserve(self.request.seconds + t.ready_timeout + t.teardown, rate)
+        try:
+            self._start()
+        except BaseException:
+            self._finish(*sys.exc_info())
+            raise
+        assert self.pod is not None
+        return self.pod
+
+    def _status(self, text: str) -> None:
+        if self.on_status is not None:
+            self.on_status(text)
+
+    def _start(self) -> None:
+        t, res = self.timings, self.reservation
+        self.deadline = time.time() + float(res.max_seconds)
+        self.name = pod_name(res.run_id, self.deadline)
+        # The watchdog cuts `margin` before the reservation ends; the pod's own switch (kill path b)
+        # fires half of it before the end: later than the client, earlier than the money runs out.
+        margin = min(t.teardown, float(res.max_seconds) / 4)
+        self._status(f"creating {self.name}")
+        self.started = time.monotonic()
+        try:
+            self.pod_id = self.provider.create(self.request, self.name, self.deadline - margin / 2)
+        except NoCapacity:
+            raise
+        except ProviderError as exc:
+            if not exc.ambiguous:
+                raise
+            found = self._find_lost(self.name)
+            if found is None:
+                self.lost_name = self.name
+                raise ProviderError("create", f"{exc}; no pod named {self.name} showed up within "
+                                    f"{t.create_grace:g} s. If it appears later, this session's final sweep "
+                                    "terminates it, and its own dead-man switch ends it when no heartbeat "
+                                    "comes.") from None
+            self.pod_id = found.id
+        self.reaper.add(self.provider, self.pod_id)
+        try:
+            self.usd_per_hour = self.provider.status(self.pod_id).usd_per_hour
+        except ProviderError:
+            self.usd_per_hour = None  # the reserved price x GPUs is recorded instead
+        res.record_pod(self.pod_id, usd_per_hour=self.usd_per_hour, started_at=self.started)
+        self._watchdog = res.watchdog(terminate=self._cut, teardown_s=margin)
+        self._watchdog.__enter__()
+        self._status(f"waiting for {self.pod_id}")
+        wait = min(t.ready_timeout, self.deadline - t.teardown - time.time())
+        inner = self.provider.wait_ready(self.pod_id, max(wait, 1.0), self.on_status)
+        self.pod = LeasedPod(inner, self)
+        if self.provider.remote:
+            inner.heartbeat()
+            self._beat = threading.Thread(target=self._heartbeat, args=(inner,), name="distcheck-heartbeat",
+                                          daemon=True)
+            self._beat.start()
+
+    def _find_lost(self, name: str) -> PodInfo | None:
+        """After an ambiguous create: look for the pod by its unique name for ``create_grace`` seconds."""
+        end = time.monotonic() + self.timings.create_grace
+        while True:
+            self._status(f"create answer lost; looking for {name}")
+            try:
+                found = self.provider.find(name)
+            except ProviderError:
+                found = None
+            if found is not None or time.monotonic() >= end:
+                return found
+            time.sleep(min(self.timings.poll_every, max(end - time.monotonic(), 0)))
+
+    def _heartbeat(self, pod: Pod) -> None:
+        while not self._beat_stop.wait(self.timings.heartbeat_every):
+            try:
+                pod.heartbeat()
+            except Exception:  # noqa: BLE001 - a missed beat is what the pod's switch is for
+                pass
+
+    def _cut(self) -> None:
+        """The watchdog's terminate: runs on its thread, in a signal handler or at exit."""
+        self.cut_reason = getattr(self._watchdog, "reason", None) or "budget watchdog"
+        if self.pod_id is not None:
+            self.termination = self.reaper.terminate(self.pod_id)
+        if self.pod is not None:
+            self.pod.inner.close()
+
+    # -- leaving -------------------------------------------------------------------------------
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._finish(exc_type, exc, tb)
+
+    def _finish(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._beat_stop.set()
+        if self.pod is not None:
+            self.pod.inner.close()
+        budget_error: BaseException | None = None
+        if self._watchdog is not None:
+            try:
+                self._watchdog.__exit__(exc_type, exc, tb)
+            except Exception as err:  # noqa: BLE001 - BudgetExceeded: raised after the ledger is settled
+                budget_error = err
+        term = None
+        if self.pod_id is not None:
+            term = self.termination if self.termination and self.termination.confirmed else None
+            term = term or self.reaper.terminate(self.pod_id)
+            self.termination = term
+        res = self.reservation
+        if res is not None:
+            if self.pod_id is None:
+                if self.lost_name is None:
+                    res.release()
+                # else: keep it held (it expires by itself); the pod may still appear and bill
+            elif term is not None and term.confirmed:
+                res.settle(max(term.ended_at - self.started, 0.0))
+            else:
+                res.__exit__(None, None, None)  # the open row keeps counting the worst case
+        if term is not None and term.interrupted:
+            raise KeyboardInterrupt("interrupted while terminating; the pod's termination was confirmed first"
+                                    if term.confirmed else "interrupted while terminating")
+        if term is not None and not term.confirmed:
+            raise PodError(
+                f"could not confirm that pod {self.pod_id} ({self.name}) is terminated after {term.attempts} "
+                f"attempts over {self.timings.confirm_timeout:g} s (last: {term.last_error}). Its dead-man switch "
+                f"ends it by {utc(self.deadline)} at the latest; check now with `distcheck pods` and end it with "
+                "`distcheck pods --sweep`. The ledger keeps its worst-case cost.")
+        if budget_error is not None and exc_type is None:
+            raise budget_error
+
+    def adopt(self, info: PodInfo) -> Termination:
+        """A pod whose create answer was lost turned up later (a sweep found ``lost_name``): record it
+        in the ledger, terminate it until confirmed and settle."""
+        self.pod_id = info.id
+        self.reservation.record_pod(info.id, usd_per_hour=info.usd_per_hour, started_at=self.started)
+        term = terminate_and_confirm(self.provider, info.id, self.timings.confirm_timeout)
+        if term.confirmed:
+            self.reservation.settle(max(term.ended_at - self.started, 0.0))
+        else:
+            self.reservation.__exit__(None, None, None)
+        self.lost_name = None
+        return term
+
+
+class LeasedPod(Pod):
+    """The pod a test uses: the provider's pod, with time limits clamped to the reservation and errors
+    that say when the budget watchdog or a kill path ended it.
+
+    Attributes:
+        id, name, provider (its name), run_id, usd_per_hour (None when the provider did not say),
+        deadline (Unix s when the reservation runs out).
+    """
+
+    def __init__(self, inner: Pod, lease: Lease) -> None:
+        self.inner = inner
+        self._lease = lease
+        self.id = inner.id
+        self.name = lease.name or inner.name
+        self.provider = lease.provider.name
+        self.run_id = lease.reservation.run_id
+        self.usd_per_hour = lease.usd_per_hour
+        self.deadline = lease.deadline
+        #: where output goes when ``run`` gets no ``on_output`` (the plugin points it at the terminal)
+        self.echo: OutputSink | None = None
+
+    def seconds_left(self) -> float:
+        """Seconds until the reservation runs out (the watchdog cuts a teardown margin before that)."""
+        return self.deadline - time.time()
+
+    def _lost(self, exc: BaseException) -> BaseException:
+        if self._lease.cut_reason:
+            return PodLost(f"pod {self.id} was terminated by the budget watchdog ({self._lease.cut_reason}); "
+                           f"{exc}")
+        return exc
+
+    def _guard(self, fn: Callable[[], Any]) -> Any:
+        if self._lease.cut_reason:
+            raise PodLost(f"pod {self.id} was terminated by the budget watchdog ({self._lease.cut_reason})")
+        try:
+            return fn()
+        except PodError as exc:
+            raise self._lost(exc) from None
+
+    def put(self, local: Path, remote: str) -> None:
+        self._guard(lambda: self.inner.put(local, remote))
+
+    def get(self, remote: str, local: Path) -> None:
+        self._guard(lambda: self.inner.get(remote, local))
+
+    def run(self, command: str, timeout: float, on_output: OutputSink | None = None) -> RunResult:
+        """As :meth:`Pod.run`, with ``timeout`` cut to :meth:`seconds_left`."""
+        left = self.seconds_left()
+        if left <= 1:
+            raise PodLost(f"pod {self.id}: its reserved time is used up (run {self.run_id})")
+        return self._guard(lambda: self.inner.run(command, min(timeout, left), on_output or self.echo))
+
+    def heartbeat(self) -> None:
+        self.inner.heartbeat()
+
+    def close(self) -> None:
+        self.inner.close()

@@ -1,0 +1,218 @@
+"""pytest wiring of the pods: ``--gpu-provider``, ``--gpu-local-rate``, the ``pod`` marker, the
+``gpu_pod`` fixture, and the session-end sweep. Wiring only; the work is in
+:mod:`pytest_distcheck.pods.session` and :mod:`pytest_distcheck.pods.lease`.
+
+``gpu_pod`` gives a test one ready pod under the budget guard (the ``budget`` fixture of
+:mod:`pytest_distcheck.budget.plugin`, which skips without ``--max-usd``): reserved before it is
+created, recorded in the ledger as soon as it has an id, cut by the watchdog at the reservation,
+terminated until confirmed and settled when the test is done.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+from pytest_distcheck.settings import Setting
+
+GPU_PROVIDER = Setting(
+    flag="--gpu-provider",
+    env="DISTCHECK_GPU_PROVIDER",
+    ini="distcheck_gpu_provider",
+    help="where the gpu_pod fixture gets GPUs: runpod (rented, paid) or local (this machine's)",
+    default="runpod",
+)
+LOCAL_RATE = Setting(
+    flag="--gpu-local-rate",
+    env="DISTCHECK_GPU_LOCAL_RATE",
+    ini="distcheck_gpu_local_rate",
+    help="USD per GPU-hour the local provider's GPUs cost (your own hardware: 0)",
+    default="0",
+)
+TIMINGS_INI = "distcheck_pod_timings"
+MARKER = ("pod(gpus=1, minutes=30, gpu_type=None, image=None, cloud=None, experiment=None): what gpu_pod rents "
+          "for this test; unset values come from the workspace's [pods] section, then the kit's defaults")
+_MARKER_KEYS = {"gpus", "minutes", "gpu_type", "image", "cloud", "experiment"}
+_session_key = pytest.StashKey[Any]()
+_workers_key = pytest.StashKey[list]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("distcheck")
+    GPU_PROVIDER.add(parser, group)
+    LOCAL_RATE.add(parser, group)
+    parser.addini(TIMINGS_INI, "pods waits in seconds, 'name=seconds ...' (see pytest_distcheck.pods.timings)",
+                  default="")
+
+
+def _provider_name(config: pytest.Config) -> str:
+    from pytest_distcheck.pods.session import PROVIDERS
+
+    value, source = GPU_PROVIDER.raw(config)
+    if value not in PROVIDERS:
+        raise pytest.UsageError(f"{source}: unknown GPU provider {value!r}; choose one of {', '.join(PROVIDERS)}")
+    return value
+
+
+def _local_rate(config: pytest.Config) -> float:
+    value, source = LOCAL_RATE.raw(config)
+    try:
+        rate = float(value)
+    except ValueError:
+        raise pytest.UsageError(f"{source}: {value!r} is not a number of USD per GPU-hour") from None
+    if not rate >= 0:
+        raise pytest.UsageError(f"{source}: must be >= 0 USD per GPU-hour, got {value!r}")
+    return rate
+
+
+def _timings(config: pytest.Config):
+    from pytest_distcheck.pods.timings import Timings
+
+    try:
+        return Timings.parse(str(config.getini(TIMINGS_INI)), f"ini key {TIMINGS_INI}")
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+    _provider_name(config)  # bad values are usage errors now, not at the first paid test
+    _local_rate(config)
+    _timings(config)
+    config.stash[_workers_key] = []
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    import os
+
+    name = _provider_name(config)
+    if name == "runpod":
+        key = "RUNPOD_API_KEY set" if os.environ.get("RUNPOD_API_KEY", "").strip() else "RUNPOD_API_KEY not set"
+        return [f"distcheck pods: provider runpod ({key}); pods named distcheck-<run id>-<deadline>, "
+                "orphans swept at session start and end"]
+    return [f"distcheck pods: provider local (this machine's GPUs, ${_local_rate(config):g}/GPU-hour)"]
+
+
+def _report(config: pytest.Config):
+    def write(line: str) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line)
+        else:
+            print(line, file=sys.stderr)  # noqa: T201 - no terminal reporter (e.g. -p no:terminal)
+
+    return write
+
+
+def pods_session(config: pytest.Config):
+    """This process's :class:`~pytest_distcheck.pods.session.PodsSession` (made on first use)."""
+    if _session_key not in config.stash:
+        from pytest_distcheck.budget.plugin import session_id
+        from pytest_distcheck.pods.session import PodsSession
+
+        config.stash[_session_key] = PodsSession(
+            _provider_name(config), _timings(config), _local_rate(config), session_id(config),
+            worker=hasattr(config, "workerinput"), report=_report(config))
+    return config.stash[_session_key]
+
+
+def _request(item: pytest.Item, config: pytest.Config):
+    """The GpuRequest and experiment for a test, from its ``pod`` marker, the workspace, the defaults."""
+    from pytest_distcheck.dod.plugin import get_workspace
+    from pytest_distcheck.pods.base import GpuRequest
+    from pytest_distcheck.pods.session import DEFAULT_GPU_TYPE, DEFAULT_IMAGE
+
+    marker = item.get_closest_marker("pod")
+    kwargs = dict(marker.kwargs) if marker is not None else {}
+    if marker is not None and (marker.args or set(kwargs) - _MARKER_KEYS):
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.pod takes keywords {sorted(_MARKER_KEYS)}; "
+                                f"got args {marker.args!r} kwargs {marker.kwargs!r}")
+    ws = get_workspace(config)
+    section = ws.section("pods") if ws is not None else {}
+    pick = lambda key, default: kwargs.get(key) if kwargs.get(key) is not None else section.get(key, default)  # noqa: E731
+    try:
+        request = GpuRequest(gpus=pick("gpus", 1), gpu_type=str(pick("gpu_type", DEFAULT_GPU_TYPE)),
+                             seconds=float(pick("minutes", 30)) * 60, image=str(pick("image", DEFAULT_IMAGE)),
+                             cloud=str(pick("cloud", "secure")))
+    except (TypeError, ValueError) as exc:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.pod / [pods]: {exc}") from None
+    experiment = pick("experiment", None)
+    return request, (str(experiment) if experiment is not None else None)
+
+
+@pytest.fixture
+def gpu_pod(request: pytest.FixtureRequest, budget):
+    """One ready pod (:class:`pytest_distcheck.pods.lease.LeasedPod`) under the budget guard.
+
+    Ask for it with ``@pytest.mark.pod(gpus=2, minutes=20, experiment="tp-inference")``; the provider
+    is ``--gpu-provider``. Use ``pod.put(local, remote)``, ``pod.run(command, timeout)`` (output streams
+    to the terminal) and ``pod.get(remote, local)``; remote paths are relative to the pod's work folder.
+    Skips when the provider cannot serve the request (no RUNPOD_API_KEY; fewer local GPUs than asked).
+    Raises BudgetRefused when the worst case does not fit the budget.
+    """
+    from pytest_distcheck.pods.base import Unavailable
+    from pytest_distcheck.pods.progress import WaitBar
+
+    config = request.config
+    ps = pods_session(config)
+    gpu, experiment = _request(request.node, config)
+    try:
+        provider = ps.provider()
+    except Unavailable as exc:
+        pytest.skip(f"gpu_pod ({ps.provider_name}): {exc}")
+    gpu_type = getattr(provider, "gpu_name", None) or gpu.gpu_type
+
+    def reserve(max_seconds: float, rate: float | None):
+        return budget.reserve(provider.name, gpu_type, gpu.gpus, max_seconds, experiment=experiment,
+                              cloud=gpu.cloud, usd_per_gpu_hour=rate)
+
+    capman = config.pluginmanager.getplugin("capturemanager")
+    bar = WaitBar(f"{gpu.gpus} x {gpu_type} ({provider.name})", ps.timings.ready_timeout, sys.stderr)
+    lease = ps.lease(gpu, reserve, bar)
+    with capman.global_and_fixture_disabled():
+        try:
+            ps.start()
+            pod = lease.__enter__()
+        except Unavailable as exc:
+            pytest.skip(f"gpu_pod ({provider.name}): {exc}")
+        finally:
+            bar.close()
+
+    def echo(line: str) -> None:
+        with capman.global_and_fixture_disabled():
+            sys.stderr.write(line)
+            sys.stderr.flush()
+
+    pod.echo = echo
+    try:
+        yield pod
+    finally:
+        lease.__exit__(None, None, None)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    ps = config.stash.get(_session_key, None)
+    if ps is not None:
+        ps.finish()
+    if hasattr(config, "workerinput"):
+        config.workeroutput["distcheck_pods_used"] = bool(ps is not None and ps.started)
+        return
+    if any(config.stash.get(_workers_key, [])) and (ps is None or not ps.started):
+        # xdist controller: a worker used pods (or crashed); sweep what the whole session left.
+        from pytest_distcheck.pods.base import Unavailable
+
+        ps = pods_session(config)
+        try:
+            ps.sweep_session()
+        except Unavailable as exc:
+            _report(config)(f"distcheck pods: no final sweep ({exc})")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    out = getattr(node, "workeroutput", None) or {}
+    node.config.stash.setdefault(_workers_key, []).append(bool(out.get("distcheck_pods_used")) or bool(error))

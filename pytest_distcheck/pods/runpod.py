@@ -1,0 +1,173 @@
+"""The RunPod provider: pods from the runpod SDK 1.12.0, used over SSH.
+
+Create: ``runpod.create_pod`` with an explicit cloud (so the price is known), port ``22/tcp``, the
+run's public key as ``PUBLIC_KEY`` and the dead-man switch as the start command
+(:mod:`pytest_distcheck.pods.deadman`). ``create_pod`` returns no price: the rate is ``costPerHr``
+from ``runpod.get_pod``. Ready: ``desiredStatus == "RUNNING"`` and ``runtime.ports`` has a public
+TCP mapping of port 22 (as ``runpod/cli/utils/rp_info.py::get_pod_ssh_ip_port`` reads it), and SSH
+answers. Gone: ``get_pod`` returns null (or an error saying the pod is not found), or
+``desiredStatus == "TERMINATED"``. Pods are only ever terminated, never stopped: a stopped pod still
+bills its volume (RunPod docs pods/pricing.mdx).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pytest_distcheck.pods import deadman, runpod_api
+from pytest_distcheck.pods.base import (
+    GONE,
+    GpuRequest,
+    NotReady,
+    Pod,
+    PodInfo,
+    PodLost,
+    Provider,
+    ProviderError,
+    RunResult,
+)
+from pytest_distcheck.pods.ssh import SSHSession
+from pytest_distcheck.pods.timings import Timings
+
+CLOUD_TYPES = {"secure": "SECURE", "community": "COMMUNITY"}
+CONTAINER_DISK_GB = 20
+
+
+def pod_info(raw: dict[str, Any]) -> PodInfo:
+    """A PodInfo from the SDK's pod dict (fields of ``runpod/api/queries/pods.py``)."""
+    ssh = None
+    for port in ((raw.get("runtime") or {}).get("ports") or []):
+        if port.get("privatePort") == 22 and port.get("isIpPublic") and port.get("type") == "tcp" \
+                and port.get("ip") and port.get("publicPort"):
+            ssh = (str(port["ip"]), int(port["publicPort"]))
+    cost = raw.get("costPerHr")
+    return PodInfo(id=str(raw["id"]), name=str(raw.get("name") or ""), status=str(raw.get("desiredStatus") or ""),
+                   usd_per_hour=float(cost) if cost is not None else None, ssh=ssh)
+
+
+class RunPodPod(Pod):
+    """A RunPod pod reached over SSH."""
+
+    def __init__(self, pod_id: str, name: str, session: SSHSession, timings: Timings) -> None:
+        self.id = pod_id
+        self.name = name
+        self._ssh = session
+        self._timings = timings
+
+    def put(self, local, remote: str) -> None:
+        self._ssh.put(local, remote)
+
+    def run(self, command: str, timeout: float, on_output=None) -> RunResult:
+        return self._ssh.run(command, timeout, self._timings.run_grace, on_output)
+
+    def get(self, remote: str, local) -> None:
+        self._ssh.get(remote, local)
+
+    def heartbeat(self) -> None:
+        self._ssh.touch(deadman.HEARTBEAT.split("/", 1)[1], self._timings.api_timeout)
+
+    def close(self) -> None:
+        self._ssh.close()
+
+
+class RunPodProvider(Provider):
+    """Pods on RunPod. Needs ``RUNPOD_API_KEY`` (else :class:`Unavailable`, a skip reason).
+
+    Args:
+        timings: waits and limits (:class:`Timings`).
+        ssh_key: this run's private key (asyncssh key); ``public_key``: its OpenSSH line.
+    """
+
+    name = "runpod"
+    remote = True
+
+    def __init__(self, timings: Timings, ssh_key: Any, public_key: str) -> None:
+        self.timings = timings
+        self._ssh_key = ssh_key
+        self._public_key = runpod_api.check_value("PUBLIC_KEY", public_key)
+        self._sdk = runpod_api.sdk()
+
+    def _call(self, operation: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return runpod_api.call(operation, fn, *args, timeout=self.timings.api_timeout, **kwargs)
+
+    def rate(self, request: GpuRequest) -> float | None:
+        return None  # the budget guard prices RunPod itself (live through the SDK, else its table)
+
+    def create(self, request: GpuRequest, name: str, deadline_epoch: float) -> str:
+        t = self.timings
+        start = deadman.start_command(deadline_epoch, t.heartbeat_stale, t.deadman_every)
+        for field, value in (("name", name), ("image", request.image), ("gpu_type", request.gpu_type),
+                             ("dockerArgs", start)):
+            runpod_api.check_value(field, value)
+        try:
+            pod = self._call("create", self._sdk.create_pod, name=name, image_name=request.image,
+                             gpu_type_id=request.gpu_type, cloud_type=CLOUD_TYPES[request.cloud],
+                             gpu_count=request.gpus, support_public_ip=True, start_ssh=True, ports="22/tcp",
+                             env={"PUBLIC_KEY": self._public_key}, docker_args=start, volume_in_gb=0,
+                             container_disk_in_gb=CONTAINER_DISK_GB)
+        except ValueError as exc:  # the SDK's own check: unknown GPU type id
+            raise ProviderError("create", f"{exc} (gpu_type {request.gpu_type!r})") from None
+        if not isinstance(pod, dict) or not pod.get("id"):
+            raise ProviderError("create", f"RunPod's answer has no pod id: {str(pod)[:200]}", ambiguous=True)
+        return str(pod["id"])
+
+    def find(self, name: str) -> PodInfo | None:
+        for info in self.list():
+            if info.name == name and not info.ended:
+                return info
+        return None
+
+    def status(self, pod_id: str) -> PodInfo:
+        try:
+            raw = self._call("get", self._sdk.get_pod, pod_id)
+        except ProviderError as exc:
+            if "not found" in str(exc).lower() or "does not exist" in str(exc).lower():
+                return PodInfo(pod_id, "", GONE)
+            raise
+        if raw is None:
+            return PodInfo(pod_id, "", GONE)
+        return pod_info(raw)
+
+    def list(self) -> list[PodInfo]:
+        return [pod_info(raw) for raw in self._call("list", self._sdk.get_pods) or []]
+
+    def terminate(self, pod_id: str) -> None:
+        self._call("terminate", self._sdk.terminate_pod, pod_id)
+
+    def wait_ready(self, pod_id: str, timeout: float, on_status: Callable[[str], object] | None = None) -> Pod:
+        t = self.timings
+        end = time.monotonic() + timeout
+        last = "created"
+        errors = 0
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise NotReady(f"pod {pod_id} not usable after {timeout:g} s (last seen: {last}); RunPod pods "
+                               "can get stuck provisioning (skypilot#7321)")
+            try:
+                info = self.status(pod_id)
+            except ProviderError as exc:
+                errors += 1
+                last = f"status unknown ({exc})"
+                info = None
+            if info is not None:
+                if info.ended:
+                    raise PodLost(f"pod {pod_id} is {info.status} while waiting for it to start")
+                if info.status != "RUNNING" or info.ssh is None:
+                    last = f"{info.status or 'no status'}, port 22 not mapped yet"
+                else:
+                    host, port = info.ssh
+                    last = f"RUNNING, SSH {host}:{port} not answering yet"
+                    try:
+                        session = SSHSession.connect(host, port, self._ssh_key, timeout=min(left, 20.0))
+                    except Exception as exc:  # noqa: BLE001 - sshd may still be starting; keep polling
+                        last = f"RUNNING, SSH {host}:{port} not answering yet ({type(exc).__name__})"
+                    else:
+                        if on_status:
+                            on_status(f"ready: SSH {host}:{port}")
+                        return RunPodPod(pod_id, info.name, session, t)
+            if on_status:
+                on_status(last)
+            time.sleep(min(t.poll_every, max(end - time.monotonic(), 0)))

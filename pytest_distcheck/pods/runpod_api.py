@@ -1,0 +1,126 @@
+"""Calls into the runpod SDK (pinned ==1.12.0) with the kit's own rules around them.
+
+- The key: the SDK reads only ``runpod.api_key`` (set at import from ``~/.runpod/config.toml``);
+  it never reads ``RUNPOD_API_KEY``. :func:`sdk` sets ``runpod.api_key`` from that variable.
+- Values: the SDK pastes every value into the GraphQL text without escaping
+  (``runpod/api/mutations/pods.py::generate_pod_deployment_mutation``), so :func:`check_value`
+  rejects a double quote, backslash or line break before anything is sent.
+- Errors: a GraphQL error arrives as ``runpod.error.QueryError``; a non-JSON body (a 502 HTML page)
+  as ``requests.exceptions.JSONDecodeError``, which is not a RunPod error; HTTP 401 as
+  ``AuthenticationError``. :func:`call` turns all of them, timeouts and lost connections into
+  :class:`~pytest_distcheck.pods.base.ProviderError` whose text never contains the API key.
+- Time: the SDK waits up to 30 s per request (``runpod/api/graphql.py``); :func:`call` gives each
+  call its own limit by running it on a daemon thread.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from pytest_distcheck.pods.base import NoCapacity, ProviderError, Unavailable
+
+API_KEY_ENV = "RUNPOD_API_KEY"
+SDK_VERSION = "1.12.0"
+_UNSAFE = {'"': "a double quote", "\\": "a backslash", "\n": "a line break", "\r": "a carriage return"}
+_NO_CAPACITY = "no longer any instances available"
+
+
+def api_key() -> str:
+    """The key from ``$RUNPOD_API_KEY``. Raises Unavailable (a skip reason) when it is not set."""
+    key = os.environ.get(API_KEY_ENV, "").strip()
+    if not key:
+        raise Unavailable(f"{API_KEY_ENV} is not set: export your RunPod API key (runpod.io > Settings > "
+                          "API Keys) to run paid GPU tests on RunPod")
+    return key
+
+
+def redact(text: str) -> str:
+    """``text`` with the API key (if set) replaced by ``***``."""
+    key = os.environ.get(API_KEY_ENV, "").strip()
+    return text.replace(key, "***") if key else text
+
+
+def sdk() -> Any:
+    """The runpod module with ``runpod.api_key`` set from the environment. Raises Unavailable."""
+    key = api_key()
+    import runpod
+
+    if runpod.__version__ != SDK_VERSION:
+        raise Unavailable(f"runpod SDK {runpod.__version__} is installed; the kit is tested against "
+                          f"{SDK_VERSION} only (pip install 'runpod=={SDK_VERSION}')")
+    runpod.api_key = key
+    return runpod
+
+
+def check_value(field: str, value: str) -> str:
+    """``value`` if it is safe to paste into the SDK's GraphQL text. Raises ValueError naming the field."""
+    for ch, what in _UNSAFE.items():
+        if ch in value:
+            raise ValueError(f"{field} contains {what}; the runpod SDK {SDK_VERSION} puts values into GraphQL "
+                             "unescaped, so it would corrupt the request. Use single quotes or drop it.")
+    return value
+
+
+def _translate(operation: str, exc: BaseException) -> ProviderError:
+    import requests
+    import runpod
+
+    if isinstance(exc, runpod.error.QueryError):
+        message = exc.message or ""
+        if _NO_CAPACITY in message.lower():
+            return NoCapacity(operation, f"RunPod has no machine free for this request ({message})")
+        # INTERNAL_SERVER_ERROR and other server-side failures: the call may have taken effect.
+        return ProviderError(operation, f"RunPod answered with an error: {message}", ambiguous=True)
+    if isinstance(exc, runpod.error.AuthenticationError):
+        return ProviderError(operation, f"RunPod refused the API key in ${API_KEY_ENV} (HTTP 401)")
+    if isinstance(exc, requests.exceptions.JSONDecodeError):
+        return ProviderError(operation, "RunPod answered with a body that is not JSON (an HTML error page such "
+                                        "as 502 Bad Gateway?)", ambiguous=True)
+    if isinstance(exc, requests.exceptions.RequestException):
+        return ProviderError(operation, f"no answer from RunPod ({type(exc).__name__})", ambiguous=True)
+    if isinstance(exc, (KeyError, TypeError, IndexError)):
+        return ProviderError(operation, f"RunPod's answer had an unexpected shape ({type(exc).__name__}: {exc})",
+                             ambiguous=True)
+    return ProviderError(operation, f"{type(exc).__name__}: {exc}", ambiguous=True)
+
+
+def call(operation: str, fn: Callable[..., Any], *args: Any, timeout: float, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` (an SDK function) within ``timeout`` seconds.
+
+    Raises:
+        NoCapacity: RunPod has no machine for the request.
+        ProviderError: any other failure; ``ambiguous`` when the call may have taken effect. The text
+            names ``operation`` and never the API key. A call that times out keeps running on its daemon
+            thread until the SDK's own 30 s limit; its result is dropped.
+        ValueError: raised by ``fn`` for bad arguments (e.g. the SDK's unknown-GPU check).
+    """
+    box: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+
+    def target() -> None:
+        try:
+            box.put((True, fn(*args, **kwargs)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box.put((False, exc))
+
+    threading.Thread(target=target, name=f"runpod-{operation}", daemon=True).start()
+    try:
+        ok, value = box.get(timeout=timeout)
+    except queue.Empty:
+        raise ProviderError(operation, f"no answer from RunPod within {timeout:g} s", ambiguous=True) from None
+    if ok:
+        return value
+    if isinstance(value, ValueError) and not _is_json_error(value):
+        raise ValueError(redact(str(value))) from None
+    err = _translate(operation, value)
+    err.args = (redact(str(err)),)
+    raise err from None
+
+
+def _is_json_error(exc: BaseException) -> bool:
+    import requests
+
+    return isinstance(exc, requests.exceptions.JSONDecodeError)

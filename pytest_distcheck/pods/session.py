@@ -1,0 +1,144 @@
+"""The pods side of one pytest process: its provider, its reaper, its session lock, its sweeps.
+
+Created on the first ``gpu_pod`` request (so runs without paid tests never touch the provider) and
+finished at session end: leases whose create answer was lost are matched by name and settled, the
+session's leftover pods are swept (kill path c), and whatever is still on the reaper's list is
+terminated (kill path a).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pytest_distcheck.pods.base import GpuRequest, Provider, ProviderError, Unavailable
+from pytest_distcheck.pods.lease import Lease, Reserve
+from pytest_distcheck.pods.names import SessionLock
+from pytest_distcheck.pods.reaper import Reaper
+from pytest_distcheck.pods.sweep import sweep
+from pytest_distcheck.pods.timings import Timings
+
+PROVIDERS = ("runpod", "local")
+DEFAULT_GPU_TYPE = "NVIDIA GeForce RTX 4090"
+# RunPod's PyTorch image: torch 2.4 + CUDA 12.4, sshd started by /start.sh from PUBLIC_KEY.
+DEFAULT_IMAGE = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"
+
+
+def make_provider(name: str, timings: Timings, local_rate: float) -> Provider:
+    """The provider called ``name``. Raises Unavailable (skip reason) or ValueError (unknown name)."""
+    if name == "local":
+        from pytest_distcheck.pods.local import LocalProvider
+
+        return LocalProvider(usd_per_gpu_hour=local_rate)
+    if name == "runpod":
+        from pytest_distcheck.pods.runpod import RunPodProvider
+        from pytest_distcheck.pods.runpod_api import api_key
+        from pytest_distcheck.pods.ssh import new_key_pair
+
+        api_key()  # Unavailable before generating keys or importing the SDK
+        key, public = new_key_pair()
+        return RunPodProvider(timings, key, public)
+    raise ValueError(f"unknown GPU provider {name!r}; one of {PROVIDERS}")
+
+
+class PodsSession:
+    """Pods state of one process.
+
+    Args:
+        provider_name: "runpod" or "local"; ``local_rate``: USD per GPU-hour for local GPUs.
+        session_id: the budget session id (shared by xdist workers); ``worker``: this is an xdist worker
+            (its final sweep covers only its own runs; the controller sweeps the whole session).
+        report: receives lines for the terminal.
+    """
+
+    def __init__(self, provider_name: str, timings: Timings, local_rate: float, session_id: str,
+                 worker: bool, report: Callable[[str], object] = lambda line: None) -> None:
+        self.provider_name = provider_name
+        self.timings = timings
+        self.local_rate = local_rate
+        self.session_id = session_id
+        self.worker = worker
+        self.report = report
+        self.reaper = Reaper(timings.confirm_timeout)
+        self.leases: list[Lease] = []
+        self.started = False
+        self._provider: Provider | None = None
+        self._unavailable: Unavailable | None = None
+        self._lock: SessionLock | None = None
+
+    def provider(self) -> Provider:
+        """The provider (made once). Raises Unavailable, remembered for later requests."""
+        if self._unavailable is not None:
+            raise self._unavailable
+        if self._provider is None:
+            try:
+                self._provider = make_provider(self.provider_name, self.timings, self.local_rate)
+            except Unavailable as exc:
+                self._unavailable = exc
+                raise
+        return self._provider
+
+    def start(self) -> None:
+        """Once per process before the first pod: hold the session lock, install the reaper's exit and
+        signal hooks, sweep other sessions' orphans."""
+        if self.started:
+            return
+        self.started = True
+        provider = self.provider()
+        self.reaper.install()
+        if provider.remote:
+            self._lock = SessionLock(self.session_id)
+            self._sweep("start", None)
+
+    def lease(self, request: GpuRequest, reserve: Reserve, on_status: Callable[[str], object] | None = None) -> Lease:
+        lease = Lease(self.provider(), request, reserve, self.reaper, self.timings, on_status)
+        self.leases.append(lease)
+        return lease
+
+    def _sweep(self, scope: str, runs: set[str] | None, pods: list[Any] | None = None) -> None:
+        assert self._provider is not None
+        try:
+            rep = sweep(self._provider, scope, session=self.session_id, runs=runs,
+                        confirm_timeout=self.timings.confirm_timeout, pods=pods)
+        except ProviderError as exc:
+            self.report(f"distcheck pods: {scope} sweep could not list pods ({exc}); orphans, if any, are left "
+                        "to their dead-man switch; run `distcheck pods --sweep` later")
+            return
+        for line in rep.lines():
+            self.report(f"distcheck pods: {scope} sweep: {line}")
+
+    def sweep_session(self) -> None:
+        """The xdist controller's final sweep: every leftover pod of this session (its workers are done).
+        Raises Unavailable."""
+        if self.provider().remote:
+            self._sweep("finish", None)
+
+    def finish(self) -> None:
+        """Settle lost creates that turned up, sweep this session's leftovers, terminate what is left."""
+        if not self.started:
+            return
+        try:
+            for term in self.reaper.terminate_all():
+                state = "terminated" if term.confirmed else f"terminate NOT confirmed ({term.last_error})"
+                self.report(f"distcheck pods: pod {term.pod_id} left at session end: {state}")
+            provider = self._provider
+            if provider is not None and provider.remote:
+                runs = {lease.reservation.run_id for lease in self.leases if lease.reservation is not None}
+                try:
+                    pods = provider.list()
+                except ProviderError as exc:
+                    self.report(f"distcheck pods: final sweep could not list pods ({exc})")
+                    pods = None
+                if pods is not None:
+                    for lease in self.leases:
+                        for info in pods:
+                            if lease.lost_name and info.name == lease.lost_name and not info.ended:
+                                term = lease.adopt(info)
+                                self.report(f"distcheck pods: pod {info.id} ({info.name}) whose create answer was "
+                                            f"lost turned up; {'terminated' if term.confirmed else 'NOT confirmed'}"
+                                            " and settled in the ledger")
+                self._sweep("finish", runs if self.worker else None)
+        finally:
+            self.reaper.uninstall()
+            if self._lock is not None:
+                self._lock.release()

@@ -1,0 +1,106 @@
+"""Kill path c: find the kit's orphaned pods in the account and terminate them.
+
+A pod is the kit's when its name parses (:mod:`pytest_distcheck.pods.names`); other pods are never
+touched. One of the kit's pods is an orphan when
+
+- ``finish`` scope: it belongs to this session's runs (a create whose reply was lost, a terminate
+  that was never confirmed);
+- any scope: its session has ended (no process holds the session lock on this machine);
+- any scope: its reserved time is over (the name's deadline, plus a minute), whoever made it;
+- ``all`` scope (``distcheck pods --sweep --all``): always.
+
+Pods of this session at ``start``, of live sessions, and of unknown sessions (another machine) before
+their deadline are left alone, and the report says why.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pytest_distcheck.pods import names
+from pytest_distcheck.pods.base import PodInfo, Provider
+from pytest_distcheck.pods.reaper import Termination, terminate_and_confirm
+
+DEADLINE_GRACE_S = 60.0
+SCOPES = ("start", "finish", "manual", "all")
+
+
+def utc(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def orphan_reason(pod: PodInfo, scope: str, *, session: str | None = None, runs: set[str] | None = None,
+                  now: float | None = None, state=names.session_state) -> tuple[bool, str]:
+    """(terminate?, why) for one pod.
+
+    Args:
+        scope: "start", "finish", "manual" or "all".
+        session: this process's session id (None for the command line).
+        runs: at ``finish``, the run ids this process reserved; None means every run of ``session``
+            (a single process, or the xdist controller after its workers ended).
+        now: Unix time (default: now); ``state``: session liveness (injectable).
+    """
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+    parsed = names.parse(pod.name)
+    if parsed is None:
+        return False, "not a pytest-distcheck pod"
+    if pod.ended:
+        return False, f"already {pod.status}"
+    now = time.time() if now is None else now
+    if scope == "all":
+        return True, "--all: every pytest-distcheck pod"
+    if parsed.session == session:
+        if scope == "finish" and (runs is None or parsed.run_id in runs):
+            return True, "left over by this session (a lost create reply or an unconfirmed terminate)"
+        return False, "belongs to this session, still in use"
+    if parsed.deadline + DEADLINE_GRACE_S < now:
+        return True, f"its reserved time ended at {utc(parsed.deadline)}"
+    live = state(parsed.session)
+    if live == "ended":
+        return True, f"its pytest session {parsed.session} has ended (no process holds its lock)"
+    if live == "alive":
+        return False, f"its pytest session {parsed.session} is still running"
+    return False, (f"session {parsed.session} is not known on this machine; its dead-man switch ends it by "
+                   f"{utc(parsed.deadline)} (or run `distcheck pods --sweep --all`)")
+
+
+@dataclass
+class SweepReport:
+    """What a sweep saw and did: (pod, why) for each pod terminated or left; terminate outcomes."""
+
+    terminated: list[tuple[PodInfo, str, Termination]] = field(default_factory=list)
+    left: list[tuple[PodInfo, str]] = field(default_factory=list)
+
+    @property
+    def unconfirmed(self) -> list[Termination]:
+        return [t for _, _, t in self.terminated if not t.confirmed]
+
+    def lines(self) -> list[str]:
+        out = []
+        for pod, why, term in self.terminated:
+            done = "terminated" if term.confirmed else f"terminate NOT confirmed ({term.last_error})"
+            out.append(f"{pod.id} {pod.name}: {done}; {why}")
+        for pod, why in self.left:
+            if names.parse(pod.name) is not None:
+                out.append(f"{pod.id} {pod.name}: left running; {why}")
+        return out
+
+
+def sweep(provider: Provider, scope: str, *, session: str | None = None, runs: set[str] | None = None,
+          confirm_timeout: float = 120.0, pods: list[PodInfo] | None = None) -> SweepReport:
+    """List the account's pods (unless ``pods`` is given) and terminate the kit's orphans.
+
+    Raises:
+        ProviderError: the list call failed (nothing was terminated).
+    """
+    report = SweepReport()
+    for pod in provider.list() if pods is None else pods:
+        kill, why = orphan_reason(pod, scope, session=session, runs=runs)
+        if kill:
+            report.terminated.append((pod, why, terminate_and_confirm(provider, pod.id, confirm_timeout)))
+        else:
+            report.left.append((pod, why))
+    return report

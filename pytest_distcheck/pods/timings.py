@@ -1,0 +1,72 @@
+"""How long the pods code waits for things, in seconds: one frozen dataclass, settable from one string.
+
+The defaults suit RunPod (an image pull can take minutes; the SDK's own HTTP timeout is 30 s). Tests
+and impatient users override some with the ini key ``distcheck_pod_timings``, e.g.
+``api_timeout=1 ready_timeout=5 heartbeat_stale=3``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Seconds.
+
+    Attributes:
+        api_timeout: one provider API call (the runpod SDK itself gives up after 30).
+        ready_timeout: from create until the pod must be usable (running, port 22 mapped, SSH answers).
+        poll_every: between status polls while waiting.
+        create_grace: after a create whose answer was lost, how long to look for the pod by its name.
+        confirm_timeout: how long terminate is retried until the provider confirms the pod is gone.
+        teardown: added to the reservation for terminating, and the dead-man switch fires this much
+            before the reservation runs out.
+        heartbeat_every: how often the client tells the pod it is alive.
+        heartbeat_stale: the pod's dead-man switch ends the pod when the heartbeat is older than this.
+        deadman_every: how often the dead-man switch looks.
+        run_grace: a command's client-side limit is its time limit plus this (the pod's own
+            ``timeout`` stops it first).
+    """
+
+    api_timeout: float = 30.0
+    ready_timeout: float = 600.0
+    poll_every: float = 2.0
+    create_grace: float = 60.0
+    confirm_timeout: float = 300.0
+    teardown: float = 120.0
+    heartbeat_every: float = 20.0
+    heartbeat_stale: float = 300.0
+    deadman_every: float = 15.0
+    run_grace: float = 30.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+                raise ValueError(f"{f.name} must be a number of seconds > 0, got {value!r}")
+        if self.heartbeat_stale <= self.heartbeat_every:
+            raise ValueError(f"heartbeat_stale ({self.heartbeat_stale:g}) must exceed heartbeat_every "
+                             f"({self.heartbeat_every:g}), or the pod ends itself while the client is alive")
+
+    @classmethod
+    def parse(cls, text: str, source: str = "timings") -> Timings:
+        """``"name=seconds name=seconds ..."`` (spaces or commas between) over the defaults.
+
+        Raises:
+            ValueError: naming ``source``, the pair and what is wrong.
+        """
+        known = {f.name for f in fields(cls)}
+        values: dict[str, float] = {}
+        for pair in text.replace(",", " ").split():
+            name, sep, raw = pair.partition("=")
+            if not sep or name not in known:
+                raise ValueError(f"{source}: {pair!r} is not name=seconds with a name among {sorted(known)}")
+            try:
+                values[name] = float(raw)
+            except ValueError:
+                raise ValueError(f"{source}: {name}={raw!r} is not a number of seconds") from None
+        try:
+            return replace(cls(), **values)
+        except ValueError as exc:
+            raise ValueError(f"{source}: {exc}") from None
