@@ -16,6 +16,7 @@ from pytest_distcheck.settings import TIMEOUT
 
 # Each area of the kit owns its hooks, options and fixtures in a plugin module of its own.
 pytest_plugins: list[str] = [
+    "pytest_distcheck.dod.options",
     "pytest_distcheck.budget.plugin",
     "pytest_distcheck.pods.plugin",
 ]

@@ -25,12 +25,16 @@ class DodItem:
         title: what the learner must deliver.
         how: the one command or step that completes it.
         requires: ids of items that must be done before this one counts.
+        checks: the checks registered for the item, as rootdir-relative node ids without parameters
+            (``checks/test_x.py::test_y``); when given, each must be collected and run, and no other
+            check may claim the item. Empty: any check under the checks folder marked for it counts.
     """
 
     id: str
     title: str
     how: str
     requires: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,11 @@ class Workspace:
             raise ConfigError(self.path, name, f"must be a table, found {type(value).__name__}")
         return value
 
+    @property
+    def checks_dir(self) -> Path:
+        """The folder of the workspace file: DoD checks must be defined under it to be trusted."""
+        return self.path.parent
+
     def resolve(self, relpath: str) -> Path:
         """A path from the file, made absolute against the workspace root."""
         return (self.root / relpath).resolve()
@@ -95,7 +104,8 @@ def load_workspace(path: Path, root: Path | None = None) -> Workspace:
         raise ConfigError(path, f"line {where.group(1)}" if where else "", f"not valid TOML: {exc}") from None
     validate(raw, "workspace.schema.json", path)
     items = tuple(
-        DodItem(id=i["id"], title=i["title"], how=i["how"], requires=tuple(i.get("requires", ())))
+        DodItem(id=i["id"], title=i["title"], how=i["how"], requires=tuple(i.get("requires", ())),
+                checks=tuple(i.get("checks", ())))
         for i in raw["items"]
     )
     seen: set[str] = set()

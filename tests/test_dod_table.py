@@ -19,7 +19,8 @@ def test_beta():
 
 
 def run(pytester, alpha="pass", beta="pass", *args):
-    pytester.makepyfile(test_checks=CHECKS.format(alpha=alpha, beta=beta))
+    # DoD checks are trusted only under the workspace's checks folder (checks/, beside distcheck.toml).
+    pytester.makepyfile(**{"checks/test_checks": CHECKS.format(alpha=alpha, beta=beta)})
     return pytester.runpytest("-p", "no:cacheprovider", *args)
 
 
@@ -35,13 +36,17 @@ def test_every_item_done(workspace_dir):
 
 
 def test_pending_is_a_skip_with_the_command_and_not_a_failure(workspace_dir):
-    result = run(workspace_dir, alpha="pytest_distcheck.pending('no log yet', 'run the lab')")
-    result.assert_outcomes(skipped=1, passed=1)
+    result = run(workspace_dir, "pytest_distcheck.pending('no log yet', 'run the lab')", "pass", "-rs")
+    # beta requires alpha, which ran first in this process: beta is skipped, naming alpha and why.
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["SKIPPED * blocked: blocked by alpha (pending: no log yet)"])
     result.stdout.fnmatch_lines([
         "PENDING  alpha  no log yet",
         "*-> run the lab",
+        "*rerun: pytest --dod alpha",
         "BLOCKED  beta   blocked by alpha (pending)",
         "*-> make alpha",
+        "*rerun: pytest --dod beta",
     ])
     assert result.ret == 0
 
@@ -65,11 +70,11 @@ def test_broken_is_always_a_failure_and_says_why(workspace_dir):
 
 
 def test_failed_assert_is_broken_other_exceptions_are_errors(workspace_dir):
-    result = run(workspace_dir, alpha="assert 1 == 2, 'quiz 64% (needs >= 70%)'", beta="{}['missing']")
-    result.stdout.fnmatch_lines([
-        "BROKEN   alpha  quiz 64% (needs >= 70%)",
-        "ERROR    beta   check crashed in call: KeyError: 'missing'",
-    ])
+    result = run(workspace_dir, alpha="assert 1 == 2, 'quiz 64% (needs >= 70%)'")
+    result.stdout.fnmatch_lines(["BROKEN   alpha  quiz 64% (needs >= 70%)",
+                                 "BLOCKED  beta   blocked by alpha (broken)"])
+    result = run(workspace_dir, alpha="{}['missing']")
+    result.stdout.fnmatch_lines(["ERROR    alpha  check crashed in call: KeyError: 'missing'"])
 
 
 def test_stale_is_reported_and_fails_the_gate(workspace_dir):
@@ -78,22 +83,27 @@ def test_stale_is_reported_and_fails_the_gate(workspace_dir):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_item_with_no_check_is_pending_with_its_how(workspace_dir):
+def test_item_with_no_check_is_not_run_with_its_how(workspace_dir):
     workspace_dir.makepyfile(test_other="def test_x(): pass")
     result = workspace_dir.runpytest("-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["PENDING  alpha  no check ran in this session", "*-> make alpha"])
+    result.stdout.fnmatch_lines([
+        "NOT RUN  alpha  not collected: no test marked @pytest.mark.dod('alpha') under checks/",
+        "*-> make alpha",
+        "0/2 items done, 2 not checked in this run (not gated; use --gate to require every item)",
+    ])
     assert result.ret == 0
 
 
 def test_deselected_check_fails_the_gate(workspace_dir):
     result = run(workspace_dir, "pass", "pass", "--gate", "-k", "beta")
-    result.stdout.fnmatch_lines(["PENDING  alpha  no check ran in this session", "gate: FAILED (0/2 items done)"])
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  deselected (-k 'beta')",
+                                 "gate: FAILED (0/2 items done, 1 not checked in this run)"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
 def test_skipped_check_is_pending_with_the_skip_reason(workspace_dir):
     result = run(workspace_dir, alpha="pytest.skip('needs GPUs')")
-    result.stdout.fnmatch_lines(["PENDING  alpha  needs GPUs"])
+    result.stdout.fnmatch_lines(["PENDING  alpha  skipped: needs GPUs"])
 
 
 def test_table_is_right_under_xdist(workspace_dir):
@@ -110,5 +120,8 @@ def test_distcheck_log_is_printed_above_the_table(workspace_dir):
         """
     )
     result = workspace_dir.runpytest("-n", "2")
-    result.stdout.fnmatch_lines(["*- all-reduce sweep (test_distcheck_log_is_printed_above_the_table.py::test_measure) -*",
-                                 "4096 B  1.0 us", "*Definition of Done*"])
+    result.stdout.fnmatch_lines([
+        "*- all-reduce sweep (test_distcheck_log_is_printed_above_the_table.py::test_measure) -*",
+        "4096 B  1.0 us",
+        "*Definition of Done*",
+    ])

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 
-
 def test_all_markers_pass_strict_markers(workspace_dir):
-    workspace_dir.makepyfile(
+    workspace_dir.makepyfile(**{"checks/test_markers":
         """
         import pytest
 
@@ -22,7 +21,7 @@ def test_all_markers_pass_strict_markers(workspace_dir):
         @pytest.mark.dod("alpha")
         def test_check():
             pass
-        """
+        """}
     )
     result = workspace_dir.runpytest("--strict-markers", "-p", "no:cacheprovider", "-m", "not gpu")
     result.assert_outcomes(passed=1, deselected=1)

@@ -43,6 +43,12 @@ class Stale(DodOutcome):
     state = "stale"
 
 
+class Blocked(DodOutcome):
+    """A prerequisite already ran in this process and is not done; raised by the kit, not by checks."""
+
+    state = "blocked"
+
+
 def pending(reason: str, command: str | None = None) -> None:
     """Stop the current DoD check: its item is pending. Raises :class:`Pending`."""
     __tracebackhide__ = True

@@ -1,33 +1,44 @@
-"""pytest hooks that turn DoD checks' outcomes into item states, print the DoD table and gate the run.
+"""pytest hooks that turn DoD checks' outcomes into item states, print the DoD table, write the
+reports and gate the run.
 
 Outcomes travel in ``report.user_properties`` so the table is right under pytest-xdist too: workers
-classify, the controller (or the single process) combines and prints.
+classify, the controller (or the single process) combines and prints. What was collected and
+selected travels from the workers in xdist's ``workeroutput``.
+
+:class:`DodPlugin` is registered by the main plugin as ``distcheck-dod``; its options and the
+guards around it are in :mod:`pytest_distcheck.dod.options`.
 """
 
 from __future__ import annotations
 
 import json
+from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_distcheck import workspace as ws_mod
-from pytest_distcheck.dod.outcome import Broken, DodOutcome
-from pytest_distcheck.dod.state import CheckOutcome, ItemResult, State, combine
+from pytest_distcheck.dod import selection
+from pytest_distcheck.dod.classify import classify, normalise
+from pytest_distcheck.dod.collection import CheckInfo, CollectionRecord
+from pytest_distcheck.dod.integrity import (
+    ModuleSnapshot,
+    Observer,
+    Origins,
+    code_file,
+    foreign_hooks,
+    static_problems,
+)
+from pytest_distcheck.dod.outcome import Blocked
+from pytest_distcheck.dod.state import CheckOutcome, ItemResult, State, combine, worst
 from pytest_distcheck.errors import ConfigError
 
 PROPERTY = "distcheck_dod"
 LOG_PROPERTY = "distcheck_log"
+PLUGIN_NAME = "distcheck-dod"
+WORKEROUTPUT_KEY = "distcheck_dod_collection"
 workspace_key = pytest.StashKey["ws_mod.Workspace | None"]()
-
-_COLOURS = {
-    State.DONE: {"green": True},
-    State.PENDING: {"yellow": True},
-    State.STALE: {"yellow": True},
-    State.BLOCKED: {"yellow": True},
-    State.BROKEN: {"red": True, "bold": True},
-    State.ERROR: {"red": True, "bold": True},
-}
 
 
 def get_workspace(config: pytest.Config) -> ws_mod.Workspace | None:
@@ -50,23 +61,9 @@ def get_workspace(config: pytest.Config) -> ws_mod.Workspace | None:
     return ws
 
 
-def _classify(item: pytest.Item, rep: pytest.TestReport, call: pytest.CallInfo[Any]) -> CheckOutcome | None:
-    item_id = item.get_closest_marker("dod").args[0]  # type: ignore[union-attr]
-    exc = call.excinfo.value if call.excinfo is not None else None
-    if isinstance(exc, DodOutcome):
-        return CheckOutcome(item_id, item.nodeid, State(exc.state), exc.reason, exc.command)
-    if rep.passed and rep.when == "call":
-        return CheckOutcome(item_id, item.nodeid, State.DONE, "evidence checked")
-    if rep.skipped:
-        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
-        return CheckOutcome(item_id, item.nodeid, State.PENDING, reason.removeprefix("Skipped: "))
-    if rep.failed:
-        if rep.when == "call" and isinstance(exc, AssertionError):
-            first = (str(exc).strip().splitlines() or ["assertion failed"])[0]
-            return CheckOutcome(item_id, item.nodeid, State.BROKEN, first)
-        what = f"{type(exc).__name__}: {exc}" if exc is not None else "failed"
-        return CheckOutcome(item_id, item.nodeid, State.ERROR, f"check crashed in {rep.when}: {what}")
-    return None
+def _item_of(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("dod")
+    return marker.args[0] if marker is not None else None
 
 
 class DodPlugin:
@@ -78,7 +75,33 @@ class DodPlugin:
         self.logs: list[tuple[str, str, str]] = []  # (nodeid, title, text)
         self.results: list[ItemResult] | None = None
         self.workspace = get_workspace(config)
+        self.is_worker = hasattr(config, "workerinput")
+        self.scope = selection.requested(config, self.workspace)
+        self.origins = Origins(self.workspace.checks_dir, config.rootpath) if self.workspace else None
+        self.record: CollectionRecord | None = None
+        self.observer = Observer()
+        self.snapshot: ModuleSnapshot | None = None
+        self.static: dict[str, list[str]] = {}
+        self.suspects: dict[str, list[str]] = {}
+        self.runtime: dict[str, list[str]] = defaultdict(list)
+        self.local: dict[str, list[CheckOutcome]] = defaultdict(list)  # this process's outcomes, by item
+        self.recorded: dict[tuple[str, str], str] = {}  # (nodeid, when) -> the property we attached
+        self.seen_reports: dict[str, list[tuple[str, str, bool]]] = defaultdict(list)
+        self.write_errors: list[str] = []
 
+    # -- collection ------------------------------------------------------------------------------
+
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        # With --dod only the checks folder is collected: test modules elsewhere may be slow to import.
+        if self.scope is None or self.workspace is None:
+            return None
+        checks = self.workspace.checks_dir.resolve()
+        path = collection_path.resolve()
+        if path == checks or checks in path.parents or path in checks.parents:
+            return None
+        return True
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         for item in items:
             marker = item.get_closest_marker("dod")
@@ -97,65 +120,219 @@ class DodPlugin:
                 self.workspace.item(marker.args[0])
             except KeyError as exc:
                 raise pytest.UsageError(f"{item.nodeid}: {exc.args[0]}") from None
+        if self.workspace is None:
+            return
+        ws, origins = self.workspace, self.origins
+        assert origins is not None
+        record = CollectionRecord(checks_dir=origins.rel(str(ws.checks_dir)))
+        for item in items:
+            item_id = _item_of(item)
+            if item_id is not None:
+                func = getattr(item, "obj", None)
+                record.checks[item.nodeid] = CheckInfo(item_id, origins.rel(code_file(func)),
+                                                       getattr(func, "__qualname__", item.name))
+        for it in ws.items:
+            collected = {n.split("[", 1)[0] for n, c in record.checks.items() if c.item_id == it.id}
+            missing = [p for p in it.checks if p not in collected]
+            if missing:
+                record.missing_registered[it.id] = missing
+        self.record = record
+        if self.scope is not None:
+            keep, drop = [], []
+            for item in items:
+                (keep if _item_of(item) in self.scope else drop).append(item)
+            for item in drop:
+                if item.nodeid in record.checks:
+                    record.checks[item.nodeid].selected = False
+                    record.checks[item.nodeid].not_run = f"not selected (--dod {' '.join(self.scope)})"
+            if drop:
+                config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+        selection.order_prerequisites_first(ws, items, _item_of)
 
-    @pytest.hookimpl(wrapper=True)
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        if self.record is None:
+            return
+        for item in items:
+            info = self.record.checks.get(item.nodeid)
+            if info is not None and info.selected:
+                info.selected = False
+                info.not_run = selection.deselect_reason(self.config)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.record is None or self.origins is None or self.workspace is None:
+            return
+        final = {item.nodeid for item in session.items}
+        for nodeid, info in self.record.checks.items():
+            if info.selected and nodeid not in final:
+                info.selected = False
+                info.not_run = "removed from the run by a collection hook without being deselected"
+        modules = []
+        for item in session.items:
+            item_id = _item_of(item)
+            if item_id is None:
+                continue
+            problems = static_problems(item, self.origins, self, self.workspace.item(item_id).checks)
+            if item.nodeid not in self.record.checks:
+                problems.append("it was added to the run by a hook after the kit saw the collected checks")
+                func = getattr(item, "obj", None)
+                self.record.checks[item.nodeid] = CheckInfo(item_id, self.origins.rel(code_file(func)),
+                                                            getattr(func, "__qualname__", item.name))
+            self.record.checks[item.nodeid].problems = problems
+            self.static[item.nodeid] = problems
+            self.suspects[item.nodeid] = foreign_hooks(item, self.origins)
+            if isinstance(item, pytest.Function):
+                self.observer.remember(item)
+                modules.append(item.module)
+        self.snapshot = ModuleSnapshot(self.origins, modules)
+
+    # -- running ---------------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        item_id = _item_of(item)
+        if item_id is None or self.workspace is None or self.record is None:
+            return
+        blocked = self._blocked_by(item_id)
+        if blocked is not None:
+            req, state, reason = blocked
+            raise Blocked(f"blocked by {req} ({state.value}: {reason})", self.workspace.item(req).how)
+
+    def _blocked_by(self, item_id: str) -> tuple[str, State, str] | None:
+        """A prerequisite all of whose selected checks already ran in this process and that is not done."""
+        assert self.workspace is not None and self.record is not None
+        for req in self.workspace.item(item_id).requires:
+            selected = set(self.record.selected(req))
+            outs = self.local.get(req, [])
+            if not selected or not selected <= {o.nodeid for o in outs}:
+                continue  # not in this run, or not all of it ran here: the controller decides
+            state = worst(o.state for o in outs)
+            if state is not State.DONE:
+                bad = next(o for o in outs if o.state is state)
+                return req, state, bad.reason
+        return None
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item):
+        if _item_of(item) is None or self.workspace is None or not isinstance(item, pytest.Function):
+            return (yield)
+        problem = self.observer.start(item, self.origins)
+        if problem:
+            self.runtime[item.nodeid].append(problem)
+        try:
+            return (yield)
+        finally:
+            self.observer.finish(item)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[Any]):
         rep: pytest.TestReport = yield
-        if item.get_closest_marker("dod") is None:
+        item_id = _item_of(item)
+        if item_id is None or self.workspace is None:
             return rep
+        seen = self.observer.seen(item.nodeid) if rep.when == "call" else None
+        outcome = classify(item_id, rep, call, seen, self.suspects.get(item.nodeid, []))
+        if outcome is None:
+            return rep
+        problems = self.static.get(item.nodeid, []) + self.runtime.pop(item.nodeid, [])
+        if self.snapshot is not None:
+            problems += self.snapshot.problems({getattr(getattr(item, "module", None), "__name__", "")})
+        if problems:
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            outcome = CheckOutcome(item_id, item.nodeid, State.UNTRUSTED,
+                                   "not the kit's own check: " + "; ".join(problems[:3]) + more)
         exc = call.excinfo.value if call.excinfo is not None else None
-        if isinstance(exc, DodOutcome) and not isinstance(exc, Broken):
-            # pending and stale are not test failures; the gate decides what they mean for the run.
-            path, lineno, _ = item.location
-            rep.outcome = "skipped"
-            rep.longrepr = (path, (lineno or 0) + 1, f"{exc.state}: {exc.reason}")
-        elif isinstance(exc, Broken):
-            rep.longrepr = f"DoD item broken: {exc.reason}"
-        outcome = _classify(item, rep, call)
-        if outcome is not None and (rep.when == "call" or not rep.passed):
-            rep.user_properties.append(
-                (PROPERTY, json.dumps({**outcome.__dict__, "state": outcome.state.value}))
-            )
+        normalise(rep, item, outcome, exc)
+        value = json.dumps({**outcome.__dict__, "state": outcome.state.value, "outcome": rep.outcome})
+        rep.user_properties.append((PROPERTY, value))
+        self.recorded[(item.nodeid, rep.when)] = value
+        self.local[item_id].append(outcome)
         return rep
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call":
+        if self.is_worker:
             return
+        mine = [value for name, value in report.user_properties if name == PROPERTY]
+        self.seen_reports[report.nodeid].append((report.when, report.outcome, bool(mine)))
+        recorded = self.recorded.get((report.nodeid, report.when))
+        if recorded is not None and recorded not in mine:
+            self.outcomes.append(CheckOutcome(
+                json.loads(recorded)["item_id"], report.nodeid, State.UNTRUSTED,
+                f"the kit's classification of {report.nodeid} ({report.when}) was removed from its report "
+                "or rewritten after the kit made it"))
         for name, value in report.user_properties:
-            if name == LOG_PROPERTY:
+            if name == LOG_PROPERTY and report.when == "call":
                 data = json.loads(value)
                 self.logs.append((report.nodeid, data["title"], data["text"]))
-            if name == PROPERTY:
-                data = json.loads(value)
-                data["state"] = State(data["state"])
-                self.outcomes.append(CheckOutcome(**data))
+        for value in mine:
+            data = json.loads(value)
+            expected = data.pop("outcome")
+            data["state"] = State(data["state"])
+            outcome = CheckOutcome(**data)
+            if report.outcome != expected:
+                outcome = CheckOutcome(outcome.item_id, outcome.nodeid, State.UNTRUSTED,
+                                       f"its report was changed after the kit classified it: the kit said "
+                                       f"{outcome.state.value} ({expected}), the report says {report.outcome}")
+            self.outcomes.append(outcome)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        data = getattr(node, "workeroutput", {}).get(WORKEROUTPUT_KEY)
+        if data and self.record is None:
+            self.record = CollectionRecord.from_json(data)
+
+    # -- end of session --------------------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.workspace is None or hasattr(self.config, "workerinput"):
+        if self.workspace is None:
             return
-        self.results = combine(self.workspace, self.outcomes)
-        gate = self.config.getoption("distcheck_gate")
-        if gate and any(r.state is not State.DONE for r in self.results):
+        if self.is_worker:
+            if self.record is not None:
+                self.config.workeroutput[WORKEROUTPUT_KEY] = self.record.to_json()  # type: ignore[attr-defined]
+            return
+        if self.record is not None:
+            for nodeid, reports in self.seen_reports.items():
+                if nodeid in self.record.checks and not any(has for _, _, has in reports):
+                    bad = [outcome for _, outcome, _ in reports if outcome != "passed"]
+                    self.record.unclassified[nodeid] = bad[0] if bad else "passed"
+        self.results = combine(self.workspace, self.outcomes, self.record)
+        self._write_reports()
+        failing = self.config.getoption("distcheck_gate") and not all(r.state is State.DONE for r in self.results)
+        untrusted = any(r.state is State.UNTRUSTED for r in self.results)
+        if (failing or untrusted or self.write_errors) and session.exitstatus in (
+                pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _write_reports(self) -> None:
+        json_path = self.config.getoption("distcheck_dod_json")
+        md_path = self.config.getoption("distcheck_dod_markdown")
+        if not (json_path or md_path):
+            return
+        from pytest_distcheck.dod import markdown, report
+
+        assert self.workspace is not None and self.results is not None
+        doc = report.build(self.workspace, self.results, self.config)
+        outputs = ((json_path, lambda: json.dumps(doc, indent=2) + "\n"), (md_path, lambda: markdown.render(doc)))
+        for path, text in outputs:
+            if not path:
+                continue
+            target = Path(path)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text(), encoding="utf-8")
+            except OSError as exc:
+                self.write_errors.append(f"cannot write {path}: {exc.strerror or exc}")
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.results is None or self.workspace is None:
             return
+        from pytest_distcheck.dod import table
+
         tr = terminalreporter
         for nodeid, title, text in self.logs:
             tr.write_sep("-", f"{title} ({nodeid})")
             tr.write_line(text)
-        tr.write_sep("=", f"Definition of Done: phase {self.workspace.phase_id}")
-        width = max(len(r.item_id) for r in self.results)
-        for r in self.results:
-            tr.write(f"{r.state.value.upper():<8} ", **_COLOURS[r.state])
-            tr.write_line(f"{r.item_id:<{width}}  {r.reason}")
-            if r.state is not State.DONE:
-                tr.write_line(f"{'':<8} {'':<{width}}  -> {r.command}")
-        done = sum(r.state is State.DONE for r in self.results)
-        summary = f"{done}/{len(self.results)} items done"
-        if self.config.getoption("distcheck_gate"):
-            ok = done == len(self.results)
-            tr.write_line(f"gate: {'PASSED' if ok else 'FAILED'} ({summary})", green=ok, red=not ok, bold=True)
-        else:
-            tr.write_line(f"{summary} (not gated; use --gate to require every item)")
+        table.write(tr, self.workspace, self.results, bool(self.config.getoption("distcheck_gate")))
+        for problem in self.write_errors:
+            tr.write_line(f"distcheck: {problem}", red=True, bold=True)

@@ -3,24 +3,55 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pytest_distcheck.workspace import Workspace
 
+if TYPE_CHECKING:
+    from pytest_distcheck.dod.collection import CollectionRecord
+
 
 class State(enum.Enum):
-    """What the run established about a DoD item. Only DONE counts towards the gate."""
+    """What the run established about a DoD item. Only DONE counts towards the gate.
+
+    NOT_RUN: no check of the item ran in this session (deselected, not collected, stopped early);
+    nothing is claimed about its evidence. UNTRUSTED: a check ran, but something outside the kit
+    replaced or changed it or its report, so its outcome cannot be believed.
+    """
 
     DONE = "done"
+    NOT_RUN = "not-run"
     PENDING = "pending"
     STALE = "stale"
     BLOCKED = "blocked"
     BROKEN = "broken"
     ERROR = "error"
+    UNTRUSTED = "untrusted"
+
+    @property
+    def label(self) -> str:
+        """Upper-case label for the terminal table (``NOT RUN``)."""
+        return self.value.replace("-", " ").upper()
+
+    @property
+    def report_outcome(self) -> str:
+        """The pytest outcome a check with this state reports: done passes, a failure fails, the rest skip."""
+        if self is State.DONE:
+            return "passed"
+        if self in (State.BROKEN, State.ERROR, State.UNTRUSTED):
+            return "failed"
+        return "skipped"
 
 
 # When several checks cover one item, the worst outcome speaks for it.
-_SEVERITY = [State.DONE, State.PENDING, State.STALE, State.BLOCKED, State.BROKEN, State.ERROR]
+SEVERITY = [State.DONE, State.NOT_RUN, State.PENDING, State.STALE, State.BLOCKED, State.BROKEN, State.ERROR,
+            State.UNTRUSTED]
+
+
+def worst(states) -> State:
+    """The most severe of ``states`` (an iterable of :class:`State`); DONE for none."""
+    return max(states, key=SEVERITY.index, default=State.DONE)
 
 
 @dataclass(frozen=True)
@@ -44,7 +75,16 @@ class CheckOutcome:
 
 @dataclass(frozen=True)
 class ItemResult:
-    """The state of one DoD item after a run, with its reason and the command to act on it."""
+    """The state of one DoD item after a run, with its reason and the commands to act on it.
+
+    Attributes:
+        command: the command that produces the item's evidence (a blocked item: its blocker's).
+        rerun: the command that checks just this item again (with its prerequisites).
+        checks: node ids of the checks that reported on the item in this run.
+        outcomes: those checks' own outcomes, in the order they reported.
+        blocked_by: prerequisites that are not done.
+        ran: whether at least one check of the item reported in this run.
+    """
 
     item_id: str
     title: str
@@ -52,43 +92,70 @@ class ItemResult:
     reason: str
     command: str
     checks: tuple[str, ...] = ()
+    rerun: str = ""
+    requires: tuple[str, ...] = ()
+    blocked_by: tuple[str, ...] = ()
+    ran: bool = False
+    outcomes: tuple[CheckOutcome, ...] = field(default=(), repr=False)
 
 
-def combine(ws: Workspace, outcomes: list[CheckOutcome]) -> list[ItemResult]:
+def rerun_command(item_id: str) -> str:
+    """The command that checks one item again, with its prerequisites (``--dod``)."""
+    return f"pytest --dod {item_id}"
+
+
+def combine(
+    ws: Workspace, outcomes: list[CheckOutcome], collection: CollectionRecord | None = None
+) -> list[ItemResult]:
     """One result per workspace item, in workspace order.
 
-    An item no check reported on is pending ("no check ran"); an item whose prerequisite is not done
-    is blocked by it, whatever its own checks said, unless they said broken or error.
+    Args:
+        ws: the workspace (items and prerequisites).
+        outcomes: every check outcome the kit classified in this run.
+        collection: what was collected and selected (``None``: unknown, e.g. a crashed xdist run);
+            with it, an item is done only if every selected check of it reported done, and an
+            item whose checks did not all run says which did not and why.
+
+    An item no check reported on is not run (with the reason when known); an item whose
+    prerequisite is not done is blocked by it, whatever its own checks said, unless they said
+    broken, error, untrusted, or did not run.
     """
     by_item: dict[str, list[CheckOutcome]] = {}
     for out in outcomes:
         by_item.setdefault(out.item_id, []).append(out)
     results: dict[str, ItemResult] = {}
     for it in _topological(ws):
-        outs = by_item.get(it.id, [])
+        outs = list(by_item.get(it.id, []))
+        if collection is not None:
+            outs += collection.missing_outcomes(it.id, {o.nodeid for o in outs})
+        ran = any(o.state is not State.NOT_RUN for o in outs)
+        not_run = [o for o in outs if o.state is State.NOT_RUN]
         if not outs:
-            res = ItemResult(it.id, it.title, State.PENDING, "no check ran in this session", it.how)
+            reason = collection.no_check_reason(it.id) if collection is not None else "no check ran in this session"
+            res = ItemResult(it.id, it.title, State.NOT_RUN, reason, it.how)
+        elif not ran:
+            reason = "; ".join(dict.fromkeys(o.reason for o in not_run))
+            res = ItemResult(it.id, it.title, State.NOT_RUN, reason, it.how)
         else:
-            worst = max(outs, key=lambda o: _SEVERITY.index(o.state))
-            res = ItemResult(
-                it.id,
-                it.title,
-                worst.state,
-                worst.reason,
-                worst.command or it.how,
-                tuple(o.nodeid for o in outs),
-            )
-        blockers = [r for r in it.requires if results[r].state is not State.DONE]
-        if blockers and res.state in (State.DONE, State.PENDING, State.STALE):
+            bad = max(outs, key=lambda o: SEVERITY.index(o.state))
+            reason = bad.reason
+            if bad.state is State.NOT_RUN:
+                reason = f"{len(not_run)} of {len(outs)} checks did not run: {bad.nodeid} {bad.reason}"
+            res = ItemResult(it.id, it.title, bad.state, reason, bad.command or it.how,
+                             tuple(dict.fromkeys(o.nodeid for o in outs if o.state is not State.NOT_RUN)))
+        blockers = tuple(r for r in it.requires if results[r].state is not State.DONE)
+        if blockers and res.state in (State.DONE, State.PENDING, State.STALE, State.BLOCKED):
+            own = "" if res.state is State.BLOCKED else f"; own checks: {res.state.value}"
             res = ItemResult(
                 it.id,
                 it.title,
                 State.BLOCKED,
-                "blocked by " + ", ".join(f"{b} ({results[b].state.value})" for b in blockers),
+                "blocked by " + ", ".join(f"{b} ({results[b].state.value})" for b in blockers) + own,
                 ws.item(blockers[0]).how,
                 res.checks,
             )
-        results[it.id] = res
+        results[it.id] = ItemResult(res.item_id, res.title, res.state, res.reason, res.command, res.checks,
+                                    rerun_command(it.id), it.requires, blockers, ran, tuple(outs))
     return [results[it.id] for it in ws.items]
 
 
@@ -107,3 +174,8 @@ def _topological(ws: Workspace):
     for it in ws.items:
         visit(it.id)
     return order
+
+
+def topological_ids(ws: Workspace) -> list[str]:
+    """Item ids with every item after its prerequisites (ties in workspace order)."""
+    return [it.id for it in _topological(ws)]

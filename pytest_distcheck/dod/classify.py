@@ -1,0 +1,101 @@
+"""From what a DoD check did to its state: the kit's observation first, pytest's report second.
+
+A check that returned means done; ``pending``/``broken``/``stale`` (and the kit's ``Blocked``) say
+so themselves; a failing ``assert`` is broken; a skip is pending; anything else is an error. Where
+the report says passed but the kit saw the function raise, or never saw it run, the outcome is
+untrusted: something between the check and its report changed it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_distcheck.dod.integrity import Observer
+from pytest_distcheck.dod.outcome import DodOutcome
+from pytest_distcheck.dod.state import CheckOutcome, State
+
+
+def _first_line(text: str, default: str) -> str:
+    return (text.strip().splitlines() or [default])[0]
+
+
+def _skip_reason(rep: pytest.TestReport) -> str:
+    reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def from_exception(item_id: str, nodeid: str, exc: BaseException, when: str) -> CheckOutcome:
+    """The outcome a check's exception stands for (``when``: setup, call or teardown)."""
+    if isinstance(exc, DodOutcome):
+        return CheckOutcome(item_id, nodeid, State(exc.state), exc.reason, exc.command)
+    if isinstance(exc, pytest.skip.Exception):
+        return CheckOutcome(item_id, nodeid, State.PENDING, f"skipped: {exc.msg}")
+    if isinstance(exc, pytest.xfail.Exception):
+        return CheckOutcome(item_id, nodeid, State.PENDING, f"marked xfail: {exc.msg}")
+    if when == "call" and isinstance(exc, AssertionError):
+        return CheckOutcome(item_id, nodeid, State.BROKEN, _first_line(str(exc), "assertion failed"))
+    return CheckOutcome(item_id, nodeid, State.ERROR,
+                        f"check crashed in {when}: {type(exc).__name__}: {_first_line(str(exc), '')}".rstrip(": "))
+
+
+def classify(item_id: str, rep: pytest.TestReport, call: pytest.CallInfo[Any], seen: Any,
+             suspects: list[str]) -> CheckOutcome | None:
+    """The outcome of one phase of a check; ``None`` for a setup or teardown that passed.
+
+    Args:
+        item_id: the check's DoD item.
+        rep: pytest's report of the phase (as every makereport hook left it).
+        call: the phase's call info (``excinfo`` is what pytest caught).
+        seen: for the call phase, what :class:`Observer` recorded (``None``: not called).
+        suspects: foreign hook implementations, named in an untrusted outcome.
+    """
+    nodeid = rep.nodeid
+    exc = call.excinfo.value if call.excinfo is not None else None
+    by = f" (foreign hooks: {', '.join(suspects)})" if suspects else ""
+    if rep.when == "call":
+        if isinstance(seen, BaseException):
+            if exc is None and rep.passed:
+                return CheckOutcome(item_id, nodeid, State.UNTRUSTED,
+                                    f"the check raised {type(seen).__name__}({_first_line(str(seen), '')!r}) "
+                                    f"but its report says passed: something swallowed the exception{by}")
+            return from_exception(item_id, nodeid, seen, "call")
+        if seen is None and exc is None:
+            return CheckOutcome(item_id, nodeid, State.UNTRUSTED,
+                                f"the check's function never ran, yet its report says {rep.outcome}: "
+                                f"something replaced it{by}")
+        if exc is not None:
+            return from_exception(item_id, nodeid, exc, "call")
+        assert seen == Observer.RETURNED
+        if not rep.passed:
+            # A plugin made a returned check look worse (e.g. pytest-timeout's teardown); believe the worse.
+            return CheckOutcome(item_id, nodeid, State.ERROR, f"the check returned but pytest reports it "
+                                f"{rep.outcome}: {_first_line(str(rep.longrepr), '')}")
+        return CheckOutcome(item_id, nodeid, State.DONE, "evidence checked")
+    if rep.passed and exc is None:
+        return None
+    if exc is not None:
+        return from_exception(item_id, nodeid, exc, rep.when)
+    if rep.skipped:
+        return CheckOutcome(item_id, nodeid, State.PENDING, f"skipped: {_skip_reason(rep)}")
+    return CheckOutcome(item_id, nodeid, State.ERROR, f"check failed in {rep.when}")
+
+
+def normalise(rep: pytest.TestReport, item: pytest.Item, outcome: CheckOutcome, exc: BaseException | None) -> None:
+    """Make the report's pytest outcome follow the DoD state (done passes; pending, stale, blocked and
+    not-run skip; broken, error and untrusted fail), whatever markers or hooks made of it.
+
+    A failure keeps pytest's traceback (a failing ``assert``, a crash) unless the check said
+    ``broken(...)`` itself or the outcome is untrusted: then the report is the one-line reason.
+    """
+    want = outcome.state.report_outcome
+    if hasattr(rep, "wasxfail"):
+        del rep.wasxfail  # an xfail marker must not turn a broken check into "xfailed"
+    if want == "skipped":
+        path, lineno, _ = item.location
+        rep.longrepr = (path, (lineno or 0) + 1, f"{outcome.state.value}: {outcome.reason}")
+    elif want == "failed" and (rep.outcome != "failed" or isinstance(exc, DodOutcome)
+                               or outcome.state is State.UNTRUSTED):
+        rep.longrepr = f"DoD item {outcome.state.value}: {outcome.reason}"
+    rep.outcome = want  # type: ignore[assignment]

@@ -1,0 +1,101 @@
+"""Which DoD checks a run collected, which it selected, and why the others did not run.
+
+Built where collection happens (the single pytest process, or every pytest-xdist worker) and sent
+to the controller as JSON, so that an item whose checks did not all run can say which and why
+(deselected by ``-k``/``-m``, not selected by ``--dod``, removed by a hook, not collected).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from pytest_distcheck.dod.state import CheckOutcome, State
+
+
+@dataclass
+class CheckInfo:
+    """One collected DoD check.
+
+    Attributes:
+        item_id: the DoD item of its ``dod`` marker.
+        file: the file that defines its function, relative to the rootdir when inside it.
+        function: the function's qualified name.
+        selected: whether it was left in the run after deselection.
+        not_run: why it is not in the run (``None`` when selected).
+        problems: why the kit cannot trust its outcome (found at collection), each a sentence.
+    """
+
+    item_id: str
+    file: str
+    function: str
+    selected: bool = True
+    not_run: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CollectionRecord:
+    """The DoD checks of one run, keyed by node id.
+
+    Attributes:
+        checks: every collected DoD check.
+        missing_registered: per item, registered checks (workspace ``checks``) that were not collected.
+        checks_dir: the workspace's checks folder, relative to the rootdir, for messages.
+        unclassified: node id -> outcome of a report for a selected check that did not carry the
+            kit's classification (filled in by the controller; e.g. an xdist worker crash).
+        ran: node ids of checks the kit classified (filled in by the controller).
+    """
+
+    checks: dict[str, CheckInfo] = field(default_factory=dict)
+    missing_registered: dict[str, list[str]] = field(default_factory=dict)
+    checks_dir: str = "checks"
+    unclassified: dict[str, str] = field(default_factory=dict)
+
+    def selected(self, item_id: str) -> list[str]:
+        """Node ids of the item's checks that are in the run."""
+        return [n for n, c in self.checks.items() if c.item_id == item_id and c.selected]
+
+    def missing_outcomes(self, item_id: str, reported: set[str]) -> list[CheckOutcome]:
+        """Outcomes for the item's checks that have none from the kit: not run, or untrusted.
+
+        A selected check with no classified outcome ran outside the kit's hooks (its report passed:
+        untrusted; failed: error) or did not run at all (the session stopped early).
+        """
+        out = []
+        for nodeid, info in self.checks.items():
+            if info.item_id != item_id or nodeid in reported:
+                continue
+            if not info.selected:
+                out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, info.not_run or "not selected"))
+            elif self.unclassified.get(nodeid) == "passed":
+                out.append(CheckOutcome(item_id, nodeid, State.UNTRUSTED,
+                                        f"{nodeid} reported passed without the kit's classification "
+                                        "(its report was made or replaced outside the kit's hooks)"))
+            elif nodeid in self.unclassified:
+                out.append(CheckOutcome(item_id, nodeid, State.ERROR,
+                                        f"{nodeid} {self.unclassified[nodeid]} outside the kit's classification "
+                                        "(e.g. its pytest-xdist worker crashed)"))
+            else:
+                out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN,
+                                        "selected but did not run (the session stopped early: -x, --maxfail, "
+                                        "an interrupt or a crash)"))
+        for pattern in self.missing_registered.get(item_id, []):
+            out.append(CheckOutcome(item_id, pattern, State.NOT_RUN,
+                                    f"not collected: registered check {pattern} (file or function missing)"))
+        return out
+
+    def no_check_reason(self, item_id: str) -> str:
+        """Why an item has no check at all in this run."""
+        return f"not collected: no test marked @pytest.mark.dod({item_id!r}) under {self.checks_dir}/"
+
+    def to_json(self) -> str:
+        """The record as JSON (for pytest-xdist's ``workeroutput``)."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> CollectionRecord:
+        """Inverse of :meth:`to_json`."""
+        data = json.loads(text)
+        data["checks"] = {k: CheckInfo(**v) for k, v in data["checks"].items()}
+        return cls(**data)

@@ -1,0 +1,273 @@
+"""Is the outcome of a DoD check the kit's own? What the gate checks before it believes a check.
+
+Three kinds of evidence, each cheap and independent of what the checks themselves do:
+
+1. Provenance, at collection: the check's function is defined under the workspace's checks folder
+   (and registered for its item when the workspace lists ``checks``); every fixture it uses comes
+   from pytest, the kit, the checks folder or an installed package, not from a ``conftest.py`` or
+   test module elsewhere; no ``pytest_runtest_makereport`` wrapper from such a place runs after the
+   kit's (it could rewrite a report the kit has classified).
+2. Observation, while it runs: the kit wraps the check's function just before the call
+   (:class:`Observer`) and records whether it returned or what it raised; the report must agree
+   (a hook that swallows an exception, replaces the function or never calls it is caught).
+3. Tampering with code, while it runs: attributes of the kit's modules and the checks' modules that
+   were replaced since collection, that are mocks, or that were defined in a ``conftest.py`` outside
+   the checks folder (:class:`ModuleSnapshot`).
+
+What this cannot see is listed in the report of issue 9 and in ``docs/ci/github-actions.md``: code
+that edits the kit or the checks' files themselves, or forges the kit's records of an outcome.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import sysconfig
+import types
+from pathlib import Path
+from typing import Any
+
+import pluggy
+import pytest
+
+import pytest_distcheck
+
+KIT_DIR = Path(pytest_distcheck.__file__).resolve().parent
+_PYTEST_DIRS = (Path(pytest.__file__).resolve().parent, Path(inspect.getfile(pytest.Item)).resolve().parent,
+                Path(pluggy.__file__).resolve().parent)
+
+# Hooks through which a plugin or conftest could change whether a check runs or how it reports.
+RUN_HOOKS = ("pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call", "pytest_pyfunc_call",
+             "pytest_runtest_makereport", "pytest_runtest_logreport")
+
+
+def code_file(obj: Any) -> str | None:
+    """The source file of a function, method or class (unwrapping decorators); ``None`` if unknown."""
+    try:
+        obj = inspect.unwrap(obj)
+    except ValueError:
+        return None
+    obj = getattr(obj, "__func__", obj)
+    code = getattr(obj, "__code__", None)
+    if code is not None:
+        return code.co_filename
+    try:
+        return inspect.getsourcefile(obj)
+    except TypeError:
+        return None
+
+
+def _line(obj: Any) -> int | None:
+    obj = getattr(inspect.unwrap(obj), "__func__", obj)
+    code = getattr(obj, "__code__", None)
+    return code.co_firstlineno if code is not None else None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+class Origins:
+    """Where trusted code lives, and how to name a place for a person.
+
+    Trusted: pytest and pluggy, the kit's package, the workspace's checks folder, and installed
+    packages and the standard library (``sysconfig`` paths). Anything else (a ``conftest.py`` or a
+    plugin file in the learner's repository, a test module outside the checks folder) is foreign.
+    """
+
+    def __init__(self, checks_dir: Path, rootdir: Path) -> None:
+        self.checks_dir = checks_dir.resolve()
+        self.rootdir = rootdir.resolve()
+        paths = sysconfig.get_paths()
+        installed = {Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+        self.trusted_dirs = (KIT_DIR, *_PYTEST_DIRS, self.checks_dir, *sorted(installed))
+
+    def trusted(self, filename: str | None) -> bool:
+        """Whether code from ``filename`` may touch a DoD check (unknown files are not trusted)."""
+        if filename and filename.startswith("<frozen "):
+            return True  # the standard library's frozen modules (abc, os, ...)
+        if not filename or filename.startswith("<"):
+            return False
+        path = Path(filename).resolve()
+        return any(_inside(path, d) for d in self.trusted_dirs)
+
+    def in_checks(self, filename: str | None) -> bool:
+        """Whether ``filename`` lies under the workspace's checks folder."""
+        return bool(filename) and not filename.startswith("<") and _inside(Path(filename).resolve(), self.checks_dir)
+
+    def rel(self, filename: str | None) -> str:
+        """``filename`` relative to the rootdir when inside it."""
+        if not filename:
+            return "<unknown>"
+        path = Path(filename)
+        try:
+            return path.resolve().relative_to(self.rootdir).as_posix()
+        except ValueError:
+            return str(path)
+
+    def where(self, obj: Any) -> str:
+        """``conftest.py:12`` for a function; the file alone when the line is unknown."""
+        line = _line(obj)
+        return self.rel(code_file(obj)) + (f":{line}" if line else "")
+
+
+def _impl_name(impl: Any) -> str:
+    return getattr(impl.function, "__name__", "?")
+
+
+def foreign_hooks(item: pytest.Item, origins: Origins, hooks: tuple[str, ...] = RUN_HOOKS) -> list[str]:
+    """``conftest.py:7 (pytest_pyfunc_call)`` for each foreign hook implementation that applies to ``item``."""
+    out = []
+    for name in hooks:
+        for impl in getattr(item.ihook, name).get_hookimpls():
+            if not origins.trusted(code_file(impl.function)):
+                out.append(f"{origins.where(impl.function)} ({_impl_name(impl)})")
+    return out
+
+
+def static_problems(item: pytest.Item, origins: Origins, ours: object, registered: tuple[str, ...]) -> list[str]:
+    """Why the outcome of DoD check ``item`` cannot be trusted, found at collection; ``[]`` if none.
+
+    Args:
+        item: a collected check (marked ``dod``).
+        origins: where trusted code lives.
+        ours: the kit's DoD plugin object (to find its place among the ``makereport`` wrappers).
+        registered: the item's registered checks (``file::function``, rootdir-relative); empty when
+            the workspace registers none.
+    """
+    problems = []
+    if not isinstance(item, pytest.Function) or not origins.trusted(code_file(type(item))):
+        problems.append(f"collected as {type(item).__name__} from {origins.rel(code_file(type(item)))}, "
+                        "not as a plain pytest function")
+        return problems
+    func = item.obj
+    where = code_file(func)
+    if not origins.in_checks(where):
+        problems.append(f"its function is defined in {origins.where(func)}, outside the workspace's checks "
+                        f"folder {origins.rel(str(origins.checks_dir))}/")
+    base = item.nodeid.split("[", 1)[0]
+    if registered and base not in registered:
+        problems.append(f"it is not registered for its item in the workspace file (registered: "
+                        f"{', '.join(registered)})")
+    for name in item.fixturenames:
+        defs = item._fixtureinfo.name2fixturedefs.get(name)
+        if not defs:
+            continue
+        fdef = defs[-1]
+        if not origins.trusted(code_file(fdef.func)):
+            problems.append(f"it uses fixture {name!r} from {origins.where(fdef.func)}; fixtures a DoD check "
+                            "uses must come from pytest, the kit or the checks folder")
+    impls = item.ihook.pytest_runtest_makereport.get_hookimpls()
+    mine = [i for i, impl in enumerate(impls) if impl.plugin is ours]
+    for impl in impls[mine[0] + 1:] if mine else impls:
+        if (impl.wrapper or impl.hookwrapper) and not origins.trusted(code_file(impl.function)):
+            problems.append(f"a pytest_runtest_makereport wrapper in {origins.where(impl.function)} runs after "
+                            "the kit's and can rewrite the reports of DoD checks")
+    return problems
+
+
+class Observer:
+    """Records what a check's function really did, by wrapping it just before it is called.
+
+    ``start(item)`` swaps ``item.obj`` for a wrapper (returns the problem if ``item.obj`` is no
+    longer the function seen at collection); ``finish(item)`` puts it back. ``seen(item)`` is then
+    ``None`` (the function was never called), ``RETURNED`` or the exception it raised.
+    """
+
+    RETURNED = "returned"
+
+    def __init__(self) -> None:
+        self._original: dict[str, Any] = {}
+        self._seen: dict[str, list[Any]] = {}
+        self._swapped: dict[str, Any] = {}
+
+    def remember(self, item: pytest.Function) -> None:
+        """Note the function collection produced for ``item`` (call after collection)."""
+        self._original[item.nodeid] = item.obj
+
+    def start(self, item: pytest.Function, origins: Origins) -> str | None:
+        """Wrap the check's function; a problem sentence if it was replaced since collection."""
+        record: list[Any] = []
+        self._seen[item.nodeid] = record
+        func = item.obj
+        problem = None
+        if item.nodeid in self._original and func is not self._original[item.nodeid]:
+            problem = f"its function was replaced after collection (now {origins.where(func)})"
+
+        @functools.wraps(func)
+        def observed(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            try:
+                result = func(*args, **kwargs)
+            except BaseException as exc:
+                record.append(exc)
+                raise
+            record.append(Observer.RETURNED)
+            return result
+
+        self._swapped[item.nodeid] = func
+        item.obj = observed
+        return problem
+
+    def finish(self, item: pytest.Function) -> None:
+        """Put back the function :meth:`start` wrapped."""
+        if item.nodeid in self._swapped:
+            item.obj = self._swapped.pop(item.nodeid)
+
+    def seen(self, nodeid: str) -> Any:
+        """``None`` (never called), :attr:`RETURNED` or the exception raised."""
+        record = self._seen.get(nodeid) or [None]
+        return record[-1]
+
+
+_WATCHED = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type, functools.partial)
+
+
+class ModuleSnapshot:
+    """The callables, classes and modules of the kit's and the checks' modules, as at collection.
+
+    :meth:`problems` lists attributes replaced since then, attributes that are mocks, kit attributes
+    whose code is foreign, and checks' attributes defined in a ``conftest.py`` outside the checks folder.
+    """
+
+    def __init__(self, origins: Origins, check_modules: list[types.ModuleType]) -> None:
+        self.origins = origins
+        self.modules: dict[str, types.ModuleType] = {}
+        for name, mod in list(sys.modules.items()):
+            if mod is not None and (name == "pytest_distcheck" or name.startswith("pytest_distcheck.")):
+                self.modules[name] = mod
+        self.kit = set(self.modules)
+        for mod in check_modules:
+            self.modules[mod.__name__] = mod
+        self.attrs = {(name, attr): value for name, mod in self.modules.items()
+                      for attr, value in list(vars(mod).items()) if isinstance(value, _WATCHED)}
+
+    def problems(self, module_names: set[str] | None = None) -> list[str]:
+        """Sentences naming each tampered attribute, for the kit's modules and ``module_names``."""
+        out = []
+        mock = sys.modules.get("unittest.mock")
+        for name, mod in self.modules.items():
+            if name not in self.kit and module_names is not None and name not in module_names:
+                continue
+            for attr, value in list(vars(mod).items()):
+                before = self.attrs.get((name, attr))
+                what = f"{name}.{attr}"
+                if mock is not None and isinstance(value, mock.NonCallableMock):
+                    out.append(f"{what} is a mock")
+                elif before is not None and value is not before:
+                    out.append(f"{what} was replaced while the checks ran (now {self._describe(value)})")
+                elif isinstance(value, types.FunctionType) and self._foreign(name, value):
+                    out.append(f"{what} is {self._describe(value)}, not the kit's or the checks' own")
+        return out
+
+    def _foreign(self, module: str, func: types.FunctionType) -> bool:
+        where = func.__code__.co_filename
+        if module in self.kit:
+            return not self.origins.trusted(where)
+        return Path(where).name == "conftest.py" and not self.origins.in_checks(where)
+
+    def _describe(self, value: Any) -> str:
+        if isinstance(value, (types.FunctionType, type)):
+            return f"{getattr(value, '__qualname__', value)!s} from {self.origins.where(value)}"
+        return type(value).__name__

@@ -1,0 +1,105 @@
+"""The DoD report of one run as a JSON-ready dict (``--dod-json``), the source of the Markdown summary.
+
+Its shape is ``pytest_distcheck/schemas/dod-report.schema.json``. Every item says whether any of
+its checks ran in this run (``ran``), so a report never claims more than the run checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shlex
+import subprocess
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pytest_distcheck
+from pytest_distcheck.dod.state import ItemResult, State
+from pytest_distcheck.workspace import Workspace
+
+FORMAT = "pytest-distcheck/dod-report"
+VERSION = 1
+
+
+def sha256_file(path: Path) -> str:
+    """``sha256:<hex>`` of a file's bytes."""
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def gate_passes(results: list[ItemResult]) -> bool:
+    """Whether the gate passes: every item of the phase ran in this session and is done."""
+    return bool(results) and all(r.state is State.DONE for r in results)
+
+
+def _git_commit(root: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def build(ws: Workspace, results: list[ItemResult], config: pytest.Config) -> dict[str, Any]:
+    """The report document for ``results`` (one per workspace item, from :func:`~.state.combine`)."""
+    root = config.rootpath
+    args = list(config.invocation_params.args)
+    check_files = sorted({nodeid.split("::", 1)[0] for r in results for nodeid in r.checks})
+    states = Counter(r.state.value for r in results)
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "phase": {"id": ws.phase_id, "title": ws.phase_title},
+        "workspace": {"path": _rel(ws.path, root), "sha256": sha256_file(ws.path)},
+        "run": {
+            "command": shlex.join(["pytest", *map(str, args)]),
+            "ci": bool(os.environ.get("CI")),
+            "git_commit": _git_commit(root),
+            "python": platform.python_version(),
+            "pytest": pytest.__version__,
+            "distcheck": pytest_distcheck.__version__,
+        },
+        "gate": {
+            "requested": bool(config.getoption("distcheck_gate")),
+            "passed": gate_passes(results),
+            "failing": [r.item_id for r in results if r.state is not State.DONE],
+        },
+        "summary": {
+            "total": len(results),
+            "done": states.get(State.DONE.value, 0),
+            "ran": sum(r.ran for r in results),
+            "by_state": {s.value: states.get(s.value, 0) for s in State},
+        },
+        "items": [_item(r) for r in results],
+        "check_files": [{"path": f, "sha256": sha256_file(root / f)} for f in check_files if (root / f).is_file()],
+    }
+
+
+def _item(r: ItemResult) -> dict[str, Any]:
+    return {
+        "id": r.item_id,
+        "title": r.title,
+        "state": r.state.value,
+        "reason": r.reason,
+        "command": r.command,
+        "rerun": r.rerun,
+        "requires": list(r.requires),
+        "blocked_by": list(r.blocked_by),
+        "ran": r.ran,
+        "checks": [
+            {"nodeid": o.nodeid, "state": o.state.value, "reason": o.reason, "command": o.command}
+            for o in r.outcomes
+        ],
+    }

@@ -1,0 +1,46 @@
+"""The DoD table at the end of a run, written through pytest's terminal writer.
+
+Colour comes from pytest's markup, so ``--color=no`` (or a terminal that is not a TTY) gives plain
+text with no escape codes.
+"""
+
+from __future__ import annotations
+
+from pytest_distcheck.dod.report import gate_passes
+from pytest_distcheck.dod.state import ItemResult, State
+from pytest_distcheck.workspace import Workspace
+
+_COLOURS = {
+    State.DONE: {"green": True},
+    State.NOT_RUN: {"yellow": True},
+    State.PENDING: {"yellow": True},
+    State.STALE: {"yellow": True},
+    State.BLOCKED: {"yellow": True},
+    State.BROKEN: {"red": True, "bold": True},
+    State.ERROR: {"red": True, "bold": True},
+    State.UNTRUSTED: {"red": True, "bold": True},
+}
+
+
+def write(tr, ws: Workspace, results: list[ItemResult], gate: bool) -> None:
+    """Write the table: one row per item (state, id, reason); under each item that is not done, the
+    command that produces its evidence (``->``) and the one that checks it again (``rerun:``)."""
+    tr.write_sep("=", f"Definition of Done: phase {ws.phase_id}")
+    state_w = max(7, *(len(r.state.label) for r in results))
+    width = max(len(r.item_id) for r in results)
+    for r in results:
+        tr.write(f"{r.state.label:<{state_w}}  ", **_COLOURS[r.state])
+        tr.write_line(f"{r.item_id:<{width}}  {r.reason}")
+        if r.state is not State.DONE:
+            tr.write_line(f"{'':<{state_w}}  {'':<{width}}  -> {r.command}")
+            tr.write_line(f"{'':<{state_w}}  {'':<{width}}  rerun: {r.rerun}")
+    done = sum(r.state is State.DONE for r in results)
+    ran = sum(r.ran for r in results)
+    summary = f"{done}/{len(results)} items done"
+    if ran < len(results):
+        summary += f", {len(results) - ran} not checked in this run"
+    if gate:
+        ok = gate_passes(results)
+        tr.write_line(f"gate: {'PASSED' if ok else 'FAILED'} ({summary})", green=ok, red=not ok, bold=True)
+    else:
+        tr.write_line(f"{summary} (not gated; use --gate to require every item)")
