@@ -161,6 +161,8 @@ def test_session_ceiling_holds_across_xdist_workers(ws: pytest.Pytester):
     result = ws.runpytest_subprocess("-n", "2", "--max-usd", "2.5", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*BudgetRefused*would cost up to $1.11; $0.28 left of $2.50 (session ceiling*"])
+    result.stdout.fnmatch_lines(["distcheck budget: this session spent $2.22 in 2 paid run(s), 2 not settled "
+                                 "(counted at worst case); $2.78 left of $5.00 phase ceiling"])
     from pytest_distcheck.budget.ledger import Ledger
 
     rows = Ledger(ws.path / "experiments" / "ledger.md", ws.path / ".distcheck" / "budget.lock").read()

@@ -291,10 +291,12 @@ class Ledger:
         return _Locked(self)
 
     def read(self) -> list[LedgerRow]:
-        """The rows (``[]`` when the file does not exist). Raises :class:`LedgerError`."""
-        if not self.path.exists():
-            return []
-        return parse(self.path.read_text(encoding="utf-8"), self.path)
+        """The rows (``[]`` when the file does not exist), read under the lock so that a row being
+        appended is never seen half-written. Raises :class:`LedgerError`."""
+        with self.locked():
+            if not self.path.exists():
+                return []
+            return parse(self.path.read_text(encoding="utf-8"), self.path)
 
     def append(self, *new: LedgerRow) -> list[LedgerRow]:
         """Append rows under the lock and return them with their line numbers.

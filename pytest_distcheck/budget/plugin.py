@@ -123,6 +123,28 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             f"ceiling ({usd(phase.spent)} in {cfg.ledger_rel}{held})"]
 
 
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """One line on what this session spent, when it ran paid work (controller or single process)."""
+    if hasattr(config, "workerinput") or max_usd(config) is None:
+        return
+    from pytest_distcheck.budget import accounting
+    from pytest_distcheck.budget.errors import usd
+    from pytest_distcheck.errors import DistcheckError
+
+    try:
+        status = _guard(config).status()
+    except (DistcheckError, pytest.UsageError):
+        return
+    mine = accounting.totals(status.rows, run_prefix=f"{session_id(config)}-")
+    runs = len({r.run_id for r in status.rows if r.run_id.startswith(f"{session_id(config)}-")})
+    if runs:
+        phase = status.limits["phase"]
+        open_note = f", {len(mine.unsettled)} not settled (counted at worst case)" if mine.unsettled else ""
+        terminalreporter.write_line(
+            f"distcheck budget: this session spent {usd(mine.total)} in {runs} paid run(s){open_note}; "
+            f"{usd(max(phase.left, Decimal(0)))} left of {usd(phase.ceiling)} phase ceiling")
+
+
 class TestBudget:
     """What a paid test gets from the ``budget`` fixture: its guard, cap and time limit.
 
