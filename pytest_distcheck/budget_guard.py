@@ -23,20 +23,31 @@ API for code that rents machines (the pods providers)::
     res.max_seconds   # seconds that fit in res.usd at the reserved rate (use for server-side TTLs)
     try:
         pod = create(...)                                    # after reserve(), never before
-        res.record_pod(pod.id, usd_per_hour=cost_per_hr)     # appends an "open" ledger row at once;
-                                                             # usd_per_hour is for the whole pod (costPerHr)
+        res.record_pod(pod.id, usd_per_hour=cost_per_hr,     # appends an "open" ledger row at once;
+                       started_at=t_create)                  # usd_per_hour: the whole pod (costPerHr);
+                                                             # started_at: time.monotonic() of the create call
         with res.watchdog(terminate=lambda: provider.terminate(pod.id)):
-            ...  # wait, put, run, get; the watchdog calls terminate() within 1 s when the accrued cost
-                 # (rate x elapsed, billing granularity) reaches res.usd, on KeyboardInterrupt, SIGTERM,
-                 # any exception leaving the block, and interpreter exit; after a cut the block raises
-                 # BudgetExceeded naming the ceiling.
+            ...  # wait, put, run, get; the watchdog calls terminate() within 1 s before the accrued
+                 # cost (rate x seconds since started_at, billing granularity) reaches res.limit_usd
+                 # (the open row's worst case, <= res.usd), on KeyboardInterrupt, SIGTERM, any exception
+                 # leaving the block, and interpreter exit; after a cut by cost the block raises
+                 # BudgetExceeded naming the limit and the ceiling. Pass teardown_s=S to cut S seconds
+                 # earlier, so that termination itself stays within the reservation.
     finally:
         provider.terminate_and_confirm(pod.id)
         res.settle(actual_seconds)            # create call -> confirmed termination; appends a "settled"
                                               # row and releases the reservation. Call it on failure too;
                                               # with no pod recorded it only releases. Idempotent.
 
-    # or use the reservation as a context manager: leaving it releases what was not settled.
+    # or use the reservation as a context manager: leaving it releases the reservation when no pod was
+    # recorded (a recorded, unsettled run keeps counting its open row's worst case until settled).
+
+Pytest side (``pytest_distcheck.budget.plugin``): ``--max-usd`` (env ``DISTCHECK_MAX_USD``, ini
+``distcheck_max_usd``) is the session ceiling; tests marked ``gpu`` are skipped without it. The
+``budget`` fixture gives a test ``budget.reserve(provider, gpu_type, gpu_count, max_seconds=None, *,
+experiment=None, cloud="secure", usd_per_gpu_hour=None)``: purpose = the test id, cap = its
+``@pytest.mark.budget(usd=X)``, max_seconds defaults to its ``@pytest.mark.timeout``. The session
+fixture ``budget_guard`` is the :class:`BudgetGuard` itself.
 
 Ceilings and what is left (all USD): remaining = min(session ceiling (--max-usd) - spent this session,
 phase ceiling - ledger total, experiment ceiling - experiment total), each minus the reservations held
