@@ -174,3 +174,22 @@ def test_a_plan_with_an_unknown_style_is_a_config_error(phase, monkeypatch, caps
         "distcheck diagram: checks/distcheck.toml, diagram.plan: bad_plan:PLAN: plan entry 'attn.qkv': "
         "unknown style 'diagonal' (known: colwise, rowwise)\n"
     )
+
+
+def test_render_needs_a_diagram_of_the_plan(phase, monkeypatch, capsys):
+    (phase.path / PAGE).write_text("# no diagram yet\n\n```mermaid\nflowchart LR\n  A --> B\n```\n")
+    monkeypatch.chdir(phase.path)
+    assert main(["diagram", "--render"]) == 1
+    assert capsys.readouterr().out == (
+        "docs/tp-sharding.md:3: no Mermaid flowchart on the page names a layer of the plan "
+        "(attn.qkv, attn.out, mlp.up, mlp.down)\n"
+    )
+    assert not (phase.path / SVG).exists()
+
+
+def test_check_and_render_exclude_each_other(phase, monkeypatch, capsys):
+    monkeypatch.chdir(phase.path)
+    with pytest.raises(SystemExit) as info:
+        main(["diagram", "--check", "--render"])
+    assert info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
