@@ -63,7 +63,7 @@ def test_xdist_and_two_sessions_at_once_never_collide(pytester):
     procs = [subprocess.Popen(cmd, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for _ in range(2)]
     outputs = [p.communicate(timeout=300)[0] for p in procs]
-    for proc, out in zip(procs, outputs):
+    for proc, out in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, out
         assert "12 passed" in out
         assert "Address already in use" not in out and "EADDRINUSE" not in out
@@ -187,3 +187,69 @@ def test_fresh_ranks_marker_starts_new_processes(pytester):
         """
     )
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=3)
+
+
+BLOCKED_AND_OUT_OF_STEP = """
+import os
+import pytest
+
+def record():
+    with open({pidfile!r}, "a") as f:
+        f.write(f"{{os.getpid()}}\\n{{os.getppid()}}\\n")
+
+def in_step():
+    import torch, torch.distributed as dist
+    dist.barrier()
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    return t.item()
+
+def skip_a_collective():
+    import torch, torch.distributed as dist
+    record()
+    if dist.get_rank() == 0:
+        dist.all_reduce(torch.ones(1), async_op=True)
+
+@pytest.mark.parametrize("i", range({n}))
+def test_out_of_step_then_healthy(dist_world, i):
+    dist_world.run(skip_a_collective)
+    assert dist_world.run(in_step) == [2.0, 2.0]
+
+def test_blocked(dist_world):
+    def block():
+        import time
+        record()
+        time.sleep(600)
+    if os.environ.get("DISTCHECK_TEST_BLOCK"):
+        dist_world.run(block, timeout=600)
+"""
+
+
+def test_ranks_out_of_step_are_healed_under_xdist(pytester):
+    pidfile = pytester.path / "pids.txt"
+    pytester.makepyfile(test_steps=BLOCKED_AND_OUT_OF_STEP.format(n=6, pidfile=str(pidfile)))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-W", "default")
+    result.assert_outcomes(passed=7)
+    result.stdout.fnmatch_lines(["*RanksOutOfStepWarning: ranks ended the call out of step*"])
+    pids = _pids(pidfile)
+    assert len(pids) >= 6  # fresh ranks after each out-of-step call, plus the zygote(s) they came from
+    assert not _wait_gone(pids), "ranks or zygotes outlived the session"
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["plain", "xdist"])
+def test_ctrl_c_leaves_nothing_running(pytester, xdist):
+    pidfile = pytester.path / "pids.txt"
+    pytester.makepyfile(test_steps=BLOCKED_AND_OUT_OF_STEP.format(n=0, pidfile=str(pidfile)))
+    # A terminal's Ctrl-C sends SIGINT to the foreground process group: pytest and its xdist workers.
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *xdist], cwd=pytester.path,
+                            env=dict(os.environ, DISTCHECK_TEST_BLOCK="1"), start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while len(_pids(pidfile)) < 3 and time.monotonic() < deadline:  # 2 ranks and their zygote
+        time.sleep(0.2)
+    pids = _pids(pidfile)
+    assert len(pids) == 3, "the ranks never started"
+    os.killpg(proc.pid, signal.SIGINT)
+    out = proc.communicate(timeout=60)[0]
+    assert "KeyboardInterrupt" in out or "Interrupted" in out, out
+    assert not _wait_gone(pids), "ranks or their zygote outlived Ctrl-C"

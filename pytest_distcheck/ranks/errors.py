@@ -72,3 +72,11 @@ class RankTimeout(RankError):
 
 class PicklingError(TypeError):
     """The function, an argument or a result could not be sent between processes."""
+
+
+class RanksOutOfStepWarning(UserWarning):
+    """A call returned normally but the ranks ended it out of step (different collective counts).
+
+    Usually a collective or send that only some ranks issued, or an ``async_op`` never waited on.
+    The pool replaced its ranks, so the next call starts in step.
+    """

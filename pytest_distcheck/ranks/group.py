@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from typing import Any, Callable
 
 from pytest_distcheck.ranks.pool import RankPool
+from pytest_distcheck.ranks.zygote import Zygote
 
 
 class RankGroup:
@@ -45,27 +48,31 @@ class RankGroup:
 
 
 class PoolRegistry:
-    """One live :class:`RankPool` per (world size, backend) in this pytest process.
+    """One :class:`RankPool` per (world size, backend) in this pytest process, all forked from one zygote.
 
-    Owned by a session-scoped fixture: pools start on first use and are closed at session end (and
-    at interpreter exit, whatever ended the session).
+    Owned by a session-scoped fixture: the zygote starts (importing torch once) on first use, each pool
+    forks its ranks on first use, and everything is closed at session end (and at interpreter exit,
+    whatever ended the session).
     """
 
     def __init__(self) -> None:
         self._pools: dict[tuple[int, str], RankPool] = {}
+        self._zygote: Zygote | None = None
+        self._dir = tempfile.mkdtemp(prefix="distcheck-zygote-")
 
     def get(self, world_size: int, backend: str) -> RankPool:
+        if self._zygote is None or not self._zygote.alive:
+            self.close()
+            self._zygote = Zygote(os.path.join(self._dir, "zygote.log"))
         key = (world_size, backend)
         pool = self._pools.get(key)
-        if pool is None or not pool.alive:
-            if pool is not None:
-                pool.kill()
-            pool = self._pools[key] = RankPool(world_size, backend)
+        if pool is None:
+            pool = self._pools[key] = RankPool(world_size, backend, zygote=self._zygote)
         return pool
 
     def restart(self, world_size: int, backend: str) -> None:
-        """Close the pool for this key, if any; the next ``get`` starts a fresh one."""
-        pool = self._pools.pop((world_size, backend), None)
+        """Stop the ranks of this key, if any; the next call forks fresh ones."""
+        pool = self._pools.get((world_size, backend))
         if pool is not None:
             pool.close()
 
@@ -73,3 +80,6 @@ class PoolRegistry:
         for pool in self._pools.values():
             pool.close()
         self._pools.clear()
+        if self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None

@@ -17,6 +17,7 @@ import cloudpickle
 
 from pytest_distcheck.ranks.errors import PicklingError
 
+
 def _by_value(fn: Callable[..., Any]) -> list[Any]:
     """The module of ``fn`` when the ranks could not import it by name (then it travels by value)."""
     name = getattr(fn, "__module__", None) or ""

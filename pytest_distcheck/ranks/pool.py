@@ -1,125 +1,148 @@
 """Rank processes kept alive across tests, and how a call is dispatched to them and collected.
 
-Design (see tests/test_rank_pool.py for each behaviour):
-- one worker process per rank, started with ``subprocess`` in its own session (a kill reaches
-  grandchildren) with SIGKILL as its parent-death signal (SIGINT does not stop a rank blocked in gloo);
+Design (each behaviour is tested in tests/test_rank_group.py and tests/test_rank_processes.py):
+- one process per rank, forked from the zygote (:mod:`pytest_distcheck.ranks.zygote`), which imported
+  torch once: starting or replacing the ranks costs a fork, not an import. Each rank has its own session
+  (a kill reaches grandchildren) and SIGKILL as its parent-death signal (SIGINT does not stop a rank
+  blocked in gloo);
 - rendezvous on a ``TCPStore`` on port 0 hosted by rank 0, so ports never collide under xdist;
-- the process group is kept while every rank ends a call in step (same sequence number, no subgroups,
-  no error) and rebuilt under a new ``PrefixStore`` prefix otherwise;
-- a call that outlives its timeout, or a rank that dies, gets every unfinished rank stack-dumped
-  (faulthandler on SIGUSR1) and the whole pool killed; the next call starts a new pool.
+- the process group is kept while every rank ends a call in step (same sequence number of the default
+  group, no subgroups, no error); a call that created subgroups or destroyed the group gets a fresh
+  group under a new ``PrefixStore`` prefix for the next call;
+- on any doubt the ranks are replaced by fresh forks before the next call: a rank raised (it exits
+  right after reporting, which also unblocks peers waiting on it), died, or outlived the timeout
+  (stack-dumped with faulthandler on SIGUSR1, then killed), or the ranks ended out of step (a
+  :class:`~pytest_distcheck.ranks.errors.RanksOutOfStepWarning` names the counts).
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
-from multiprocessing import Pipe
+import warnings
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Callable
 
-from pytest_distcheck.ranks.errors import PicklingError, RankError, RankOutcome, RankTimeout
+from pytest_distcheck.ranks.errors import (
+    PicklingError,
+    RankError,
+    RankOutcome,
+    RanksOutOfStepWarning,
+    RankTimeout,
+)
 from pytest_distcheck.ranks.payload import dump_call, origin_file
+from pytest_distcheck.ranks.zygote import Zygote, ZygoteError, pidfd_exited
 
-_PR_SET_PDEATHSIG = 1
 # After the first rank fails, how long its peers get to report before they are stopped.
 PEER_GRACE_S = 5.0
-
-
-def _die_with_parent() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+# How long a killed or stopped rank may take to be gone.
+REAP_S = 5.0
 
 
 class RankPool:
     """``world_size`` live rank processes with a process group of ``backend``.
 
+    The ranks start on the first :meth:`run` (or :meth:`start`) and are replaced, on the next call,
+    whenever a call leaves any doubt about them.
+
     Args:
         world_size: number of ranks (processes), >= 1.
         backend: ``gloo`` (CPU) or ``nccl`` (one GPU per rank).
-        start_timeout: seconds to wait for every rank to import torch and join the store.
+        zygote: the process to fork ranks from; by default the pool starts (and owns) its own.
+        start_timeout: seconds to wait for the zygote to import torch, and for every rank to join.
+
+    Attributes:
+        starts: how many times ranks were started; started_s: seconds the last start took.
 
     Raises:
         RankError: a rank failed to start (with its output).
     """
 
-    def __init__(self, world_size: int, backend: str = "gloo", start_timeout: float = 120.0) -> None:
+    def __init__(self, world_size: int, backend: str = "gloo", zygote: Zygote | None = None,
+                 start_timeout: float = 120.0) -> None:
         if world_size < 1:
             raise ValueError(f"world_size must be >= 1, got {world_size}")
         self.world_size = world_size
         self.backend = backend
+        self.start_timeout = start_timeout
         self.generation = 0
         self.calls = 0
+        self.starts = 0
         self.started_s = 0.0
         self._dir = tempfile.mkdtemp(prefix="distcheck-ranks-")
-        self._procs: list[subprocess.Popen[bytes]] = []
+        self._own_zygote = zygote is None
+        self._zygote = zygote
+        self._pids: list[int] = []
+        self._pidfds: list[int] = []
         self._conns: list[Connection] = []
-        self._start(start_timeout)
 
     # -- life cycle -------------------------------------------------------------------------------
-    def _start(self, timeout: float) -> None:
+    def start(self) -> None:
+        """Fork the ranks and wait until each has joined the store (no-op while they are alive)."""
+        if self.alive:
+            return
+        self.kill()
         t0 = time.perf_counter()
-        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        if self._zygote is None or not self._zygote.alive:
+            if not self._own_zygote:
+                raise ZygoteError("the rank zygote this pool forks from is gone")
+            self._zygote = Zygote(self._path(-1, "log"), self.start_timeout)
         init = {"sys_path": list(sys.path), "cwd": os.getcwd()}
         try:
             for rank in range(self.world_size):
-                parent, child = Pipe(duplex=True)
-                log = open(self._path(rank, "log"), "wb")  # noqa: SIM115
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "pytest_distcheck.ranks.worker", str(child.fileno()),
-                     str(rank), str(self.world_size), self.backend, self._path(rank, "stack")],
-                    pass_fds=(child.fileno(),),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                    preexec_fn=_die_with_parent,
-                )
-                log.close()
-                child.close()
-                self._procs.append(proc)
-                self._conns.append(parent)
-                parent.send(("init", init))
-            port = self._expect(0, "port", timeout)
+                pid, conn = self._zygote.fork_rank({
+                    "rank": rank, "world_size": self.world_size, "backend": self.backend,
+                    "stack_file": self._path(rank, "stack"), "log": self._path(rank, "log"),
+                })
+                self._pids.append(pid)
+                self._conns.append(conn)
+                self._pidfds.append(os.pidfd_open(pid))
+                conn.send(("init", init))
+            port = self._expect(0, "port", self.start_timeout)
             for conn in self._conns[1:]:
                 conn.send(("port", port))
             for rank in range(self.world_size):
-                self._expect(rank, "ready", timeout - (time.perf_counter() - t0))
+                self._expect(rank, "ready", self.start_timeout - (time.perf_counter() - t0))
         except BaseException:
             self.kill()
             raise
+        self.generation = 0
+        self.starts += 1
         self.started_s = time.perf_counter() - t0
 
     def _path(self, rank: int, kind: str) -> str:
-        return os.path.join(self._dir, f"rank{rank}.{kind}")
+        return os.path.join(self._dir, f"rank{rank}.{kind}" if rank >= 0 else f"zygote.{kind}")
 
     def _expect(self, rank: int, kind: str, timeout: float) -> Any:
         conn = self._conns[rank]
         if conn.poll(max(timeout, 0.0)):
             try:
                 msg = conn.recv()
-            except EOFError:
+            except (EOFError, OSError):
                 msg = None
             if msg and msg[0] == kind:
                 return msg[1]
-        log = Path(self._path(rank, "log")).read_text(errors="replace")[-4000:]
-        raise RankError([RankOutcome(rank, "died", f"rank did not start ({kind})", stderr=log)],
+        raise RankError([RankOutcome(rank, "died", f"rank did not start ({kind})", stderr=self._log(rank))],
                         detail="could not start the rank pool")
+
+    def _log(self, rank: int) -> str:
+        try:
+            return Path(self._path(rank, "log")).read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
 
     @property
     def alive(self) -> bool:
-        return bool(self._procs) and all(p.poll() is None for p in self._procs)
+        """Whether every rank process is running (False before the first start and after a kill)."""
+        return bool(self._pids) and not any(pidfd_exited(fd) for fd in self._pidfds)
 
     def pids(self) -> list[int]:
-        """Process ids of the ranks, in rank order."""
-        return [p.pid for p in self._procs]
+        """Process ids of the ranks, in rank order (empty while none run)."""
+        return list(self._pids)
 
     def close(self) -> None:
         """Stop the ranks politely, then make sure: every process is gone when this returns."""
@@ -128,26 +151,30 @@ class RankPool:
                 conn.send(("stop",))
             except OSError:
                 pass
-        deadline = time.monotonic() + 5.0
-        for proc in self._procs:
-            try:
-                proc.wait(max(deadline - time.monotonic(), 0.01))
-            except subprocess.TimeoutExpired:
-                pass
+        self._wait_gone(REAP_S)
         self.kill()
+        if self._own_zygote and self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None
 
     def kill(self) -> None:
-        """SIGKILL every rank's process group and reap it."""
-        for proc in self._procs:
+        """SIGKILL every rank's process group and wait until the ranks are gone (the zygote stays)."""
+        for pid in self._pids:
             try:
-                os.killpg(proc.pid, signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        for proc in self._procs:
-            proc.wait()
+        self._wait_gone(REAP_S)
+        for fd in self._pidfds:
+            os.close(fd)
         for conn in self._conns:
             conn.close()
-        self._procs, self._conns = [], []
+        self._pids, self._pidfds, self._conns = [], [], []
+
+    def _wait_gone(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        for fd in self._pidfds:
+            pidfd_exited(fd, max(deadline - time.monotonic(), 0.0))
 
     # -- calls ------------------------------------------------------------------------------------
     def run(self, fn: Callable[..., Any], args: tuple, kwargs: dict, timeout: float) -> list[Any]:
@@ -158,20 +185,34 @@ class RankPool:
 
         Raises:
             PicklingError: ``fn``, an argument or a result could not be pickled (names which).
-            RankError: a rank raised; all ranks' outcomes, tracebacks and output are in the message.
+            RankError: a rank raised or died; all ranks' outcomes, tracebacks and output are in the
+                message. The ranks are replaced before the next call.
             RankTimeout: ranks still running after ``timeout``; their stacks are in the message and
-                the pool is killed (the next call starts a fresh one).
+                the ranks are killed (the next call starts fresh ones).
             pytest.skip.Exception: every rank skipped (the reason of rank 0).
         """
         payload = dump_call(fn, args, kwargs)
+        self.start()
         self.calls += 1
         call_id = self.calls
         msg = ("run", call_id, payload, self.generation, float(timeout), list(sys.path), origin_file(fn))
         for conn in self._conns:
-            conn.send(msg)
+            try:
+                conn.send(msg)
+            except OSError:  # the rank is gone; _collect reports how it ended
+                pass
         outcomes, results, seqs, keep = self._collect(call_id, timeout)
-        if len(set(seqs)) > 1 or not all(keep):
-            self.generation += 1  # out of step, destroyed or errored: next call gets a fresh group
+        if any(o.status not in ("ok", "skip") for o in outcomes):
+            self.kill()  # a rank raised, died or hung: fresh ranks for the next call
+        elif len(set(seqs)) > 1:
+            self.kill()
+            warnings.warn(RanksOutOfStepWarning(
+                "ranks ended the call out of step (collectives issued per rank: "
+                + ", ".join(f"rank {r}: {s}" for r, s in enumerate(seqs))
+                + "): a collective or send that only some ranks issued, or an async_op never waited on? "
+                  "The ranks were replaced."), stacklevel=3)
+        elif not all(keep):
+            self.generation += 1  # subgroups or a destroyed group: the next call gets a fresh group
         return self._finish(outcomes, results)
 
     def _collect(self, call_id: int, timeout: float):
@@ -182,6 +223,7 @@ class RankPool:
         keep = [False] * n
         deadline = time.monotonic() + timeout
         pending = {self._conns[r]: r for r in range(n)}
+        pidfds = {self._pidfds[r]: r for r in range(n)}
         timed_out = False
         try:
             while pending:
@@ -189,8 +231,19 @@ class RankPool:
                 if remaining <= 0:
                     timed_out = True
                     break
-                for conn in wait(list(pending), timeout=remaining):
-                    rank = pending.pop(conn)
+                ready = wait([*pending, *(fd for fd, r in pidfds.items() if self._conns[r] in pending)],
+                             timeout=remaining)
+                for obj in ready:
+                    rank = pending.get(obj) if isinstance(obj, Connection) else pidfds[obj]
+                    if rank is None or self._conns[rank] not in pending:
+                        continue
+                    conn = self._conns[rank]
+                    # A rank that reported and then exited has both ready: read the report first.
+                    if isinstance(obj, int) and not conn.poll(0):
+                        del pending[conn]
+                        outcomes[rank] = self._death(rank)
+                        continue
+                    del pending[conn]
                     try:
                         kind, cid, outcome, result, seq, ok = conn.recv()
                     except (EOFError, OSError):
@@ -207,58 +260,52 @@ class RankPool:
             raise
         if pending:
             stacks = self._dump_stacks(list(pending.values()))
-            died = any(o is not None and o.status == "died" for o in outcomes)
+            died = any(o is not None and o.status in ("error", "died") for o in outcomes)
             for rank in pending.values():
                 status = "timeout" if timed_out and not died else "stopped"
                 why = f"no result after {timeout:g} s" if status == "timeout" else "stopped after a peer failed"
                 outcomes[rank] = RankOutcome(rank, status, why, stack=stacks.get(rank, ""))
             self.kill()
             if timed_out and not died:
-                raise RankTimeout([o for o in outcomes if o is not None], detail=f"timeout {timeout:g} s")
-        elif any(o.status == "died" for o in outcomes if o is not None):
-            self.kill()
-        return outcomes, results, seqs, keep
+                done = [f"rank {r}: returned" for r, o in enumerate(outcomes) if o is not None and o.status == "ok"]
+                raise RankTimeout([o for o in outcomes if o is not None], detail=f"timeout {timeout:g} s" + (
+                    f"; {', '.join(done)} (ranks out of step: a collective only some ranks issued?)" if done else ""))
+        return [o for o in outcomes if o is not None], results, seqs, keep
 
     def _death(self, rank: int) -> RankOutcome:
-        proc = self._procs[rank]
-        try:
-            code = proc.wait(2.0)
-        except subprocess.TimeoutExpired:
-            code = None
+        code = self._zygote.exit_code(self._pids[rank], 2.0) if self._zygote is not None else None
         if code is None:
             why = "lost contact with the rank"
         elif code < 0:
             why = f"killed by {signal.Signals(-code).name}"
         else:
             why = f"exited with code {code}"
-        log = Path(self._path(rank, "log")).read_text(errors="replace")[-4000:]
-        return RankOutcome(rank, "died", why, stderr=log)
+        return RankOutcome(rank, "died", why, stderr=self._log(rank))
 
     def _dump_stacks(self, ranks: list[int]) -> dict[int, str]:
         for rank in ranks:
             try:
-                os.kill(self._procs[rank].pid, signal.SIGUSR1)
+                os.kill(self._pids[rank], signal.SIGUSR1)
             except ProcessLookupError:
                 pass
         time.sleep(0.3)
         return {r: Path(self._path(r, "stack")).read_text(errors="replace") for r in ranks}
 
-    def _finish(self, outcomes: list[RankOutcome | None], results: list[bytes]) -> list[Any]:
+    def _finish(self, outcomes: list[RankOutcome], results: list[bytes]) -> list[Any]:
         import cloudpickle
 
-        done = [o for o in outcomes if o is not None]
-        if any(o.status not in ("ok", "skip") for o in done):
-            raise RankError(done)
-        for o in done:
+        if any(o.status not in ("ok", "skip") for o in outcomes):
+            raise RankError(outcomes)
+        for o in outcomes:
             _echo(o)
-        if any(o.status == "skip" for o in done):
+        if any(o.status == "skip" for o in outcomes):
             import pytest
 
-            reasons = {o.error for o in done if o.status == "skip"}
-            if len(reasons) == 1 and all(o.status == "skip" for o in done):
+            reasons = {o.error for o in outcomes if o.status == "skip"}
+            if len(reasons) == 1 and all(o.status == "skip" for o in outcomes):
                 pytest.skip(reasons.pop())
-            raise RankError(done, detail="ranks disagree: some skipped, some did not (" + "; ".join(
-                f"rank {o.rank}: {o.status} {o.error}".strip() for o in done) + ")")
+            raise RankError(outcomes, detail="ranks disagree: some skipped, some did not (" + "; ".join(
+                f"rank {o.rank}: {o.status} {o.error}".strip() for o in outcomes) + ")")
         try:
             return [cloudpickle.loads(r) for r in results]
         except Exception as exc:  # noqa: BLE001

@@ -1,13 +1,17 @@
-"""The program one rank runs: ``python -m pytest_distcheck.ranks.worker FD RANK WORLD BACKEND DUMPFILE``.
+"""The program one rank runs, in a process forked from the zygote: :func:`serve`.
 
-It imports torch once, joins the pool's store (rank 0 hosts a ``TCPStore`` on port 0 and tells the
-parent which port it got), then serves calls until told to stop or its parent goes away. Each call
-runs on a process group over a ``PrefixStore`` of that store; the group is kept between calls while
-the parent sees every rank in step, and rebuilt under a new prefix otherwise.
+It joins the pool's store (rank 0 hosts a ``TCPStore`` on port 0 and tells the parent which port it
+got), then serves calls until told to stop or its parent goes away. Each call runs on a process group
+over a ``PrefixStore`` of that store; the group is kept between calls while the parent sees every rank
+in step, and rebuilt under a new prefix otherwise. A rank whose call raised reports, then exits: that
+closes its sockets at once (so a peer blocked on it fails fast instead of waiting out the group's
+timeout) and the pool is replaced by freshly forked ranks before the next call.
 
-State reset after every call (documented in the README): torch's and Python's global RNG states,
-torch's default dtype and thread count, ``os.environ`` and the working directory. Anything else a test
-changes at module level stays for the next test on the same pool; ask for ``@pytest.mark.fresh_ranks``.
+State reset after every call (documented in the README): the global RNG states of torch (CPU), Python
+and NumPy (when loaded), torch's default dtype, default device, grad mode, deterministic-algorithms
+flag and intra-op thread count, ``os.environ``, the working directory and the warnings filters; subgroups
+a call created are destroyed. Anything else a test changes at module level (a module's globals,
+``sys.modules``) stays for the next test on the same pool; ask for ``@pytest.mark.fresh_ranks``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import random
 import signal
 import sys
 import traceback
+import warnings
 from datetime import timedelta
 from multiprocessing.connection import Connection
 
@@ -69,27 +74,42 @@ class _Rank:
 
     def _snapshot(self) -> None:
         torch = self.torch
+        numpy = sys.modules.get("numpy")  # torch imports it when installed
         self.saved = (
             torch.get_rng_state(),
             random.getstate(),
+            numpy.random.get_state() if numpy is not None else None,
             torch.get_default_dtype(),
+            torch.get_default_device(),
+            torch.is_grad_enabled(),
+            (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
             torch.get_num_threads(),
             dict(os.environ),
             os.getcwd(),
+            list(warnings.filters),
         )
 
     def _restore(self) -> None:
         torch = self.torch
-        rng, py_rng, dtype, threads, env, cwd = self.saved
+        rng, py_rng, np_rng, dtype, device, grad, deterministic, threads, env, cwd, filters = self.saved
         torch.set_rng_state(rng)
         random.setstate(py_rng)
+        if np_rng is not None:
+            sys.modules["numpy"].random.set_state(np_rng)
         torch.set_default_dtype(dtype)
+        if torch.get_default_device() != device:
+            torch.set_default_device(None if device.type == "cpu" else device)
+        torch.set_grad_enabled(grad)
+        if (torch.are_deterministic_algorithms_enabled(),
+                torch.is_deterministic_algorithms_warn_only_enabled()) != deterministic:
+            torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         if os.environ != env:
             os.environ.clear()
             os.environ.update(env)
         os.chdir(cwd)
+        warnings.filters[:] = filters
 
     def _ensure_group(self, generation: int, timeout: float) -> None:
         dist = self.dist
@@ -124,7 +144,8 @@ class _Rank:
         except Exception:  # noqa: BLE001 - no sequence number: rebuild rather than guess
             return None, False
 
-    def call(self, call_id: int, payload: bytes, generation: int, timeout: float, origin: str) -> None:
+    def call(self, call_id: int, payload: bytes, generation: int, timeout: float, origin: str) -> bool:
+        """Run one call and send its outcome; False when this rank must now exit (the call raised)."""
         import cloudpickle
 
         out, err = io.StringIO(), io.StringIO()
@@ -148,12 +169,15 @@ class _Rank:
                 traceback="" if skip else _format_traceback(exc, origin),
             )
         outcome["stdout"], outcome["stderr"] = out.getvalue(), err.getvalue()
+        if outcome["status"] == "error":
+            self.conn.send(("result", call_id, outcome, result, None, False))
+            return False
         seq, keep = self._group_state()
-        if outcome["status"] == "error" or not keep:
-            # Dropping our end at once makes a peer blocked on us fail fast instead of waiting.
+        if not keep:  # subgroups or a destroyed group: start the next call on a fresh one
             self._drop_group()
         self._restore()
-        self.conn.send(("result", call_id, outcome, result, seq, keep and outcome["status"] != "error"))
+        self.conn.send(("result", call_id, outcome, result, seq, keep))
+        return True
 
     def serve(self) -> None:
         self.conn.send(("ready", os.getpid()))
@@ -161,34 +185,31 @@ class _Rank:
             try:
                 msg = self.conn.recv()
             except (EOFError, OSError):
-                break
+                return
             if msg[0] == "stop":
                 break
             if msg[0] == "run":
                 _, call_id, payload, generation, timeout, sys_path, origin = msg
                 if sys.path != sys_path:  # pytest inserts test folders as it collects them
                     sys.path[:] = sys_path
-                self.call(call_id, payload, generation, timeout, origin)
+                if not self.call(call_id, payload, generation, timeout, origin):
+                    return
         self._drop_group()
 
 
-def main(argv: list[str]) -> None:
-    fd, rank, world_size, backend, dumpfile = int(argv[0]), int(argv[1]), int(argv[2]), argv[3], argv[4]
-    dump = open(dumpfile, "w")  # noqa: SIM115 - lives as long as the process
+def serve(conn: Connection, rank: int, world_size: int, backend: str, stack_file: str) -> None:
+    """Be rank ``rank`` of ``world_size``: join the pool's store, then run calls sent on ``conn``.
+
+    Called in a process just forked from the zygote, with stdout and stderr already on the rank's log.
+    Returns when told to stop, when the parent goes away, or after a call that raised; the caller
+    then ends the process with ``os._exit`` (gloo threads may still hold the store at teardown).
+    """
+    dump = open(stack_file, "w")  # noqa: SIM115 - lives as long as the process
     faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
-    conn = Connection(fd)
+    faulthandler.enable(file=sys.stderr, all_threads=True)  # a segfault leaves its stack in the log
     kind, init = conn.recv()
     assert kind == "init"
     sys.path[:] = init["sys_path"]
     os.chdir(init["cwd"])
-    rank_obj = _Rank(conn, rank, world_size, backend)
-    rank_obj.serve()
+    _Rank(conn, rank, world_size, backend).serve()
     conn.close()
-    # Skip interpreter teardown: gloo threads may still hold the store and abort on exit.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

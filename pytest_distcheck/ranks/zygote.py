@@ -1,0 +1,237 @@
+"""One process per pytest process that imports torch once and forks every rank process from itself.
+
+Importing torch costs 1-2 s of CPU per process; a rank forked from a process that already imported it
+starts in tens of milliseconds. So start-up pays one import whatever the world size, and a pool torn
+down after a failure is replaced in about 0.1 s. The zygote itself never runs test code and never
+creates a process group or a thread pool, so what it forks is the state right after ``import torch``.
+
+Process tree and life cycle:
+- pytest -> zygote (``python -m pytest_distcheck.ranks.zygote FD LOG``): own session, SIGKILL as its
+  parent-death signal;
+- zygote -> rank (``os.fork``): each rank calls ``setsid`` (a ``killpg`` reaches its grandchildren) and
+  sets SIGKILL as its parent-death signal, so SIGKILL to pytest takes the zygote and then every rank;
+- the zygote reaps its ranks (a pidfd per rank) and tells pytest how each ended, because only a
+  parent can read a child's exit status.
+
+Protocol on the control connection (a ``multiprocessing`` duplex pipe, i.e. a Unix socket pair):
+pytest sends ``("fork", rank, args)`` followed by the rank's end of a new pipe as an ``SCM_RIGHTS``
+handle; the zygote answers ``("forked", rank, pid)`` and later ``("exit", pid, returncode)``
+(negative: killed by that signal, as ``subprocess`` reports it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection, wait
+from multiprocessing.reduction import recv_handle, send_handle
+from pathlib import Path
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when its parent exits (Linux ``prctl``)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class ZygoteError(RuntimeError):
+    """The zygote could not be started or stopped answering; the text ends with its log."""
+
+
+class Zygote:
+    """The pytest side of the zygote: start it, fork ranks from it, learn how they ended.
+
+    Args:
+        log_path: file the zygote's own output goes to (shown if it fails to start).
+        start_timeout: seconds to wait for the zygote to import torch.
+
+    Raises:
+        ZygoteError: the zygote did not report ready in time (with its log).
+    """
+
+    def __init__(self, log_path: str, start_timeout: float = 120.0) -> None:
+        self.log_path = log_path
+        self._exits: dict[int, int] = {}
+        parent, child = Pipe(duplex=True)
+        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        with open(log_path, "wb") as log:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "pytest_distcheck.ranks.zygote", str(child.fileno())],
+                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=env, start_new_session=True, preexec_fn=die_with_parent,
+            )
+        child.close()
+        self._conn = parent
+        try:
+            self._expect("ready", start_timeout)
+        except BaseException:
+            self.kill()
+            raise
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return self._proc.poll() is None
+
+    def _expect(self, kind: str, timeout: float) -> tuple:
+        """Read messages until one of ``kind`` arrives, recording exit reports on the way."""
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self._read(deadline - time.monotonic())
+            if msg is None:
+                raise ZygoteError(f"the rank zygote sent no {kind!r} within {timeout:g} s "
+                                  f"(alive: {self.alive}); its log:\n{self._log()}")
+            if msg[0] == kind:
+                return msg
+
+    def _read(self, timeout: float) -> tuple | None:
+        try:
+            if not self._conn.poll(max(timeout, 0.0)):
+                return None
+            msg = self._conn.recv()
+        except (EOFError, OSError):
+            return None
+        if msg[0] == "exit":
+            self._exits[msg[1]] = msg[2]
+        return msg
+
+    def _log(self) -> str:
+        return Path(self.log_path).read_text(errors="replace")[-4000:]
+
+    def fork_rank(self, args: dict[str, Any], timeout: float = 30.0) -> tuple[int, Connection]:
+        """Fork one rank process; return its pid and the pytest end of its connection.
+
+        ``args`` are the keyword arguments of :func:`pytest_distcheck.ranks.worker.serve`
+        (less ``conn``) plus ``log`` (the file the rank's stdout and stderr go to).
+        """
+        parent, child = Pipe(duplex=True)
+        try:
+            self._conn.send(("fork", args))
+            send_handle(self._conn, child.fileno(), self._proc.pid)
+        except OSError as exc:
+            raise ZygoteError(f"the rank zygote is gone ({exc}); its log:\n{self._log()}") from exc
+        finally:
+            child.close()
+        _, pid = self._expect("forked", timeout)
+        return pid, parent
+
+    def exit_code(self, pid: int, timeout: float) -> int | None:
+        """How rank ``pid`` ended (``subprocess`` convention), or None if not known within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while pid not in self._exits:
+            if self._read(deadline - time.monotonic()) is None:
+                break
+        return self._exits.get(pid)
+
+    def close(self) -> None:
+        """Stop the zygote (it kills any rank still running); make sure it is gone."""
+        try:
+            self._conn.send(("stop",))
+            self._proc.wait(5.0)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self._proc.wait()
+        self._conn.close()
+
+
+# -- the zygote process ---------------------------------------------------------------------------
+def _start_rank(conn_fd: int, args: dict[str, Any], close_fds: list[int]) -> int:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    zygote_pid = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        os.setsid()
+        die_with_parent()
+        if os.getppid() != zygote_pid:  # the zygote died before prctl took effect
+            os._exit(1)
+        for fd in close_fds:
+            os.close(fd)
+        log = os.open(args.pop("log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        from pytest_distcheck.ranks import worker
+
+        worker.serve(Connection(conn_fd), **args)
+        code = 0
+    except BaseException:  # noqa: BLE001 - the rank's own errors go to its log, never back to the zygote
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def main(fd: int) -> None:
+    # Everything a rank needs, imported once here so that each fork starts with it.
+    import cloudpickle  # noqa: F401
+    import torch  # noqa: F401
+    import torch.distributed  # noqa: F401
+
+    import pytest_distcheck.ranks.worker  # noqa: F401
+
+    conn = Connection(fd)
+    conn.send(("ready", os.getpid()))
+    children: dict[int, int] = {}  # pidfd -> pid
+    while True:
+        for ready in wait([conn, *children]):
+            if ready is conn:
+                try:
+                    msg = conn.recv()
+                except (EOFError, OSError):
+                    msg = ("stop",)
+                if msg[0] == "stop":
+                    for pid in children.values():
+                        try:
+                            os.killpg(pid, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                    os._exit(0)
+                _, args = msg
+                conn_fd = recv_handle(conn)
+                pid = _start_rank(conn_fd, args, [fd, *children])
+                os.close(conn_fd)
+                children[os.pidfd_open(pid)] = pid
+                conn.send(("forked", pid))
+            else:
+                pid = children.pop(ready)
+                os.close(ready)
+                _, status = os.waitpid(pid, 0)
+                try:
+                    conn.send(("exit", pid, os.waitstatus_to_exitcode(status)))
+                except OSError:
+                    os._exit(0)
+
+
+def pidfd_exited(pidfd: int, timeout: float = 0.0) -> bool:
+    """Whether the process behind ``pidfd`` has ended (a pidfd turns readable when it does)."""
+    return bool(select.select([pidfd], [], [], timeout)[0])
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))

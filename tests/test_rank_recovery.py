@@ -1,0 +1,179 @@
+"""Isolation and recovery of the persistent rank pool: crashes, kills, out-of-step ranks, leaked state."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from pytest_distcheck.ranks.errors import RankError, RanksOutOfStepWarning
+
+
+def pid_and_parent():
+    return os.getpid(), os.getppid()
+
+
+def in_step_all_reduce():
+    """A barrier and an all-reduce: only ranks in step with each other get through both."""
+    import torch
+    import torch.distributed as dist
+
+    dist.barrier()
+    t = torch.tensor([float(dist.get_rank() + 1)])
+    dist.all_reduce(t)
+    return t.item()
+
+
+def _gone(pid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(")")[-1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_segfault_is_reported_with_its_signal_and_stack(dist_world):
+    def crash_on_rank_1():
+        import ctypes
+
+        import torch
+        import torch.distributed as dist
+
+        if dist.get_rank() == 1:
+            ctypes.string_at(0)  # reads address 0: SIGSEGV
+        dist.all_reduce(torch.ones(1))  # fails fast once rank 1's sockets close
+
+    before = dist_world.run(pid_and_parent)
+    with pytest.raises(RankError) as info:
+        dist_world.run(crash_on_rank_1, timeout=30)
+    text = str(info.value)
+    assert "rank 1: died (killed by SIGSEGV)" in text
+    assert "Fatal Python error: Segmentation fault" in text and "crash_on_rank_1" in text  # faulthandler
+    after = dist_world.run(pid_and_parent)
+    assert {p for p, _ in after}.isdisjoint(p for p, _ in before)  # fresh ranks...
+    assert {z for _, z in after} == {z for _, z in before}  # ...forked from the same zygote (no new import)
+    assert dist_world.run(in_step_all_reduce) == [3.0, 3.0]
+
+
+def test_a_rank_killed_from_outside_during_a_call(dist_world):
+    pids = [p for p, _ in dist_world.run(pid_and_parent)]
+
+    def rank_1_sleeps_rank_0_waits_for_it():
+        import time
+
+        import torch
+        import torch.distributed as dist
+
+        if dist.get_rank() == 1:
+            time.sleep(60)
+        dist.all_reduce(torch.ones(1))
+
+    killer = threading.Timer(1.0, os.kill, (pids[1], signal.SIGKILL))
+    killer.start()
+    try:
+        with pytest.raises(RankError) as info:
+            dist_world.run(rank_1_sleeps_rank_0_waits_for_it, timeout=30)
+    finally:
+        killer.cancel()
+    assert "rank 1: died (killed by SIGKILL)" in str(info.value)
+    # rank 0's all-reduce failed at once instead of waiting out the timeout
+    assert "rank 0: error (RuntimeError:" in str(info.value) and "Connection closed by peer" in str(info.value)
+    assert dist_world.run(in_step_all_reduce) == [3.0, 3.0]
+
+
+def test_a_rank_killed_between_calls_is_replaced(dist_world):
+    pids = [p for p, _ in dist_world.run(pid_and_parent)]
+    os.kill(pids[0], signal.SIGKILL)
+    assert _gone(pids[0])
+    assert dist_world.run(in_step_all_reduce) == [3.0, 3.0]
+    assert set(p for p, _ in dist_world.run(pid_and_parent)).isdisjoint(pids)
+
+
+def test_ranks_left_out_of_step_are_detected_and_replaced(dist_world):
+    def only_rank_0_starts_an_all_reduce():
+        import torch
+        import torch.distributed as dist
+
+        if dist.get_rank() == 0:
+            dist.all_reduce(torch.ones(1), async_op=True)  # never waited on, never matched
+
+    pids = [p for p, _ in dist_world.run(pid_and_parent)]
+    with pytest.warns(RanksOutOfStepWarning, match=r"rank 0: \d+, rank 1: \d+"):
+        assert dist_world.run(only_rank_0_starts_an_all_reduce) == [None, None]
+    assert dist_world.run(in_step_all_reduce) == [3.0, 3.0]
+    assert set(p for p, _ in dist_world.run(pid_and_parent)).isdisjoint(pids)
+
+
+def test_the_group_is_kept_while_ranks_stay_in_step(dist_world):
+    def group_id():
+        import torch.distributed as dist
+
+        return id(dist.distributed_c10d._get_default_group())
+
+    first = dist_world.run(group_id)
+    dist_world.run(in_step_all_reduce)
+    assert dist_world.run(group_id) == first
+
+
+def test_more_state_is_reset_between_calls(dist_world, tmp_path):
+    def mess_up(where):
+        import os
+        import random
+        import warnings
+
+        import numpy
+        import torch
+
+        torch.set_grad_enabled(False)
+        torch.use_deterministic_algorithms(True)
+        torch.set_num_threads(2)
+        numpy.random.seed(7)
+        random.seed(7)
+        warnings.simplefilter("error")
+        os.chdir(where)
+
+    def look():
+        import os
+        import random
+        import warnings
+
+        import numpy
+        import torch
+
+        return (torch.is_grad_enabled(), torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(),
+                numpy.random.rand(), random.random(), torch.rand(1).item(), len(warnings.filters), os.getcwd())
+
+    before = dist_world.run(look)
+    dist_world.run(mess_up, str(tmp_path))
+    after = dist_world.run(look)
+    assert after == before  # same RNG draws too: every call starts from the same RNG state
+    assert after[0][:3] == (True, False, 1)
+
+
+def test_fresh_ranks_do_not_see_module_state_of_earlier_calls(dist_world):
+    import sys
+
+    def mark_a_module():
+        import sys
+
+        sys.modules["json"].distcheck_mark = True
+
+    def marked():
+        import sys
+
+        return getattr(sys.modules["json"], "distcheck_mark", False)
+
+    dist_world.run(mark_a_module)
+    assert dist_world.run(marked) == [True, True]  # module state persists on the same pool (documented)
+    pool = dist_world._registry.get(dist_world.world_size, dist_world.backend)
+    pool.close()  # what @pytest.mark.fresh_ranks does before a test
+    assert dist_world.run(marked) == [False, False]
+    assert "json" in sys.modules  # (the parent is untouched either way)
