@@ -32,7 +32,8 @@ def use(pytester: pytest.Pytester, fixture: str) -> Path:
 
 
 def run_check(pytester: pytest.Pytester):
-    return pytester.runpytest("checks/test_spend_within_budget.py", "-p", "no:cacheprovider")
+    # A subprocess: in-process, the copy would clash with the real check's module of the same name.
+    return pytester.runpytest_subprocess("checks/test_spend_within_budget.py", "-p", "no:cacheprovider")
 
 
 def test_committed_empty_ledger_is_done(phase: pytest.Pytester):
