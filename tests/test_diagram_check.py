@@ -201,3 +201,16 @@ def test_svg_states(tmp_path, plan):
     )
     svg.write_text(text.split("\n", 1)[1])
     assert svg_state(linked, "docs/page.md", svg, block).state == "unstamped"
+
+
+def test_an_engine_failure_is_a_clear_error(parser, monkeypatch):
+    from pytest_distcheck.diagram.mermaid import MermaidEngineError
+
+    def broken(source):
+        raise RuntimeError("ReferenceError: __resetDocument is not defined")
+
+    monkeypatch.setattr(parser, "_parse_on_worker", broken)
+    with pytest.raises(MermaidEngineError, match=r"the embedded Mermaid failed \(RuntimeError: ReferenceError: "
+                                                 r"__resetDocument is not defined\); pytest-distcheck needs "
+                                                 r"mermaidx==0\.10\.1, found 0\.10\.1"):
+        parser.parse("flowchart TD\n  A --> B\n")
