@@ -34,7 +34,9 @@ def nearest(quote: str, source_lines: list[str], first_line: int) -> tuple[int, 
             # Start the window at each word of the first line, so the quote may begin mid-line.
             if k == 0 or (joined[k - 1] == " " and k < len(stripped[i])):
                 # A word may open with a quote mark or bracket the quote leaves out.
-                start = k + 1 if joined[k] in "\"'([{" else k
+                start = k
+                while start < len(joined) - 1 and joined[start] in "\"'([{":
+                    start += 1
                 window = joined[start : start + len(quote) + 5]
                 candidates.setdefault(window, first_line + i)
     match = difflib.get_close_matches(quote, list(candidates), n=1, cutoff=0.6)

@@ -139,9 +139,9 @@ class Resolver:
         if self._owners is None:
             self._owners = {}
             for dist in metadata.distributions():
-                name = dist.metadata["Name"]
+                label = f"{dist.metadata['Name']} {dist.version}"  # parsed once per distribution
                 for f in dist.files or ():
-                    self._owners.setdefault(str(PurePosixPath(*f.parts)), f"{name} {dist.version}")
+                    self._owners.setdefault(str(PurePosixPath(*f.parts)), label)
         return self._owners.get(rel)
 
 

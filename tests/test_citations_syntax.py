@@ -1,0 +1,131 @@
+"""Parsing notes: the citation syntax, the blocks citations stand in, front matter, malformed citations."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_distcheck.citations.syntax import parse_note
+from pytest_distcheck.errors import ConfigError
+
+NOTE = Path("note.md")
+
+
+def parse(text: str):
+    return parse_note(textwrap.dedent(text).lstrip("\n"), NOTE)
+
+
+def test_a_citation_gives_package_path_symbol_quote_and_line():
+    note = parse("""
+        # Title
+
+        Column-parallel splits the output dimension
+        `[cite: megatron-core megatron/core/tensor_parallel/layers.py::ColumnParallelLinear.forward "a = b"]`.
+    """)
+    (cit,) = note.citations
+    assert (cit.package, cit.path, cit.symbol, cit.quote) == (
+        "megatron-core",
+        "megatron/core/tensor_parallel/layers.py",
+        "ColumnParallelLinear.forward",
+        "a = b",
+    )
+    assert cit.line == 4
+    assert cit.block.line == 3 and cit.block.kind == "paragraph"
+
+
+def test_the_quote_is_optional_and_escapes_are_undone():
+    note = parse(r"""
+        One [cite: torch torch/a.py::f] and [cite: torch torch/a.py::g "say \"hi\" \\ there"] here.
+    """)
+    assert [c.quote for c in note.citations] == [None, 'say "hi" \\ there']
+
+
+def test_a_citation_may_wrap_over_lines_and_a_quote_may_hold_brackets():
+    note = parse("""
+        - first bullet
+        - second bullet with a long citation [cite: torch
+          torch/distributed/fsdp/api.py::ShardingStrategy "x[0] ]
+          y"] and more text
+    """)
+    (cit,) = note.citations
+    assert cit.line == 2 and " ".join(cit.quote.split()) == "x[0] ] y"
+    assert cit.block.kind == "list item" and cit.block.line == 2
+
+
+def test_citations_in_fenced_code_are_examples_and_ignored():
+    note = parse("""
+        ```
+        [cite: torch torch/a.py::f "ignored"]
+        ```
+        ~~~markdown
+        [cite: broken
+        ~~~
+        [cite: torch torch/b.py::g "kept"]
+    """)
+    assert [c.path for c in note.citations] == ["torch/b.py"] and note.malformed == []
+
+
+def test_each_list_item_and_heading_is_its_own_block():
+    note = parse("""
+        ## Heading [cite: torch torch/a.py::h "x"]
+        - item one [cite: torch torch/a.py::f "x"]
+          continued
+        - item two [cite: torch torch/a.py::g "x"]
+        Paragraph after? No: a lazy continuation of item two.
+    """)
+    kinds = [(c.symbol, c.block.kind, c.block.line) for c in note.citations]
+    assert kinds == [("h", "heading", 1), ("f", "list item", 2), ("g", "list item", 4)]
+    assert note.citations[2].block.own_words() == 11
+
+
+def test_own_words_leave_citations_out():
+    note = parse('See [cite: torch torch/a.py::f "many words inside the quote do not count"].')
+    assert note.citations[0].block.own_words() == 1
+
+
+def test_front_matter_records_versions():
+    note = parse("""
+        ---
+        title: x
+        checked-against: megatron-core 0.16.1, torch 2.13.0
+        ---
+        text
+    """)
+    assert note.checked_against == {"megatron-core": "0.16.1", "torch": "2.13.0"}
+
+
+def test_no_front_matter_means_nothing_recorded():
+    assert parse("text\n").checked_against is None
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "problem"),
+    [
+        ("---\nchecked-against: torch\n---\n", "line 2", "checked-against entry 'torch' is not 'PACKAGE VERSION'"),
+        ("---\ntitle: x\n", "line 1", "never closed"),
+    ],
+)
+def test_bad_front_matter_names_file_and_line(text, where, problem):
+    with pytest.raises(ConfigError) as info:
+        parse_note(text, NOTE)
+    assert info.value.where == where and problem in info.value.problem
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[cite:]", "empty citation"),
+        ("[cite: torch]", "no PATH::SYMBOL after the package name"),
+        ("[cite: torch torch/a.py]", "no PATH::SYMBOL after the package name"),
+        ('[cite: torch torch/a.py:: "q"]', "no SYMBOL after '::'"),
+        ('[cite: torch torch/a.py::f "never closed]', "the quote is never closed"),
+        ('[cite: torch torch/a.py::f "q" extra]', "text after the closing '\"' of the quote"),
+    ],
+)
+def test_malformed_citations_say_what_is_wrong(text, problem):
+    note = parse(f"intro line\n\nbefore {text} after\n")
+    assert note.citations == []
+    (bad,) = note.malformed
+    assert bad.line == 3 and problem in bad.problem and "[cite: PACKAGE PATH::SYMBOL" in bad.problem
