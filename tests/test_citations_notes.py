@@ -1,0 +1,174 @@
+"""Verifying whole notes: each bad note under fixtures/notes gives its precise reason; counting; versions."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_distcheck.citations.record import record_versions
+from pytest_distcheck.citations.report import failure_lines, note_lines
+from pytest_distcheck.citations.verdict import notes_verdict
+from pytest_distcheck.citations.verifier import Status, verify_note
+from pytest_distcheck.errors import ConfigError, DistcheckError
+
+REPO = Path(__file__).resolve().parents[1]
+NOTES = REPO / "fixtures" / "notes"
+
+
+@pytest.fixture(autouse=True)
+def toy_site(monkeypatch):
+    monkeypatch.syspath_prepend(str(NOTES / "site"))
+
+
+def verify(name: str):
+    return verify_note(NOTES / name, label=f"notes/{name}")
+
+
+def only(report, status=Status.FAILED):
+    (res,) = [r for r in report.results if r.status is status]
+    return res
+
+
+def test_the_good_note_counts_five_statements_and_no_warning():
+    rep = verify("good.md")
+    assert [r.status for r in rep.results] == [Status.COUNTED] * 5
+    assert rep.cited_statements == 5 and rep.ok and rep.warnings == []
+    assert rep.results[0].span.name == "ColumnLinear.forward" and rep.results[0].version == "1.2.0"
+
+
+@pytest.mark.parametrize(
+    ("note", "line", "code", "reason"),
+    [
+        ("wrong-path.md", 4, "not-in-package",
+         "toyparallel/layer.py is not a file of toyparallel 1.2.0; did you mean toyparallel/layers.py?"),
+        ("missing-symbol.md", 4, "symbol-not-found",
+         "ColumnLinear.fwd is not defined in toyparallel/layers.py; did you mean ColumnLinear.forward"),
+        ("wrong-symbol.md", 4, "quote-not-in-symbol",
+         "quote not in ColumnLinear.forward (lines 32-34); it is in RowLinear.forward (lines 48-50)"),
+        ("typo-quote.md", 4, "quote-not-in-symbol",
+         "quote not in ColumnLinear.forward (lines 32-34); nearest at line 33: "
+         "'no communication in forward: each rank owns a column slice'"),
+        ("other-package.md", 4, "other-package", "otherpkg/helpers.py belongs to otherpkg 0.3.0, not to toyparallel"),
+        ("not-installed.md", 4, "not-installed", "distribution 'absent-dist' is not installed"),
+    ],
+)
+def test_each_bad_note_gives_the_precise_reason(note, line, code, reason):
+    rep = verify(note)
+    res = only(rep)
+    assert (res.citation.line, res.code) == (line, code)
+    assert reason in res.reason
+    assert rep.cited_statements == 0
+    # The line a person reads names note, line, citation and reason.
+    (text,) = failure_lines(rep)
+    assert text.startswith(f"notes/{note}:{line} [cite: ") and reason in text
+
+
+def test_a_path_escaping_the_package_and_an_absolute_path_both_fail():
+    rep = verify("escapes-package.md")
+    assert [(r.citation.line, r.code) for r in rep.results] == [(4, "escapes-package"), (6, "absolute-path")]
+
+
+def test_duplicates_are_counted_once_even_with_other_whitespace():
+    rep = verify("duplicates.md")
+    assert [r.status for r in rep.results] == [Status.COUNTED, Status.UNCOUNTED, Status.UNCOUNTED]
+    assert [r.reason for r in rep.results[1:]] == ["same citation as line 4; counted once"] * 2
+    assert rep.cited_statements == 1 and rep.ok
+
+
+def test_citations_that_state_no_decision_do_not_count():
+    rep = verify("no-decision.md")
+    got = [(r.citation.line, r.status, r.code) for r in rep.results]
+    assert got == [
+        (3, Status.UNCOUNTED, "no-decision"),  # in a heading
+        (5, Status.UNCOUNTED, "no-decision"),  # "- See [cite: ...]."
+        (6, Status.UNCOUNTED, "no-quote"),
+        (9, Status.FAILED, "quote-too-short"),
+    ]
+    assert "the list item at line 5 states no design decision (1 word besides citations, at least 8)" in (
+        rep.results[1].reason
+    )
+    assert rep.cited_statements == 0
+
+
+def test_malformed_citations_fail_with_their_line():
+    rep = verify("malformed.md")
+    assert [(m.line, m.problem.split(";")[0]) for m in rep.malformed] == [
+        (4, "no PATH::SYMBOL after the package name"),
+        (6, "no SYMBOL after '::'"),
+        (8, "the quote is never closed with '\"'"),
+    ]
+    assert not rep.ok
+
+
+def test_four_good_and_many_bad_is_broken_listing_every_failure():
+    rep = verify("four-good-many-bad.md")
+    assert rep.cited_statements == 4
+    verdict = notes_verdict([rep], minimum=5)
+    assert verdict.state == "broken"
+    first, *rest = verdict.reason.splitlines()
+    assert first == (
+        "notes/four-good-many-bad.md has 4 cited statements, at least 5 expected; 7 citation(s) do not resolve"
+    )
+    assert [line.split(" [cite:")[0] for line in rest[:-1]] == [
+        f"notes/four-good-many-bad.md:{n}" for n in (15, 17, 19, 21, 23, 25, 27)
+    ]
+    assert "escapes the package" in rest[4] and "belongs to otherpkg 0.3.0" in rest[5]
+
+
+def test_a_missing_package_makes_the_verdict_pending():
+    verdict = notes_verdict([verify("good.md"), verify("not-installed.md")], minimum=5)
+    assert verdict.state == "pending" and "absent-dist" in verdict.reason
+
+
+def test_enough_good_citations_make_the_verdict_done():
+    verdict = notes_verdict([verify("good.md")], minimum=5)
+    assert verdict.state == "done" and "5 cited statements" in verdict.reason
+    assert notes_verdict([verify("good.md")], minimum=6).state == "broken"
+
+
+def test_a_version_drift_warns_and_names_both_versions():
+    rep = verify("version-drift.md")
+    assert rep.ok
+    (warning,) = rep.warnings
+    assert "checked against toyparallel 1.1.0, but 1.2.0 is installed" in warning
+    assert "distcheck cite --record notes/version-drift.md" in warning
+
+
+def test_no_front_matter_warns_that_nothing_is_recorded():
+    (warning,) = verify("wrong-symbol.md").warnings
+    assert "no checked-against front matter" in warning
+
+
+def test_record_writes_the_installed_versions_into_the_front_matter(tmp_path):
+    for name in ("version-drift.md", "duplicates.md"):
+        shutil.copy(NOTES / name, tmp_path / name)
+        line = record_versions(verify_note(tmp_path / name))
+        assert line == "checked-against: toyparallel 1.2.0"
+        text = (tmp_path / name).read_text()
+        assert text.startswith("---\nchecked-against: toyparallel 1.2.0\n---\n")
+        assert text.count("checked-against") == 1
+        assert verify_note(tmp_path / name).warnings == []
+
+
+def test_record_refuses_a_note_whose_citations_fail(tmp_path):
+    shutil.copy(NOTES / "wrong-path.md", tmp_path / "n.md")
+    with pytest.raises(DistcheckError, match="1 citation"):
+        record_versions(verify_note(tmp_path / "n.md"))
+    assert "checked-against" not in (tmp_path / "n.md").read_text()
+
+
+def test_an_unreadable_note_is_a_config_error(tmp_path):
+    (tmp_path / "bin.md").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ConfigError, match="cannot read the note"):
+        verify_note(tmp_path / "bin.md")
+
+
+def test_the_report_has_one_line_per_citation_and_a_count():
+    lines = note_lines(verify("duplicates.md"))
+    assert lines[0] == "notes/duplicates.md  (no checked-against versions recorded)"
+    assert lines[1].startswith("  ok          line 4  [cite: toyparallel") and lines[1].endswith(
+        "-> RowLinear.forward lines 48-50"
+    )
+    assert lines[-1] == "  1 cited statements; 3 citations: 1 ok, 2 not counted, 0 failed"
