@@ -168,6 +168,8 @@ class SSHSession:
             try:
                 async def pump() -> None:
                     async for line in proc.stdout:
+                        if not line:  # EOF
+                            break
                         tail.append(line.rstrip("\n"))
                         if on_output is not None:
                             on_output(line)

@@ -1,0 +1,212 @@
+"""The gpu_pod fixture through pytest itself (pytester, in a subprocess) against the fake RunPod API:
+the ledger gets its rows, and no pod is left billing after a pass, a failure, Ctrl-C, SIGTERM, a budget
+refusal, or with 8 xdist workers racing for the same ceiling."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from fake_runpod.fixtures import API_KEY, fake, pod_dir  # noqa: F401 - fixtures
+
+from pytest_distcheck.budget.ledger import Ledger
+
+POD_TEST = """
+import pytest
+
+@pytest.mark.gpu
+@pytest.mark.pod(gpus=2, minutes=1, experiment="tp-inference")
+def test_on_pod(gpu_pod, tmp_path):
+    (tmp_path / "in.txt").write_text("hello")
+    gpu_pod.put(tmp_path / "in.txt", "job/in.txt")
+    res = gpu_pod.run("cd job && tr a-z A-Z < in.txt > out.txt && echo ran on $RUNPOD_POD_ID", timeout=30)
+    assert res.ok and res.tail[-1].startswith("ran on ")
+    gpu_pod.get("job/out.txt", tmp_path / "out.txt")
+    assert (tmp_path / "out.txt").read_text() == "HELLO"
+    {extra}
+"""
+
+
+def ledger_rows(root):
+    return Ledger(root / "ledger.md", root / ".distcheck" / "budget.lock").read()
+
+
+def no_pod_billing(fake):  # noqa: F811
+    assert fake.wait_until(lambda: not fake.live_pods(), 20), [(p.name, p.id) for p in fake.live_pods()]
+    assert not fake.calls("stop")
+
+
+def test_pod_test_passes_and_settles(pod_dir, fake):  # noqa: F811
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra=""))
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*distcheck pods: provider runpod (RUNPOD_API_KEY set)*"])
+    no_pod_billing(fake)
+    (pod,) = fake.pods
+    rows = ledger_rows(pod_dir.path)
+    assert [(r.status, r.resource_id, r.experiment) for r in rows] == [
+        ("open", pod.id, "tp-inference"), ("settled", pod.id, "tp-inference")]
+    assert rows[1].run_id in pod.name and pod.name.startswith("distcheck-")
+
+
+def test_without_max_usd_the_test_is_skipped_and_nothing_is_created(pod_dir, fake):  # noqa: F811
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra=""))
+    result = pod_dir.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*--max-usd*"])
+    assert fake.pods == [] and fake.api.log == []
+
+
+def test_without_api_key_it_skips_with_the_reason(pod_dir, fake, monkeypatch):  # noqa: F811
+    monkeypatch.delenv("RUNPOD_API_KEY")
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra=""))
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*RUNPOD_API_KEY is not set*"])
+    assert fake.pods == []
+
+
+def test_failing_test_still_terminates(pod_dir, fake):  # noqa: F811
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra="raise RuntimeError('the test broke')"))
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    no_pod_billing(fake)
+    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "settled"]
+
+
+def test_keyboard_interrupt_terminates(pod_dir, fake):  # noqa: F811
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra="raise KeyboardInterrupt"))
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    no_pod_billing(fake)
+    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "settled"]
+
+
+def _start_pytest(pod_dir, *args):  # noqa: F811
+    return subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--max-usd", "3", *args],
+                            cwd=pod_dir.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wait_running(fake, proc, marker="sleep"):  # noqa: F811
+    ok = fake.wait_until(lambda: any(marker in c for p in fake.pods for c in fake.ssh_commands(p)) or
+                         proc.poll() is not None, 60)
+    assert ok and proc.poll() is None, proc.stdout.read() if proc.poll() is not None else "no command ran"
+
+
+def test_sigterm_to_pytest_terminates_and_settles(pod_dir, fake):  # noqa: F811
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra="gpu_pod.run('sleep 120', timeout=200)"))
+    proc = _start_pytest(pod_dir)
+    _wait_running(fake, proc)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    no_pod_billing(fake)
+    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "settled"], out
+    assert API_KEY not in out
+
+
+def test_sigkill_leaves_it_to_the_dead_man_switch(pod_dir, fake):  # noqa: F811
+    """The laptop dies: no client code runs. The pod's own loop sees the heartbeat go stale (6 s here)
+    and terminates its pod with runpodctl and its own key."""
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra="gpu_pod.run('sleep 120', timeout=200)"))
+    proc = _start_pytest(pod_dir)
+    _wait_running(fake, proc)
+    proc.kill()
+    proc.wait(30)
+    (pod,) = fake.pods
+    assert fake.wait_until(lambda: not pod.alive, 40), "the dead-man switch did not end the pod"
+    assert "remove pod " + pod.id in (fake.root / "runpodctl.log").read_text()
+    log = (pod.home / "distcheck" / "deadman.log").read_text()
+    assert "heartbeat age=" in log
+    # the crash left the open row (worst case) in the ledger, never forgotten
+    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open"]
+
+
+def test_budget_refusal_creates_nothing(pod_dir, fake):  # noqa: F811
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra=""))
+    # 2 x $0.59/h for 60 s + 10 s ready + 2 s teardown = $0.0236 > $0.01
+    result = pod_dir.runpytest_subprocess("--max-usd", "0.01", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*BudgetRefused*would cost up to*"])
+    assert fake.pods == [] and ledger_rows(pod_dir.path) == []
+
+
+def test_eight_xdist_workers_never_reserve_past_the_ceiling(pod_dir, fake):  # noqa: F811
+    body = "\n".join(
+        f"""
+@pytest.mark.gpu
+@pytest.mark.pod(gpus=2, minutes=1)
+def test_{n}(gpu_pod):
+    assert gpu_pod.run("sleep 1", timeout=30).ok
+""" for n in range(8))
+    pod_dir.makepyfile(test_many="import pytest\n" + body)
+    peak = []
+
+    def watch():
+        while not done:
+            peak.append(len(fake.live_pods()))
+            time.sleep(0.02)
+
+    import threading
+
+    done = False
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    # each reservation: $1.18/h x 72 s = $0.0236; a $0.08 ceiling holds 3 at once
+    result = pod_dir.runpytest_subprocess("--max-usd", "0.08", "-n", "8", "-p", "no:cacheprovider")
+    done = True
+    t.join()
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 1
+    assert outcomes.get("passed", 0) + outcomes.get("error", outcomes.get("errors", 0)) == 8
+    assert max(peak) <= 3
+    no_pod_billing(fake)
+    rows = ledger_rows(pod_dir.path)
+    settled = [r for r in rows if r.status == "settled"]
+    assert len(settled) == len(fake.pods) == outcomes["passed"]
+    assert sum(r.cost for r in settled) <= 0.08
+
+
+def test_api_key_never_shown(pod_dir, fake):  # noqa: F811
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra="raise RuntimeError('see the traceback')"))
+    fake.inject("create", "http_500")
+    fake.inject("get", "http_502")
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider", "-vv", "-rA",
+                                          "--junitxml=report.xml", "--showlocals")
+    text = "\n".join(result.outlines + result.errlines)
+    assert "RunPod answered with an error" in text  # the create failure is reported...
+    assert API_KEY not in text  # ...without the key
+    assert API_KEY not in (pod_dir.path / "report.xml").read_text()
+    ledger = pod_dir.path / "ledger.md"
+    assert not ledger.exists() or API_KEY not in ledger.read_text()
+    no_pod_billing(fake)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--gpu-provider", "aws"], "command line --gpu-provider: unknown GPU provider 'aws'"),
+    (["--gpu-local-rate", "-1"], "command line --gpu-local-rate: must be >= 0"),
+])
+def test_bad_settings_are_usage_errors(pod_dir, args, message):  # noqa: F811
+    result = pod_dir.runpytest_subprocess(*args, "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_provider_from_env_and_local_skips_without_gpus(pod_dir, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("DISTCHECK_GPU_PROVIDER", "local")
+    monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                               if not os.path.exists(os.path.join(p, "nvidia-smi"))))
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra=""))
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*distcheck pods: provider local*", "*needs 2 GPU(s); this machine has 0*"])
+
+
+def test_bad_timings_ini_is_a_usage_error(pod_dir):  # noqa: F811
+    pod_dir.makeini("[pytest]\ndistcheck_pod_timings = ready_timeout=soon\n")
+    result = pod_dir.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini key distcheck_pod_timings: ready_timeout='soon' is not a number*"])
