@@ -1,0 +1,102 @@
+"""The reading-notes-cited DoD check: done, broken (every failure listed), pending (no note / not installed)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CHECK = REPO / "checks" / "test_reading_notes_cited.py"
+NOTES = REPO / "fixtures" / "notes"
+
+
+@pytest.fixture
+def notes_workspace(pytester, monkeypatch):
+    """Run the check in a pytester folder whose workspace lists the given notes (copied to docs/)."""
+    monkeypatch.syspath_prepend(str(NOTES / "site"))
+    pytester.mkdir("checks")
+    pytester.mkdir("docs")
+    shutil.copy(CHECK, pytester.path / "checks" / CHECK.name)
+
+    def run(notes: dict[str, Path | None], minimum: int = 5, extra: str = ""):
+        for name, source in notes.items():
+            if source is not None:
+                shutil.copy(source, pytester.path / "docs" / name)
+        paths = [f"docs/{name}" for name in notes]
+        (pytester.path / "checks" / "distcheck.toml").write_text(
+            "[phase]\nid = 't'\ntitle = 't'\n"
+            "[[items]]\nid = 'reading-notes-cited'\ntitle = 'notes'\nhow = 'write the notes'\n"
+            f"[notes]\npaths = {paths!r}\nmin_cited_decisions = {minimum}\n"
+            "install = \"pip install -e '.[notes]'\"\n" + extra
+        )
+        return pytester.runpytest("-p", "no:cacheprovider", "checks")
+
+    return run
+
+
+def test_notes_with_enough_resolved_citations_are_done(notes_workspace):
+    result = notes_workspace({"a.md": NOTES / "good.md"})
+    result.stdout.fnmatch_lines([
+        "*docs/a.md: 5 cited statements; 5 citations: 5 ok, 0 not counted, 0 failed*",
+        "DONE     reading-notes-cited  evidence checked",
+    ])
+    assert result.ret == 0
+
+
+def test_four_good_and_many_bad_is_broken_and_lists_every_failure(notes_workspace):
+    result = notes_workspace({"a.md": NOTES / "good.md", "b.md": NOTES / "four-good-many-bad.md"})
+    result.stdout.fnmatch_lines([
+        "BROKEN   reading-notes-cited  docs/b.md has 4 cited statements, at least 5 expected; "
+        "7 citation(s) do not resolve",
+    ])
+    out = result.stdout.str()
+    for line in (15, 17, 19, 21, 23, 25, 27):
+        assert f"docs/b.md:{line} [cite: toyparallel" in out
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_a_missing_note_is_pending_with_what_to_write(notes_workspace):
+    result = notes_workspace({"a.md": NOTES / "good.md", "fsdp.md": None})
+    result.stdout.fnmatch_lines([
+        "PENDING  reading-notes-cited  no note at docs/fsdp.md: write at least 5 design decisions*",
+        "*-> write the notes",
+    ])
+    assert result.ret == 0
+
+
+def test_a_cited_package_that_is_not_installed_is_pending_with_the_install_command(notes_workspace):
+    result = notes_workspace({"a.md": NOTES / "good.md", "b.md": NOTES / "not-installed.md"})
+    result.stdout.fnmatch_lines([
+        "PENDING  reading-notes-cited  not installed: absent-dist; the citations need its sources",
+        "*-> pip install -e '.[[]notes]'",
+    ])
+    assert result.ret == 0
+
+
+def test_a_version_drift_is_done_with_a_warning(notes_workspace):
+    result = notes_workspace({"a.md": NOTES / "version-drift.md"}, minimum=1)
+    result.stdout.fnmatch_lines([
+        "*UserWarning: docs/a.md: checked against toyparallel 1.1.0, but 1.2.0 is installed*",
+        "DONE     reading-notes-cited  evidence checked",
+    ])
+
+
+def test_a_bad_notes_section_is_an_error_naming_the_field(notes_workspace):
+    result = notes_workspace({"a.md": NOTES / "good.md"}, minimum=0)
+    result.stdout.fnmatch_lines(["ERROR*reading-notes-cited*notes.min_cited_decisions: must be a whole number >= 1*"])
+
+
+def test_the_committed_notes_are_done_with_at_least_eight_statements_each(pytester):
+    try:
+        importlib.metadata.distribution("megatron-core")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("megatron-core is not installed (pip install -e '.[notes]')")
+    from pytest_distcheck.citations.verifier import verify_note
+
+    for name in ("megatron.md", "fsdp.md"):
+        report = verify_note(REPO / "docs" / "notes" / name)
+        assert report.ok, [r.reason for r in report.failures]
+        assert report.cited_statements >= 8 and report.warnings == []
