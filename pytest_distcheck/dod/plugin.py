@@ -272,8 +272,8 @@ class DodPlugin:
             outcome = CheckOutcome(**data)
             if report.outcome != expected:
                 outcome = CheckOutcome(outcome.item_id, outcome.nodeid, State.UNTRUSTED,
-                                       f"its report was changed after the kit classified it: the kit said "
-                                       f"{outcome.state.value} ({expected}), the report says {report.outcome}")
+                                       f"its report was changed after the kit classified it {outcome.state.value} "
+                                       f"({expected}; now {report.outcome}): {outcome.reason}")
             self.outcomes.append(outcome)
 
     @pytest.hookimpl(optionalhook=True)

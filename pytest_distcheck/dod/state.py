@@ -117,8 +117,8 @@ def combine(
             item whose checks did not all run says which did not and why.
 
     An item no check reported on is not run (with the reason when known); an item whose
-    prerequisite is not done is blocked by it, whatever its own checks said, unless they said
-    broken, error, untrusted, or did not run.
+    prerequisite is not done is blocked by it (its reason adds what its own checks said), unless
+    they said broken, error or untrusted.
     """
     by_item: dict[str, list[CheckOutcome]] = {}
     for out in outcomes:
@@ -144,8 +144,9 @@ def combine(
             res = ItemResult(it.id, it.title, bad.state, reason, bad.command or it.how,
                              tuple(dict.fromkeys(o.nodeid for o in outs if o.state is not State.NOT_RUN)))
         blockers = tuple(r for r in it.requires if results[r].state is not State.DONE)
-        if blockers and res.state in (State.DONE, State.PENDING, State.STALE, State.BLOCKED):
-            own = "" if res.state is State.BLOCKED else f"; own checks: {res.state.value}"
+        if blockers and res.state in (State.DONE, State.NOT_RUN, State.PENDING, State.STALE, State.BLOCKED):
+            own = {State.BLOCKED: "", State.NOT_RUN: "; own checks did not run"}.get(
+                res.state, f"; own checks: {res.state.value}")
             res = ItemResult(
                 it.id,
                 it.title,

@@ -1,0 +1,185 @@
+"""Evidence a DoD check can believe: fresh (produced from the code and config as they are now) and
+recomputed (derived numbers re-derived from the raw data, never read as the verdict).
+
+Producer side, when a lab writes a result it will commit::
+
+    result["sources"] = record_sources(["experiments/tp_inference/", "checks/distcheck.toml#tp"], root)
+
+Check side::
+
+    require_fresh(result, ["experiments/tp_inference/"], root=ws.root, where=rel, command=item.how)
+    require_consistent("speedup", result["speedup"], latency_1 / latency_2, where=f"{rel}, speedup",
+                       tolerance=1e-6)
+
+``sources`` maps a source to ``sha256:<hex>``. A source is a file or a folder relative to the
+workspace root (a folder: every file under it, except ``__pycache__`` and dot-files), or
+``file#table`` for one table of a TOML or JSON file (dotted for nested tables), so that editing an
+unrelated section of the workspace file does not make a result stale. File bytes are hashed with
+CRLF line endings turned into LF, so a Windows checkout matches a Linux one. Hashes rather than a
+git commit: they work without git, in shallow CI clones and for files not yet committed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pytest_distcheck.dod.outcome import broken, stale
+from pytest_distcheck.errors import ConfigError
+
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def _file_bytes(path: Path) -> bytes:
+    return path.read_bytes().replace(b"\r\n", b"\n")
+
+
+def _table(path: Path, table: str) -> Any:
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(path, "", f"cannot read table {table!r}: {exc}") from None
+    for key in table.split("."):
+        if not isinstance(data, dict) or key not in data:
+            raise ConfigError(path, table, "no such table")
+        data = data[key]
+    return data
+
+
+def digest(source: str, root: Path) -> str:
+    """``sha256:<hex>`` of one source (file, folder or ``file#table``) relative to ``root``.
+
+    Raises:
+        ConfigError: the source does not exist, or the table is missing (naming the file and table).
+    """
+    rel, _, table = source.partition("#")
+    path = Path(root) / rel
+    h = hashlib.sha256()
+    if table:
+        if not path.is_file():
+            raise ConfigError(path, "", "source file not found")
+        h.update(json.dumps(_table(path, table), sort_keys=True, separators=(",", ":"), default=str).encode())
+    elif path.is_dir():
+        for file in sorted(p for p in path.rglob("*") if p.is_file()):
+            parts = file.relative_to(path).parts
+            if "__pycache__" in parts or any(part.startswith(".") for part in parts):
+                continue
+            h.update("/".join(parts).encode() + b"\0" + hashlib.sha256(_file_bytes(file)).digest())
+    elif path.is_file():
+        h.update(_file_bytes(path))
+    else:
+        raise ConfigError(path, "", "source not found")
+    return "sha256:" + h.hexdigest()
+
+
+def record_sources(sources: Iterable[str], root: Path) -> dict[str, str]:
+    """The ``sources`` field a producer stores in its result: source -> ``sha256:<hex>``.
+
+    Args:
+        sources: files, folders or ``file#table`` entries, relative to ``root`` (the workspace root).
+        root: the workspace root.
+
+    Raises:
+        ConfigError: a source is missing.
+    """
+    return {s: digest(s, root) for s in sources}
+
+
+def check_fresh(result: Mapping[str, Any], root: Path, required: Iterable[str] = (), *, where: str) -> list[str]:
+    """Why ``result`` is stale, as sentences naming the source and the hashes; ``[]`` when fresh.
+
+    Args:
+        result: a loaded result with a ``sources`` field (see :func:`record_sources`).
+        root: the workspace root the sources are relative to.
+        required: sources the check needs covered; each must be recorded in ``result``.
+        where: the result's name for messages (its path).
+
+    Raises:
+        ConfigError: ``sources`` is present but malformed (not a mapping of source to ``sha256:<hex>``).
+    """
+    sources = result.get("sources")
+    if sources is None:
+        return [f"{where} records no sources (the hashes of the code and config it came from)"]
+    if not isinstance(sources, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) and _DIGEST.match(v) for k, v in sources.items()):
+        raise ConfigError(where, "sources", "must map each source path to 'sha256:<64 hex digits>'")
+    problems = [f"{where} does not record {s} among its sources" for s in required if s not in sources]
+    for source, recorded in sources.items():
+        try:
+            now = digest(source, root)
+        except ConfigError as exc:
+            problems.append(f"{source}, recorded in {where}, no longer exists ({exc.problem})")
+            continue
+        if now != recorded:
+            problems.append(f"{source} changed since {where} was produced (recorded {recorded[:19]}…, "
+                            f"now {now[:19]}…)")
+    return problems
+
+
+def require_fresh(result: Mapping[str, Any], required: Iterable[str] = (), *, root: Path, where: str,
+                  command: str | None = None) -> None:
+    """Stop the current DoD check as *stale* unless every recorded source of ``result`` is unchanged.
+
+    Args:
+        result: a loaded result with a ``sources`` field.
+        required: sources the check needs covered (e.g. the lab's code folder).
+        root: the workspace root (``distcheck_workspace.root``).
+        where: the result's path, for the message.
+        command: the command that produces the result again.
+
+    Raises:
+        pytest_distcheck.Stale: through :func:`pytest_distcheck.stale`, naming the first changed
+            sources (what was recorded, what is there now).
+        pytest_distcheck.Broken: ``sources`` is malformed.
+    """
+    __tracebackhide__ = True
+    try:
+        problems = check_fresh(result, root, required, where=where)
+    except ConfigError as exc:
+        broken(str(exc))
+    if problems:
+        more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
+        stale("; ".join(problems[:2]) + more, command)
+
+
+def _show(value: Any, unit: str) -> str:
+    return f"{unit}{value}" if unit == "$" else f"{value}{unit}"
+
+
+def require_consistent(what: str, stored: Any, recomputed: Any, *, where: str, tolerance: float = 0.0,
+                       unit: str = "") -> None:
+    """Stop the current DoD check as *broken* when a stored derived value disagrees with its recomputation.
+
+    Use it for every score, total, speedup or count a result stores next to the raw data it came
+    from: recompute from the raw data, compare here, then judge the *recomputed* value against the
+    threshold. Never judge the stored one.
+
+    Args:
+        what: the value's name (``"score"``, ``"total"``).
+        stored: the value written in the evidence.
+        recomputed: the value derived again from the evidence's raw data.
+        where: file and field (``"quiz.json, attempts[2].score"``).
+        tolerance: largest absolute difference accepted for numbers (0: exact).
+        unit: shown with both values (``"%"``, ``" s"``, ``"$"`` as a prefix).
+
+    Raises:
+        pytest_distcheck.Broken: they differ (names both values and ``where``).
+    """
+    __tracebackhide__ = True
+    numbers = (int, float, Decimal)
+    if isinstance(stored, numbers) and isinstance(recomputed, numbers) and not isinstance(stored, bool):
+        diff = abs(Decimal(str(stored)) - Decimal(str(recomputed)))
+        ok = not (isinstance(stored, float) and math.isnan(stored)) and diff <= Decimal(str(tolerance))
+    else:
+        ok = stored == recomputed
+    if not ok:
+        broken(f"{where}: stored {what} {_show(stored, unit)} disagrees with {_show(recomputed, unit)} "
+               "recomputed from its evidence")
