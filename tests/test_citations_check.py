@@ -19,7 +19,8 @@ def notes_workspace(pytester, monkeypatch):
     monkeypatch.syspath_prepend(str(NOTES / "site"))
     pytester.mkdir("checks")
     pytester.mkdir("docs")
-    shutil.copy(CHECK, pytester.path / "checks" / CHECK.name)
+    # Another basename: the real check may already be imported in this session under its own name.
+    shutil.copy(CHECK, pytester.path / "checks" / "test_notes_check_under_test.py")
 
     def run(notes: dict[str, Path | None], minimum: int = 5, extra: str = ""):
         for name, source in notes.items():
