@@ -1,0 +1,126 @@
+"""The DoD reports: terminal colour (and none with --color=no), --dod-json against its shipped schema,
+--dod-markdown for a CI job summary (pytester)."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.schemas import load_schema, validate
+
+CHECKS = """
+import pytest
+import pytest_distcheck
+
+@pytest.mark.dod("alpha")
+def test_alpha():
+    {alpha}
+
+@pytest.mark.dod("beta")
+def test_beta():
+    {beta}
+"""
+
+
+def run(pytester, alpha="pass", beta="pass", *args):
+    pytester.makepyfile(**{"checks/test_checks": CHECKS.format(alpha=alpha, beta=beta)})
+    return pytester.runpytest("-p", "no:cacheprovider", "--dod-json", "out/dod.json",
+                              "--dod-markdown", "out/summary.md", *args)
+
+
+def load(pytester):
+    doc = json.loads((pytester.path / "out" / "dod.json").read_text())
+    jsonschema.Draft202012Validator(load_schema("dod-report.schema.json")).validate(doc)
+    return doc
+
+
+def test_schema_is_a_valid_draft_2020_12_schema():
+    jsonschema.Draft202012Validator.check_schema(load_schema("dod-report.schema.json"))
+
+
+def test_json_report_of_a_passing_gate(workspace_dir):
+    result = run(workspace_dir, "pass", "pass", "--gate")
+    assert result.ret == 0
+    doc = load(workspace_dir)
+    assert doc["gate"] == {"requested": True, "passed": True, "failing": []}
+    assert doc["summary"]["done"] == doc["summary"]["ran"] == doc["summary"]["total"] == 2
+    assert doc["phase"] == {"id": "t1", "title": "test phase"}
+    assert doc["workspace"]["path"] == "checks/distcheck.toml"
+    assert doc["run"]["command"].startswith("pytest -p no:cacheprovider --dod-json out/dod.json")
+    assert [f["path"] for f in doc["check_files"]] == ["checks/test_checks.py"]
+    alpha = doc["items"][0]
+    assert alpha["state"] == "done" and alpha["ran"] is True and alpha["rerun"] == "pytest --dod alpha"
+    assert alpha["checks"] == [{"nodeid": "checks/test_checks.py::test_alpha", "state": "done",
+                                "reason": "evidence checked", "command": None}]
+
+
+def test_json_report_names_every_failing_item_and_its_commands(workspace_dir):
+    result = run(workspace_dir, "pytest_distcheck.pending('no log | yet', 'run the lab')", "pass", "--gate", "-k",
+                 "alpha")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    doc = load(workspace_dir)
+    assert doc["gate"] == {"requested": True, "passed": False, "failing": ["alpha", "beta"]}
+    alpha, beta = doc["items"]
+    assert (alpha["state"], alpha["reason"], alpha["command"], alpha["ran"]) == (
+        "pending", "no log | yet", "run the lab", True)
+    assert (beta["state"], beta["ran"], beta["blocked_by"]) == ("blocked", False, ["alpha"])
+    assert beta["reason"] == "blocked by alpha (pending); own checks did not run"
+    assert beta["checks"] == [{"nodeid": "checks/test_checks.py::test_beta", "state": "not-run",
+                               "reason": "deselected (-k 'alpha')", "command": None}]
+    assert doc["summary"]["by_state"]["blocked"] == 1 and doc["summary"]["ran"] == 1
+
+
+def test_shipped_validator_rejects_a_report_with_an_unknown_state(workspace_dir):
+    run(workspace_dir)
+    doc = load(workspace_dir)
+    doc["items"][0]["state"] = "fine"
+    with pytest.raises(ConfigError, match=r"dod.json, items\[0\]\.state: 'fine' is not one of"):
+        validate(doc, "dod-report.schema.json", "dod.json")
+
+
+def test_markdown_summary(workspace_dir):
+    result = run(workspace_dir, "pytest_distcheck.broken('spend $5.20 | $5.00')", "pass", "--gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    md = (workspace_dir.path / "out" / "summary.md").read_text()
+    lines = md.splitlines()
+    assert lines[0] == "## Definition of Done: phase t1"
+    assert "**Gate FAILED**: 0/2 items done, 2/2 checked in this run." in lines
+    assert "| ❌ | `alpha`<br>first deliverable | broken | spend $5.20 \\| $5.00 |" in lines
+    assert "| ⛔ | `beta`<br>second deliverable | blocked | blocked by alpha (broken) |" in lines
+    assert "- **alpha** (broken): spend $5.20 \\| $5.00" in lines
+    assert "  - produce the evidence: `make alpha`" in lines
+    assert "  - check just this item again: `pytest --dod alpha`" in lines
+    assert "<details><summary>Run details</summary>" in lines
+
+
+def test_markdown_of_an_ungated_run_does_not_claim_a_gate(workspace_dir):
+    run(workspace_dir, "pass", "pass", "-k", "alpha")
+    md = (workspace_dir.path / "out" / "summary.md").read_text()
+    assert "**Not gated** (run with `--gate` to require every item): 1/2 items done, 1/2 checked in this run." in md
+    assert "| ⬜ | `beta`<br>second deliverable | not-run | deselected (-k 'alpha') |" in md
+
+
+def test_reports_are_written_by_the_xdist_controller(workspace_dir):
+    result = run(workspace_dir, "pass", "pytest_distcheck.stale('older than model.py', 'rerun lab')", "-n", "2",
+                 "--gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    doc = load(workspace_dir)
+    assert [(i["id"], i["state"]) for i in doc["items"]] == [("alpha", "done"), ("beta", "stale")]
+
+
+def test_a_report_that_cannot_be_written_fails_the_run(workspace_dir):
+    (workspace_dir.path / "out").write_text("a file, not a folder")
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["distcheck: cannot write out/dod.json: *"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_colour_only_when_asked(workspace_dir):
+    result = run(workspace_dir, "pytest_distcheck.broken('bad')", "pass", "--color=yes")
+    assert "\x1b[31m\x1b[1mBROKEN " in result.stdout.str()
+    result = run(workspace_dir, "pytest_distcheck.broken('bad')", "pass", "--color=no")
+    assert "\x1b[" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["BROKEN   alpha  bad"])
