@@ -132,8 +132,9 @@ class Lease:
         except ProviderError:
             self.usd_per_hour = None  # the reserved price x GPUs is recorded instead
         res.record_pod(self.pod_id, usd_per_hour=self.usd_per_hour, started_at=self.started)
-        self._watchdog = res.watchdog(terminate=self._cut, teardown_s=margin)
-        self._watchdog.__enter__()
+        if float(res.usd_per_hour) > 0:  # a free pod (own GPUs at $0) has no cost to cut at
+            self._watchdog = res.watchdog(terminate=self._cut, teardown_s=margin)
+            self._watchdog.__enter__()
         self._status(f"waiting for {self.pod_id}")
         wait = min(t.ready_timeout, self.deadline - t.teardown - time.time())
         inner = self.provider.wait_ready(self.pod_id, max(wait, 1.0), self.on_status)

@@ -77,16 +77,17 @@ class RunPodProvider(Provider):
 
     Args:
         timings: waits and limits (:class:`Timings`).
-        ssh_key: this run's private key (asyncssh key); ``public_key``: its OpenSSH line.
+        ssh_key: this run's private key (asyncssh key); ``public_key``: its OpenSSH line. Both may be
+            None for listing and terminating only (``distcheck pods``).
     """
 
     name = "runpod"
     remote = True
 
-    def __init__(self, timings: Timings, ssh_key: Any, public_key: str) -> None:
+    def __init__(self, timings: Timings, ssh_key: Any = None, public_key: str | None = None) -> None:
         self.timings = timings
         self._ssh_key = ssh_key
-        self._public_key = runpod_api.check_value("PUBLIC_KEY", public_key)
+        self._public_key = runpod_api.check_value("PUBLIC_KEY", public_key) if public_key else None
         self._sdk = runpod_api.sdk()
 
     def _call(self, operation: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -97,6 +98,8 @@ class RunPodProvider(Provider):
 
     def create(self, request: GpuRequest, name: str, deadline_epoch: float) -> str:
         t = self.timings
+        if self._ssh_key is None or self._public_key is None:
+            raise ValueError("RunPodProvider was made without an SSH key pair; it cannot create pods")
         start = deadman.start_command(deadline_epoch, t.heartbeat_stale, t.deadman_every)
         for field, value in (("name", name), ("image", request.image), ("gpu_type", request.gpu_type),
                              ("dockerArgs", start)):

@@ -1,0 +1,48 @@
+"""List the RunPod account's pods and terminate pytest-distcheck's orphans (kill path c, by hand).
+
+Needs RUNPOD_API_KEY. `distcheck pods` lists every pod (id, name, status, $/hour) and says which are
+the kit's (named distcheck-<run id>-<deadline>) and whether they are orphans. `--sweep` terminates
+the orphans: pods whose pytest session has ended on this machine, or whose reserved time is over;
+pods of sessions still running, and other pods, are left alone. `--sweep --all` terminates every
+pod named distcheck-*, e.g. after a laptop died and you are on another machine. Pods are terminated,
+never stopped, and each termination is confirmed by reading the pod back.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sweep", action="store_true", help="terminate the kit's orphaned pods")
+    parser.add_argument("--all", action="store_true",
+                        help="with --sweep: terminate every pod named distcheck-*, orphan or not")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pytest_distcheck.errors import DistcheckError
+    from pytest_distcheck.pods.runpod import RunPodProvider
+    from pytest_distcheck.pods.sweep import orphan_reason, sweep
+    from pytest_distcheck.pods.timings import Timings
+
+    if args.all and not args.sweep:
+        raise DistcheckError("--all only goes with --sweep")
+    timings = Timings()
+    provider = RunPodProvider(timings)
+    pods = provider.list()
+    scope = "all" if args.all else "manual"
+    if not pods:
+        print("no pods in the RunPod account")
+    for pod in pods:
+        rate = f"${pod.usd_per_hour:.3f}/h" if pod.usd_per_hour is not None else "$?/h"
+        kill, why = orphan_reason(pod, scope)
+        verdict = ("ORPHAN: " if kill else "") + why
+        print(f"{pod.id:<16} {pod.name:<48} {pod.status:<10} {rate:>10}  {verdict}")
+    if not args.sweep:
+        return 0
+    report = sweep(provider, scope, confirm_timeout=timings.confirm_timeout, pods=pods)
+    for line in report.lines():
+        print(line)
+    if not report.terminated:
+        print("nothing to sweep")
+    return 1 if report.unconfirmed else 0
