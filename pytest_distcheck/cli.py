@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "strategy": "strategy",
     "bubble": "bubble",
     "memory": "memory",
+    "pods": "pods",
 }
 
 
