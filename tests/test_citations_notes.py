@@ -172,3 +172,13 @@ def test_the_report_has_one_line_per_citation_and_a_count():
         "-> RowLinear.forward lines 48-50"
     )
     assert lines[-1] == "  1 cited statements; 3 citations: 1 ok, 2 not counted, 0 failed"
+
+
+def test_a_quote_over_100_characters_fails(tmp_path):
+    quote = "x" * 101
+    (tmp_path / "n.md").write_text(
+        "A long quote pins nothing better than a short one, and it is hard to read in a note\n"
+        f'`[cite: toyparallel toyparallel/layers.py::divide "{quote}"]`.\n'
+    )
+    res = only(verify_note(tmp_path / "n.md"))
+    assert (res.code, res.reason) == ("quote-too-long", "quote is 101 characters; 12 to 100 pin a place")
