@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import threading
-import time
 
 import pytest
 
@@ -27,17 +27,14 @@ def in_step_all_reduce():
     return t.item()
 
 
-def _gone(pid: int, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().split(")")[-1].split()[0] == "Z":
-                    return True
-        except OSError:
-            return True
-        time.sleep(0.05)
-    return False
+def _kill_and_wait(pid: int, seconds: float = 10.0) -> bool:
+    """SIGKILL ``pid``; True once all its threads are gone (a pidfd turns readable then)."""
+    fd = os.pidfd_open(pid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+        return bool(select.select([fd], [], [], seconds)[0])
+    finally:
+        os.close(fd)
 
 
 def test_a_segfault_is_reported_with_its_signal_and_stack(dist_world):
@@ -91,8 +88,7 @@ def test_a_rank_killed_from_outside_during_a_call(dist_world):
 
 def test_a_rank_killed_between_calls_is_replaced(dist_world):
     pids = [p for p, _ in dist_world.run(pid_and_parent)]
-    os.kill(pids[0], signal.SIGKILL)
-    assert _gone(pids[0])
+    assert _kill_and_wait(pids[0])
     assert dist_world.run(in_step_all_reduce) == [3.0, 3.0]
     assert set(p for p, _ in dist_world.run(pid_and_parent)).isdisjoint(pids)
 

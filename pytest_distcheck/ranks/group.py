@@ -74,7 +74,7 @@ class PoolRegistry:
         """Stop the ranks of this key, if any; the next call forks fresh ones."""
         pool = self._pools.get((world_size, backend))
         if pool is not None:
-            pool.close()
+            pool.kill()
 
     def close(self) -> None:
         for pool in self._pools.values():

@@ -145,13 +145,11 @@ class RankPool:
         return list(self._pids)
 
     def close(self) -> None:
-        """Stop the ranks politely, then make sure: every process is gone when this returns."""
-        for conn in self._conns:
-            try:
-                conn.send(("stop",))
-            except OSError:
-                pass
-        self._wait_gone(REAP_S)
+        """Stop the ranks (and the zygote, if the pool owns it); every process is gone when this returns.
+
+        Ranks hold nothing worth a graceful shutdown (they end with ``os._exit`` anyway), so they are
+        killed; a polite stop could wait on a group's pending work.
+        """
         self.kill()
         if self._own_zygote and self._zygote is not None:
             self._zygote.close()

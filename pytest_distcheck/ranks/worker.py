@@ -180,28 +180,24 @@ class _Rank:
         return True
 
     def serve(self) -> None:
+        """Run calls until the parent goes away (it ends ranks with SIGKILL) or a call raised."""
         self.conn.send(("ready", os.getpid()))
         while True:
             try:
-                msg = self.conn.recv()
+                _, call_id, payload, generation, timeout, sys_path, origin = self.conn.recv()
             except (EOFError, OSError):
                 return
-            if msg[0] == "stop":
-                break
-            if msg[0] == "run":
-                _, call_id, payload, generation, timeout, sys_path, origin = msg
-                if sys.path != sys_path:  # pytest inserts test folders as it collects them
-                    sys.path[:] = sys_path
-                if not self.call(call_id, payload, generation, timeout, origin):
-                    return
-        self._drop_group()
+            if sys.path != sys_path:  # pytest inserts test folders as it collects them
+                sys.path[:] = sys_path
+            if not self.call(call_id, payload, generation, timeout, origin):
+                return
 
 
 def serve(conn: Connection, rank: int, world_size: int, backend: str, stack_file: str) -> None:
     """Be rank ``rank`` of ``world_size``: join the pool's store, then run calls sent on ``conn``.
 
     Called in a process just forked from the zygote, with stdout and stderr already on the rank's log.
-    Returns when told to stop, when the parent goes away, or after a call that raised; the caller
+    Returns when the parent goes away or after a call that raised; the caller
     then ends the process with ``os._exit`` (gloo threads may still hold the store at teardown).
     """
     dump = open(stack_file, "w")  # noqa: SIM115 - lives as long as the process

@@ -1,0 +1,317 @@
+"""Benchmark: the same trivial 2-rank gloo all-reduce test, N times, under each way of running it.
+
+Run (from the repository root; about 3 minutes on 2 cores)::
+
+    .venv/bin/python benchmarks/rank_pool.py --out benchmarks/results/rank_pool.json
+
+Each harness runs as its own ``pytest`` session in a fresh process, one after the other, on the same
+machine:
+
+- ``pool``: this kit's ``dist_world`` fixture (ranks forked once from a zygote, group kept);
+- ``pool-fresh``: the same with ``@pytest.mark.fresh_ranks`` on every test (new ranks each test);
+- ``spawn``: ``torch.multiprocessing.spawn`` of 2 ranks per test, ``env://`` on a free port;
+- ``mptc``: ``torch.testing._internal.common_distributed.MultiProcessTestCase`` (spawn per test);
+- ``mpct``: ``MultiProcContinuousTest`` (one pool and group per test class);
+- ``mttc``: ``MultiThreadedTestCase`` (threads and the in-process "threaded" group, no gloo).
+
+Every test body all-reduces a one-element tensor over 2 ranks and checks the sum, so a test's time
+is the harness's overhead. Measured per test: setup + call + teardown as pytest reports them. The
+start-up cost is the first test's time minus the median of the others; the session wall time is
+the whole ``pytest`` process (interpreter start, imports, collection included). The slow per-test
+harnesses run fewer tests (``--slow-tests``); their 100-test suite is extrapolated as
+``wall + (100 - n) * median`` and marked so. ``OMP_NUM_THREADS=1`` for every harness.
+The torch harnesses need the ``expecttest`` package (``pip install -e '.[bench]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+SUITE = 100
+
+# The conftest of every session: per-test durations (setup + call + teardown) to a JSON file.
+TIMING_CONFTEST = '''
+import json, os
+
+_TIMES = {}
+_OUTCOMES = {}
+
+def pytest_runtest_logreport(report):
+    _TIMES[report.nodeid] = _TIMES.get(report.nodeid, 0.0) + report.duration
+    if report.outcome != "passed":
+        _OUTCOMES[report.nodeid] = report.outcome
+    elif report.when == "call":
+        _OUTCOMES.setdefault(report.nodeid, "passed")
+
+def pytest_sessionfinish(session):
+    with open(os.environ["BENCH_TIMES"], "w") as f:
+        json.dump({"durations_s": list(_TIMES.values()), "outcomes": list(_OUTCOMES.values())}, f)
+'''
+
+BODY = '''
+def all_reduce_check():
+    import torch
+    import torch.distributed as dist
+
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    assert t.item() == dist.get_world_size()
+'''
+
+HARNESSES = {
+    "pool": ("dist_world (this kit)", BODY + '''
+import pytest
+
+@pytest.mark.parametrize("i", range(N))
+def test_all_reduce(dist_world, i):
+    dist_world.run(all_reduce_check)
+'''),
+    "pool-fresh": ("dist_world + @fresh_ranks", BODY + '''
+import pytest
+
+@pytest.mark.fresh_ranks
+@pytest.mark.parametrize("i", range(N))
+def test_all_reduce(dist_world, i):
+    dist_world.run(all_reduce_check)
+'''),
+    "spawn": ("mp.spawn per test", BODY + '''
+import os
+import socket
+
+import pytest
+import torch
+import torch.distributed as dist
+
+def _rank(rank, port):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    all_reduce_check()
+    dist.destroy_process_group()
+
+@pytest.mark.parametrize("i", range(N))
+def test_all_reduce(i):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torch.multiprocessing.spawn(_rank, args=(port,), nprocs=2, join=True)
+'''),
+    "mptc": ("MultiProcessTestCase", BODY + '''
+import torch.distributed as dist
+from torch.testing._internal.common_distributed import MultiProcessTestCase
+
+class TestAllReduce(MultiProcessTestCase):
+    @property
+    def world_size(self):
+        return 2
+
+    def setUp(self):
+        super().setUp()
+        self._spawn_processes()
+
+    def _body(self):
+        dist.init_process_group("gloo", store=dist.FileStore(self.file_name, 2), rank=self.rank, world_size=2)
+        all_reduce_check()
+
+for _i in range(N):
+    setattr(TestAllReduce, f"test_all_reduce_{_i:03d}", TestAllReduce._body)
+'''),
+    "mpct": ("MultiProcContinuousTest", BODY + '''
+from torch.testing._internal.common_distributed import MultiProcContinuousTest
+
+class TestAllReduce(MultiProcContinuousTest):
+    world_size = 2
+
+    @classmethod
+    def backend_str(cls):
+        return "gloo"
+
+    @classmethod
+    def device_type(cls):
+        return "cpu"
+
+    def _body(self):
+        all_reduce_check()
+
+for _i in range(N):
+    setattr(TestAllReduce, f"test_all_reduce_{_i:03d}", TestAllReduce._body)
+'''),
+    "mttc": ("MultiThreadedTestCase", BODY + '''
+from torch.testing._internal.common_distributed import MultiThreadedTestCase
+
+class TestAllReduce(MultiThreadedTestCase):
+    @property
+    def world_size(self):
+        return 2
+
+    def setUp(self):
+        super().setUp()
+        self._spawn_threads()
+
+    def _body(self):
+        all_reduce_check()
+
+for _i in range(N):
+    setattr(TestAllReduce, f"test_all_reduce_{_i:03d}", TestAllReduce._body)
+'''),
+}
+SLOW = {"spawn", "mptc"}
+
+
+def run_harness(name: str, n: int, workdir: Path, timeout_s: float) -> dict:
+    """Run one harness's ``n``-test session in a fresh ``pytest`` process; return its measurements.
+
+    Raises:
+        RuntimeError: the session failed or a test did not pass (with the session's output tail).
+    """
+    folder = workdir / name
+    folder.mkdir()
+    (folder / "conftest.py").write_text(TIMING_CONFTEST)
+    source = f"N = {n}\n" + textwrap.dedent(HARNESSES[name][1])
+    (folder / f"test_bench_{name.replace('-', '_')}.py").write_text(source)
+    times = folder / "times.json"
+    env = dict(os.environ, BENCH_TIMES=str(times), OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+    plugins = [] if name.startswith("pool") else ["-p", "no:distcheck"]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugins, folder.name]
+    load_before = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=folder.parent, env=env, capture_output=True, text=True, timeout=timeout_s)
+    wall = time.perf_counter() - t0
+    data = json.loads(times.read_text()) if times.exists() else {"durations_s": [], "outcomes": []}
+    if proc.returncode != 0 or len(data["durations_s"]) != n or set(data["outcomes"]) != {"passed"}:
+        raise RuntimeError(f"{name}: session failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+    return summarise(name, n, data["durations_s"], wall, load_before, os.getloadavg()[0])
+
+
+def summarise(name: str, n: int, durations_s: list[float], wall_s: float, load_before: float,
+              load_after: float) -> dict:
+    """Per-test statistics of one session, in seconds.
+
+    The first test carries the start-up: ``startup_s = first - median(rest)`` (0 when n < 2).
+    ``suite100_s`` is the measured wall time when ``n >= 100``, else ``wall + (100 - n) * median``.
+    """
+    rest = durations_s[1:] or durations_s
+    median = statistics.median(rest)
+    return {
+        "harness": name,
+        "label": HARNESSES[name][0],
+        "tests": n,
+        "per_test_median_s": median,
+        "per_test_min_s": min(rest),
+        "per_test_max_s": max(rest),
+        "first_test_s": durations_s[0],
+        "startup_s": max(durations_s[0] - median, 0.0) if len(durations_s) > 1 else 0.0,
+        "session_wall_s": wall_s,
+        "suite100_s": wall_s if n >= SUITE else wall_s + (SUITE - n) * median,
+        "suite100_extrapolated": n < SUITE,
+        "load_avg_1m_before": load_before,
+        "load_avg_1m_after": load_after,
+        "durations_s": durations_s,
+    }
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.1f}" if seconds < 10 else f"{seconds * 1e3:,.0f}"
+
+
+def format_table(rows: list[dict]) -> str:
+    """A Markdown table of the rows, with ratios of each row to ``pool`` (how many times slower)."""
+    pool = next(r for r in rows if r["harness"] == "pool")
+    lines = [
+        "| harness | tests run | per test median (ms) | min | max | start-up (s) | session wall (s) "
+        "| 100-test suite (s) | per test vs pool | suite vs pool |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        suite = f"{r['suite100_s']:.1f}" + (" (extrapolated)" if r["suite100_extrapolated"] else "")
+        lines.append(
+            f"| {r['label']} | {r['tests']} | {_ms(r['per_test_median_s'])} | {_ms(r['per_test_min_s'])} "
+            f"| {_ms(r['per_test_max_s'])} | {r['startup_s']:.2f} | {r['session_wall_s']:.1f} | {suite} "
+            f"| {r['per_test_median_s'] / pool['per_test_median_s']:,.1f}x "
+            f"| {r['suite100_s'] / pool['suite100_s']:,.1f}x |"
+        )
+    return "\n".join(lines)
+
+
+def targets(rows: list[dict]) -> list[tuple[str, bool, str]]:
+    """The issue's targets: (what, met, measured)."""
+    by = {r["harness"]: r for r in rows}
+    pool = by["pool"]
+    out = [
+        ("pool per-test overhead <= 5 ms (median)", pool["per_test_median_s"] <= 0.005,
+         f"{pool['per_test_median_s'] * 1e3:.2f} ms"),
+        ("pool start-up <= 2.5 s (2 ranks)", pool["startup_s"] <= 2.5, f"{pool['startup_s']:.2f} s"),
+    ]
+    if "spawn" in by:
+        ratio = by["spawn"]["suite100_s"] / pool["suite100_s"]
+        out.append(("100-test suite >= 50x faster than spawn-per-test", ratio >= 50, f"{ratio:.1f}x"))
+    if "mttc" in by:
+        ratio = by["mttc"]["suite100_s"] / pool["suite100_s"]
+        out.append(("100-test suite faster than MultiThreadedTestCase", ratio > 1, f"{ratio:.1f}x"))
+    return out
+
+
+def _host() -> dict:
+    cpu = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    import torch
+
+    return {"cpu": cpu, "logical_cpus": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "torch": torch.__version__}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tests", type=int, default=SUITE, help="tests per session for the fast harnesses")
+    parser.add_argument("--slow-tests", type=int, default=8, help="tests per session for spawn and mptc")
+    parser.add_argument("--fresh-tests", type=int, default=30, help="tests per session for pool-fresh")
+    parser.add_argument("--only", default=",".join(HARNESSES), help="comma-separated harnesses to run")
+    parser.add_argument("--out", help="write the JSON result here")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per session")
+    args = parser.parse_args(argv)
+    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(HARNESSES))
+    if unknown or "pool" not in names:
+        parser.error(f"--only: unknown {unknown}, choose from {sorted(HARNESSES)}; 'pool' is required")
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="distcheck-bench-") as tmp:
+        for name in names:
+            n = args.slow_tests if name in SLOW else args.fresh_tests if name == "pool-fresh" else args.tests
+            print(f"running {name}: {n} tests ...", file=sys.stderr, flush=True)
+            rows.append(run_harness(name, n, Path(tmp), args.timeout))
+    table = format_table(rows)
+    print(table)
+    print()
+    for what, met, measured in targets(rows):
+        print(f"- {'MET   ' if met else 'MISSED'} {what}: {measured}")
+    loads = [r["load_avg_1m_before"] for r in rows] + [r["load_avg_1m_after"] for r in rows]
+    print(f"\nload average (1 min) during the run: {min(loads):.2f} .. {max(loads):.2f} "
+          f"on {os.cpu_count()} logical CPUs")
+    if args.out:
+        result = {"schema": "distcheck/rank-pool-benchmark/1", "started_utc": started,
+                  "finished_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "host": _host(), "args": vars(args), "rows": rows,
+                  "targets": [{"target": w, "met": m, "measured": v} for w, m, v in targets(rows)]}
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
