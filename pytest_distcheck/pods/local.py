@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -89,7 +90,9 @@ class LocalPod(Pod):
     def run(self, command: str, timeout: float, on_output: OutputSink | None = None) -> RunResult:
         if self.ended:
             raise PodLost(f"local pod {self.id} has been released")
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(self.gpus))}
+        # The kit's own interpreter first on PATH, so `python` and `torchrun` are this environment's.
+        path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+        env = {**os.environ, "PATH": path, "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(self.gpus))}
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         t0 = time.monotonic()
         proc = subprocess.Popen(["bash", "-c", command], cwd=self.workdir, env=env, stdout=subprocess.PIPE,
