@@ -1,4 +1,5 @@
-"""All-reduce bandwidth reports: one row per message size, an nccl-tests-style table, and validation.
+"""All-reduce bandwidth reports: the timed sweep, one row per message size, an nccl-tests-style table,
+a bandwidth-vs-size plot (PNG), and validation.
 
 Formulas come from ``pytest_distcheck.calc.collectives`` (nccl-tests ``doc/PERFORMANCE.md``):
 algbw = S / t and busbw = algbw * 2(n-1)/n for all-reduce, in GB/s with GB = 1e9 bytes.
@@ -47,6 +48,44 @@ def allreduce_row(size_bytes: int, dtype: str, times_s: list[float], world_size:
     }
 
 
+def allreduce_sweep(sizes_bytes: list[int] | tuple[int, ...], warmup: int, reps: int) -> list[dict[str, Any]]:
+    """Time ``all_reduce`` (sum) of a float32 tensor of each size, on every rank of the current group.
+
+    Call it on every rank (e.g. through ``dist_world.run`` or a :class:`~pytest_distcheck.ranks.pool.RankPool`)
+    with ``torch.distributed`` initialised. Each timed repetition follows a barrier; a repetition's time
+    is the slowest rank's, as nccl-tests reports it, so every rank returns the same rows.
+
+    Args:
+        sizes_bytes: message sizes S in bytes (multiples of 4).
+        warmup: untimed all-reduces per size (connection set-up, allocator).
+        reps: timed all-reduces per size.
+
+    Returns:
+        one :func:`allreduce_row` per size, in the order given.
+    """
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    world = dist.get_world_size()
+    rows = []
+    for size in sizes_bytes:
+        t = torch.ones(size // 4, dtype=torch.float32)
+        for _ in range(warmup):
+            dist.all_reduce(t)
+        times = []
+        for _ in range(reps):
+            dist.barrier()
+            t0 = time.perf_counter()
+            dist.all_reduce(t)
+            times.append(time.perf_counter() - t0)
+        worst = torch.tensor(times, dtype=torch.float64)
+        dist.all_reduce(worst, op=dist.ReduceOp.MAX)
+        rows.append(allreduce_row(size, "float32", worst.tolist(), world))
+    return rows
+
+
 def format_sweep(rows: list[dict[str, Any]]) -> str:
     """The rows as a fixed-width table in the style of nccl-tests' all_reduce_perf output."""
     lines = [f"{'size (B)':>12} {'count':>10} {'type':>8} {'time (us)':>11} {'algbw GB/s':>11} {'busbw GB/s':>11}"]
@@ -56,6 +95,59 @@ def format_sweep(rows: list[dict[str, Any]]) -> str:
             f"{r['algbw_gbps']:>11.3f} {r['busbw_gbps']:>11.3f}"
         )
     return "\n".join(lines)
+
+
+def _size_label(size_bytes: int) -> str:
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size_bytes >= factor and size_bytes % factor == 0:
+            return f"{size_bytes // factor} {unit}"
+    return f"{size_bytes} B"
+
+
+def plot_sweep(rows: list[dict[str, Any]], path: Path | str, title: str) -> Path:
+    """Save a bandwidth-vs-message-size plot of the sweep rows as a PNG (matplotlib, Agg backend).
+
+    Plots busbw and algbw (GB/s, from the median time) against size on a log2 axis, with a band from
+    the fastest to the slowest repetition of busbw.
+
+    Args:
+        rows: :func:`allreduce_row` dicts (``time_s_min``/``time_s_max`` give the band).
+        path: where to write the PNG (parent folders are created).
+        title: the plot's title, e.g. the collective, world size, backend and host.
+
+    Returns:
+        the path written.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    rows = sorted(rows, key=lambda r: r["size_bytes"])
+    sizes = [r["size_bytes"] for r in rows]
+    factors = [r["busbw_gbps"] / r["algbw_gbps"] for r in rows]
+    fig = Figure(figsize=(7.5, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    ax.fill_between(sizes, [s / r["time_s_max"] / 1e9 * f for s, r, f in zip(sizes, rows, factors, strict=True)],
+                    [s / r["time_s_min"] / 1e9 * f for s, r, f in zip(sizes, rows, factors, strict=True)],
+                    alpha=0.2, label="busbw, fastest to slowest repetition")
+    if all(math.isclose(f, 1.0) for f in factors):  # n = 2: busbw factor 2(n-1)/n is 1
+        ax.plot(sizes, [r["busbw_gbps"] for r in rows], marker="o", label="busbw = algbw (median; 2(n-1)/n = 1)")
+    else:
+        ax.plot(sizes, [r["busbw_gbps"] for r in rows], marker="o", label="busbw (median)")
+        ax.plot(sizes, [r["algbw_gbps"] for r in rows], marker="s", linestyle="--", label="algbw (median)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, [_size_label(s) for s in sizes], rotation=30)
+    ax.set_xlabel(f"message size per rank ({rows[0]['dtype']})")
+    ax.set_ylabel("bandwidth (GB/s, GB = 1e9 B)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left")
+    ax.set_title(title, fontsize=10)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    return out
 
 
 def load_result(path: Path) -> dict[str, Any]:

@@ -1,10 +1,15 @@
 """DDP on CPU: train with DistributedDataParallel on gloo, then time all-reduce over message sizes.
 
-Run by hand (writes the JSON result and prints a table)::
+Run by hand (prints a table; writes the JSON result and, next to it, a bandwidth-vs-size PNG)::
+
+    python -m experiments.ddp_cpu.lab --out experiments/ddp_cpu/results/allreduce-cpu.json
+
+(on 2 ranks of pytest-distcheck's rank pool; ``--world-size`` for more), or the same under torchrun::
 
     torchrun --nproc_per_node 2 -m experiments.ddp_cpu.lab --out experiments/ddp_cpu/results/allreduce-cpu.json
 
-or from a test through the ``dist_world`` fixture: ``dist_world.run(lab.run, LabConfig(...))``.
+or from a test through the ``dist_world`` fixture: ``dist_world.run(lab.run, LabConfig(...))``. Redraw
+the plot of a committed result: ``python -m experiments.ddp_cpu.lab --replot RESULT.json``.
 
 What it does, on every rank of an initialised process group:
 1. trains a small MLP with ``DistributedDataParallel`` for a few steps on seeded synthetic data, each
@@ -32,7 +37,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from pytest_distcheck.bandwidth import allreduce_row
+from pytest_distcheck import bandwidth
 
 
 @dataclass(frozen=True)
@@ -148,25 +153,9 @@ def allreduce_sweep(cfg: LabConfig) -> list[dict]:
     """Time ``all_reduce`` of float32 tensors of each size in ``cfg.sizes_bytes``.
 
     Returns one row per size: size_bytes, count, dtype, reps, time_s_median/min/max, algbw_gbps,
-    busbw_gbps (from the median time).
+    busbw_gbps (from the median time); see :func:`pytest_distcheck.bandwidth.allreduce_sweep`.
     """
-    world = dist.get_world_size()
-    rows = []
-    for size in cfg.sizes_bytes:
-        t = torch.ones(size // 4, dtype=torch.float32)
-        for _ in range(cfg.warmup):
-            dist.all_reduce(t)
-        times = []
-        for _ in range(cfg.reps):
-            dist.barrier()
-            t0 = time.perf_counter()
-            dist.all_reduce(t)
-            times.append(time.perf_counter() - t0)
-        # Every rank must report the same time: take the slowest rank's, as nccl-tests does.
-        worst = torch.tensor(times, dtype=torch.float64)
-        dist.all_reduce(worst, op=dist.ReduceOp.MAX)
-        rows.append(allreduce_row(size, "float32", worst.tolist(), world))
-    return rows
+    return bandwidth.allreduce_sweep(cfg.sizes_bytes, cfg.warmup, cfg.reps)
 
 
 def _host() -> dict:
@@ -223,24 +212,62 @@ def format_table(result: dict) -> str:
     return head + format_sweep(result["allreduce_sweep"])
 
 
+def plot_title(result: dict) -> str:
+    """The plot's title: collective, ranks, backend, host and torch version of a result."""
+    host = result["host"]
+    load = f", load average {host['load_avg_1m']:.2f}" if "load_avg_1m" in host else ""
+    return (f"all_reduce on {result['world_size']} {result['backend']} ranks ({result['device']}), "
+            f"torch {result['torch_version']}, {result['started_utc']}\n"
+            f"{host['cpu']}, {host['logical_cpus']} logical CPUs{load}")
+
+
+def save_plot(result: dict, json_path: str) -> str:
+    """Write the sweep's bandwidth-vs-size plot next to the JSON result (same name, ``.png``)."""
+    png = os.path.splitext(json_path)[0] + ".png"
+    bandwidth.plot_sweep(result["allreduce_sweep"], png, plot_title(result))
+    return png
+
+
+def run_on_pool(cfg: LabConfig, pool) -> dict:
+    """Run the lab on every rank of a :class:`pytest_distcheck.ranks.pool.RankPool`; rank 0's result."""
+    from experiments.ddp_cpu import lab  # by name, so the ranks import it rather than unpickle __main__
+
+    return pool.run(lab.run, (lab.LabConfig(**asdict(cfg)),), {}, timeout=600)[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", help="write the JSON result here (rank 0)")
+    parser.add_argument("--out", help="write the JSON result here, and its plot next to it (rank 0)")
     parser.add_argument("--reps", type=int, default=LabConfig.reps)
+    parser.add_argument("--world-size", type=int, default=2, help="ranks of the rank pool (not under torchrun)")
+    parser.add_argument("--replot", metavar="RESULT_JSON", help="only redraw the plot of this result file")
     args = parser.parse_args()
-    dist.init_process_group("gloo")
-    try:
-        result = run(LabConfig(reps=args.reps))
-    finally:
-        dist.destroy_process_group()
-    if int(os.environ.get("RANK", "0")) == 0:
-        print(format_table(result))
-        if args.out:
-            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-            with open(args.out, "w") as f:
-                json.dump(result, f, indent=2)
-                f.write("\n")
-            print(f"wrote {args.out}")
+    if args.replot:
+        print(f"wrote {save_plot(bandwidth.load_result(args.replot), args.replot)}")
+        return
+    if "RANK" in os.environ:  # started by torchrun
+        dist.init_process_group("gloo")
+        try:
+            result = run(LabConfig(reps=args.reps))
+        finally:
+            dist.destroy_process_group()
+        if int(os.environ["RANK"]) != 0:
+            return
+    else:
+        from pytest_distcheck.ranks.pool import RankPool
+
+        pool = RankPool(args.world_size)
+        try:
+            result = run_on_pool(LabConfig(reps=args.reps), pool)
+        finally:
+            pool.close()
+    print(format_table(result))
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+        print(f"wrote {args.out} and {save_plot(result, args.out)}")
 
 
 if __name__ == "__main__":
