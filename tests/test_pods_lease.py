@@ -105,6 +105,7 @@ def test_no_capacity_releases_the_reservation(fake, provider, guard, timings):  
 
 def test_never_ready_is_terminated_and_settled(fake, provider, guard, timings):  # noqa: F811
     fake.never_ready = True
+    provider.timings = timings = dataclasses.replace(timings, ready_timeout=3)
     with pytest.raises(NotReady, match="not usable after"):
         with make_lease(provider, guard, timings):
             pass
@@ -112,18 +113,21 @@ def test_never_ready_is_terminated_and_settled(fake, provider, guard, timings): 
     assert [r.status for r in rows(guard)] == ["open", "settled"]
 
 
-def test_terminate_fails_twice_then_confirmed(fake, provider, guard, timings):  # noqa: F811
+@pytest.mark.parametrize("first, second", [("http_502", "http_500"), ("timeout", "reply_lost")])
+def test_terminate_fails_twice_then_confirmed(fake, provider, guard, timings, first, second):  # noqa: F811
+    fake.api.hang_seconds = 3.0  # past api_timeout=2
     lease = make_lease(provider, guard, timings)
     with lease:
-        fake.inject("terminate", "http_502")
-        fake.inject("terminate", "http_500")
+        fake.inject("terminate", first)
+        fake.inject("terminate", second)
         fake.terminate_lag_polls = 2
     assert lease.termination.confirmed and lease.termination.attempts >= 3
     assert_nothing_billing(fake)
 
 
-def test_status_errors_while_terminating_are_retried(fake, provider, guard, timings):  # noqa: F811
+def test_api_errors_while_waiting_and_terminating_are_retried(fake, provider, guard, timings):  # noqa: F811
     fake.gone_as_error = True
+    fake.inject("get", "http_500", times=3)  # the first polls while waiting fail
     lease = make_lease(provider, guard, timings)
     with lease:
         fake.inject("get", "http_502", times=2)

@@ -76,6 +76,7 @@ class Lease:
         self.name: str | None = None
         self.deadline: float = 0.0
         self.started: float = 0.0
+        self._started_wall: float = 0.0
         self.usd_per_hour: float | None = None
         self.termination: Termination | None = None
         self.cut_reason: str | None = None
@@ -111,6 +112,7 @@ class Lease:
         margin = min(t.teardown, float(res.max_seconds) / 4)
         self._status(f"creating {self.name}")
         self.started = time.monotonic()
+        self._started_wall = time.time()
         try:
             self.pod_id = self.provider.create(self.request, self.name, self.deadline - margin / 2)
         except NoCapacity:
@@ -199,7 +201,7 @@ class Lease:
                     res.release()
                 # else: keep it held (it expires by itself); the pod may still appear and bill
             elif term is not None and term.confirmed:
-                res.settle(max(term.ended_at - self.started, 0.0))
+                res.settle(self._billed_seconds(term))
             else:
                 res.__exit__(None, None, None)  # the open row keeps counting the worst case
         if term is not None and term.interrupted:
@@ -214,6 +216,13 @@ class Lease:
         if budget_error is not None and exc_type is None:
             raise budget_error
 
+    def _billed_seconds(self, term: Termination) -> float:
+        """Create call to confirmed termination. The larger of the monotonic and the wall-clock spans:
+        the monotonic clock stops while this machine sleeps, the pod's billing does not."""
+        mono = term.ended_at - self.started if term.ended_at is not None else 0.0
+        wall = time.time() - (time.monotonic() - term.ended_at) - self._started_wall if term.ended_at else 0.0
+        return max(mono, wall, 0.0)
+
     def adopt(self, info: PodInfo) -> Termination:
         """A pod whose create answer was lost turned up later (a sweep found ``lost_name``): record it
         in the ledger, terminate it until confirmed and settle."""
@@ -221,7 +230,7 @@ class Lease:
         self.reservation.record_pod(info.id, usd_per_hour=info.usd_per_hour, started_at=self.started)
         term = terminate_and_confirm(self.provider, info.id, self.timings.confirm_timeout)
         if term.confirmed:
-            self.reservation.settle(max(term.ended_at - self.started, 0.0))
+            self.reservation.settle(self._billed_seconds(term))
         else:
             self.reservation.__exit__(None, None, None)
         self.lost_name = None
