@@ -27,6 +27,8 @@ _SCRIPT = r"""#!/bin/bash
 DEADLINE=__DEADLINE__
 STALE=__STALE__
 EVERY=__EVERY__
+# The home SSH logins get (the heartbeat is touched there); Docker sets HOME, passwd is the fallback.
+HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 mkdir -p "$HOME/distcheck"
 HB="$HOME/__HEARTBEAT__"
 LOG="$HOME/__LOG__"
