@@ -443,8 +443,29 @@ def test_registered_checks_must_all_be_collected(workspace_dir):
         """})
     result = gate(workspace_dir)
     result.stdout.fnmatch_lines(["NOT RUN  alpha  1 of 2 checks did not run: checks/test_checks.py::test_alpha_live "
-                                 "not collected: registered check checks/test_checks.py::test_alpha_live*"])
+                                 "not collected: registered check checks/test_checks.py::test_alpha_live (no such "
+                                 "check in the file, or not marked for this item)"])
     assert result.ret == FAILED
+
+
+def test_a_registered_check_outside_the_run_says_so(workspace_dir):
+    (workspace_dir.path / "checks" / "distcheck.toml").write_text(REGISTERED)
+    workspace_dir.makepyfile(**{"checks/test_checks": """
+        import pytest
+        @pytest.mark.dod("alpha")
+        def test_alpha():
+            pass
+        """})
+    workspace_dir.makepyfile(test_mine="def test_x(): pass")
+    result = gate(workspace_dir, "test_mine.py")
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  not collected: registered check checks/test_checks.py::test_alpha "
+                                 "(its file was not among the paths this run collected); not collected: registered "
+                                 "check checks/test_checks.py::test_alpha_live (its file was not among the paths "
+                                 "this run collected)"])
+    (workspace_dir.path / "checks" / "test_checks.py").unlink()
+    result = gate(workspace_dir)
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  not collected: registered check checks/test_checks.py::test_alpha "
+                                 "(file missing)*"])
 
 
 def test_an_unregistered_check_claiming_an_item_is_untrusted(workspace_dir):
@@ -555,3 +576,19 @@ def test_gate_and_reasons_under_xdist(workspace_dir):
     result = gate(workspace_dir, "-n", "2")
     result.stdout.fnmatch_lines(["gate: PASSED (2/2 items done)"])
     assert result.ret == 0
+
+
+def test_disabling_the_whole_plugin_makes_the_gate_an_unknown_option(workspace_dir):
+    checks(workspace_dir)
+    result = gate(workspace_dir, "-p", "no:distcheck")
+    result.stderr.fnmatch_lines(["*unrecognized arguments: --gate*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_malformed_check_registration_names_the_field(workspace_dir):
+    (workspace_dir.path / "checks" / "distcheck.toml").write_text(REGISTERED.replace(
+        '"checks/test_checks.py::test_alpha",', '"test_alpha",'))
+    checks(workspace_dir)
+    result = workspace_dir.runpytest()
+    result.stderr.fnmatch_lines(["*distcheck.toml, items[[]0[]].checks[[]0[]]: 'test_alpha' does not match*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -40,7 +40,8 @@ class CollectionRecord:
 
     Attributes:
         checks: every collected DoD check.
-        missing_registered: per item, registered checks (workspace ``checks``) that were not collected.
+        missing_registered: per item, registered checks (workspace ``checks``) that were not
+            collected, each with why (file missing, function missing, file not collected).
         checks_dir: the workspace's checks folder, relative to the rootdir, for messages.
         unclassified: node id -> outcome of a report for a selected check that did not carry the
             kit's classification (filled in by the controller; e.g. an xdist worker crash).
@@ -48,7 +49,7 @@ class CollectionRecord:
     """
 
     checks: dict[str, CheckInfo] = field(default_factory=dict)
-    missing_registered: dict[str, list[str]] = field(default_factory=dict)
+    missing_registered: dict[str, dict[str, str]] = field(default_factory=dict)
     checks_dir: str = "checks"
     unclassified: dict[str, str] = field(default_factory=dict)
 
@@ -80,9 +81,9 @@ class CollectionRecord:
                 out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN,
                                         "selected but did not run (the session stopped early: -x, --maxfail, "
                                         "an interrupt or a crash)"))
-        for pattern in self.missing_registered.get(item_id, []):
+        for pattern, why in self.missing_registered.get(item_id, {}).items():
             out.append(CheckOutcome(item_id, pattern, State.NOT_RUN,
-                                    f"not collected: registered check {pattern} (file or function missing)"))
+                                    f"not collected: registered check {pattern} ({why})"))
         return out
 
     def no_check_reason(self, item_id: str) -> str:

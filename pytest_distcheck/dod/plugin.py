@@ -131,9 +131,10 @@ class DodPlugin:
                 func = getattr(item, "obj", None)
                 record.checks[item.nodeid] = CheckInfo(item_id, origins.rel(code_file(func)),
                                                        getattr(func, "__qualname__", item.name))
+        collected_files = {item.nodeid.split("::", 1)[0] for item in items}
         for it in ws.items:
             collected = {n.split("[", 1)[0] for n, c in record.checks.items() if c.item_id == it.id}
-            missing = [p for p in it.checks if p not in collected]
+            missing = {p: self._why_missing(p, collected_files) for p in it.checks if p not in collected}
             if missing:
                 record.missing_registered[it.id] = missing
         self.record = record
@@ -149,6 +150,14 @@ class DodPlugin:
                 config.hook.pytest_deselected(items=drop)
             items[:] = keep
         selection.order_prerequisites_first(ws, items, _item_of)
+
+    def _why_missing(self, pattern: str, collected_files: set[str]) -> str:
+        file = pattern.split("::", 1)[0]
+        if not (self.config.rootpath / file).is_file():
+            return "file missing"
+        if file in collected_files:
+            return "no such check in the file, or not marked for this item"
+        return "its file was not among the paths this run collected"
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         if self.record is None:
