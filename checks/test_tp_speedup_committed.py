@@ -3,8 +3,9 @@
 Done only when a committed result in ``[tp_inference] results_dir`` was produced on CUDA with at least
 2 GPUs, measures TP 1 and TP 2, has speedups that agree with its own latencies, has its PNG beside it,
 and its run id has ledger rows (``[budget] ledger``) counted against ``[tp_inference] experiment``
-whose cost is within ``[budget.experiment_ceilings_usd]`` for it. CPU results are read (and must be
-valid) but are not evidence for this item.
+whose cost is within ``[budget.experiment_ceilings_usd]`` for it. It is stale when a code file of the
+lab (``[tp_inference] code``, ``*.py``) changed since the result was produced (or the result does not
+record it). CPU results are read (and must be valid) but are not evidence for this item.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
     """Return a one-line summary, or stop the check with broken/pending naming what is wrong."""
     from pytest_distcheck.budget.accounting import charges
     from pytest_distcheck.budget.ledger import Ledger
+    from pytest_distcheck.evidence import require_fresh
     from pytest_distcheck.tp_result import problems
 
     rel = _rel(path, ws.root)
@@ -99,6 +101,10 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
             f"{ledger_rel} line {charge.row.line}: run {run_id!r} cost ${charge.usd:.4f}, above the "
             f"{experiment} ceiling ${ceiling}"
         )
+    code = ws.section("tp_inference").get("code")
+    if code:  # the result must record every code file of the lab, unchanged since it ran
+        required = [f"{code}/{p.name}" for p in sorted(ws.resolve(code).glob("*.py"))]
+        require_fresh(result, required, root=ws.root, where=rel, command=how)
     why = _not_committed([path, png], ws.root)
     if why:
         pytest_distcheck.pending(f"the GPU result is not committed: {why}",

@@ -35,6 +35,7 @@ def test_speedup_runs_on_two_gloo_ranks_and_writes_a_valid_result(dist_world, tm
     assert problems(result) == []
     assert (tmp_path / result["plot"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert result["run_id"] == "test-0001"
+    assert "experiments/tp_inference/speedup.py" in result["sources"]  # the code it came from, hashed
     assert (result["device"]["type"], result["backend"], result["world_size"]) == ("cpu", "gloo", 2)
     assert result["settings"]["timer"] == "wall-clock" and result["versions"]["nccl"] is None
     layers = result["model"]["n_layers"]

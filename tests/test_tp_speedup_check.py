@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_distcheck.evidence import record_sources
+
 REPO = Path(__file__).resolve().parents[1]
 CHECK = REPO / "checks" / "test_tp_speedup_committed.py"
 FIX = REPO / "fixtures" / "tp_inference"
@@ -28,6 +30,7 @@ how = "{HOW}"
 [tp_inference]
 results_dir = "results"
 experiment = "tp-inference"
+code = "lab"
 [budget]
 ledger = "ledger.md"
 phase_ceiling_usd = 5.0
@@ -52,14 +55,22 @@ def workspace(pytester):
     (root / "results").mkdir()
     pytester.makeini(f"[pytest]\npythonpath = {REPO}\n")
 
-    def run(result: dict | None = None, png: bool = True, commit: bool = True, extra: dict | None = None):
+    (root / "lab").mkdir()
+    (root / "lab" / "speedup.py").write_text("# the lab's code\n")
+
+    def run(result: dict | None = None, png: bool = True, commit: bool = True, extra: dict | None = None,
+            sources: bool = True, edit_code: bool = False):
         files = dict(extra or {})
         if result is not None:
+            if sources:  # as speedup.py records them: the hashes of the lab's code when it ran
+                result = {**result, "sources": record_sources(["lab/speedup.py"], root)}
             files["synthetic-cuda-2gpu.json"] = result
         for name, data in files.items():
             (root / "results" / name).write_text(json.dumps(data, indent=1))
         if png:
             shutil.copy(FIX / "synthetic-cuda-2gpu.png", root / "results")
+        if edit_code:  # the lab's code changed after the result was produced
+            (root / "lab" / "speedup.py").write_text("# the lab's code, edited\n")
         _git(root, "init", "-q")
         if commit:
             _git(root, "add", "-A")
@@ -157,3 +168,28 @@ def test_a_malformed_ledger_is_broken(workspace, good, pytester):
     ledger = pytester.path / "ledger.md"
     ledger.write_text(ledger.read_text().replace("| 0.6950 |", "| -0.6950 |"))
     _broken(workspace(good), "the ledger does not parse: *ledger.md, line 8: negative cost*")
+
+
+def test_a_result_produced_before_the_code_changed_is_stale(workspace, good):
+    result = workspace(good, edit_code=True)
+    result.stdout.fnmatch_lines([
+        "STALE    tp-speedup-committed  lab/speedup.py changed since results/synthetic-cuda-2gpu.json was "
+        "produced (recorded sha256:*, now sha256:*)",
+        f"*-> {HOW}",
+    ])
+    assert result.ret == 0
+
+
+def test_a_result_older_than_a_new_code_file_is_stale(workspace, good, pytester):
+    (pytester.path / "lab" / "shard.py").write_text("# a file added after the run\n")
+    result = workspace(good)
+    result.stdout.fnmatch_lines([
+        "STALE    tp-speedup-committed  results/synthetic-cuda-2gpu.json does not record lab/shard.py among its "
+        "sources*",
+        f"*-> {HOW}",
+    ])
+
+
+def test_a_result_that_records_no_sources_is_stale(workspace, good):
+    result = workspace(good, sources=False)
+    result.stdout.fnmatch_lines(["STALE    tp-speedup-committed  results/synthetic-cuda-2gpu.json records no sources*"])

@@ -46,11 +46,20 @@ from experiments.tp_inference.plan import BLOCK_PLAN
 from experiments.tp_inference.plot import plot_speedups
 from experiments.tp_inference.shard import shard_model
 from experiments.tp_inference.timing import Stopwatch, device_for
+from pytest_distcheck.evidence import record_sources
 from pytest_distcheck.schemas import validate
 from pytest_distcheck.tp_result import SCHEMA, SCHEMA_ID, compute_speedups, problems, summarize
 
 EXPERIMENT = "tp-inference"
 RESULTS_DIR = Path("experiments/tp_inference/results")
+ROOT = Path(__file__).resolve().parents[2]  # the repository (workspace) root
+
+
+def code_sources() -> list[str]:
+    """The lab's code files, relative to the root: a result records their hashes, so a check can tell
+    whether the code changed since (``pytest_distcheck.evidence``)."""
+    here = Path(__file__).resolve().parent
+    return [p.relative_to(ROOT).as_posix() for p in sorted(here.glob("*.py"))]
 
 # "gpu": ~1.9 B parameters in bf16 (3.7 GB), big enough that a decode step reads far more weight
 # bytes than an all-reduce moves, small enough (with its KV cache and activations, ~12 GB at TP 1)
@@ -256,6 +265,7 @@ def run(args: argparse.Namespace, device: torch.device) -> Path | None:
         "measurements": measurements,
         "speedups": compute_speedups(measurements),
         "plot": out.with_suffix(".png").name,
+        "sources": record_sources(code_sources(), ROOT),
         "notes": (args.notes + "; " if args.notes else "")
         + f"measured on {env['device']['count']} x {env['device']['name']} with {backend}, {world} ranks, "
         f"host {env['host']['name']} ({env['host']['logical_cpus']} logical CPUs, load average {load:.2f} at start)",
