@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -317,3 +318,31 @@ def test_cli_without_key_says_so(monkeypatch, capsys):
     monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
     assert main(["pods"]) == 2
     assert "RUNPOD_API_KEY is not set" in capsys.readouterr().err
+
+
+def test_interpreter_exit_terminates_a_pod_left_open(fake, tmp_path):  # noqa: F811
+    """A script that takes a pod and exits without closing the lease: the atexit hooks terminate it."""
+    script = tmp_path / "leak.py"
+    script.write_text(f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from fake_runpod.fixtures import FAST_TIMINGS
+from pytest_distcheck.budget.guard import BudgetGuard
+from pytest_distcheck.budget.ledger import Ledger
+from pytest_distcheck.pods.base import GpuRequest
+from pytest_distcheck.pods.session import PodsSession
+from pytest_distcheck.pods.timings import Timings
+
+guard = BudgetGuard(Ledger({str(tmp_path / 'ledger.md')!r}, {str(tmp_path / 'lock')!r}), phase_ceiling_usd=5,
+                    session_id="ab5e0000")
+ps = PodsSession("runpod", Timings.parse(FAST_TIMINGS), 0.0, "ab5e0000", worker=False)
+ps.start()
+lease = ps.lease(GpuRequest(1, {GPU!r}, 60, "img"), lambda s, r: guard.reserve("runpod", {GPU!r}, 1, s, "leak"))
+pod = lease.__enter__()
+print("got", pod.id, flush=True)
+sys.exit(0)  # no __exit__, no finish: only the interpreter-exit hooks are left
+""")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.stdout.startswith("got "), out.stderr
+    (pod,) = fake.pods
+    assert not pod.alive and pod.terminated_by == "api"
