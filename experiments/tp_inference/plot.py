@@ -1,7 +1,8 @@
 """The speedup-curve PNG of a TP inference result (matplotlib, no display needed).
 
-Left: prefill speedup against the tokens in one prefill (batch x prompt length). Right: decode
-speedup against the batch size, one line per prompt length. Each TP degree ``t`` has its own colour;
+Left: prefill speedup against the tokens in one prefill (batch x prompt length), one line per batch
+size across the prompt lengths. Right: decode speedup against the batch size, one line per prompt
+length. Each TP degree ``t`` has its own colour;
 the dotted lines are "no gain" (1) and the ideal (``t``).
 """
 
@@ -22,14 +23,17 @@ def plot_speedups(result: dict[str, Any], path: Path | str) -> None:
     degrees = sorted({s["tp"] for s in speedups})
     colours = {t: plt.get_cmap("tab10")(i) for i, t in enumerate(degrees)}
     fig, (pre, dec) = plt.subplots(1, 2, figsize=(11, 4.3), constrained_layout=True)
+    styles = ["o-", "s--", "^-.", "d:"]
     for t in degrees:
-        rows = sorted((s for s in speedups if s["tp"] == t), key=lambda s: s["batch_size"] * s["prompt_len"])
-        pre.plot([s["batch_size"] * s["prompt_len"] for s in rows], [s["prefill"] for s in rows],
-                 "o-", color=colours[t], label=f"TP {t}")
+        rows = [s for s in speedups if s["tp"] == t]
+        for k, batch in enumerate(sorted({s["batch_size"] for s in rows})):
+            line = sorted((s for s in rows if s["batch_size"] == batch), key=lambda s: s["prompt_len"])
+            pre.plot([s["batch_size"] * s["prompt_len"] for s in line], [s["prefill"] for s in line],
+                     styles[k % 4], color=colours[t], label=f"TP {t}, batch {batch}")
         for k, plen in enumerate(sorted({s["prompt_len"] for s in rows})):
             line = sorted((s for s in rows if s["prompt_len"] == plen), key=lambda s: s["batch_size"])
             dec.plot([s["batch_size"] for s in line], [s["decode"] for s in line],
-                     ["o-", "s--", "^-.", "d:"][k % 4], color=colours[t], label=f"TP {t}, prompt {plen}")
+                     styles[k % 4], color=colours[t], label=f"TP {t}, prompt {plen}")
     for ax, xlabel, title in (
         (pre, "tokens per prefill (batch x prompt length)", "Prefill: latency(TP 1) / latency(TP t)"),
         (dec, "batch size", "Decode: step latency(TP 1) / step latency(TP t)"),
