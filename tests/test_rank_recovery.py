@@ -173,3 +173,9 @@ def test_fresh_ranks_do_not_see_module_state_of_earlier_calls(dist_world):
     pool.close()  # what @pytest.mark.fresh_ranks does before a test
     assert dist_world.run(marked) == [False, False]
     assert "json" in sys.modules  # (the parent is untouched either way)
+
+
+def test_a_longer_timeout_gets_a_new_group_on_a_fresh_store_prefix(dist_world):
+    # A rebuilt group must not reuse the old group's store keys (peers would dial stale addresses).
+    for timeout in (30, 31, 32, 33, 34):
+        assert dist_world.run(in_step_all_reduce, timeout=timeout) == [3.0, 3.0]

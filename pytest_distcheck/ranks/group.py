@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from typing import Any, Callable
 
@@ -62,7 +63,8 @@ class PoolRegistry:
 
     def get(self, world_size: int, backend: str) -> RankPool:
         if self._zygote is None or not self._zygote.alive:
-            self.close()
+            self._stop()
+            os.makedirs(self._dir, exist_ok=True)  # close() removed it
             self._zygote = Zygote(os.path.join(self._dir, "zygote.log"))
         key = (world_size, backend)
         pool = self._pools.get(key)
@@ -77,6 +79,11 @@ class PoolRegistry:
             pool.kill()
 
     def close(self) -> None:
+        """Stop every rank and the zygote, and remove their logs (end of session; ``get`` starts anew)."""
+        self._stop()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _stop(self) -> None:
         for pool in self._pools.values():
             pool.close()
         self._pools.clear()

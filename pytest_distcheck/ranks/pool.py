@@ -18,6 +18,7 @@ Design (each behaviour is tested in tests/test_rank_group.py and tests/test_rank
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -69,7 +70,8 @@ class RankPool:
         self.world_size = world_size
         self.backend = backend
         self.start_timeout = start_timeout
-        self.generation = 0
+        self.generation = 0  # the group's PrefixStore prefix; a new one for every new group
+        self.pg_timeout = 0.0  # seconds the current group's collectives may take
         self.calls = 0
         self.starts = 0
         self.started_s = 0.0
@@ -87,6 +89,7 @@ class RankPool:
             return
         self.kill()
         t0 = time.perf_counter()
+        os.makedirs(self._dir, exist_ok=True)  # close() removed it
         if self._zygote is None or not self._zygote.alive:
             if not self._own_zygote:
                 raise ZygoteError("the rank zygote this pool forks from is gone")
@@ -111,6 +114,7 @@ class RankPool:
             self.kill()
             raise
         self.generation = 0
+        self.pg_timeout = 0.0
         self.starts += 1
         self.started_s = time.perf_counter() - t0
 
@@ -154,6 +158,7 @@ class RankPool:
         if self._own_zygote and self._zygote is not None:
             self._zygote.close()
             self._zygote = None
+        shutil.rmtree(self._dir, ignore_errors=True)
 
     def kill(self) -> None:
         """SIGKILL every rank's process group and wait until the ranks are gone (the zygote stays)."""
@@ -191,6 +196,9 @@ class RankPool:
         """
         payload = dump_call(fn, args, kwargs)
         self.start()
+        if timeout > self.pg_timeout:  # the group's own timeout must not cut the call short
+            self.generation += 1
+            self.pg_timeout = timeout
         self.calls += 1
         call_id = self.calls
         msg = ("run", call_id, payload, self.generation, float(timeout), list(sys.path), origin_file(fn))

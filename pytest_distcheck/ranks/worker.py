@@ -62,7 +62,6 @@ class _Rank:
         self.torch, self.dist = torch, dist
         self.conn, self.rank, self.world_size, self.backend = conn, rank, world_size, backend
         self.generation: int | None = None
-        self.pg_timeout = 0.0
         if rank == 0:
             self.store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False)
             conn.send(("port", self.store.port))
@@ -113,7 +112,9 @@ class _Rank:
 
     def _ensure_group(self, generation: int, timeout: float) -> None:
         dist = self.dist
-        if self.generation == generation and dist.is_initialized() and timeout <= self.pg_timeout:
+        # The parent bumps the generation whenever a new group is due (timeout raised, group destroyed or
+        # subgroups made), so a prefix of the store is never used twice: stale keys would mislead init.
+        if self.generation == generation and dist.is_initialized():
             return
         self._drop_group()
         dist.init_process_group(
@@ -123,7 +124,7 @@ class _Rank:
             world_size=self.world_size,
             timeout=timedelta(seconds=timeout),
         )
-        self.generation, self.pg_timeout = generation, timeout
+        self.generation = generation
 
     def _drop_group(self) -> None:
         with contextlib.suppress(Exception):
