@@ -52,7 +52,7 @@ def test_speedup_under_torchrun_end_to_end(tmp_path):
     out = tmp_path / "r.json"
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
     proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m",
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m",
          "experiments.tp_inference.speedup", *TINY, "--reps", "1", "--out", str(out)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
     )
