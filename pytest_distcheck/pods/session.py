@@ -20,7 +20,7 @@ from pytest_distcheck.pods.timings import Timings
 
 PROVIDERS = ("runpod", "local")
 DEFAULT_GPU_TYPE = "NVIDIA GeForce RTX 4090"
-# RunPod's PyTorch image: torch 2.4 + CUDA 12.4, sshd started by /start.sh from PUBLIC_KEY.
+# RunPod's PyTorch image: torch 2.8 + CUDA 12.8, sshd started by /start.sh from PUBLIC_KEY.
 DEFAULT_IMAGE = "runpod/pytorch:2.8.0-py3.11-cuda12.8.1-cudnn-devel-ubuntu22.04"
 
 
