@@ -76,6 +76,14 @@ def test_collect_only_fails_the_gate(workspace_dir):
     assert result.ret == FAILED
 
 
+@pytest.mark.parametrize("option", ["--setup-only", "--setup-plan"])
+def test_setting_up_without_running_fails_the_gate(workspace_dir, option):
+    checks(workspace_dir)
+    result = gate(workspace_dir, option)
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  selected but did not run*", "gate: FAILED*"])
+    assert result.ret == FAILED
+
+
 def test_stopping_early_leaves_the_rest_not_run(workspace_dir):
     checks(workspace_dir, alpha="pytest_distcheck.broken('wrong')")
     workspace_dir.makepyfile(**{"checks/test_more": """
