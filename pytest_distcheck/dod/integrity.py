@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import site
 import sys
 import sysconfig
 import types
@@ -81,6 +82,7 @@ class Origins:
         self.rootdir = rootdir.resolve()
         paths = sysconfig.get_paths()
         installed = {Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+        installed |= {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
         self.trusted_dirs = (KIT_DIR, *_PYTEST_DIRS, self.checks_dir, *sorted(installed))
 
     def trusted(self, filename: str | None) -> bool:
