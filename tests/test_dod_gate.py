@@ -353,6 +353,23 @@ def test_a_makereport_wrapper_outside_the_kits_is_untrusted(workspace_dir):
     assert result.ret == FAILED
 
 
+def test_a_logreport_hook_that_rewrites_the_outcome_is_untrusted(workspace_dir):
+    checks(workspace_dir, alpha="pytest_distcheck.broken('wrong')")
+    conftest(workspace_dir, """
+        import pytest
+        class Late:
+            @pytest.hookimpl(tryfirst=True)
+            def pytest_runtest_logreport(self, report):
+                report.outcome = "passed"
+        def pytest_sessionstart(session):
+            session.config.pluginmanager.register(Late(), "late")
+        """)
+    result = gate(workspace_dir)
+    result.stdout.fnmatch_lines(["UNTRUSTED  alpha  its report was changed after the kit classified it broken "
+                                 "(failed; now passed): wrong"])
+    assert result.ret == FAILED
+
+
 def test_a_replaced_test_function_is_untrusted(workspace_dir):
     checks(workspace_dir, alpha="pytest_distcheck.broken('wrong')")
     conftest(workspace_dir, """
