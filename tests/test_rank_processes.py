@@ -240,9 +240,11 @@ def test_ranks_out_of_step_are_healed_under_xdist(pytester):
 def test_ctrl_c_leaves_nothing_running(pytester, xdist):
     pidfile = pytester.path / "pids.txt"
     pytester.makepyfile(test_steps=BLOCKED_AND_OUT_OF_STEP.format(n=0, pidfile=str(pidfile)))
-    # A terminal's Ctrl-C sends SIGINT to the foreground process group: pytest and its xdist workers.
+    # A terminal's Ctrl-C sends SIGINT to the foreground process group: pytest and its xdist workers. SIGINT
+    # starts at its default, as in a terminal (a background job of a script inherits it ignored).
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *xdist], cwd=pytester.path,
                             env=dict(os.environ, DISTCHECK_TEST_BLOCK="1"), start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 120
     while len(_pids(pidfile)) < 3 and time.monotonic() < deadline:  # 2 ranks and their zygote
