@@ -176,8 +176,8 @@ class _Rank:
         seq, keep = self._group_state()
         if not keep:  # subgroups or a destroyed group: start the next call on a fresh one
             self._drop_group()
-        self._restore()
         self.conn.send(("result", call_id, outcome, result, seq, keep))
+        self._restore()  # after the reply (off the caller's path), always before the next call is read
         return True
 
     def serve(self) -> None:
