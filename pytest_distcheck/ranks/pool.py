@@ -5,7 +5,9 @@ Design (each behaviour is tested in tests/test_rank_group.py and tests/test_rank
   torch once: starting or replacing the ranks costs a fork, not an import. Each rank has its own session
   (a kill reaches grandchildren) and SIGKILL as its parent-death signal (SIGINT does not stop a rank
   blocked in gloo);
-- rendezvous on a ``TCPStore`` on port 0 hosted by rank 0, so ports never collide under xdist;
+- rendezvous on a ``FileStore`` in the pool's private temporary folder, a new file for every start of
+  the ranks: nothing to collide under xdist, no stale keys, and no DNS (a ``TCPStore`` reverse-resolves
+  its peers, which stalls 5 s whenever the resolver drops a query);
 - the process group is kept while every rank ends a call in step (same sequence number of the default
   group, no subgroups, no error); a call that created subgroups or destroyed the group gets a fresh
   group under a new ``PrefixStore`` prefix for the next call;
@@ -74,6 +76,7 @@ class RankPool:
         self.pg_timeout = 0.0  # seconds the current group's collectives may take
         self.calls = 0
         self.starts = 0
+        self._attempts = 0
         self.started_s = 0.0
         self._dir = tempfile.mkdtemp(prefix="distcheck-ranks-")
         self._own_zygote = zygote is None
@@ -95,19 +98,19 @@ class RankPool:
                 raise ZygoteError("the rank zygote this pool forks from is gone")
             self._zygote = Zygote(self._path(-1, "log"), self.start_timeout)
         init = {"sys_path": list(sys.path), "cwd": os.getcwd()}
+        self._attempts += 1  # a new store file for every attempt: a failed one may have left keys
+        store_file = os.path.join(self._dir, f"store.{self._attempts}")
         try:
             for rank in range(self.world_size):
                 pid, conn = self._zygote.fork_rank({
                     "rank": rank, "world_size": self.world_size, "backend": self.backend,
+                    "store_file": store_file,
                     "stack_file": self._path(rank, "stack"), "log": self._path(rank, "log"),
                 })
                 self._pids.append(pid)
                 self._conns.append(conn)
                 self._pidfds.append(os.pidfd_open(pid))
                 conn.send(("init", init))
-            port = self._expect(0, "port", self.start_timeout)
-            for conn in self._conns[1:]:
-                conn.send(("port", port))
             for rank in range(self.world_size):
                 self._expect(rank, "ready", self.start_timeout - (time.perf_counter() - t0))
         except BaseException:

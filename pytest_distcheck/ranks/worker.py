@@ -1,8 +1,8 @@
 """The program one rank runs, in a process forked from the zygote: :func:`serve`.
 
-It joins the pool's store (rank 0 hosts a ``TCPStore`` on port 0 and tells the parent which port it
-got), then serves calls until told to stop or its parent goes away. Each call runs on a process group
-over a ``PrefixStore`` of that store; the group is kept between calls while the parent sees every rank
+It opens the pool's store (a ``FileStore`` in the pool's private folder, new for every start of the
+ranks), then serves calls until its parent goes away. Each call runs on a process group over a
+``PrefixStore`` of that store; the group is kept between calls while the parent sees every rank
 in step, and rebuilt under a new prefix otherwise. A rank whose call raised reports, then exits: that
 closes its sockets at once (so a peer blocked on it fails fast instead of waiting out the group's
 timeout) and the pool is replaced by freshly forked ranks before the next call.
@@ -55,20 +55,16 @@ def _chain(te: traceback.TracebackException):
 
 
 class _Rank:
-    def __init__(self, conn: Connection, rank: int, world_size: int, backend: str) -> None:
+    def __init__(self, conn: Connection, rank: int, world_size: int, backend: str, store_file: str) -> None:
         import torch
         import torch.distributed as dist
 
         self.torch, self.dist = torch, dist
         self.conn, self.rank, self.world_size, self.backend = conn, rank, world_size, backend
         self.generation: int | None = None
-        if rank == 0:
-            self.store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False)
-            conn.send(("port", self.store.port))
-        else:
-            kind, port = conn.recv()
-            assert kind == "port"
-            self.store = dist.TCPStore("127.0.0.1", port, world_size, is_master=False)
+        # Not a TCPStore: it reverse-resolves its peers' addresses, and a resolver that drops one query
+        # stalls the start for glibc's 5 s timeout (measured here in about 4 % of starts).
+        self.store = dist.FileStore(store_file, world_size)
         self._snapshot()
 
     def _snapshot(self) -> None:
@@ -194,8 +190,8 @@ class _Rank:
                 return
 
 
-def serve(conn: Connection, rank: int, world_size: int, backend: str, stack_file: str) -> None:
-    """Be rank ``rank`` of ``world_size``: join the pool's store, then run calls sent on ``conn``.
+def serve(conn: Connection, rank: int, world_size: int, backend: str, store_file: str, stack_file: str) -> None:
+    """Be rank ``rank`` of ``world_size``: open the pool's store, then run calls sent on ``conn``.
 
     Called in a process just forked from the zygote, with stdout and stderr already on the rank's log.
     Returns when the parent goes away or after a call that raised; the caller
@@ -208,5 +204,5 @@ def serve(conn: Connection, rank: int, world_size: int, backend: str, stack_file
     assert kind == "init"
     sys.path[:] = init["sys_path"]
     os.chdir(init["cwd"])
-    _Rank(conn, rank, world_size, backend).serve()
+    _Rank(conn, rank, world_size, backend, store_file).serve()
     conn.close()

@@ -70,6 +70,8 @@ class Zygote:
         self._exits: dict[int, int] = {}
         parent, child = Pipe(duplex=True)
         env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        # Gloo on loopback: otherwise it resolves the host name, which may ask a DNS server.
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
         with open(log_path, "wb") as log:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "pytest_distcheck.ranks.zygote", str(child.fileno())],
