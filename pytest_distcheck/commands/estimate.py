@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     where = f"{args.provider} {args.cloud}" if args.provider == "runpod" else args.provider
     print(f"{args.count} x {p.gpu} on {where} for {args.minutes:g} min: {usd(est.usd)}")
     print(f"  price    {usd(p.usd_per_gpu_hour)}/GPU-hour ({'live' if p.live else 'shipped table'}; "
-          f"source: {p.source}; {'undated' if p.date == 'undated' else 'dated ' + p.date}; recorded {p.recorded}; confidence {p.confidence})")
+          f"source: {p.source}; {'undated' if p.date == 'undated' else 'dated ' + p.date}; "
+          f"recorded {p.recorded}; confidence {p.confidence})")
     print(f"  billing  per {b.granularity_s:g} s, minimum {b.minimum_s:g} s; billed {est.billed_s:g} s "
           f"(source: {b.source})")
     status = guard.status()
