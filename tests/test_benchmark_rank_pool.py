@@ -1,0 +1,55 @@
+"""benchmarks/rank_pool.py: its statistics, table and targets, and a short real run of the pool harness."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import rank_pool
+
+
+def _row(name, durations, wall):
+    return rank_pool.summarise(name, len(durations), durations, wall, 1.0, 1.5)
+
+
+def test_summary_takes_start_up_from_the_first_test_and_extrapolates_short_runs():
+    row = _row("spawn", [3.0, 2.0, 2.2, 1.8], wall=12.0)
+    assert row["per_test_median_s"] == 2.0 and row["per_test_min_s"] == 1.8 and row["per_test_max_s"] == 2.2
+    assert row["startup_s"] == pytest.approx(1.0)
+    assert row["suite100_extrapolated"] and row["suite100_s"] == pytest.approx(12.0 + 96 * 2.0)
+    full = _row("pool", [1.5] + [0.001] * 99, wall=2.0)
+    assert not full["suite100_extrapolated"] and full["suite100_s"] == 2.0
+
+
+def test_table_ratios_and_targets():
+    rows = [_row("pool", [1.5] + [0.001] * 99, wall=2.0), _row("spawn", [2.0] * 4, wall=9.0),
+            _row("mttc", [0.003] * 100, wall=4.0)]
+    table = rank_pool.format_table(rows).splitlines()
+    assert table[0].startswith("| harness |") and len(table) == 5
+    assert table[3].split("|")[-3:-1] == [" 2,000.0x ", " 100.5x "]  # spawn: 2 s vs 1 ms; 9 + 96 * 2 s vs 2 s
+    met = {what: ok for what, ok, _ in rank_pool.targets(rows)}
+    assert met == {
+        "pool per-test overhead <= 5 ms (median)": True,
+        "pool start-up <= 2.5 s (2 ranks)": True,
+        "100-test suite >= 50x faster than spawn-per-test": True,
+        "100-test suite faster than MultiThreadedTestCase": True,
+    }
+    slow_pool = [_row("pool", [3.0] + [0.006] * 99, wall=5.0), rows[2]]
+    assert [ok for _, ok, _ in rank_pool.targets(slow_pool)] == [False, False, False]
+
+
+def test_unknown_harness_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit):
+        rank_pool.main(["--only", "pool,nope"])
+    assert "unknown ['nope']" in capsys.readouterr().err
+
+
+def test_a_short_real_run_of_the_pool_harness(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert rank_pool.main(["--only", "pool", "--tests", "4", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    (row,) = data["rows"]
+    assert row["harness"] == "pool" and len(row["durations_s"]) == 4
+    assert 0 < row["per_test_min_s"] <= row["per_test_median_s"] <= row["per_test_max_s"]
+    assert "| dist_world (this kit) | 4 |" in capsys.readouterr().out
