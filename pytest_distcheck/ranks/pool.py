@@ -1,6 +1,6 @@
 """Rank processes kept alive across tests, and how a call is dispatched to them and collected.
 
-Design (each behaviour is tested in tests/test_rank_group.py and tests/test_rank_processes.py):
+Design (each behaviour is tested in tests/test_rank_group.py, test_rank_recovery.py, test_rank_processes.py):
 - one process per rank, forked from the zygote (:mod:`pytest_distcheck.ranks.zygote`), which imported
   torch once: starting or replacing the ranks costs a fork, not an import. Each rank has its own session
   (a kill reaches grandchildren) and SIGKILL as its parent-death signal (SIGINT does not stop a rank
@@ -109,7 +109,11 @@ class RankPool:
                 })
                 self._pids.append(pid)
                 self._conns.append(conn)
-                self._pidfds.append(os.pidfd_open(pid))
+                try:
+                    self._pidfds.append(os.pidfd_open(pid))
+                except ProcessLookupError:  # died and reaped already
+                    raise RankError([RankOutcome(rank, "died", "exited as it started", stderr=self._log(rank))],
+                                    detail="could not start the rank pool") from None
                 conn.send(("init", init))
             for rank in range(self.world_size):
                 self._expect(rank, "ready", self.start_timeout - (time.perf_counter() - t0))
