@@ -2,6 +2,7 @@
 
 import json
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -19,8 +20,9 @@ DISTCHECK = shutil.which("distcheck", path=str(Path(sys.executable).parent)) or 
 
 def spawn(root: Path, *args: str):
     cmd = [sys.executable, "-m", "pytest_distcheck.cli"] if DISTCHECK is None else [DISTCHECK]
+    # A terminal starts the quiz with SIGINT at its default; a background job (CI, `&`) inherits it ignored.
     child = pexpect.spawn(cmd[0], [*cmd[1:], "quiz", *args], cwd=str(root), encoding="utf-8", timeout=30,
-                          dimensions=(50, 200))
+                          dimensions=(50, 200), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     return child
 
 
