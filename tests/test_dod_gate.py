@@ -9,26 +9,13 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
-CHECKS = """
-import pytest
-import pytest_distcheck
-
-@pytest.mark.local
-@pytest.mark.dod("alpha")
-def test_alpha():
-    {alpha}
-
-@pytest.mark.dod("beta")
-def test_beta():
-    {beta}
-"""
+from dod_support import write_checks
 
 FAILED = pytest.ExitCode.TESTS_FAILED
 
 
 def checks(pytester, alpha="pass", beta="pass"):
-    pytester.makepyfile(**{"checks/test_checks": CHECKS.format(alpha=alpha, beta=beta)})
+    write_checks(pytester, alpha, beta)
 
 
 def gate(pytester, *args):

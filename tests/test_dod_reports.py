@@ -7,26 +7,14 @@ import json
 
 import jsonschema
 import pytest
+from dod_support import write_checks
 
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.schemas import load_schema, validate
 
-CHECKS = """
-import pytest
-import pytest_distcheck
-
-@pytest.mark.dod("alpha")
-def test_alpha():
-    {alpha}
-
-@pytest.mark.dod("beta")
-def test_beta():
-    {beta}
-"""
-
 
 def run(pytester, alpha="pass", beta="pass", *args):
-    pytester.makepyfile(**{"checks/test_checks": CHECKS.format(alpha=alpha, beta=beta)})
+    write_checks(pytester, alpha, beta)
     return pytester.runpytest("-p", "no:cacheprovider", "--dod-json", "out/dod.json",
                               "--dod-markdown", "out/summary.md", *args)
 

@@ -3,24 +3,12 @@
 from __future__ import annotations
 
 import pytest
-
-CHECKS = """
-import pytest
-import pytest_distcheck
-
-@pytest.mark.dod("alpha")
-def test_alpha():
-    {alpha}
-
-@pytest.mark.dod("beta")
-def test_beta():
-    {beta}
-"""
+from dod_support import write_checks
 
 
 def run(pytester, alpha="pass", beta="pass", *args):
     # DoD checks are trusted only under the workspace's checks folder (checks/, beside distcheck.toml).
-    pytester.makepyfile(**{"checks/test_checks": CHECKS.format(alpha=alpha, beta=beta)})
+    write_checks(pytester, alpha, beta)
     return pytester.runpytest("-p", "no:cacheprovider", *args)
 
 
