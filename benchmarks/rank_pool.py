@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,8 @@ import textwrap
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from pytest_distcheck.hostinfo import describe_host
 
 SUITE = 100
 
@@ -262,16 +263,9 @@ def targets(rows: list[dict]) -> list[tuple[str, bool, str]]:
 
 
 def _host() -> dict:
-    cpu = platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
     import torch
 
-    return {"cpu": cpu, "logical_cpus": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "torch": torch.__version__}
+    return {**describe_host(), "torch": torch.__version__}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -38,6 +37,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from pytest_distcheck import bandwidth
+from pytest_distcheck.hostinfo import describe_host
 
 
 @dataclass(frozen=True)
@@ -158,18 +158,6 @@ def allreduce_sweep(cfg: LabConfig) -> list[dict]:
     return bandwidth.allreduce_sweep(cfg.sizes_bytes, cfg.warmup, cfg.reps)
 
 
-def _host() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    # The load average says how busy the machine was: timings on a shared 2-core box vary with it.
-    return {"cpu": cpu, "logical_cpus": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "load_avg_1m": os.getloadavg()[0]}
-
-
 def run(cfg: LabConfig | None = None) -> dict:
     """Run the whole lab on the current process group; every rank returns the same result dict.
 
@@ -190,7 +178,7 @@ def run(cfg: LabConfig | None = None) -> dict:
         "world_size": dist.get_world_size(),
         "backend": dist.get_backend(),
         "torch_version": torch.__version__,
-        "host": _host(),
+        "host": describe_host(),
         "config": {k: v for k, v in asdict(cfg).items() if k != "extra"},
         "ddp": ddp,
         "allreduce_sweep": sweep,
