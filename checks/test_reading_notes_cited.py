@@ -33,7 +33,7 @@ def test_reading_notes_cite_design_decisions(distcheck_workspace, distcheck_log)
             item.how,
         )
     resolver = Resolver()
-    reports = [verify_note(ws.resolve(rel), resolver, label=rel) for rel in cfg.paths]
+    reports = [verify_note(ws.resolve(rel), resolver, label=rel, packages=cfg.packages) for rel in cfg.paths]
     for rep in reports:
         for warning in rep.warnings:
             warnings.warn(warning, UserWarning, stacklevel=1)

@@ -77,6 +77,23 @@ def test_a_cited_package_that_is_not_installed_is_pending_with_the_install_comma
     assert result.ret == 0
 
 
+def test_a_wrong_package_name_is_broken_and_listed_with_the_other_failures(notes_workspace):
+    result = notes_workspace(
+        {"a.md": NOTES / "good.md", "b.md": NOTES / "wrong-package-name.md"}, minimum=2,
+        extra="packages = ['toyparallel', 'otherpkg']\n",
+    )
+    result.stdout.fnmatch_lines([
+        "BROKEN   reading-notes-cited  5 citation(s) do not resolve",
+    ])
+    out = result.stdout.str()
+    assert "docs/b.md:8 [cite: toyparalel toyparallel/layers.py::divide" in out
+    assert "unknown package 'toyparalel' (the notes cite: toyparallel, otherpkg)" in out
+    for line in (10, 12, 14, 16):
+        assert f"docs/b.md:{line} [cite: toyparallel" in out
+    assert "PENDING" not in out and "pip install" not in out
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
 def test_a_version_drift_is_done_with_a_warning(notes_workspace):
     result = notes_workspace({"a.md": NOTES / "version-drift.md"}, minimum=1)
     result.stdout.fnmatch_lines([

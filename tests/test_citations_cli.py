@@ -27,13 +27,13 @@ def cite(capsys, *argv: str) -> tuple[int, str, str]:
     return rc, out, err
 
 
-def write_workspace(folder: Path, paths: list[str], minimum: int = 5) -> None:
+def write_workspace(folder: Path, paths: list[str], minimum: int = 5, packages=("toyparallel",)) -> None:
     (folder / "checks").mkdir()
     (folder / "checks" / "distcheck.toml").write_text(
         "[phase]\nid = 't'\ntitle = 't'\n"
         "[[items]]\nid = 'reading-notes-cited'\ntitle = 'notes'\nhow = 'write notes'\n"
         f"[notes]\npaths = {paths!r}\nmin_cited_decisions = {minimum}\n"
-        "packages = ['toyparallel']\ninstall = 'pip install the-notes-extra'\n"
+        f"packages = {list(packages)!r}\ninstall = 'pip install the-notes-extra'\n"
     )
 
 
@@ -72,9 +72,25 @@ def test_files_and_minimum_default_to_the_workspace(here, capsys):
 
 
 def test_a_missing_package_shows_the_install_command_of_the_workspace(here, capsys):
-    write_workspace(here, ["x.md"])
+    write_workspace(here, ["x.md"], packages=("toyparallel", "absent-dist"))
     rc, out, _ = cite(capsys, str(NOTES / "not-installed.md"))
     assert rc == 1 and "install the cited packages with: pip install the-notes-extra" in out
+
+
+def test_a_package_the_workspace_does_not_list_is_a_failure_not_a_package_to_install(here, capsys):
+    write_workspace(here, ["x.md"])
+    rc, out, _ = cite(capsys, str(NOTES / "wrong-package-name.md"), str(NOTES / "not-installed.md"))
+    assert rc == 1
+    assert "line 8  [cite: toyparalel toyparallel/layers.py::divide" in out
+    assert "unknown package 'toyparalel' (the notes cite: toyparallel)" in out
+    assert "unknown package 'absent-dist' (the notes cite: toyparallel)" in out
+    assert "pip install" not in out
+    assert out.count("  FAILED      ") == 6
+
+
+def test_without_a_workspace_a_missing_package_suggests_no_pip_name(here, capsys):
+    rc, out, _ = cite(capsys, str(NOTES / "not-installed.md"))
+    assert rc == 1 and "distribution 'absent-dist' is not installed" in out and "pip install" not in out
 
 
 def test_record_writes_front_matter_only_when_all_resolve(here, capsys):

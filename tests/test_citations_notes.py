@@ -122,6 +122,43 @@ def test_a_missing_package_makes_the_verdict_pending():
     assert verdict.state == "pending" and "absent-dist" in verdict.reason
 
 
+def test_a_package_not_in_the_notes_packages_is_a_broken_citation_listed_with_the_others():
+    rep = verify_note(NOTES / "wrong-package-name.md", label="n.md", packages=("toyparallel", "otherpkg"))
+    failed = {r.citation.line: r for r in rep.failures}
+    assert sorted(failed) == [8, 10, 12, 14, 16]
+    assert failed[8].code == "unknown-package"
+    assert failed[8].reason == "unknown package 'toyparalel' (the notes cite: toyparallel, otherpkg)"
+    verdict = notes_verdict([rep], minimum=2)
+    assert verdict.state == "broken" and "pip install" not in verdict.reason
+    assert verdict.reason.splitlines()[0] == "5 citation(s) do not resolve"
+    assert [line.split(" [cite:")[0] for line in verdict.reason.splitlines()[1:-1]] == [
+        f"n.md:{n}" for n in (8, 10, 12, 14, 16)
+    ]
+
+
+def test_package_names_compare_as_pip_does():
+    rep = verify_note(NOTES / "good.md", packages=("ToyParallel",))
+    assert rep.ok and rep.cited_statements == 5
+
+
+def test_a_configured_package_not_installed_is_pending_and_still_lists_the_other_failures():
+    packages = ("toyparallel", "absent-dist")
+    reps = [
+        verify_note(NOTES / name, label=name, packages=packages)
+        for name in ("wrong-package-name.md", "not-installed.md")
+    ]
+    verdict = notes_verdict(reps, minimum=5)
+    assert verdict.state == "pending"
+    first, *rest = verdict.reason.splitlines()
+    assert first == (
+        "not installed: absent-dist; the citations need its sources; 5 other citation(s) do not resolve"
+    )
+    assert [line.split(" [cite:")[0] for line in rest] == [
+        f"wrong-package-name.md:{n}" for n in (8, 10, 12, 14, 16)
+    ]
+    assert "unknown package 'toyparalel'" in rest[0]
+
+
 def test_enough_good_citations_make_the_verdict_done():
     verdict = notes_verdict([verify("good.md")], minimum=5)
     assert verdict.state == "done" and "5 cited statements" in verdict.reason

@@ -46,8 +46,13 @@ def summary(report: NoteReport) -> str:
     )
 
 
-def failure_lines(report: NoteReport) -> list[str]:
-    """``NOTE:LINE [cite: ...]: reason`` for every citation of the note that fails or is malformed."""
-    out = [f"{report.label}:{r.citation.line} {r.citation.text}: {r.reason}" for r in report.failures]
+def failure_lines(report: NoteReport, skip_codes: tuple[str, ...] = ()) -> list[str]:
+    """``NOTE:LINE [cite: ...]: reason`` for every citation of the note that fails (except those whose
+    code is in ``skip_codes``) or is malformed."""
+    out = [
+        f"{report.label}:{r.citation.line} {r.citation.text}: {r.reason}"
+        for r in report.failures
+        if r.code not in skip_codes
+    ]
     out += [f"{report.label}:{m.line} {m.text}: {m.problem}" for m in report.malformed]
     return out

@@ -69,9 +69,8 @@ class Resolver:
             try:
                 dist = metadata.distribution(package)
             except metadata.PackageNotFoundError:
-                raise Problem(
-                    "not-installed", f"distribution {package!r} is not installed (pip install {package})"
-                ) from None
+                # No "pip install NAME": NAME may be a typo that is some unrelated project on PyPI.
+                raise Problem("not-installed", f"distribution {package!r} is not installed") from None
             if dist.files is None:
                 raise Problem("no-file-list", f"distribution {package!r} has no file list (RECORD) to check against")
             self._dists[key] = Installed(

@@ -20,15 +20,26 @@ class Verdict:
 def notes_verdict(reports: list[NoteReport], minimum: int) -> Verdict:
     """Decide what the reports of all notes mean together.
 
-    - pending: a cited package is not installed (nothing can be checked against it);
+    - pending: a cited package is not installed (nothing can be checked against it); the reason
+      still lists every other failing citation, so installing is not the only fix a person sees;
     - broken: a citation fails or is malformed, or a note has fewer than ``minimum`` cited statements;
     - done: otherwise. The reason then lists each note's count.
+
+    Which names may be cited is decided before (``unknown-package`` failures, see
+    :func:`pytest_distcheck.citations.verifier.check_citation`): those are broken, not pending.
     """
     missing = sorted(
         {r.citation.package for rep in reports for r in rep.failures if r.code == "not-installed"}
     )
     if missing:
-        return Verdict("pending", f"not installed: {', '.join(missing)}; the citations need its sources")
+        others = [
+            line for rep in reports
+            for line in failure_lines(rep, skip_codes=("not-installed",))
+        ]
+        head = f"not installed: {', '.join(missing)}; the citations need its sources"
+        if others:
+            head += f"; {len(others)} other citation(s) do not resolve\n" + "\n".join(others)
+        return Verdict("pending", head)
     failures = [line for rep in reports for line in failure_lines(rep)]
     short = [rep for rep in reports if rep.cited_statements < minimum]
     counts = "; ".join(f"{rep.label}: {summary(rep)}" for rep in reports)

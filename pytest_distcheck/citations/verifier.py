@@ -1,6 +1,7 @@
 """Verify the citations of a note against the installed sources and count its cited design decisions.
 
-A citation *resolves* when its package is installed, its file belongs to that package, its symbol is
+A citation *resolves* when its package is one the notes cite (``[notes] packages``, when given) and
+is installed, its file belongs to that package, its symbol is
 defined in the file and its quote (whitespace-normalised, 12-100 characters) occurs inside that
 symbol's span. It *counts* when, in addition, it has a quote, is not a duplicate of an earlier
 citation in the note, and stands in a paragraph or list item that states the decision in at least
@@ -13,6 +14,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from packaging.utils import canonicalize_name
 
 from pytest_distcheck.citations.quote import MAX_QUOTE_CHARS, MIN_QUOTE_CHARS, nearest, normalise
 from pytest_distcheck.citations.resolver import Installed, Problem, Resolver
@@ -84,9 +87,19 @@ class NoteReport:
         return not self.failures and not self.malformed
 
 
-def check_citation(resolver: Resolver, cit: Citation) -> CitationResult:
-    """Resolve one citation (not counting: see :func:`verify_note`). Never raises for a bad citation."""
+def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] = ()) -> CitationResult:
+    """Resolve one citation (not counting: see :func:`verify_note`). Never raises for a bad citation.
+
+    ``packages``: the distributions the notes may cite (``[notes] packages``); when not empty, a
+    citation of any other name fails with code ``unknown-package`` (a typo such as ``megatron`` for
+    ``megatron-core`` is a broken citation, not a package to install).
+    """
     dist: Installed | None = None
+    if packages and canonicalize_name(cit.package) not in {canonicalize_name(p) for p in packages}:
+        return CitationResult(
+            cit, Status.FAILED, "unknown-package",
+            f"unknown package {cit.package!r} (the notes cite: {', '.join(packages)})",
+        )
     try:
         dist = resolver.distribution(cit.package)
         dist, src, spans = resolver.symbol(cit.package, cit.path, cit.symbol)
@@ -126,8 +139,11 @@ def _quote_miss(src, spans: list[Span], quote: str) -> str:
     return msg
 
 
-def verify_note(path: Path, resolver: Resolver | None = None, label: str = "") -> NoteReport:
-    """Verify every citation of the Markdown note at ``path``; ``label`` names it in messages.
+def verify_note(
+    path: Path, resolver: Resolver | None = None, label: str = "", packages: tuple[str, ...] = ()
+) -> NoteReport:
+    """Verify every citation of the Markdown note at ``path``; ``label`` names it in messages;
+    ``packages`` are the distributions the notes may cite (see :func:`check_citation`; empty: any).
 
     Raises:
         ConfigError: the note cannot be read, or its front matter is malformed (names file and line).
@@ -142,7 +158,7 @@ def verify_note(path: Path, resolver: Resolver | None = None, label: str = "") -
     report = NoteReport(path, label, malformed=parsed.malformed, checked_against=parsed.checked_against)
     seen: dict[tuple[str, str, str, str], int] = {}
     for cit in parsed.citations:
-        res = check_citation(resolver, cit)
+        res = check_citation(resolver, cit, packages)
         if res.version is not None:
             report.installed[cit.package] = res.version
         if res.status is Status.COUNTED:

@@ -58,10 +58,16 @@ def run(args: argparse.Namespace) -> int:
     if not files:
         raise DistcheckError(f"give note files, or list them in [notes] paths of {args.config}")
     minimum = args.minimum if args.minimum is not None else (cfg.min_cited_decisions if cfg else 0)
-    return _verify(resolver, [Path(f) for f in files], minimum, args.record, cfg.install if cfg else None)
+    return _verify(
+        resolver, [Path(f) for f in files], minimum, args.record,
+        cfg.install if cfg else None, cfg.packages if cfg else (),
+    )
 
 
-def _verify(resolver, files: list[Path], minimum: int, record: bool, install: str | None) -> int:
+def _verify(
+    resolver, files: list[Path], minimum: int, record: bool, install: str | None, packages: tuple[str, ...]
+) -> int:
+    """Print each note's report; ``packages`` ([notes] packages) are the names citations may use."""
     from pytest_distcheck.citations.record import record_versions
     from pytest_distcheck.citations.report import note_lines
     from pytest_distcheck.citations.verifier import verify_note
@@ -70,11 +76,11 @@ def _verify(resolver, files: list[Path], minimum: int, record: bool, install: st
     for n, path in enumerate(files):
         if not path.is_file():
             raise DistcheckError(f"{path}: no such note")
-        report = verify_note(path, resolver)
+        report = verify_note(path, resolver, packages=packages)
         recorded = None
         if record and report.ok:
             recorded = record_versions(report)
-            report = verify_note(path, resolver)  # parsed files are cached: cheap
+            report = verify_note(path, resolver, packages=packages)  # parsed files are cached: cheap
         print(("\n" if n else "") + "\n".join(note_lines(report)))
         if any(r.code == "not-installed" for r in report.failures) and install:
             print(f"  install the cited packages with: {install}")
