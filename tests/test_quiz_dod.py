@@ -4,7 +4,9 @@ pending below the pass mark (whatever score the log claims), broken for a malfor
 import json
 
 import pytest
-from quiz_support import LOG_REL, attempt_record, make_workspace, write_log
+from quiz_support import BANK, LOG_REL, attempt_record, make_workspace, write_log
+
+from pytest_distcheck.quiz.bank import load_bank
 
 
 @pytest.fixture
@@ -65,3 +67,26 @@ def test_broken_without_a_quiz_section(quiz_ws, pytester):
     toml.write_text(toml.read_text().split("[quiz]")[0])
     result = quiz_ws()
     result.stdout.fnmatch_lines(["BROKEN*quiz-passed*distcheck.toml, quiz: no [[]quiz[]] section*"])
+
+
+def test_broken_reason_says_to_fix_the_line_by_hand(quiz_ws, pytester):
+    write_log(pytester.path, attempt_record(14), attempt_record(16), "not json")
+    result = quiz_ws()
+    result.stdout.fnmatch_lines([f"BROKEN*quiz-passed*{LOG_REL}, line 3: not valid JSON*; fix or remove that line"
+                                 " by hand*"])
+
+
+def test_broken_for_params_the_seed_does_not_draw(quiz_ws, pytester):
+    rec = attempt_record(17)
+    i, ans = next((i, a) for i, a in enumerate(rec["answers"]) if a["params"])
+    # another value the item can draw, so only the replay of the seed can tell
+    item = load_bank(BANK).item(ans["item"])
+    name, value = next((p.name, v) for p in item.params for v in (p.choices or range(p.low, p.high + 1, p.step))
+                       if v != ans["params"][p.name])
+    ans["params"][name] = value
+    write_log(pytester.path, attempt_record(16), rec)
+    result = quiz_ws()
+    result.stdout.fnmatch_lines([
+        f"BROKEN*quiz-passed*{LOG_REL}, line 2, answers[[]{i}[]].params: attempt 2 (line 2): item "
+        f"'{ans['item']}' params * differ from seed 17's draw *; fix or remove that line by hand*"
+    ])

@@ -84,6 +84,10 @@ def _numeric_index(rec):
         (lambda: (lambda r: _with(r, _numeric_index(r),
                                   params={k: 12345 for k in r["answers"][_numeric_index(r)]["params"]}))(
             attempt_record(1)), "line 2, answers[", "is not one this item draws"),
+        (lambda: {**attempt_record(1), "seed": 2}, "line 2, answers[0].item",
+         "attempt 2 (line 2): item "),
+        (lambda: (lambda r: {**r, "answers": r["answers"][1:] + r["answers"][:1]})(attempt_record(1)),
+         "line 2, answers[0].item", "differs from seed 1's draw"),
     ],
 )
 def test_malformed_logs_name_file_line_and_field(tmp_path, bank, make, where, problem):
@@ -94,3 +98,5 @@ def test_malformed_logs_name_file_line_and_field(tmp_path, bank, make, where, pr
     assert info.value.path == path
     assert info.value.where.startswith(where), info.value
     assert problem in info.value.problem, info.value
+    assert info.value.problem.endswith("fix or remove that line by hand (the quiz only appends to its log, it never "
+                                       "rewrites it)")

@@ -104,3 +104,23 @@ def test_an_unknown_quiz_id_is_one_line_error(tmp_path):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 2
+
+
+@pytest.mark.parametrize(("bad", "line", "problem"), [
+    ("not json\n", 2, "not valid JSON"),
+    (json.dumps(attempt_record(4)), 2, "last line is incomplete (no newline)"),  # valid, but no newline
+])
+def test_a_bad_log_line_is_refused_before_any_question(tmp_path, bad, line, problem):
+    make_workspace(tmp_path)
+    log = write_log(tmp_path, attempt_record(3, wrong=6))
+    log.write_text(log.read_text() + bad)
+    before = log.read_bytes()
+    child = spawn(tmp_path, "35", "--seed", "5")
+    child.expect(pexpect.EOF)
+    child.close()
+    out = child.before.strip()
+    assert "answer> " not in out and len(out.splitlines()) == 1, out
+    assert out.startswith("distcheck quiz: ") and f"{LOG_REL}, line {line}: {problem}" in out, out
+    assert out.endswith("fix or remove that line by hand (the quiz only appends to its log, it never rewrites it)")
+    assert child.exitstatus == 2
+    assert log.read_bytes() == before

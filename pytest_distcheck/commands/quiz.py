@@ -3,8 +3,9 @@
   distcheck quiz 35               a new attempt (random seed, printed so it can be replayed)
   distcheck quiz 35 --seed 1234   replay the attempt drawn with seed 1234
 
-Bank, log, pass mark and items per attempt come from [quiz] of the workspace file. Ctrl-C quits
-without writing anything.
+Bank, log, pass mark and items per attempt come from [quiz] of the workspace file. The log is checked
+before the first question (as the quiz-passed DoD check reads it): a bad line is reported with its line
+number, to be fixed or removed by hand, and nothing is asked. Ctrl-C quits without writing anything.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
 
     from pytest_distcheck.quiz.bank import load_bank
     from pytest_distcheck.quiz.config import quiz_config
-    from pytest_distcheck.quiz.log import append_attempt
+    from pytest_distcheck.quiz.log import append_attempt, check_appendable
+    from pytest_distcheck.quiz.regrade import regrade_log
     from pytest_distcheck.quiz.session import run_attempt, summary
     from pytest_distcheck.workspace import load_workspace
 
@@ -47,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
     bank = load_bank(cfg.bank_path)
     if args.bank != bank.id:
         raise DistcheckError(f"no quiz {args.bank!r}: {args.config} [quiz] has bank {bank.id!r} ({cfg.bank_rel})")
+    # Refuse before asking: an attempt appended after a bad line would never count for the DoD check.
+    regrade_log(bank, cfg.log_path, cfg.items_per_attempt)
+    check_appendable(cfg.log_path)
     seed = args.seed if args.seed is not None else secrets.randbelow(1_000_000)
     try:
         record, graded = run_attempt(bank, seed, cfg.items_per_attempt, _ask, _say,

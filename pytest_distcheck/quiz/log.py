@@ -1,5 +1,8 @@
 """The quiz log: an append-only JSON Lines file, one finished attempt per line (``quiz-log.schema.json``).
 
+A bad line is never repaired by the kit: the error names the file and line and says to fix or remove it by
+hand (see :func:`bad_line`); ``distcheck quiz`` checks the log before it asks anything.
+
 A line: ``{"bank", "seed", "started", "finished", "answers": [{"item", "params", "given"}], "reported_score"}``
 with ISO-8601 UTC times. Lines are only ever appended, each with one write; nothing is rewritten.
 ``reported_score`` is for people reading the file; the DoD check re-grades and ignores it.
@@ -15,6 +18,25 @@ from typing import Any
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.schemas import validate
 
+FIX_BY_HAND = "fix or remove that line by hand (the quiz only appends to its log, it never rewrites it)"
+
+
+def bad_line(path: Path, where: str, problem: str) -> ConfigError:
+    """The error for a bad log line: ``where`` starts with ``line N``; the message ends saying to fix it by hand."""
+    return ConfigError(path, where, f"{problem}; {FIX_BY_HAND}")
+
+
+def check_appendable(path: Path) -> None:
+    """Raise when an attempt cannot be appended to the log at ``path``: its last line has no newline.
+
+    Raises:
+        ConfigError: naming the file and ``line N``, saying to fix or remove that line by hand.
+    """
+    existing = path.read_bytes() if path.is_file() else b""
+    if existing and not existing.endswith(b"\n"):
+        last = existing.count(b"\n") + 1
+        raise bad_line(path, f"line {last}", "last line is incomplete (no newline)")
+
 
 def append_attempt(path: Path, record: dict[str, Any]) -> int:
     """Append ``record`` as one line to the log at ``path`` (created with its folders); returns its line number.
@@ -27,10 +49,8 @@ def append_attempt(path: Path, record: dict[str, Any]) -> int:
     line = json.dumps(record, separators=(",", ":")) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        existing = path.read_bytes() if path.is_file() else b""
-        lines = existing.count(b"\n")
-        if existing and not existing.endswith(b"\n"):
-            raise ConfigError(path, f"line {lines + 1}", "last line is incomplete (no newline); fix it by hand")
+        check_appendable(path)
+        lines = path.read_bytes().count(b"\n") if path.is_file() else 0
         with path.open("a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
@@ -45,7 +65,7 @@ def read_attempts(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
     Raises:
         ConfigError: naming the file and ``line N`` (and the field) for a line that is not JSON or does
-            not fit the schema.
+            not fit the schema, and saying to fix or remove that line by hand.
     """
     path = Path(path)
     if not path.is_file():
@@ -58,10 +78,10 @@ def read_attempts(path: Path) -> list[tuple[int, dict[str, Any]]]:
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise ConfigError(path, f"line {n}", f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+                raise bad_line(path, f"line {n}", f"not valid JSON: {exc.msg} (column {exc.colno})") from None
             try:
                 validate(record, "quiz-log.schema.json", path)
             except ConfigError as exc:
-                raise ConfigError(path, f"line {n}, {exc.where}", exc.problem) from None
+                raise bad_line(path, f"line {n}, {exc.where}", exc.problem) from None
             out.append((n, record))
     return out
