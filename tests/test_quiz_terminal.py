@@ -56,6 +56,7 @@ def test_a_full_passing_attempt_through_a_terminal(tmp_path):
         child.expect("why: .*\r\n  source: ")
     child.expect(r"score 9/10 \(90%\): passed \(pass mark 70%\)")
     child.expect(rf"attempt appended to {LOG_REL} \(line 1\)")
+    child.expect(rf"passed: commit the log so the CI gate sees it: git add {LOG_REL} && git commit")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
@@ -124,3 +125,16 @@ def test_a_bad_log_line_is_refused_before_any_question(tmp_path, bad, line, prob
     assert out.endswith("fix or remove that line by hand (the quiz only appends to its log, it never rewrites it)")
     assert child.exitstatus == 2
     assert log.read_bytes() == before
+
+
+def test_a_failed_attempt_is_logged_without_the_commit_hint(tmp_path):
+    make_workspace(tmp_path)
+    child = spawn(tmp_path, "35", "--seed", "6")
+    for _ in range(10):
+        child.expect("answer> ")
+        child.sendline("skip")
+    child.expect(r"score 0/10 \(0%\): not passed")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "commit" not in child.before
+    assert child.exitstatus == 0 and (tmp_path / LOG_REL).is_file()

@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
     from pytest_distcheck.quiz.bank import load_bank
     from pytest_distcheck.quiz.config import quiz_config
+    from pytest_distcheck.quiz.grade import passes
     from pytest_distcheck.quiz.log import append_attempt, check_appendable
     from pytest_distcheck.quiz.regrade import regrade_log
     from pytest_distcheck.quiz.session import run_attempt, summary
@@ -63,4 +64,8 @@ def run(args: argparse.Namespace) -> int:
     line = append_attempt(cfg.log_path, record)
     _say(f"\n{summary(graded, cfg.pass_mark)}")
     _say(f"attempt appended to {cfg.log_rel} (line {line}); `pytest -m local` re-grades it for the DoD.")
+    if passes(sum(g.correct for g in graded), len(graded), cfg.pass_mark):
+        # The CI gate re-grades the committed log, not the working copy.
+        _say(f"passed: commit the log so the CI gate sees it: git add {cfg.log_rel} && git commit -m "
+             f"\"quiz {bank.id}: passing attempt\" -- {cfg.log_rel}")
     return 0
