@@ -79,8 +79,9 @@ def test_markdown_summary(workspace_dir):
     assert "| ❌ | `alpha`<br>first deliverable | broken | spend $5.20 \\| $5.00 |" in lines
     assert "| ⛔ | `beta`<br>second deliverable | blocked | blocked by alpha (broken) |" in lines
     assert "- **alpha** (broken): spend $5.20 \\| $5.00" in lines
-    assert "  - produce the evidence: `make alpha`" in lines
+    assert "  - produce the evidence: `make alpha`" not in lines  # broken: fix what the reason says
     assert "  - check just this item again: `pytest --dod alpha`" in lines
+    assert "  - produce the evidence: `first fix alpha (broken), then: pytest --dod alpha`" in lines
     assert "<details><summary>Run details</summary>" in lines
 
 

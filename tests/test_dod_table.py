@@ -33,7 +33,7 @@ def test_pending_is_a_skip_with_the_command_and_not_a_failure(workspace_dir):
         "*-> run the lab",
         "*rerun: pytest --dod alpha",
         "BLOCKED  beta   blocked by alpha (pending)",
-        "*-> make alpha",
+        "*-> run the lab",
         "*rerun: pytest --dod beta",
     ])
     assert result.ret == 0
@@ -71,12 +71,12 @@ def test_stale_is_reported_and_fails_the_gate(workspace_dir):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_item_with_no_check_is_not_run_with_its_how(workspace_dir):
+def test_item_with_no_check_is_not_run(workspace_dir):
     workspace_dir.makepyfile(test_other="def test_x(): pass")
     result = workspace_dir.runpytest("-p", "no:cacheprovider")
     result.stdout.fnmatch_lines([
         "NOT RUN  alpha  not collected: no test marked @pytest.mark.dod('alpha') under checks/",
-        "*-> make alpha",
+        "*rerun: pytest --dod alpha",
         "0/2 items done, 2 not checked in this run (not gated; use --gate to require every item)",
     ])
     assert result.ret == 0
@@ -113,3 +113,21 @@ def test_distcheck_log_is_printed_above_the_table(workspace_dir):
         "4096 B  1.0 us",
         "*Definition of Done*",
     ])
+
+
+def test_broken_and_not_run_rows_give_no_evidence_command(workspace_dir):
+    # The item's command would overwrite evidence that is wrong (fix it as the reason says) or not
+    # yet checked (nothing is known to be wrong): only the rerun line applies.
+    result = run(workspace_dir, "pytest_distcheck.broken('line 4: not valid JSON')", "pass", "-k", "alpha")
+    out = result.stdout.str()
+    assert "-> make alpha" not in out and "-> make beta" not in out
+    result.stdout.fnmatch_lines(["BROKEN*alpha*line 4: not valid JSON", "*rerun: pytest --dod alpha",
+                                 "BLOCKED*beta*blocked by alpha (broken)*",
+                                 "*-> first fix alpha (broken), then: pytest --dod alpha",
+                                 "*rerun: pytest --dod beta"])
+
+
+def test_not_run_row_gives_no_evidence_command(workspace_dir):
+    result = run(workspace_dir, "pass", "pass", "-k", "beta")
+    assert "-> make beta" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["NOT RUN*alpha*", "*rerun: pytest --dod alpha"])

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_distcheck.dod.state import NEEDS_EVIDENCE
+
+_NEEDS_EVIDENCE = {s.value for s in NEEDS_EVIDENCE}
+
 _MARK = {"done": "✅", "not-run": "⬜", "pending": "⏳", "stale": "🕰️", "blocked": "⛔", "broken": "❌",
          "error": "💥", "untrusted": "🚫"}
 
@@ -42,7 +46,8 @@ def render(doc: dict[str, Any]) -> str:
         lines += ["", "### What to do", ""]
         for it in todo:
             lines.append(f"- **{it['id']}** ({it['state']}): {_cell(it['reason'])}")
-            lines.append(f"  - produce the evidence: {_code(it['command'])}")
+            if it["state"] in _NEEDS_EVIDENCE:
+                lines.append(f"  - produce the evidence: {_code(it['command'])}")
             lines.append(f"  - check just this item again: {_code(it['rerun'])}")
     lines += ["", "<details><summary>Run details</summary>", ""]
     run = doc["run"]

@@ -99,6 +99,11 @@ class ItemResult:
     outcomes: tuple[CheckOutcome, ...] = field(default=(), repr=False)
 
 
+# States whose next step is to produce evidence (the item's command). For the others the reason says
+# what to fix (broken, error, untrusted) or nothing is wrong yet (not-run): only the rerun applies.
+NEEDS_EVIDENCE = frozenset({State.PENDING, State.STALE, State.BLOCKED})
+
+
 def rerun_command(item_id: str) -> str:
     """The command that checks one item again, with its prerequisites (``--dod``)."""
     return f"pytest --dod {item_id}"
@@ -152,12 +157,21 @@ def combine(
                 it.title,
                 State.BLOCKED,
                 "blocked by " + ", ".join(f"{b} ({results[b].state.value})" for b in blockers) + own,
-                ws.item(blockers[0]).how,
+                _unblock(results[blockers[0]]),
                 res.checks,
             )
         results[it.id] = ItemResult(res.item_id, res.title, res.state, res.reason, res.command, res.checks,
                                     rerun_command(it.id), it.requires, blockers, ran, tuple(outs))
     return [results[it.id] for it in ws.items]
+
+
+def _unblock(blocker: ItemResult) -> str:
+    """What to do first: produce the blocker's evidence, or fix it as its reason says and recheck it."""
+    if blocker.state in NEEDS_EVIDENCE:
+        return blocker.command
+    if blocker.state is State.NOT_RUN:
+        return f"first check {blocker.item_id}: {blocker.rerun}"
+    return f"first fix {blocker.item_id} ({blocker.state.value}), then: {blocker.rerun}"
 
 
 def _topological(ws: Workspace):

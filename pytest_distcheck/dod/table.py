@@ -7,7 +7,7 @@ text with no escape codes.
 from __future__ import annotations
 
 from pytest_distcheck.dod.report import gate_passes
-from pytest_distcheck.dod.state import ItemResult, State
+from pytest_distcheck.dod.state import NEEDS_EVIDENCE, ItemResult, State
 from pytest_distcheck.workspace import Workspace
 
 _COLOURS = {
@@ -23,16 +23,18 @@ _COLOURS = {
 
 
 def write(tr, ws: Workspace, results: list[ItemResult], gate: bool) -> None:
-    """Write the table: one row per item (state, id, reason); under each item that is not done, the
-    command that produces its evidence (``->``) and the one that checks it again (``rerun:``)."""
+    """Write the table: one row per item (state, id, reason); under an item that lacks evidence (pending,
+    stale, blocked) the command that produces it (``->``); under every item not done, the command
+    that checks it again (``rerun:``). Broken rows say what to fix in their reason."""
     tr.write_sep("=", f"Definition of Done: phase {ws.phase_id}")
     state_w = max(7, *(len(r.state.label) for r in results))
     width = max(len(r.item_id) for r in results)
     for r in results:
         tr.write(f"{r.state.label:<{state_w}}  ", **_COLOURS[r.state])
         tr.write_line(f"{r.item_id:<{width}}  {r.reason}")
-        if r.state is not State.DONE:
+        if r.state in NEEDS_EVIDENCE:
             tr.write_line(f"{'':<{state_w}}  {'':<{width}}  -> {r.command}")
+        if r.state is not State.DONE:
             tr.write_line(f"{'':<{state_w}}  {'':<{width}}  rerun: {r.rerun}")
     done = sum(r.state is State.DONE for r in results)
     ran = sum(r.ran for r in results)
