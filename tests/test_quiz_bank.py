@@ -33,6 +33,20 @@ def test_choice_answers_are_spread_over_the_letters(bank):
     assert max(letters.count(x) for x in set(letters)) <= len(letters) // 2
 
 
+def test_option_lengths_do_not_give_the_answer_away(bank):
+    # A learner who always picks the longest (or shortest) option must not pass: with 4 options, chance is 25%.
+    items = [it for it in bank.items if isinstance(it, ChoiceItem)]
+
+    def strictly(it, better):
+        right = it.choices["ABCDEF".index(it.answer)]
+        return all(better(len(right), len(c)) for c in it.choices if c is not right)
+
+    longest = [it.id for it in items if strictly(it, int.__gt__)]
+    shortest = [it.id for it in items if strictly(it, int.__lt__)]
+    assert len(longest) <= 0.3 * len(items), f"the right option is the longest in {longest}"
+    assert len(shortest) <= 0.3 * len(items), f"the right option is the shortest in {shortest}"
+
+
 def test_every_numeric_item_computes_for_many_draws(bank):
     for seed in range(60):
         for d in draw_attempt(bank, seed, len(bank.items)):
