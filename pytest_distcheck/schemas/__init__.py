@@ -36,7 +36,15 @@ def validate(data: Any, schema_name: str, path: Path | str) -> None:
     validator = jsonschema.Draft202012Validator(load_schema(schema_name))
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        raise ConfigError(path, field_path(errors[0]), errors[0].message)
+        raise ConfigError(path, field_path(errors[0]), _problem(errors[0]))
+
+
+def _problem(error: jsonschema.ValidationError) -> str:
+    """The error's message; an unexpected key also gets the keys that are allowed there (typos show)."""
+    known = error.schema.get("properties") if error.validator == "additionalProperties" else None
+    if isinstance(known, dict) and known:
+        return f"{error.message} (known: {', '.join(known)})"
+    return error.message
 
 
 def load_json(path: Path | str, schema_name: str) -> Any:
