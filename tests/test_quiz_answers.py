@@ -1,5 +1,7 @@
 """Forgiving answer parsing: 0.375, 37.5%, 3/8 and friends; choice letters."""
 
+import re
+
 import pytest
 
 from pytest_distcheck.quiz.answers import AnswerError, parse_choice, parse_number
@@ -59,3 +61,38 @@ def test_choice_letters_and_numbers(text, letter):
 def test_choice_out_of_range(text):
     with pytest.raises(AnswerError, match="A-D"):
         parse_choice(text, 4)
+
+
+@pytest.mark.parametrize("text", ["2.12", "2.12e9", "2120000000", "2,120,000,000", "2.12B", "2.12 b", "2.12 billion",
+                                  "2120M", "2120 million", "0.00212T", "2.12 x 10^9"])
+def test_an_item_in_billions_reads_every_magnitude_alike(text):
+    assert parse_number(text, "billion") == pytest.approx(2.12)
+
+
+def test_a_plain_count_is_read_as_a_count_only_from_a_million_billion_down():
+    assert parse_number("350000000", "billion") == pytest.approx(0.35)  # 350M parameters
+    assert parse_number("175", "billion") == pytest.approx(175)  # GPT-3, in billions
+
+
+@pytest.mark.parametrize(("text", "unit", "value"), [
+    ("3750 MB", "GB", 3.75), ("3.75gb", "GB", 3.75), ("16 GiB", "GB", 16 * 2**30 / 1e9), ("2e9 B", "GB", 2.0),
+    ("1.5 TB", "GB", 1500), ("4.18 ms", "ms", 4.18), ("0.00418 s", "ms", 4.18), ("4180 us", "ms", 4.18),
+    ("0.2 TB/s", "GB/s", 200), ("5.04e21", "FLOPs", 5.04e21), ("5.04e21 FLOPs", "FLOPs", 5.04e21),
+    ("5040e18", "FLOPs", 5.04e21), ("7.5B", "", 7.5e9), ("350M", "", 3.5e8), ("1.5x", "x", 1.5),
+    ("1.23 USD", "USD", 1.23), ("$1.23", "USD", 1.23),
+])
+def test_units_of_the_items_kind_are_converted(text, unit, value):
+    assert parse_number(text, unit) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(("text", "unit", "named"), [
+    ("3750 ms", "GB", "give a number in GB (or with B, KB, MB, GB, TB"),
+    ("2.1 GB", "billion", "give a number in billion (or with K, M, B, T)"),
+    ("4 GB", "ms", "give a number in ms (or with s, ms, us, ns)"),
+    ("3 parsecs", "", "give a number in no unit"),
+    ("40%", "GB", "a percentage, but this item asks for a number in GB"),
+])
+def test_a_unit_of_another_kind_names_the_expected_unit(text, unit, named):
+    with pytest.raises(AnswerError, match=re.escape(named)) as info:
+        parse_number(text, unit)
+    assert "is not a number" not in str(info.value)

@@ -182,3 +182,13 @@ def test_bad_param_specs(tmp_path, params, problem):
 def test_unknown_kind_is_named(tmp_path):
     with pytest.raises(ConfigError, match=r"items\[0\]\.kind: 'essay' is not one of"):
         load_bank(_bank(tmp_path, [{**CHOICE, "kind": "essay"}]))
+
+
+def test_the_parameter_count_item_grades_every_magnitude_right(bank):
+    d = draw_attempt(bank, 0, len(bank.items))
+    gpt = next(x for x in d if x.item.id == "gpt-params")
+    billions = gpt.expected()
+    for given in (f"{billions:.4f}", f"{billions * 1e9:.6e}", f"{round(billions * 1e9)}", f"{billions:.4f}B",
+                  f"{billions:.4f} billion"):
+        assert grade(gpt, given).correct, given
+    assert not grade(gpt, f"{billions * 2:.4f}B").correct

@@ -1,7 +1,10 @@
 """Parse what a learner types: numbers in forgiving formats, and choice letters.
 
-Numbers: ``0.375``, ``37.5%``, ``3/8``, ``1.2e9``, ``1.2 x 10^9``, ``1,024``, ``2_000``, optionally
-followed by the item's unit (``16.6 GB``) or ``x`` for a factor (``1.5x``); a leading ``$`` is ignored.
+Numbers: ``0.375``, ``37.5%`` (unitless items), ``3/8``, ``1.2e9``, ``1.2 x 10^9``, ``1,024``, ``2_000``,
+optionally followed by a unit of the item's kind, converted to the item's unit: counts take K, M, B
+(billion), T and their words (an item in billions reads ``2.12``, ``2.12B`` and ``2.12e9`` alike: a
+bare number of a million or more is a plain count), bytes take B, KB..TB and KiB..TiB, times s, ms, us,
+ns, rates B/s..TB/s; ``x`` marks a factor (``1.5x``); a leading ``$`` is ignored.
 Choices: a letter (``b``, ``B)``, ``(b)``) or its 1-based number (``2``).
 """
 
@@ -11,6 +14,19 @@ import math
 import re
 from fractions import Fraction
 
+_SPLIT = re.compile(r"^(.*?)\s*([A-Za-zµ×/$]*)$")
+_COUNT = {"": 1.0, "x": 1.0, "×": 1.0, "flop": 1.0, "flops": 1.0, "k": 1e3, "thousand": 1e3, "m": 1e6,
+          "million": 1e6, "b": 1e9, "bn": 1e9, "billion": 1e9, "t": 1e12, "trillion": 1e12}
+_BYTES = {"b": 1.0, "byte": 1.0, "bytes": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+          "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30, "tib": 2.0**40}
+# kind -> (unit -> its size in the kind's base unit); the item's unit picks the kind (B is bytes in a GB item)
+UNITS: dict[str, dict[str, float]] = {
+    "count": _COUNT,
+    "bytes": _BYTES,
+    "time": {"s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0},
+    "rate": {f"{u}/s": v for u, v in _BYTES.items() if u not in ("byte", "bytes")},
+    "money": {"usd": 1.0, "$": 1.0},
+}
 _SCI = re.compile(r"^([+-]?[\d.]+)\s*[x×*]\s*10\s*\^\s*([+-]?\d+)$")
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
 
@@ -33,33 +49,63 @@ def _plain(text: str) -> float:
     return float(text)
 
 
+def unit_kind(unit: str) -> tuple[str, float]:
+    """(kind, size in the kind's base unit) of an item's ``unit``; unknown units are their own kind."""
+    key = unit.strip().lower()
+    for kind in ("count", "bytes", "time", "rate", "money"):  # "B" alone is a count (billion)
+        if key in UNITS[kind]:
+            return kind, UNITS[kind][key]
+    return key, 1.0
+
+
+def _kind_words(kind: str, unit: str) -> str:
+    if kind not in UNITS:
+        return f"a number in {unit}"
+    shown = {"count": "K, M, B, T", "bytes": "B, KB, MB, GB, TB, KiB..TiB", "time": "s, ms, us, ns",
+             "rate": "MB/s, GB/s, TB/s", "money": "USD"}[kind]
+    return f"a number in {unit or 'no unit'} (or with {shown})"
+
+
 def parse_number(text: str, unit: str = "") -> float:
-    """The number in ``text`` (see the module docstring for the formats).
+    """The number in ``text``, in the item's ``unit`` (see the module docstring for the formats).
 
     Args:
         text: what the learner typed.
-        unit: the item's unit; when ``text`` ends with it (any case) it is ignored.
+        unit: the item's unit (``GB``, ``ms``, ``billion``, ``""``...); a unit typed after the number
+            must be of the same kind and is converted (``3750 MB`` is 3.75 for a GB item).
 
     Raises:
-        AnswerError: empty, not a number, a zero denominator, or not finite.
+        AnswerError: empty, not a number, a zero denominator, not finite, or a unit of another kind
+            (the message names the unit expected).
     """
     value = text.strip().removeprefix("$").strip()
     if not value:
         raise AnswerError("no answer given")
-    for suffix in (unit, "x", "×"):
-        if suffix and value.lower().endswith(suffix.lower()) and len(value) > len(suffix):
-            value = value[: -len(suffix)].strip()
-            break
     percent = value.endswith("%")
     if percent:
         value = value[:-1].strip()
+    number_text, typed = _SPLIT.match(value).groups()  # type: ignore[union-attr]
     try:
-        number = _plain(value)
+        number = _plain(number_text.strip())
     except (ValueError, ZeroDivisionError):
         raise AnswerError(f"{text.strip()!r} is not a number (try 0.375, 37.5%, 3/8 or 1.2e9)") from None
     if not math.isfinite(number):
         raise AnswerError(f"{text.strip()!r} is not a finite number")
-    return number / 100 if percent else number
+    kind, size = unit_kind(unit)
+    if percent:
+        if unit or typed:
+            raise AnswerError(f"{text.strip()!r}: a percentage, but this item asks for {_kind_words(kind, unit)}")
+        return number / 100
+    if not typed:
+        if kind == "count" and size > 1 and abs(number) >= size / 1e3:
+            return number / size  # a plain count (2.12e9, 2123382784) for an item in billions
+        return number
+    table = UNITS.get(kind, {kind: 1.0})
+    key = typed.lower()
+    if key not in table:
+        raise AnswerError(f"{text.strip()!r}: {typed!r} is not a unit this item takes; give "
+                          f"{_kind_words(kind, unit)}")
+    return number * table[key] / size
 
 
 def parse_choice(text: str, n_choices: int) -> str:

@@ -70,8 +70,9 @@ def run_attempt(
     drawn = draw_attempt(bank, seed, n_items)
     started = _now()
     say(f"{bank.title}: {n_items} items, seed {seed}" + (f" (replay: {replay_command})" if replay_command else ""))
-    say("Answer with a letter for multiple choice. Numbers may be typed as 0.375, 37.5%, 3/8 or 1.2e9,\n"
-        "with or without the unit. 'skip' leaves an item unanswered. Ctrl-C quits without saving.")
+    say("Answer with a letter for multiple choice. Numbers may be typed as 0.375, 37.5%, 3/8, 1.2e9 or 2.1B,\n"
+        "with or without the unit; other units of the same kind are converted (3750 MB for GB).\n"
+        "'skip' leaves an item unanswered. Ctrl-C quits without saving.")
     graded: list[Graded] = []
     answers = []
     for i, d in enumerate(drawn, start=1):
