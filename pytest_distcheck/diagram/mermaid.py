@@ -21,6 +21,14 @@ the engine's worker-thread hooks (``Engine._executor``, ``_ctx``, ``_run_job``),
 public API: hence the exact pin ``mermaidx==0.10.1`` and the clear error :class:`MermaidEngineError`
 should a different release lack them. SVG files come from the public ``mermaidx.render``.
 
+Rendering is deterministic (same source, same bytes) only with :data:`RENDER_CONFIG`. Mermaid 11
+draws node shapes (e.g. the stadium ``([...])``) through rough.js even in the classic look, and
+rough.js takes its curve offsets from ``Math.random`` unless ``handDrawnSeed`` is non-zero (Mermaid's
+default is 0): without a seed every render jitters the paths' control points, so re-rendering an
+unchanged page changed ``docs/tp-sharding.svg``. ``deterministicIds`` keeps generated element ids
+from depending on time or randomness as well (mermaid ``config.schema.yaml``: ``handDrawnSeed``,
+``deterministicIds``, ``look``).
+
 mermaidx is imported only when a parser starts or an SVG is rendered, so importing this module is
 cheap. Starting the engine takes about 0.3 s. Each diagram is parsed in a fresh JS context (as
 mermaid-cli opens a fresh page per diagram), built in the background after the previous parse;
@@ -37,6 +45,9 @@ from typing import Any
 from pytest_distcheck.errors import DistcheckError
 
 MERMAIDX_PIN = "0.10.1"
+
+# Handed to mermaid.initialize() for every SVG: a fixed rough.js seed and ids, the classic look.
+RENDER_CONFIG: dict[str, Any] = {"look": "classic", "handDrawnSeed": 1, "deterministicIds": True}
 
 
 class MermaidEngineError(DistcheckError):
@@ -246,7 +257,8 @@ def _diagram_from_json(data: dict[str, Any]) -> ParsedDiagram:
 
 
 def render_svg(source: str) -> str:
-    """The diagram as SVG text, drawn by mermaidx (the same output as mermaid-cli).
+    """The diagram as SVG text, drawn by mermaidx (the same output as mermaid-cli) with
+    :data:`RENDER_CONFIG`, so the same source always gives the same bytes.
 
     Raises:
         MermaidSyntaxError: Mermaid rejected the diagram.
@@ -260,7 +272,7 @@ def render_svg(source: str) -> str:
             f"cannot import mermaidx ({exc}); install it with: pip install mermaidx=={MERMAIDX_PIN}"
         ) from None
     try:
-        return mermaidx.render(source).svg()
+        return mermaidx.render(source, config=RENDER_CONFIG).svg()
     except MermaidRenderError as exc:
         match = _LINE.search(str(exc))
         raise MermaidSyntaxError(str(exc), int(match.group(1)) if match else None) from None
