@@ -110,9 +110,8 @@ def _world_size(request: pytest.FixtureRequest) -> int:
         return DEFAULT_WORLD_SIZE
     value = marker.args[0] if marker.args else marker.kwargs.get("n")
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise pytest.UsageError(
-            f"{request.node.nodeid}: @pytest.mark.world_size needs a whole number >= 1, got {value!r}"
-        )
+        pytest.fail(f"{request.node.nodeid}: @pytest.mark.world_size needs a whole number >= 1, got {value!r}",
+                    pytrace=False)
     return value
 
 

@@ -44,6 +44,7 @@ class RankGroup:
             RankTimeout: ranks did not finish in time; they were stack-dumped and killed.
             PicklingError: ``fn``, an argument or a result could not be pickled.
         """
+        __tracebackhide__ = True
         pool = self._registry.get(self.world_size, self.backend)
         return pool.run(fn, args, kwargs, timeout=self.timeout if timeout is None else timeout)
 

@@ -77,6 +77,7 @@ class RankPool:
         self.calls = 0
         self.starts = 0
         self._attempts = 0
+        self._origin = ""  # source file of the function of the current call
         self.started_s = 0.0
         self._dir = tempfile.mkdtemp(prefix="distcheck-ranks-")
         self._own_zygote = zygote is None
@@ -201,6 +202,7 @@ class RankPool:
                 the ranks are killed (the next call starts fresh ones).
             pytest.skip.Exception: every rank skipped (the reason of rank 0).
         """
+        __tracebackhide__ = True  # a failing call points at the test, not at the pool
         payload = dump_call(fn, args, kwargs)
         self.start()
         if timeout > self.pg_timeout:  # the group's own timeout must not cut the call short
@@ -208,7 +210,8 @@ class RankPool:
             self.pg_timeout = timeout
         self.calls += 1
         call_id = self.calls
-        msg = ("run", call_id, payload, self.generation, float(timeout), list(sys.path), origin_file(fn))
+        self._origin = origin_file(fn)
+        msg = ("run", call_id, payload, self.generation, float(timeout), list(sys.path), self._origin)
         for conn in self._conns:
             try:
                 conn.send(msg)
@@ -229,6 +232,7 @@ class RankPool:
         return self._finish(outcomes, results)
 
     def _collect(self, call_id: int, timeout: float):
+        __tracebackhide__ = True
         n = self.world_size
         outcomes: list[RankOutcome | None] = [None] * n
         results: list[bytes] = [b""] * n
@@ -302,9 +306,13 @@ class RankPool:
             except ProcessLookupError:
                 pass
         time.sleep(0.3)
-        return {r: Path(self._path(r, "stack")).read_text(errors="replace") for r in ranks}
+        # Code sent by value has lost its file name (cloudpickle); the line numbers are the source's.
+        origin = f'File "{self._origin}"' if self._origin else 'File "<dynamic-code>"'
+        return {r: Path(self._path(r, "stack")).read_text(errors="replace").replace('File "<dynamic-code>"', origin)
+                for r in ranks}
 
     def _finish(self, outcomes: list[RankOutcome], results: list[bytes]) -> list[Any]:
+        __tracebackhide__ = True
         import cloudpickle
 
         if any(o.status not in ("ok", "skip") for o in outcomes):
