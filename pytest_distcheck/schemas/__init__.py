@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -11,6 +12,22 @@ from typing import Any
 import jsonschema
 
 from pytest_distcheck.errors import ConfigError
+
+# jsonschema checks "date-time" only with an optional extra installed; check it ourselves, always.
+_FORMATS = jsonschema.FormatChecker(formats=())
+
+
+@_FORMATS.checks("date-time", raises=ValueError)
+def _is_date_time(value: object) -> bool:
+    """RFC 3339 date-time, e.g. 2026-11-29T18:52:10+00:00 or ...Z (a date alone is not enough)."""
+    if not isinstance(value, str):
+        return True
+    if "T" not in value.upper():
+        raise ValueError("needs a date and a time, e.g. 2026-11-29T18:52:10+00:00")
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    if parsed.tzinfo is None:
+        raise ValueError("needs a UTC offset, e.g. +00:00 or Z")
+    return True
 
 
 @cache
@@ -33,7 +50,7 @@ def validate(data: Any, schema_name: str, path: Path | str) -> None:
     Raises:
         ConfigError: for the first error in document order, naming ``path``, the field and the problem.
     """
-    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    validator = jsonschema.Draft202012Validator(load_schema(schema_name), format_checker=_FORMATS)
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         raise ConfigError(path, field_path(errors[0]), _problem(errors[0]))
