@@ -13,6 +13,7 @@ import pytest
 
 from pytest_distcheck.dod.plugin import DodPlugin, get_workspace
 from pytest_distcheck.settings import TIMEOUT
+from pytest_distcheck.workspace import DEFAULT_PATH
 
 # Each area of the kit owns its hooks, options and fixtures in a plugin module of its own.
 pytest_plugins: list[str] = [
@@ -45,7 +46,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "distcheck_config",
         "workspace file with the phase's DoD items and settings, relative to rootdir",
-        default="checks/distcheck.toml",
+        default=DEFAULT_PATH,
     )
 
 

@@ -15,6 +15,9 @@ from typing import Any
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.schemas import validate
 
+# Where a workspace keeps its file unless the ini key distcheck_config (or a CLI's --config) says otherwise.
+DEFAULT_PATH = "checks/distcheck.toml"
+
 
 @dataclass(frozen=True)
 class DodItem:

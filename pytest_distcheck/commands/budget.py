@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 
-DEFAULT_CONFIG = "checks/distcheck.toml"
+from pytest_distcheck.commands import add_config_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--config", default=DEFAULT_CONFIG, help=f"workspace file (default {DEFAULT_CONFIG})")
+    add_config_argument(parser)
 
 
 def load_guard(config: str):

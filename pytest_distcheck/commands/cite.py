@@ -13,9 +13,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pytest_distcheck.commands import DEFAULT_CONFIG, add_config_argument
 from pytest_distcheck.errors import DistcheckError
-
-DEFAULT_CONFIG = "checks/distcheck.toml"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--min", type=int, metavar="N", dest="minimum",
         help="cited statements each note needs (default: [notes] min_cited_decisions, else none)",
     )
-    parser.add_argument("--config", default=DEFAULT_CONFIG, help=f"workspace file (default {DEFAULT_CONFIG})")
+    add_config_argument(parser)
 
 
 def _notes_config(path: str):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-DEFAULT_WORKSPACE = "checks/distcheck.toml"
+from pytest_distcheck.commands import add_config_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,17 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", nargs="?", const="", metavar="PAGE", help="check PAGE against the plan")
     mode.add_argument("--render", nargs="?", const="", metavar="PAGE", help="render PAGE's diagram to SVG")
-    parser.add_argument(
-        "--workspace", default=DEFAULT_WORKSPACE, metavar="TOML",
-        help=f"workspace file with the [diagram] section (default {DEFAULT_WORKSPACE})",
-    )
+    add_config_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from pytest_distcheck.diagram.config import diagram_config
     from pytest_distcheck.workspace import load_workspace
 
-    ws = load_workspace(Path(args.workspace))
+    ws = load_workspace(Path(args.config))
     cfg = diagram_config(ws)
     if args.check is None and args.render is None:
         return _print_start(cfg)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-DEFAULT_CONFIG = "checks/distcheck.toml"
+from pytest_distcheck.commands import add_config_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cloud", default="secure", choices=("secure", "community"),
                         help="RunPod cloud (default secure)")
     parser.add_argument("--experiment", help="also show what is left of this experiment's ceiling")
-    parser.add_argument("--config", default=DEFAULT_CONFIG, help=f"workspace file (default {DEFAULT_CONFIG})")
+    add_config_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,16 +14,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from pytest_distcheck.commands import add_config_argument
 from pytest_distcheck.errors import DistcheckError
-
-DEFAULT_CONFIG = "checks/distcheck.toml"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("bank", metavar="BANK", help="the quiz to take (the bank id, e.g. 35)")
     parser.add_argument("--seed", type=int, help="seed of the draw (default: random, printed)")
-    parser.add_argument("--config", default=DEFAULT_CONFIG, help=f"workspace file (default {DEFAULT_CONFIG})")
+    add_config_argument(parser)
 
 
 def _ask(prompt: str) -> str:
