@@ -139,8 +139,8 @@ def test_tp_speedup_committed(distcheck_workspace, distcheck_log):
     gpu = [(p, r) for p, r in results
            if r["device"]["type"] == "cuda" and r["device"]["count"] >= 2 and r["world_size"] >= 2]
     if not gpu:
-        found = ", ".join(f"{_rel(p, ws.root)} ({r['device']['count']} x {r['device']['type']}, {r['backend']})"
-                          for p, r in results)
+        found = ", ".join(f"{_rel(p, ws.root)} ({r['world_size']} ranks on {r['device']['count']} x "
+                          f"{r['device']['type']}, {r['backend']})" for p, r in results)
         pytest_distcheck.pending(f"no result produced on CUDA with >= 2 GPUs yet (found: {found})", how)
     summaries = [_check_gpu_result(p, r, ws, how) for p, r in gpu]
     distcheck_log("TP inference speedup, committed GPU result(s)", "\n".join(summaries))

@@ -106,7 +106,7 @@ def test_only_cpu_results_are_pending_naming_what_was_found(workspace, good):
     result = workspace(cpu)
     result.stdout.fnmatch_lines([
         "PENDING  tp-speedup-committed  no result produced on CUDA with >= 2 GPUs yet "
-        "(found: results/synthetic-cuda-2gpu.json (1 x cpu, gloo))",
+        "(found: results/synthetic-cuda-2gpu.json (2 ranks on 1 x cpu, gloo))",
         f"*-> {HOW}",
     ])
 
