@@ -59,7 +59,9 @@ Ledger rows and settlement, without rewriting anything: a reservation lives only
 max_seconds + slack). ``record_pod`` appends an ``open`` row (cost = the worst case at the pod's
 rate); ``settle`` appends a ``settled`` row for the same run id with the actual billed seconds. A run
 counts its settled cost, or its open row's worst case while it has none (a crash leaves it counted,
-never forgotten). One lock (``.distcheck/budget.lock``, filelock) covers read-sum-reserve and every
+never forgotten, until ``guard.settle_open_run(run_id, billed_s)`` -- ``distcheck budget --settle RUN_ID
+--seconds S`` -- appends its settled row from the provider's billed seconds).
+One lock (``.distcheck/budget.lock``, filelock) covers read-sum-reserve and every
 append.
 """
 

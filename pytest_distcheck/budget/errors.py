@@ -36,3 +36,7 @@ class PriceUnknown(BudgetRefused):
 class BudgetExceeded(DistcheckError):
     """A paid run was cut: the watchdog terminated it when its accrued cost reached the limit, or
     because the run was interrupted. The message names the limit and the ceiling it came from."""
+
+
+class SettleRefused(DistcheckError):
+    """A by-hand settlement (``distcheck budget --settle``) was refused; nothing was written."""

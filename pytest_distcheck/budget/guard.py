@@ -27,7 +27,7 @@ from typing import Any
 
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.budget.config import BudgetConfig, budget_config
-from pytest_distcheck.budget.errors import BudgetRefused, usd
+from pytest_distcheck.budget.errors import BudgetRefused, SettleRefused, usd
 from pytest_distcheck.budget.ledger import Ledger, LedgerRow, make_row
 from pytest_distcheck.budget.pricing import Billing, Price, PriceBook
 from pytest_distcheck.calc.cost import billed_seconds, max_runtime_s
@@ -296,6 +296,60 @@ class BudgetGuard:
             elif recorded is not None:
                 held[run_id]["recorded"] = recorded
             self._save_held(held)
+
+    # -- settling by hand --------------------------------------------------------------------------
+
+    def settle_open_run(self, run_id: str, billed_s: int, now: datetime | None = None) -> LedgerRow:
+        """Append the ``settled`` row of a run that has only its ``open`` row (its process died, the
+        pod was ended by its dead-man switch or a sweep), from the billed seconds the provider reports.
+
+        The row copies the open row's provider, resource, rate_per_hour, experiment, purpose and pod id;
+        its cost is rate_per_hour x billed_s / 3600 (``ledger.make_row``). It is appended through
+        :meth:`Ledger.append` (locked, whole ledger validated first, nothing rewritten), and any
+        reservation still held for the run is dropped.
+
+        Args:
+            run_id: the run's id in the ledger.
+            billed_s: seconds the provider billed for the pod, whole, 0 <= billed_s <= the open row's.
+
+        Returns:
+            the settled row, with its line number.
+
+        Raises:
+            SettleRefused: unknown run id, run already settled, seconds negative or above the open
+                row's reserved seconds (nothing written).
+            LedgerError: the ledger is malformed (nothing written).
+        """
+        with self.ledger.locked():
+            rows = self.ledger.read()
+            mine = {r.status: r for r in rows if r.run_id == run_id}
+            where = f"in {self.ledger.path}"
+            if "settled" in mine:
+                done = mine["settled"]
+                raise SettleRefused(f"run {run_id!r} is already settled {where} (line {done.line}: "
+                                    f"{done.billed_s} s, {usd(done.recomputed_cost)}); nothing written")
+            if "open" not in mine:
+                unsettled = accounting.totals(rows).unsettled
+                hint = f"unsettled runs: {', '.join(unsettled)}" if unsettled else "it has no unsettled runs"
+                raise SettleRefused(f"unknown run id {run_id!r}: no open row {where} ({hint})")
+            opened = mine["open"]
+            if billed_s < 0:
+                raise SettleRefused(f"--seconds {billed_s} is negative: give the billed seconds of pod "
+                                    f"{opened.resource_id} (0 to {opened.billed_s}); nothing written")
+            if billed_s > opened.billed_s:
+                raise SettleRefused(
+                    f"--seconds {billed_s} exceeds the {opened.billed_s} s reserved by the open row of run {run_id!r} "
+                    f"(line {opened.line}, {usd(opened.recomputed_cost)}); check pod {opened.resource_id}'s "
+                    "billed seconds on the provider's billing page; nothing written")
+            row = make_row(run_id=run_id, status="settled", provider=opened.provider, gpu_type=opened.gpu_type,
+                           gpu_count=opened.gpu_count, billed_s=billed_s, rate_per_hour=opened.rate_per_hour,
+                           experiment=opened.experiment, purpose=opened.purpose, resource_id=opened.resource_id,
+                           now=now)
+            held = self._load_held()  # a malformed reservations file fails here, before anything is written
+            (written,) = self.ledger.append(row)
+            if held.pop(run_id, None) is not None:
+                self._save_held(held)
+        return written
 
 
 class Reservation:

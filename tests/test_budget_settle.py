@@ -1,0 +1,138 @@
+"""Settling by hand a run left open by a crash: `distcheck budget --settle RUN_ID --seconds S` and
+`BudgetGuard.settle_open_run`, on the phase's workspace file with the synthetic ledger
+fixtures/budget/ledger-within.md (run cccc3333-01: open, 1200 s at $1.18/h = $0.3933, pod podC)."""
+
+from __future__ import annotations
+
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from pytest_distcheck.budget import accounting
+from pytest_distcheck.budget.errors import SettleRefused
+from pytest_distcheck.budget.guard import BudgetGuard
+from pytest_distcheck.budget.ledger import Ledger, parse
+from pytest_distcheck.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+LEDGER = "experiments/35-cloud-budget.md"
+
+
+def usd(rate: float, seconds: int) -> Decimal:
+    """What a row costs, exactly, as the kit recomputes it (ledger.LedgerRow.recomputed_cost)."""
+    return Decimal(str(rate)) * seconds / Decimal(3600)
+
+
+@pytest.fixture
+def phase(pytester: pytest.Pytester, monkeypatch) -> Path:
+    """A copy of the phase's workspace file and the within-budget ledger; the working directory."""
+    pytester.mkdir("checks")
+    pytester.mkdir("experiments")
+    shutil.copy(ROOT / "checks" / "distcheck.toml", pytester.path / "checks" / "distcheck.toml")
+    shutil.copy(ROOT / "fixtures" / "budget" / "ledger-within.md", pytester.path / LEDGER)
+    monkeypatch.chdir(pytester.path)
+    return pytester.path / LEDGER
+
+
+def test_settle_appends_one_row_copying_the_open_row_and_totals_use_it(phase: Path, capsys):
+    before = phase.read_bytes()
+    rows_before = parse(before.decode(), phase)
+    assert accounting.totals(rows_before).total == usd(1.18, 611) + usd(0.4, 900) + usd(1.18, 1200)
+
+    assert main(["budget", "--settle", "cccc3333-01", "--seconds", "300"]) == 0
+    out = capsys.readouterr().out
+    after = phase.read_bytes()
+    assert after.startswith(before)  # nothing rewritten
+    added = after[len(before):].decode()
+    assert added.count("\n") == 1 and added.startswith("| ") and added.endswith(" |\n")
+    rows = parse(after.decode(), phase)
+    assert len(rows) == len(rows_before) + 1
+    opened, settled = rows[-2], rows[-1]
+    assert (opened.run_id, opened.status, settled.run_id, settled.status) == (
+        "cccc3333-01", "open", "cccc3333-01", "settled")
+    same = ("provider", "gpu_type", "gpu_count", "rate_per_hour", "experiment", "purpose", "resource_id")
+    assert {f: getattr(settled, f) for f in same} == {f: getattr(opened, f) for f in same}
+    assert settled.billed_s == 300 and settled.cost == Decimal("0.0983")  # 1.18 x 300 / 3600
+    t = accounting.totals(rows)
+    assert t.unsettled == ()
+    assert t.total == usd(1.18, 611) + usd(0.4, 900) + usd(1.18, 300)
+    assert t.experiment("tp-inference") == usd(1.18, 611) + usd(1.18, 300)
+    assert "Settled run cccc3333-01 (pod podC)" in out and "300 s x $1.18/h = $0.10" in out
+    assert "was counted at its worst case, 1200 s = $0.39" in out and "Phase total now $0.40 of $5.00" in out
+
+    assert main(["budget"]) == 0
+    out = capsys.readouterr().out
+    assert "phase total          $0.40 of $5.00" in out and "--settle" not in out
+
+
+def test_budget_lists_each_unsettled_run_with_its_settle_command(phase: Path, capsys):
+    assert main(["budget"]) == 0
+    out = capsys.readouterr().out
+    assert "distcheck budget --settle cccc3333-01 --seconds S    # S <= 1200: billed seconds of pod podC" in out
+    assert "--settle aaaa1111-01" not in out and "--settle bbbb2222-01" not in out
+    assert main(["budget", "--config", "./checks/distcheck.toml"]) == 0
+    out = capsys.readouterr().out
+    assert "distcheck budget --config ./checks/distcheck.toml --settle cccc3333-01 --seconds S" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--settle", "zzzz9999-01", "--seconds", "10"],
+     "unknown run id 'zzzz9999-01': no open row in {ledger} (unsettled runs: cccc3333-01)"),
+    (["--settle", "aaaa1111-01", "--seconds", "10"],
+     "run 'aaaa1111-01' is already settled in {ledger} (line 12: 611 s, $0.20)"),
+    (["--settle", "bbbb2222-01", "--seconds", "10"], "run 'bbbb2222-01' is already settled"),
+    (["--settle", "cccc3333-01", "--seconds", "-5"], "--seconds -5 is negative: give the billed seconds of pod podC "
+                                                     "(0 to 1200)"),
+    (["--settle", "cccc3333-01", "--seconds", "1201"],
+     "--seconds 1201 exceeds the 1200 s reserved by the open row of run 'cccc3333-01' (line 14, $0.39)"),
+    (["--settle", "cccc3333-01", "--seconds", "12.5"], "--seconds '12.5' is not a whole number of seconds"),
+    (["--settle", "cccc3333-01"], "--settle RUN_ID and --seconds S go together"),
+    (["--seconds", "10"], "--settle RUN_ID and --seconds S go together"),
+])
+def test_refused_settlements_say_why_in_one_line_and_write_nothing(phase: Path, capsys, argv, message):
+    before = phase.read_bytes()
+    assert main(["budget", *argv]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    message = message.format(ledger=phase)
+    assert cap.err.count("\n") == 1 and cap.err.startswith("distcheck budget: ") and message in cap.err, cap.err
+    assert phase.read_bytes() == before
+
+
+def test_a_second_settlement_of_the_same_run_is_refused(phase: Path, capsys):
+    assert main(["budget", "--settle", "cccc3333-01", "--seconds", "1200"]) == 0  # the whole reservation is fine
+    settled = phase.read_bytes()
+    assert main(["budget", "--settle", "cccc3333-01", "--seconds", "5"]) == 2
+    assert "run 'cccc3333-01' is already settled" in capsys.readouterr().err
+    assert phase.read_bytes() == settled
+
+
+def test_a_malformed_ledger_is_reported_and_not_written(phase: Path, capsys):
+    bad = ("| 2026-12-01T13:00:00Z | dddd4444-01 | settled | runpod | A40 x 1 | 900 | 0.4 | 0.0500 | USD | - | x "
+           "| podD |\n")
+    with open(phase, "a", encoding="utf-8") as fh:
+        fh.write(bad)
+    before = phase.read_bytes()
+    assert main(["budget", "--settle", "cccc3333-01", "--seconds", "300"]) == 2
+    err = capsys.readouterr().err
+    assert "line 15: cost 0.0500 does not match rate_per_hour 0.4 x billed_s 900" in err, err
+    assert phase.read_bytes() == before
+
+
+def test_settling_a_crashed_run_drops_its_held_reservation(tmp_path: Path):
+    ledger = Ledger(tmp_path / "ledger.md", tmp_path / ".distcheck" / "budget.lock")
+    crashed = BudgetGuard(ledger, phase_ceiling_usd=5.0, session_id="sessdead")
+    res = crashed.reserve("runpod", "RTX 4090", 2, 1800, "t::a", experiment="tp-inference")
+    res.record_pod("pod-x", usd_per_hour=1.18)  # then the learner's machine dies: no settle()
+    later = BudgetGuard(ledger, phase_ceiling_usd=5.0, session_id="sessnext")
+    assert res.run_id in later.status().held
+    assert later.status().totals.unsettled == (res.run_id,)
+    row = later.settle_open_run(res.run_id, 610)
+    assert (row.status, row.billed_s, row.resource_id, row.experiment) == ("settled", 610, "pod-x", "tp-inference")
+    st = later.status()
+    assert st.held == {} and st.totals.unsettled == ()
+    assert st.totals.total == Decimal("1.18") * 610 / 3600
+    with pytest.raises(SettleRefused, match="already settled"):
+        later.settle_open_run(res.run_id, 610)
