@@ -8,7 +8,7 @@ v = model chunks (virtual stages) per device for the interleaved 1F1B schedule (
   and sec. 2.2.2 (interleaved: (1/v)(p-1)/m). It can exceed 1 (naive PP, m = 1: p-1).
 - ``bubble_fraction_of_total``: bubble time / total iteration time = ((p-1)/v) / (m + (p-1)/v);
   for v = 1, (p-1)/(m+p-1). Huang et al. 2019 (GPipe, arXiv:1811.06965) sec. 2.3, O((K-1)/(M+K-1));
-  the iteration time (m+p-1)(t_f+t_b) is Narayanan et al. 2021 sec. 3.3.1, Eq. (1). Always < 1.
+  the iteration time (m+p-1)(t_f+t_b) is Narayanan et al. 2021 sec. 3.4, Eq. (1). Always < 1.
 
 GPipe and 1F1B (PipeDream-Flush) have the same bubble; 1F1B keeps at most p micro-batches' activations
 in flight where GPipe keeps m (Narayanan et al. 2021, sec. 2.2.1).
@@ -55,7 +55,7 @@ def bubble_fraction_of_total(p: int, m: int, v: int = 1) -> float:
     """Bubble time over total iteration time: ((p-1)/v) / (m + (p-1)/v), dimensionless, in [0, 1).
 
     For v = 1: (p-1)/(m+p-1) (GPipe, Huang et al. 2019, sec. 2.3; iteration time (m+p-1)(t_f+t_b),
-    Narayanan et al. 2021, sec. 3.3.1, Eq. (1)). For v > 1 the bubble shrinks to (p-1)(t_f+t_b)/v
+    Narayanan et al. 2021, sec. 3.4, Eq. (1)). For v > 1 the bubble shrinks to (p-1)(t_f+t_b)/v
     (Narayanan et al. 2021, sec. 2.2.2). Equals r/(1+r) with r = :func:`bubble_ratio_over_ideal`.
 
     Raises:
@@ -70,7 +70,7 @@ def iteration_seconds(p: int, m: int, t_f_s: float, t_b_s: float, v: int = 1) ->
     """Time of one pipelined batch, ignoring communication: (m + (p-1)/v) * (t_f + t_b) seconds.
 
     t_f_s, t_b_s: forward and backward time of one micro-batch on one stage (seconds).
-    Source: Narayanan et al. 2021, sec. 3.3.1, Eq. (1) (v = 1) and sec. 2.2.2 (bubble / v).
+    Source: Narayanan et al. 2021, sec. 3.4, Eq. (1) (v = 1) and sec. 2.2.2 (bubble / v).
     """
     _check(p, m, v)
     return (m + (p - 1) / v) * (t_f_s + t_b_s)
