@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import math
 
+from pytest_distcheck.calc._checks import positive as _positive
+from pytest_distcheck.calc._checks import whole as _whole
+
 GB = 1e9  # bytes; nccl-tests reports GB/s with 1.0E9
 
 # nccl-tests doc/PERFORMANCE.md, section "Bus bandwidth": factor(n) applied to algbw.
@@ -45,16 +48,6 @@ def _key(collective: str) -> str:
     return key
 
 
-def _check_n(n: int) -> None:
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"number of ranks n must be a whole number >= 1, got {n!r}")
-
-
-def _check_positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
-
-
 def busbw_factor(collective: str, n: int) -> float:
     """The nccl-tests bus-bandwidth factor: busbw = algbw * factor (dimensionless).
 
@@ -65,7 +58,7 @@ def busbw_factor(collective: str, n: int) -> float:
     Raises:
         ValueError: unknown collective, or n not a whole number >= 1.
     """
-    _check_n(n)
+    _whole("number of ranks n", n)
     return float(_FACTORS[_key(collective)](n))
 
 
@@ -77,7 +70,7 @@ def algbw_gbps(size_bytes: float, seconds: float) -> float:
     """
     if size_bytes < 0:
         raise ValueError(f"size_bytes must be >= 0, got {size_bytes!r}")
-    _check_positive("seconds", seconds)
+    _positive("seconds", seconds)
     return size_bytes / seconds / GB
 
 
@@ -99,8 +92,8 @@ def ring_allreduce_seconds(size_bytes: float, n: int, alpha_s: float, bandwidth_
     Source: Patarasuk & Yuan 2009 (ring all-reduce = reduce-scatter + all-gather, each n-1 steps of
     S/n bytes). n = 1 costs 0 s.
     """
-    _check_n(n)
-    _check_positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    _whole("number of ranks n", n)
+    _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     return 2 * (n - 1) * alpha_s + 2 * (n - 1) / n * size_bytes / bandwidth_bytes_per_s
 
 
@@ -111,8 +104,8 @@ def ring_reduce_scatter_seconds(
 
     Source: Thakur, Rabenseifner & Gropp 2005, sec. 4 (ring algorithm).
     """
-    _check_n(n)
-    _check_positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    _whole("number of ranks n", n)
+    _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     return (n - 1) * alpha_s + (n - 1) / n * size_bytes / bandwidth_bytes_per_s
 
 
@@ -131,14 +124,14 @@ def binomial_broadcast_seconds(
 
     Source: Thakur, Rabenseifner & Gropp 2005, sec. 4 (short-message broadcast).
     """
-    _check_n(n)
-    _check_positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    _whole("number of ranks n", n)
+    _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     return math.ceil(math.log2(n)) * (alpha_s + size_bytes / bandwidth_bytes_per_s)
 
 
 def ring_allreduce_latency_seconds(n: int, alpha_s: float) -> float:
     """The latency (alpha) term of ring all-reduce: 2(n-1) alpha seconds (Patarasuk & Yuan 2009)."""
-    _check_n(n)
+    _whole("number of ranks n", n)
     return 2 * (n - 1) * alpha_s
 
 
@@ -149,7 +142,7 @@ def tree_allreduce_latency_seconds(n: int, alpha_s: float) -> float:
     trees have logarithmic latency. The tree's bandwidth term depends on the implementation and is not
     modelled here.
     """
-    _check_n(n)
+    _whole("number of ranks n", n)
     return 2 * math.log2(n) * alpha_s
 
 

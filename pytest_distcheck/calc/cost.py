@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from pytest_distcheck.calc._checks import whole as _whole
+
 PER_SECOND = (1.0, 0.0)        # (granularity_s, minimum_s): RunPod pods
 PER_SECOND_MIN_60 = (1.0, 60.0)  # AWS EC2 Linux, Google Compute Engine
 HOURLY = (3600.0, 3600.0)
@@ -72,8 +74,7 @@ def run_cost(
     """
     if price_per_gpu_hour_usd < 0:
         raise ValueError(f"price_per_gpu_hour_usd must be >= 0, got {price_per_gpu_hour_usd!r}")
-    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
-        raise ValueError(f"gpus must be a whole number >= 1, got {gpus!r}")
+    _whole("gpus", gpus)
     billed = billed_seconds(runtime_s, granularity_s, minimum_s)
     gpu_hours = gpus * billed / 3600.0
     return RunCost(runtime_s=float(runtime_s), billed_s=billed, gpu_hours=gpu_hours,

@@ -18,17 +18,10 @@ Sources:
 
 from __future__ import annotations
 
+from pytest_distcheck.calc._checks import positive as _positive
+from pytest_distcheck.calc._checks import whole as _whole
+
 SECONDS_PER_DAY = 86400.0
-
-
-def _positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
-
-
-def _whole(name: str, value: int, minimum: int = 1) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
 
 
 def training_flops(params: float, tokens: float) -> float:

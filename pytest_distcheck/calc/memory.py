@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pytest_distcheck.calc._checks import whole as _whole
+
 GB = 1e9  # bytes (120 GB = 111.76 GiB)
 ADAM_K = 12  # ZeRO sec. 3.1: fp32 params, momentum, variance for mixed-precision Adam
 FP16_BYTES = 2
@@ -66,11 +68,6 @@ class ModelStates:
     def total_gb(self) -> float:
         """total_bytes in GB (1e9 bytes)."""
         return self.total_bytes / GB
-
-
-def _whole(name: str, value: int, minimum: int = 1) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
 
 
 def _stage_key(stage: str | int) -> str:

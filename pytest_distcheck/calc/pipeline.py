@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import math
 
+from pytest_distcheck.calc._checks import whole as _whole
+
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
-
-
-def _whole(name: str, value: int, minimum: int = 1) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
 
 
 def _check(p: int, m: int, v: int) -> None:

@@ -19,14 +19,10 @@ Sources:
 
 from __future__ import annotations
 
+from pytest_distcheck.calc._checks import whole as _whole
 from pytest_distcheck.calc.collectives import ring_allreduce_seconds
 
 RECOMPUTE = ("none", "selective", "full")
-
-
-def _whole(name: str, value: int, minimum: int = 1) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
 
 
 def tp_allreduces_per_layer(recompute: str = "none") -> tuple[int, int]:
