@@ -11,7 +11,6 @@ import pytest_distcheck
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.budget.config import budget_config
 from pytest_distcheck.budget.errors import usd
-from pytest_distcheck.budget.ledger import Ledger
 from pytest_distcheck.errors import ConfigError
 
 
@@ -31,7 +30,7 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log):
                                  "there was none)", item.how)
     try:
         # parse() checks every row, including that cost == rate_per_hour x billed_s / 3600.
-        rows = Ledger(cfg.ledger, cfg.state_dir / "budget.lock").read()
+        rows = cfg.open_ledger().read()
     except ConfigError as exc:
         pytest_distcheck.broken(str(exc))
     # Totals from each row's recomputed cost; nothing written in the file as a total is read.

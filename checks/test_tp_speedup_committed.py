@@ -11,7 +11,6 @@ record it). CPU results are read (and must be valid) but are not evidence for th
 from __future__ import annotations
 
 import subprocess
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -51,7 +50,7 @@ def _not_committed(paths: list[Path], root: Path) -> str | None:
 def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
     """Return a one-line summary, or stop the check with broken/pending naming what is wrong."""
     from pytest_distcheck.budget.accounting import charges
-    from pytest_distcheck.budget.ledger import Ledger
+    from pytest_distcheck.budget.config import budget_config
     from pytest_distcheck.evidence import require_fresh
     from pytest_distcheck.tp_result import problems
 
@@ -71,16 +70,18 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
         pytest_distcheck.broken(f"{rel}: plot {result['plot']!r} not found at {_rel(png, ws.root)}")
     if png.read_bytes()[:8] != PNG_MAGIC:
         pytest_distcheck.broken(f"{rel}: plot {_rel(png, ws.root)} is not a PNG file")
-    budget = ws.section("budget")
     experiment = ws.section("tp_inference").get("experiment", "tp-inference")
-    ceilings = budget.get("experiment_ceilings_usd", {})
-    if "ledger" not in budget or experiment not in ceilings:
+    try:
+        cfg = budget_config(ws)
+    except ConfigError as exc:
+        pytest_distcheck.broken(str(exc))
+    if cfg is None or experiment not in cfg.experiment_ceilings_usd:
         pytest_distcheck.broken(f"{_rel(ws.path, ws.root)}: needs [budget] ledger and "
                                 f"[budget.experiment_ceilings_usd] {experiment} to check the run's cost")
-    ceiling = Decimal(str(ceilings[experiment]))
-    ledger_rel = budget["ledger"]
+    ceiling = cfg.experiment_ceilings_usd[experiment]
+    ledger_rel = cfg.ledger_rel
     try:
-        rows = Ledger(ws.resolve(ledger_rel), ws.resolve(".distcheck/budget.lock")).read()
+        rows = cfg.open_ledger().read()
     except ConfigError as exc:
         pytest_distcheck.broken(f"the ledger does not parse: {exc}")
     run_id = result["run_id"]

@@ -17,6 +17,7 @@ from typing import Any
 from pytest_distcheck.errors import ConfigError
 
 STATE_DIR = ".distcheck"  # gitignored: reservations and the lock live here, never in the ledger
+LOCK_FILE = "budget.lock"
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,12 @@ class BudgetConfig:
     experiment_ceilings_usd: dict[str, Decimal] = field(default_factory=dict)
     state_dir: Path = Path(STATE_DIR)
     source: Path = Path("distcheck.toml")
+
+    def open_ledger(self):
+        """The :class:`~pytest_distcheck.budget.ledger.Ledger`, under the lock every writer shares."""
+        from pytest_distcheck.budget.ledger import Ledger
+
+        return Ledger(self.ledger, self.state_dir / LOCK_FILE)
 
 
 def _amount(path: Path, where: str, value: Any) -> Decimal:

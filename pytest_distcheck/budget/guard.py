@@ -34,7 +34,6 @@ from pytest_distcheck.calc.cost import billed_seconds, max_runtime_s
 from pytest_distcheck.errors import ConfigError, DistcheckError
 
 RESERVATIONS_FILE = "budget-reservations.json"
-LOCK_FILE = "budget.lock"
 DEFAULT_SLACK_S = 600.0  # boot and teardown beyond max_seconds before a reservation expires
 EPS = Decimal("0.000001")
 
@@ -138,7 +137,7 @@ class BudgetGuard:
 
     @classmethod
     def from_config(cls, cfg: BudgetConfig, **kwargs: Any) -> BudgetGuard:
-        ledger = Ledger(cfg.ledger, cfg.state_dir / LOCK_FILE)
+        ledger = cfg.open_ledger()
         return cls(ledger, phase_ceiling_usd=cfg.phase_ceiling_usd,
                    experiment_ceilings_usd=cfg.experiment_ceilings_usd, state_dir=cfg.state_dir,
                    config_source=str(cfg.source), **kwargs)
