@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -17,6 +17,8 @@ class RankOutcome:
         traceback: the remote traceback text, when there is one.
         stdout, stderr: what the rank printed during the call (Python-level output).
         stack: the faulthandler dump of a rank that hung, taken before it was killed.
+        warnings: the distinct warnings the call raised (``rank_warnings.Record``), for the pool to
+            re-issue in the test process.
     """
 
     rank: int
@@ -26,6 +28,7 @@ class RankOutcome:
     stdout: str = ""
     stderr: str = ""
     stack: str = ""
+    warnings: list = field(default_factory=list)
 
 
 class RankError(Exception):

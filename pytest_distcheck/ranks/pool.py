@@ -14,7 +14,9 @@ Design (each behaviour is tested in tests/test_rank_group.py, test_rank_recovery
 - on any doubt the ranks are replaced by fresh forks before the next call: a rank raised (it exits
   right after reporting, which also unblocks peers waiting on it), died, or outlived the timeout
   (stack-dumped with faulthandler on SIGUSR1, then killed), or the ranks ended out of step (a
-  :class:`~pytest_distcheck.ranks.errors.RanksOutOfStepWarning` names the counts).
+  :class:`~pytest_distcheck.ranks.errors.RanksOutOfStepWarning` names the counts);
+- warnings raised in the ranks are re-issued in the test process under the test's filters
+  (:mod:`pytest_distcheck.ranks.rank_warnings`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pytest_distcheck.ranks.errors import (
     RankTimeout,
 )
 from pytest_distcheck.ranks.payload import dump_call, origin_file
+from pytest_distcheck.ranks.rank_warnings import reissue
 from pytest_distcheck.ranks.zygote import Zygote, ZygoteError, pidfd_exited
 
 # After the first rank fails, how long its peers get to report before they are stopped.
@@ -319,6 +322,7 @@ class RankPool:
             raise RankError(outcomes)
         for o in outcomes:
             _echo(o)
+        reissue([o.warnings for o in outcomes], self._origin)
         if any(o.status == "skip" for o in outcomes):
             import pytest
 

@@ -29,6 +29,8 @@ import warnings
 from datetime import timedelta
 from multiprocessing.connection import Connection
 
+from pytest_distcheck.ranks import rank_warnings
+
 
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
@@ -148,10 +150,12 @@ class _Rank:
         out, err = io.StringIO(), io.StringIO()
         outcome: dict = {"rank": self.rank, "status": "ok"}
         result = b""
+        wlog: list = []
         try:
             self._ensure_group(generation, timeout)
             fn, args, kwargs = cloudpickle.loads(payload)
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                    rank_warnings.recording() as wlog:
                 value = fn(*args, **kwargs)
             try:
                 result = cloudpickle.dumps(value)
@@ -166,6 +170,10 @@ class _Rank:
                 traceback="" if skip else _format_traceback(exc, origin),
             )
         outcome["stdout"], outcome["stderr"] = out.getvalue(), err.getvalue()
+        if outcome["status"] == "error":  # shown with the error; re-issued, they could mask it
+            outcome["stderr"] += rank_warnings.as_text(wlog)
+        else:
+            outcome["warnings"] = rank_warnings.records(wlog)
         if outcome["status"] == "error":
             self.conn.send(("result", call_id, outcome, result, None, False))
             return False

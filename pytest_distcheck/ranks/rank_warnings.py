@@ -1,0 +1,92 @@
+"""Warnings raised inside the ranks, handed to the test process's own warning machinery.
+
+Design (pinned by tests/test_rank_warnings.py):
+- a rank records every warning of a call (``catch_warnings(record=True)`` with the ``always`` action),
+  whatever its own filters say: the filters that decide are the test's (``-W``, ``filterwarnings``
+  ini lines and markers, ``pytest.warns``), and they live in the pytest process;
+- the pool re-issues them there with ``warnings.warn_explicit`` after a call that returned, keeping
+  the category, message, file and line the rank saw, so ``-W error::UserWarning`` fails the test
+  (raised when ``run`` returns; the ranks themselves ran on) and ``pytest.warns`` catches them;
+- the category travels by name (module and qualified name) and is looked up in the test process, so
+  ``pytest.warns(MyWarning)`` matches a class of the test module (a copy made by unpickling would not);
+  a category that cannot be found there becomes a ``UserWarning`` whose message starts with its name;
+- the same warning (category, message, file, line) from several ranks, or several times in one call,
+  is issued once, as Python's ``default`` action shows one warning per location;
+- a call that raised shows its warnings in the rank's stderr instead, as before: a warning turned
+  into an error must not hide the rank's exception.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+import warnings
+from typing import Iterator
+
+# One record: (category's module, category's qualified name, message text, file name, line number).
+Record = tuple[str, str, str, str, int]
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[warnings.WarningMessage]]:
+    """Inside a rank: record every warning the block raises (none reaches the rank's stderr)."""
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        yield log
+
+
+def records(log: list[warnings.WarningMessage]) -> list[Record]:
+    """The distinct warnings of ``log``, in the order first raised."""
+    out: dict[Record, None] = {}
+    for w in log:
+        cat = w.category
+        out.setdefault((cat.__module__, cat.__qualname__, str(w.message), w.filename, w.lineno or 0), None)
+    return list(out)
+
+
+def as_text(log: list[warnings.WarningMessage]) -> str:
+    """``log`` as Python prints warnings (``file:line: Category: message``), for a failed call's stderr."""
+    return "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno or 0, w.line)
+                   for w in log)
+
+
+def _category(module: str, qualname: str) -> type[Warning] | None:
+    try:
+        obj = sys.modules.get(module) or importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except Exception:  # noqa: BLE001 - any failure means: not findable here
+        return None
+    return obj if isinstance(obj, type) and issubclass(obj, Warning) else None
+
+
+def reissue(per_rank: list[list[Record]], origin: str) -> None:
+    """In the test process: issue each distinct warning of the ranks once, under the test's filters.
+
+    Args:
+        per_rank: each rank's records, in rank order.
+        origin: the source file of the call's function; code sent by value reports ``<dynamic-code>``.
+
+    Raises:
+        Warning: the first warning the test's filters turn into an error (``-W error::...``).
+    """
+    __tracebackhide__ = True
+    seen: set[Record] = set()
+    for recs in per_rank:
+        for rec in recs:
+            if rec in seen:
+                continue
+            seen.add(rec)
+            module, qualname, text, filename, lineno = rec
+            category = _category(module, qualname)
+            try:
+                message = category(text) if category is not None else None
+            except Exception:  # noqa: BLE001 - a category whose constructor wants more than a message
+                message = None
+            if message is None:
+                message = UserWarning(f"{module}.{qualname}: {text}")
+            if filename == "<dynamic-code>" and origin:
+                filename = origin
+            # A fresh registry each time: the ranks already reduced each location to one per call.
+            warnings.warn_explicit(message, type(message), filename, lineno, registry={})
