@@ -50,12 +50,14 @@ def right_answer(drawn) -> str:
     return expected if isinstance(expected, str) else f"{expected:.6g}"
 
 
-def attempt_record(seed: int, wrong: int = 0, n: int = 10, bank_path: Path = BANK) -> dict:
-    """A log record answering the first ``wrong`` items wrongly ("skip") and the rest rightly."""
+def attempt_record(seed: int, wrong: int = 0, n: int = 10, bank_path: Path = BANK, seconds: float = 30.0,
+                   mode: str = "graded") -> dict:
+    """A complete log record answering the first ``wrong`` items wrongly ("skip") and the rest rightly,
+    ``seconds`` per item."""
     drawn = draw_attempt(load_bank(bank_path), seed, n)
-    answers = [{"item": d.item.id, "params": d.params, "given": "" if i < wrong else right_answer(d)}
-               for i, d in enumerate(drawn)]
-    return {"bank": "35", "seed": seed, "started": "2026-01-01T00:00:00+00:00",
+    answers = [{"item": d.item.id, "params": d.params, "given": "" if i < wrong else right_answer(d),
+                "seconds": seconds} for i, d in enumerate(drawn)]
+    return {"bank": "35", "seed": seed, "mode": mode, "status": "complete", "started": "2026-01-01T00:00:00+00:00",
             "finished": "2026-01-01T00:05:00+00:00", "answers": answers, "reported_score": (n - wrong) / n}
 
 

@@ -34,6 +34,37 @@ def test_everything_done_passes_the_gate(workspace_dir):
     assert result.ret == 0
 
 
+def test_done_with_a_reason_is_shown_in_the_table(workspace_dir):
+    checks(workspace_dir, alpha="pytest_distcheck.done('evidence checked, self-reported: a log')")
+    result = gate(workspace_dir)
+    result.stdout.fnmatch_lines(["DONE     alpha  evidence checked, self-reported: a log", "gate: PASSED*"])
+    assert result.ret == 0
+
+
+@pytest.mark.parametrize(("where", "text", "expected"), [
+    ("", """
+        import pytest, pytest_distcheck
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_call(item):
+            pytest_distcheck.done("forged")
+        """, "UNTRUSTED*alpha  done() was raised around the check, not by its function*"),
+    ("checks", """
+        import pytest, pytest_distcheck
+
+        @pytest.fixture(autouse=True)
+        def forge():
+            pytest_distcheck.done("forged")
+        """, "ERROR*alpha  done() raised in setup, not by the check's function"),
+])
+def test_done_raised_outside_the_checks_function_does_not_count(workspace_dir, where, text, expected):
+    checks(workspace_dir, alpha="pytest_distcheck.broken('wrong')")
+    conftest(workspace_dir, text, where=where)
+    result = gate(workspace_dir)
+    result.stdout.fnmatch_lines([expected, "gate: FAILED*"])
+    assert result.ret == FAILED
+
+
 # -- deselection and selection -------------------------------------------------------------------
 
 

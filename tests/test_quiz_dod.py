@@ -22,7 +22,7 @@ def quiz_ws(pytester):
 def test_pending_before_any_attempt(quiz_ws):
     result = quiz_ws()
     result.stdout.fnmatch_lines([
-        f"PENDING*quiz-passed*no quiz attempt in {LOG_REL} yet (expected one scoring at least the pass mark 70%)",
+        f"PENDING*quiz-passed*no graded attempt in {LOG_REL} yet (expected one scoring at least the pass mark 70%)",
         "*-> distcheck quiz 35",
     ])
     assert result.ret == 0
@@ -31,7 +31,7 @@ def test_pending_before_any_attempt(quiz_ws):
 def test_done_after_a_passing_attempt(quiz_ws, pytester):
     write_log(pytester.path, attempt_record(11, wrong=5), attempt_record(12, wrong=3))  # 50%, then 70%
     result = quiz_ws()
-    result.stdout.fnmatch_lines(["DONE*quiz-passed*evidence checked*"])
+    result.stdout.fnmatch_lines(["DONE*quiz-passed*evidence checked, self-reported: line 2 re-grades to 7/10 (70%)"])
 
 
 def test_pending_below_the_pass_mark_even_if_the_log_claims_more(quiz_ws, pytester):
@@ -40,7 +40,7 @@ def test_pending_below_the_pass_mark_even_if_the_log_claims_more(quiz_ws, pytest
     write_log(pytester.path, forged)
     result = quiz_ws()
     result.stdout.fnmatch_lines([
-        f"PENDING*quiz-passed*1 attempt(s) in {LOG_REL}; the best, line 1 (seed 13), re-grades to 6/10 (60%),"
+        f"PENDING*quiz-passed*1 graded attempt(s) in {LOG_REL}; the best, line 1 (seed 13), re-grades to 6/10 (60%),"
         " below the pass mark 70%",
         "*-> distcheck quiz 35",
     ])

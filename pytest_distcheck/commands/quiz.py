@@ -1,11 +1,13 @@
 """Take the phase quiz in the terminal; the attempt is appended to the workspace's quiz log.
 
-  distcheck quiz 35               a new attempt (random seed, printed so it can be replayed)
-  distcheck quiz 35 --seed 1234   replay the attempt drawn with seed 1234
+  distcheck quiz 35               a graded attempt (the kit draws the seed)
+  distcheck quiz 35 --seed 1234   practice on the draw of seed 1234: logged as practice, never counted
 
 Bank, log, pass mark and items per attempt come from [quiz] of the workspace file. The log is checked
 before the first question (as the quiz-passed DoD check reads it): a bad line is reported with its line
-number, to be fixed or removed by hand, and nothing is asked. Ctrl-C quits without writing anything.
+number, to be fixed or removed by hand, and nothing is asked. Right answers and explanations are shown
+only after the attempt is in the log. Ctrl-C or the end of input after the first answer logs the attempt
+as abandoned (no answers shown); before it, nothing is written.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from pytest_distcheck.errors import DistcheckError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("bank", metavar="BANK", help="the quiz to take (the bank id, e.g. 35)")
-    parser.add_argument("--seed", type=int, help="seed of the draw (default: random, printed)")
+    parser.add_argument("--seed", type=int, help="practice on the draw of this seed (logged as practice, never counted; "
+                        "default: a graded attempt with a seed the kit draws)")
     add_config_argument(parser)
 
 
@@ -41,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from pytest_distcheck.quiz.grade import passes
     from pytest_distcheck.quiz.log import append_attempt, check_appendable
     from pytest_distcheck.quiz.regrade import regrade_log
-    from pytest_distcheck.quiz.session import run_attempt, summary
+    from pytest_distcheck.quiz.session import GRADED, PRACTICE, feedback, run_attempt, summary
     from pytest_distcheck.workspace import load_workspace
 
     ws = load_workspace(Path(args.config))
@@ -52,17 +55,28 @@ def run(args: argparse.Namespace) -> int:
     # Refuse before asking: an attempt appended after a bad line would never count for the DoD check.
     regrade_log(bank, cfg.log_path, cfg.items_per_attempt)
     check_appendable(cfg.log_path)
-    seed = args.seed if args.seed is not None else secrets.randbelow(1_000_000)
-    try:
-        record, graded = run_attempt(bank, seed, cfg.items_per_attempt, _ask, _say,
-                                     replay_command=f"distcheck quiz {bank.id} --seed {seed}")
-    except (KeyboardInterrupt, EOFError) as exc:
-        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else "input ended"
-        print(f"\ndistcheck quiz: {why}; nothing written to {cfg.log_rel}", file=sys.stderr)
-        return 130 if isinstance(exc, KeyboardInterrupt) else 1
-    line = append_attempt(cfg.log_path, record)
+    practice = args.seed is not None
+    seed = args.seed if practice else secrets.randbits(32)
+    attempt = run_attempt(bank, seed, cfg.items_per_attempt, _ask, _say, mode=PRACTICE if practice else GRADED)
+    # The attempt goes into the log before anything keyed is shown (issue 13: no rehearsal by preview).
+    line = append_attempt(cfg.log_path, attempt.record) if attempt.record is not None else None
+    if attempt.stopped is not None:
+        interrupted = isinstance(attempt.stopped, KeyboardInterrupt)
+        why = "interrupted" if interrupted else "input ended"
+        done = (f"attempt logged as abandoned in {cfg.log_rel} (line {line}); it does not count and its "
+                "answers are not shown" if line else f"nothing written to {cfg.log_rel}")
+        print(f"\ndistcheck quiz: {why}; {done}", file=sys.stderr)
+        return 130 if interrupted else 1
+    assert attempt.record is not None
+    graded = attempt.graded
+    _say(f"\nattempt appended to {cfg.log_rel} (line {line}).")
+    _say(feedback(graded))
     _say(f"\n{summary(graded, cfg.pass_mark)}")
-    _say(f"attempt appended to {cfg.log_rel} (line {line}); `pytest -m local` re-grades it for the DoD.")
+    if practice:
+        _say(f"practice (--seed {seed}): logged, never counted for the DoD; `distcheck quiz {bank.id}` "
+             "takes a graded attempt.")
+        return 0
+    _say("`pytest -m local` re-grades it for the DoD.")
     if passes(sum(g.correct for g in graded), len(graded), cfg.pass_mark):
         # The CI gate re-grades the committed log, not the working copy.
         _say(f"passed: commit the log so the CI gate sees it: git add {cfg.log_rel} && git commit -m "

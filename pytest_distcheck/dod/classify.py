@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_distcheck.dod.integrity import Observer
-from pytest_distcheck.dod.outcome import DodOutcome
+from pytest_distcheck.dod.outcome import DodOutcome, Done
 from pytest_distcheck.dod.state import CheckOutcome, State
 
 
@@ -28,6 +28,8 @@ def _skip_reason(rep: pytest.TestReport) -> str:
 
 def from_exception(item_id: str, nodeid: str, exc: BaseException, when: str) -> CheckOutcome:
     """The outcome a check's exception stands for (``when``: setup, call or teardown)."""
+    if isinstance(exc, Done) and when != "call":
+        return CheckOutcome(item_id, nodeid, State.ERROR, f"done() raised in {when}, not by the check's function")
     if isinstance(exc, DodOutcome):
         return CheckOutcome(item_id, nodeid, State(exc.state), exc.reason, exc.command)
     if isinstance(exc, pytest.skip.Exception):
@@ -65,6 +67,9 @@ def classify(item_id: str, rep: pytest.TestReport, call: pytest.CallInfo[Any], s
             return CheckOutcome(item_id, nodeid, State.UNTRUSTED,
                                 f"the check's function never ran, yet its report says {rep.outcome}: "
                                 f"something replaced it{by}")
+        if isinstance(exc, Done):
+            return CheckOutcome(item_id, nodeid, State.UNTRUSTED,
+                                f"done() was raised around the check, not by its function{by}")
         if exc is not None:
             return from_exception(item_id, nodeid, exc, "call")
         assert seen == Observer.RETURNED
@@ -98,4 +103,6 @@ def normalise(rep: pytest.TestReport, item: pytest.Item, outcome: CheckOutcome, 
     elif want == "failed" and (rep.outcome != "failed" or isinstance(exc, DodOutcome)
                                or outcome.state is State.UNTRUSTED):
         rep.longrepr = f"DoD item {outcome.state.value}: {outcome.reason}"
+    if want == "passed":
+        rep.longrepr = None  # a check that ended with done(reason) raised to say so
     rep.outcome = want  # type: ignore[assignment]

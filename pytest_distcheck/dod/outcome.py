@@ -1,7 +1,9 @@
 """How a DoD check says its item is not done.
 
-A check (a test marked ``@pytest.mark.dod(item_id)``) that returns normally means *done*. Otherwise it
-calls one of these, which raise:
+A check (a test marked ``@pytest.mark.dod(item_id)``) that returns normally means *done*
+("evidence checked"). ``done(reason)`` ends it as done with a reason of its own, e.g. to say that the
+evidence is only *self-reported* (the kit cannot confirm it, issue 13). Otherwise it calls one of
+these, which raise:
 
 - ``pending(reason, command)``: no evidence yet; ``command`` is the one command that produces it.
 - ``broken(reason)``: evidence present but wrong; say what was expected and what was found.
@@ -23,6 +25,12 @@ class DodOutcome(Exception):
         super().__init__(reason)
         self.reason = reason
         self.command = command
+
+
+class Done(DodOutcome):
+    """The evidence is right; ``reason`` says what was checked and how far it can be believed."""
+
+    state = "done"
 
 
 class Pending(DodOutcome):
@@ -47,6 +55,12 @@ class Blocked(DodOutcome):
     """A prerequisite already ran in this process and is not done; raised by the kit, not by checks."""
 
     state = "blocked"
+
+
+def done(reason: str) -> None:
+    """Stop the current DoD check: its item is done, for ``reason``. Raises :class:`Done`."""
+    __tracebackhide__ = True
+    raise Done(reason)
 
 
 def pending(reason: str, command: str | None = None) -> None:

@@ -1,10 +1,12 @@
-"""The quiz log: an append-only JSON Lines file, one finished attempt per line (``quiz-log.schema.json``).
+"""The quiz log: an append-only JSON Lines file, one attempt per line (``quiz-log.schema.json``).
 
 A bad line is never repaired by the kit: the error names the file and line and says to fix or remove it by
 hand (see :func:`bad_line`); ``distcheck quiz`` checks the log before it asks anything.
 
-A line: ``{"bank", "seed", "started", "finished", "answers": [{"item", "params", "given"}], "reported_score"}``
-with ISO-8601 UTC times. Lines are only ever appended, each with one write; nothing is rewritten.
+A line: ``{"bank", "seed", "mode", "status", "started", "finished", "answers": [{"item", "params", "given",
+"seconds"}], "reported_score"}`` with ISO-8601 UTC times; ``mode`` is graded (the kit drew the seed) or
+practice (``--seed``), ``status`` complete or abandoned (see :mod:`pytest_distcheck.quiz.session`).
+Lines are only ever appended, each with one write; nothing is rewritten.
 ``reported_score`` is for people reading the file; the DoD check re-grades and ignores it.
 """
 

@@ -1,14 +1,25 @@
-"""The terminal dialogue of one attempt: ask each drawn item, re-ask on unreadable input, grade, explain.
+"""The terminal dialogue of one attempt: ask each drawn item, re-ask on unreadable input, time each answer.
 
 Input and output are passed in (``ask(prompt) -> str``, ``say(text)``) so the command wires them to the
-terminal and tests can drive them. Nothing is written here: the caller appends the returned record to
-the log only after the last item, so Ctrl-C (KeyboardInterrupt) or end of input (EOFError) anywhere
-leaves the log unchanged.
+terminal and tests can drive them. Nothing keyed is shown here: no right answer, no explanation. The
+caller appends the returned record to the log first and only then shows :func:`feedback`, so neither a
+``skip`` nor the end of input can preview an attempt's answers without the attempt being in the log
+(issue 13: "skip" on every item used to print the whole key, and nothing was logged).
+
+- Ctrl-C (KeyboardInterrupt) or end of input (EOFError) after the first answer ends the attempt as
+  ``abandoned`` (the answers so far are logged, no feedback is shown); before the first answer nothing
+  is logged, since nothing was answered.
+- ``seconds`` per answer: wall time (monotonic clock) from showing the item to accepting the answer,
+  re-asks included; the DoD check flags an attempt answered implausibly fast.
+- ``mode``: ``graded`` when the kit drew the seed, ``practice`` when the learner chose it (``--seed``);
+  practice attempts are logged and scored but never count for the DoD.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +29,8 @@ from pytest_distcheck.quiz.draw import DrawnItem, draw_attempt
 from pytest_distcheck.quiz.grade import Graded, grade, passes
 
 SKIP = "skip"
+GRADED, PRACTICE = "graded", "practice"
+COMPLETE, ABANDONED = "complete", "abandoned"
 
 
 def _now() -> str:
@@ -48,9 +61,24 @@ def _ask_one(drawn: DrawnItem, ask: Callable[[str], str], say: Callable[[str], N
 
 
 def explain(g: Graded) -> str:
-    """The feedback after one answer: right or wrong, the right answer, and why."""
+    """The feedback on one answer: right or wrong, the right answer, and why."""
     head = "  correct." if g.correct else f"  wrong{' (skipped)' if not g.given else ''}: the answer is {g.expected}."
     return f"{head}\n  why: {g.explanation}" + (f"\n  source: {g.source}" if g.source else "")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one sitting produced.
+
+    Attributes:
+        record: the log line (``quiz-log.schema.json``); ``None`` when it ended before the first answer.
+        graded: the grade of each answered item, in order (never shown before the record is logged).
+        stopped: the KeyboardInterrupt or EOFError that ended it early, else ``None``.
+    """
+
+    record: dict[str, Any] | None
+    graded: list[Graded]
+    stopped: BaseException | None = None
 
 
 def run_attempt(
@@ -59,33 +87,48 @@ def run_attempt(
     n_items: int,
     ask: Callable[[str], str],
     say: Callable[[str], None],
-    replay_command: str = "",
-) -> tuple[dict[str, Any], list[Graded]]:
-    """Ask ``n_items`` items drawn from ``bank`` with ``seed``; returns (log record, grades).
+    mode: str = GRADED,
+    clock: Callable[[], float] = time.monotonic,
+) -> Attempt:
+    """Ask ``n_items`` items drawn from ``bank`` with ``seed``; shows no key. ``mode``: graded or practice.
 
     Raises:
-        KeyboardInterrupt, EOFError: from ``ask``; nothing has been written.
         ValueError: n_items does not fit the bank.
     """
     drawn = draw_attempt(bank, seed, n_items)
     started = _now()
-    say(f"{bank.title}: {n_items} items, seed {seed}" + (f" (replay: {replay_command})" if replay_command else ""))
+    how = (f"graded attempt (seed {seed}, drawn by the kit)" if mode == GRADED else
+           f"practice with seed {seed} (--seed): logged as practice, never counted for the DoD")
+    say(f"{bank.title}: {n_items} items, {how}")
     say("Answer with a letter for multiple choice. Numbers may be typed as 0.375, 37.5%, 3/8, 1.2e9 or 2.1B,\n"
         "with or without the unit; other units of the same kind are converted (3750 MB for GB).\n"
-        "'skip' leaves an item unanswered. Ctrl-C quits without saving.")
+        "'skip' leaves an item unanswered. Right answers and explanations are shown once the attempt is\n"
+        "in the log. Ctrl-C quits: after the first answer the attempt is logged as abandoned.")
     graded: list[Graded] = []
-    answers = []
+    answers: list[dict[str, Any]] = []
+    stopped: BaseException | None = None
     for i, d in enumerate(drawn, start=1):
         say(f"\n[{i}/{n_items}] ({d.item.topic}) {d.prompt()}")
-        given = _ask_one(d, ask, say)
-        g = grade(d, given)
-        say(explain(g))
-        graded.append(g)
-        answers.append({"item": d.item.id, "params": d.params, "given": given})
-    correct = sum(g.correct for g in graded)
-    record = {"bank": bank.id, "seed": seed, "started": started, "finished": _now(), "answers": answers,
-              "reported_score": correct / n_items}
-    return record, graded
+        shown = clock()
+        try:
+            given = _ask_one(d, ask, say)
+        except (KeyboardInterrupt, EOFError) as exc:
+            stopped = exc
+            break
+        answers.append({"item": d.item.id, "params": d.params, "given": given,
+                        "seconds": round(clock() - shown, 1)})
+        graded.append(grade(d, given))
+    if not answers:
+        return Attempt(None, [], stopped)
+    record = {"bank": bank.id, "seed": seed, "mode": mode, "status": ABANDONED if stopped else COMPLETE,
+              "started": started, "finished": _now(), "answers": answers,
+              "reported_score": sum(g.correct for g in graded) / n_items}
+    return Attempt(record, graded, stopped)
+
+
+def feedback(graded: list[Graded]) -> str:
+    """Every answer's feedback, numbered; shown only after the attempt is in the log."""
+    return "\n".join(f"\n[{i}/{len(graded)}] {g.item_id}\n{explain(g)}" for i, g in enumerate(graded, start=1))
 
 
 def summary(graded: list[Graded], pass_mark: float) -> str:
