@@ -7,6 +7,7 @@ import importlib
 import os
 import sys
 
+from pytest_distcheck.commands import resolve_config
 from pytest_distcheck.errors import DistcheckError
 
 # name -> module in pytest_distcheck.commands (imported only when that command runs or --help lists it)
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     Errors of the kit (:class:`DistcheckError`) are printed as one line to stderr, exit status 2.
     """
     args = build_parser().parse_args(argv)
+    resolve_config(args)
     try:
         return int(_load(args.command).run(args) or 0)
     except DistcheckError as exc:

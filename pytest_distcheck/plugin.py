@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_distcheck.dod.plugin import DodPlugin, get_workspace
+from pytest_distcheck.dod.plugin import DodPlugin, get_workspace, workspace_label
 from pytest_distcheck.settings import TIMEOUT
 from pytest_distcheck.workspace import DEFAULT_PATH
 
@@ -42,6 +42,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="fail the run unless every Definition-of-Done item of the workspace is done",
     )
+    group.addoption(
+        "--workspace",
+        dest="distcheck_workspace",
+        metavar="FILE",
+        default=None,
+        help="the workspace file (DoD and settings) to check, e.g. checks/solutions.toml for the reference "
+        "solutions (default: ini distcheck_config, else the nearest checks/distcheck.toml here or above)",
+    )
     TIMEOUT.add(parser, group)
     parser.addini(
         "distcheck_config",
@@ -59,7 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     ws = get_workspace(config)
-    where = f"workspace {config.getini('distcheck_config')}"
+    where = f"workspace {workspace_label(config)}"
     phase = f"phase {ws.phase_id}, {len(ws.items)} DoD items" if ws else "no workspace file"
     gate = "gate on" if config.getoption("distcheck_gate") else "gate off"
     return [
@@ -73,7 +81,7 @@ def distcheck_workspace(pytestconfig: pytest.Config):
     """The loaded workspace file (:class:`pytest_distcheck.workspace.Workspace`); skips if there is none."""
     ws = get_workspace(pytestconfig)
     if ws is None:
-        pytest.skip(f"no workspace file {pytestconfig.getini('distcheck_config')!r}")
+        pytest.skip(f"no workspace file {workspace_label(pytestconfig)!r}")
     return ws
 
 

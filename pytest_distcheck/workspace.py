@@ -1,7 +1,10 @@
 """The workspace: a TOML file that holds a phase's DoD items and the settings its checks read.
 
 The plugin is generic; which items a phase has, the ledger path, the ceilings and so on are data in
-this file (``checks/distcheck.toml`` here, set by the ini key ``distcheck_config``).
+this file (``checks/distcheck.toml`` here). :func:`find_workspace_file` says which file a run or a
+command uses: the one named (``pytest --workspace FILE``, ini ``distcheck_config``, ``distcheck ...
+--config FILE``), else the nearest ``checks/distcheck.toml`` walking up from the current folder, as git
+finds its repository.
 """
 
 from __future__ import annotations
@@ -15,8 +18,32 @@ from typing import Any
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.schemas import validate
 
-# Where a workspace keeps its file unless the ini key distcheck_config (or a CLI's --config) says otherwise.
+# Where a workspace keeps its file unless pytest --workspace, the ini key distcheck_config or --config says otherwise.
 DEFAULT_PATH = "checks/distcheck.toml"
+# What to do when no workspace file is found; every "not found" message ends with it.
+NOT_FOUND_HINT = (f"no {DEFAULT_PATH} in this folder or any folder above it; run from your workspace, name the "
+                  f"file (distcheck ... --config FILE, pytest --workspace FILE), or start one with `distcheck init`")
+
+
+def find_workspace_file(start: Path) -> Path | None:
+    """The nearest ``checks/distcheck.toml`` in ``start`` or a folder above it, or ``None``.
+
+    Args:
+        start: the folder to start from (usually the current working directory).
+    """
+    start = Path(start).resolve()
+    for folder in (start, *start.parents):
+        candidate = folder / DEFAULT_PATH
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def workspace_root(path: Path) -> Path:
+    """The folder a workspace file's relative paths start from: the folder above ``checks/`` when the file
+    sits in a folder named ``checks``, else the file's own folder."""
+    path = Path(path)
+    return path.parent.parent if path.parent.name == "checks" else path.parent
 
 
 @dataclass(frozen=True)
@@ -98,7 +125,8 @@ def load_workspace(path: Path, root: Path | None = None) -> Workspace:
     """
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(path, "", "workspace file not found (set the ini key distcheck_config)")
+        raise ConfigError(path, "", "workspace file not found (name another with --config FILE, or start one "
+                                    "with `distcheck init`)")
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -122,7 +150,7 @@ def load_workspace(path: Path, root: Path | None = None) -> Workspace:
                 raise ConfigError(path, f"items[{n}].requires", f"unknown item {req!r}")
     _check_acyclic(path, items)
     if root is None:
-        root = path.parent.parent if path.parent.name == "checks" else path.parent
+        root = workspace_root(path)
     return Workspace(
         path=path,
         root=Path(root),
@@ -161,3 +189,32 @@ def with_prerequisites(ws: Workspace, item_ids: list[str]) -> list[str]:
             wanted.add(cur)
             todo.extend(ws.item(cur).requires)
     return [it.id for it in ws.items if it.id in wanted]
+
+
+def run_workspace_file(config: Any) -> Path:
+    """The workspace file a pytest run uses (absolute; it may not exist).
+
+    In order: ``--workspace FILE`` (relative to the folder pytest was started in); the ini key
+    ``distcheck_config`` when the ini file sets it (relative to the rootdir); the nearest
+    ``checks/distcheck.toml`` walking up from the folder pytest was started in; else the default
+    place under the rootdir.
+
+    Args:
+        config: the ``pytest.Config`` of the run.
+    """
+    start = Path(config.invocation_params.dir)
+    option = config.getoption("distcheck_workspace", None)
+    if option:
+        return (start / option).resolve()
+    if "distcheck_config" in config.inicfg:
+        return (config.rootpath / config.getini("distcheck_config")).resolve()
+    found = find_workspace_file(start)
+    return found if found is not None else (config.rootpath / DEFAULT_PATH).resolve()
+
+
+def display_path(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` when it lies under it, else absolute; for messages."""
+    try:
+        return Path(path).resolve().relative_to(Path(base).resolve()).as_posix()
+    except ValueError:
+        return str(path)

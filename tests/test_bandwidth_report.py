@@ -11,7 +11,7 @@ import pytest
 from pytest_distcheck import bandwidth
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMITTED = ROOT / "experiments" / "ddp_cpu" / "results" / "allreduce-cpu.json"
+COMMITTED = ROOT / "solutions" / "experiments" / "ddp_cpu" / "results" / "allreduce-cpu.json"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

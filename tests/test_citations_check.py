@@ -115,6 +115,6 @@ def test_the_committed_notes_are_done_with_at_least_eight_statements_each(pytest
     from pytest_distcheck.citations.verifier import verify_note
 
     for name in ("megatron.md", "fsdp.md"):
-        report = verify_note(REPO / "docs" / "notes" / name)
+        report = verify_note(REPO / "solutions" / "docs" / "notes" / name)
         assert report.ok, [r.reason for r in report.failures]
         assert report.cited_statements >= 8 and report.warnings == []

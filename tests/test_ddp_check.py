@@ -29,7 +29,7 @@ def ddp_workspace(pytester):
 
 
 def test_the_committed_real_log_is_done(ddp_workspace):
-    result = ddp_workspace(str(REPO / "experiments/ddp_cpu/results/allreduce-cpu.json"))
+    result = ddp_workspace(str(REPO / "solutions/experiments/ddp_cpu/results/allreduce-cpu.json"))
     result.assert_outcomes(passed=1, deselected=1)
     # The live check was deselected (-k committed), so the item is not claimed done.
     result.stdout.fnmatch_lines(["NOT RUN  ddp-allreduce-logged  1 of 2 checks did not run: "

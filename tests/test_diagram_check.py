@@ -16,7 +16,7 @@ from pytest_distcheck.diagram.mermaid import MermaidParser, MermaidSyntaxError
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "diagrams"
-DOC = ROOT / "docs" / "tp-sharding.md"
+DOC = ROOT / "solutions" / "docs" / "tp-sharding.md"
 
 
 @pytest.fixture(scope="module")

@@ -41,8 +41,8 @@ def phase(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def committed(pytester: pytest.Pytester) -> None:
-    shutil.copy(ROOT / PAGE, pytester.path / PAGE)
-    shutil.copy(ROOT / SVG, pytester.path / SVG)
+    shutil.copy(ROOT / "solutions" / PAGE, pytester.path / PAGE)
+    shutil.copy(ROOT / "solutions" / SVG, pytester.path / SVG)
 
 
 def run_check(pytester: pytest.Pytester):
@@ -95,7 +95,7 @@ def test_an_edited_block_makes_the_svg_stale(phase: pytest.Pytester):
 
 
 def test_no_svg_is_pending_with_the_render_command(phase: pytest.Pytester):
-    shutil.copy(ROOT / PAGE, phase.path / PAGE)
+    shutil.copy(ROOT / "solutions" / PAGE, phase.path / PAGE)
     result = run_check(phase)
     result.stdout.fnmatch_lines(["PENDING*tp-diagram-committed*docs/tp-sharding.svg not found*",
                                  "*-> distcheck diagram --render docs/tp-sharding.md"])

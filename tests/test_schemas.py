@@ -10,7 +10,7 @@ import pytest
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.schemas import load_json, validate
 
-REAL_LOG = Path(__file__).resolve().parents[1] / "experiments/ddp_cpu/results/allreduce-cpu.json"
+REAL_LOG = Path(__file__).resolve().parents[1] / "solutions/experiments/ddp_cpu/results/allreduce-cpu.json"
 
 
 @pytest.mark.parametrize("value", ["yesterday", "2026-11-29", "2026-11-29T18:52:10", "2026-13-01T00:00:00Z"])

@@ -15,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 
 import pytest
 
-from pytest_distcheck.dod.plugin import get_workspace
+from pytest_distcheck.dod.plugin import get_workspace, workspace_label
 from pytest_distcheck.settings import Setting
 
 MAX_USD = Setting(
@@ -97,7 +97,7 @@ def _guard(config: pytest.Config):
     ws = get_workspace(config)
     if ws is None:
         raise pytest.UsageError(f"paid tests need a workspace file with a [budget] section "
-                                f"({config.getini('distcheck_config')!r} not found)")
+                                f"({workspace_label(config)!r} not found)")
     return BudgetGuard.from_workspace(ws, session_ceiling_usd=max_usd(config), session_id=session_id(config))
 
 

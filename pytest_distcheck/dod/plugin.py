@@ -49,8 +49,7 @@ def get_workspace(config: pytest.Config) -> ws_mod.Workspace | None:
     """
     if workspace_key in config.stash:
         return config.stash[workspace_key]
-    rel = config.getini("distcheck_config")
-    path = config.rootpath / rel
+    path = ws_mod.run_workspace_file(config)
     ws = None
     if path.is_file():
         try:
@@ -59,6 +58,11 @@ def get_workspace(config: pytest.Config) -> ws_mod.Workspace | None:
             raise pytest.UsageError(f"distcheck: {exc}") from None
     config.stash[workspace_key] = ws
     return ws
+
+
+def workspace_label(config: pytest.Config) -> str:
+    """The run's workspace file as messages show it: relative to the rootdir when under it."""
+    return ws_mod.display_path(ws_mod.run_workspace_file(config), config.rootpath)
 
 
 def _item_of(item: pytest.Item) -> str | None:
@@ -114,7 +118,7 @@ class DodPlugin:
             if self.workspace is None:
                 raise pytest.UsageError(
                     f"{item.nodeid}: @pytest.mark.dod({marker.args[0]!r}) but no workspace file "
-                    f"{config.getini('distcheck_config')!r} under {config.rootpath}"
+                    f"{workspace_label(config)!r} ({ws_mod.NOT_FOUND_HINT})"
                 )
             try:
                 self.workspace.item(marker.args[0])

@@ -24,8 +24,10 @@ def requested(config: pytest.Config, ws: Workspace | None) -> list[str] | None:
     if not names:
         return None
     if ws is None:
-        raise pytest.UsageError(f"--dod {names[0]}: no workspace file {config.getini('distcheck_config')!r} "
-                                f"under {config.rootpath}")
+        from pytest_distcheck.dod.plugin import workspace_label
+        from pytest_distcheck.workspace import NOT_FOUND_HINT
+
+        raise pytest.UsageError(f"--dod {names[0]}: no workspace file {workspace_label(config)!r} ({NOT_FOUND_HINT})")
     wanted = [n.strip() for name in names for n in name.split(",") if n.strip()]
     for name in wanted:
         try:
