@@ -73,7 +73,9 @@ def test_a_path_escaping_the_package_and_an_absolute_path_both_fail():
 def test_duplicates_are_counted_once_even_with_other_whitespace():
     rep = verify("duplicates.md")
     assert [r.status for r in rep.results] == [Status.COUNTED, Status.UNCOUNTED, Status.UNCOUNTED]
-    assert [r.reason for r in rep.results[1:]] == ["same citation as line 4; counted once"] * 2
+    assert [r.reason for r in rep.results[1:]] == [
+        "same place as line 4 (toyparallel/layers.py::RowLinear.forward, line 50); counted once"
+    ] * 2
     assert rep.cited_statements == 1 and rep.ok
 
 

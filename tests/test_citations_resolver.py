@@ -62,7 +62,8 @@ def test_a_property_and_its_setter_are_two_spans_of_one_name(toy):
     ("package", "path", "symbol", "code", "message"),
     [
         ("toyparallel", "toyparallel/layer.py", "divide", "not-in-package",
-         "toyparallel/layer.py is not a file of toyparallel 1.2.0; did you mean toyparallel/layers.py?"),
+         "toyparallel/layer.py is not a file of toyparallel 1.2.0; "
+         "did you mean toyparallel/layers.py or toyparallel/sharding.py?"),
         ("toyparallel", "stray.py", "x", "not-in-package", "stray.py is not a file of toyparallel 1.2.0"),
         ("toyparallel", "toyparallel/../otherpkg/helpers.py", "helper", "escapes-package",
          "'toyparallel/../otherpkg/helpers.py' escapes the package with '..'"),

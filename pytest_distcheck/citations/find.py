@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pytest_distcheck.citations.quote import normalise
 from pytest_distcheck.citations.resolver import Installed, Problem, Resolver
 from pytest_distcheck.citations.symbols import Span
 
@@ -35,17 +36,43 @@ def find_symbol(resolver: Resolver, symbol: str, package: str, limit: int = 50) 
     last = symbol.rsplit(".", 1)[-1]
     probe = re.compile(rf"\b{re.escape(last)}\b")
     found: list[Found] = []
-    for rel in sorted(f for f in dist.files if f.endswith(".py")):
-        path = dist.root / rel
+    for rel, text in resolver.texts(dist).items():
+        if not probe.search(text):
+            continue
         try:
-            if not probe.search(path.read_text(encoding="utf-8", errors="replace")):
-                continue
-            src = resolver.source(path)
-        except (OSError, Problem):
+            src = resolver.source(dist.root / rel)
+        except Problem:
             continue
         for name, spans in src.spans.items():
             if name == symbol or name.endswith("." + symbol):
-                found.extend(Found(dist, rel, span) for span in spans)
+                # An @overload stub is not where the symbol is implemented, when an implementation exists.
+                kept = [s for s in spans if not s.overload] or spans
+                found.extend(Found(dist, rel, span) for span in kept)
         if len(found) >= limit:
             break
     return found[:limit]
+
+
+def quote_places(resolver: Resolver, dist: Installed, quote: str, limit: int = 4) -> list[str]:
+    """Where ``quote`` (normalised) occurs in ``dist``: ``"path::Symbol"`` of the innermost symbol of
+    each occurrence (``"path:LINE"`` at module level), at most ``limit + 1`` of them (enough to say
+    "more than one"). Files are searched as text for the longest word of the quote first, and parsed
+    only when they hold the whole quote.
+    """
+    probe = max(quote.split(), key=len, default="")
+    places: list[str] = []
+    for rel, text in resolver.texts(dist).items():
+        if probe not in text or quote not in normalise(text):
+            continue
+        try:
+            src = resolver.source(dist.root / rel)
+        except Problem:
+            continue
+        for first, last in src.occurrences(quote):
+            span = src.innermost(first, last)
+            place = f"{rel}::{span.name}" if span else f"{rel}:{first}"
+            if place not in places:
+                places.append(place)
+        if len(places) > limit:
+            break
+    return places[: limit + 1]

@@ -9,8 +9,9 @@ KEY = "checked-against"
 
 
 def record_versions(report: NoteReport) -> str:
-    """Write ``checked-against: PKG VERSION, ...`` (the installed versions of the cited packages) into the
-    note's front matter, adding the front matter if there is none. Returns the line written.
+    """Write ``checked-against: PKG VERSION, ...`` (the installed versions of the cited packages, by
+    their PEP 503 names) into the note's front matter, adding the front matter if there is none.
+    A byte-order mark and CRLF line ends are kept. Returns the line written.
 
     Raises:
         DistcheckError: the note has failing or malformed citations (recording a version the note does
@@ -22,7 +23,11 @@ def record_versions(report: NoteReport) -> str:
     if not report.installed:
         raise DistcheckError(f"{report.label}: cites no installed package; nothing to record")
     line = f"{KEY}: " + ", ".join(f"{p} {v}" for p, v in sorted(report.installed.items()))
-    lines = report.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    raw = report.path.read_bytes()
+    bom = raw.startswith(b"\xef\xbb\xbf")
+    newline = "\r\n" if b"\r\n" in raw else "\n"  # written back as the note has it
+    lines = [ln + "\n" for ln in raw.decode("utf-8-sig").replace("\r\n", "\n").split("\n")]
+    lines[-1] = lines[-1][:-1]
     if lines and lines[0].strip() == "---":
         end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
         if end is None:
@@ -34,5 +39,6 @@ def record_versions(report: NoteReport) -> str:
             lines[at] = line + "\n"
     else:
         lines[:0] = ["---\n", line + "\n", "---\n", "\n"]
-    report.path.write_text("".join(lines), encoding="utf-8")
+    text = "".join(lines).replace("\n", newline)
+    report.path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8"))
     return line

@@ -56,3 +56,12 @@ def failure_lines(report: NoteReport, skip_codes: tuple[str, ...] = ()) -> list[
     ]
     out += [f"{report.label}:{m.line} {m.text}: {m.problem}" for m in report.malformed]
     return out
+
+
+def uncounted_lines(report: NoteReport) -> list[str]:
+    """``NOTE:LINE [cite: ...]: not counted: reason`` for every citation that resolves but does not count."""
+    return [
+        f"{report.label}:{r.citation.line} {r.citation.text}: not counted: {r.reason}"
+        for r in report.results
+        if r.status is Status.UNCOUNTED
+    ]

@@ -12,9 +12,11 @@ import importlib.metadata as metadata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from pytest_distcheck.citations.symbols import SourceFile, Span
+from pytest_distcheck.citations.syntax import url_hint
 
 
 class Problem(Exception):
@@ -37,6 +39,11 @@ class Installed:
     files: frozenset[str]
 
     @property
+    def key(self) -> str:
+        """The name normalised as PEP 503 does (``Megatron_Core`` -> ``megatron-core``)."""
+        return canonicalize_name(self.name)
+
+    @property
     def public_version(self) -> str:
         """The version without a local label (``2.13.0+cpu`` -> ``2.13.0``): the source is the same."""
         return public_version(self.version)
@@ -57,6 +64,7 @@ class Resolver:
         self._dists: dict[str, Installed] = {}
         self._sources: dict[Path, SourceFile] = {}
         self._owners: dict[str, str] | None = None  # file -> "name version", built on first need
+        self._texts: dict[str, dict[str, str]] = {}  # distribution -> its .py files' text, on first need
 
     def distribution(self, package: str) -> Installed:
         """The installed distribution called ``package`` (any spelling pip accepts).
@@ -64,7 +72,7 @@ class Resolver:
         Raises:
             Problem: ``not-installed``, or ``no-file-list`` when it has no RECORD.
         """
-        key = package.lower().replace("_", "-").replace(".", "-")
+        key = canonicalize_name(package)
         if key not in self._dists:
             try:
                 dist = metadata.distribution(package)
@@ -84,12 +92,17 @@ class Resolver:
     def file(self, package: str, path: str) -> tuple[Installed, Path]:
         """The absolute path of ``path`` inside ``package``'s install root, checked to belong to it.
 
+        ``path`` is normalised: ``./`` and repeated ``/`` make no other file.
+
         Raises:
-            Problem: ``absolute-path``, ``escapes-package`` (a ``..`` part), ``other-package`` (the file
+            Problem: ``url`` (a web address, e.g. GitHub's), ``absolute-path``, ``escapes-package``
+                (a ``..`` part), ``other-package`` (the file
                 belongs to another installed distribution, named), ``not-in-package`` (with the
                 nearest paths), ``not-python``, or those of :meth:`distribution`.
         """
         dist = self.distribution(package)
+        if "://" in path or path.startswith(("github.com/", "www.")):
+            raise Problem("url", url_hint(path))
         if path.startswith(("/", "\\", "~")) or PureWindowsPath(path).drive:
             raise Problem("absolute-path", f"{path!r} is absolute; give the path relative to {dist.name}'s root")
         parts = PurePosixPath(path.replace("\\", "/")).parts
@@ -100,7 +113,10 @@ class Resolver:
             owner = self.owner(rel)
             if owner and not owner.lower().startswith(dist.name.lower() + " "):
                 raise Problem("other-package", f"{rel} belongs to {owner}, not to {dist.name}")
-            raise Problem("not-in-package", f"{rel} is not a file of {dist.name} {dist.version}" + _suggest(rel, dist))
+            raise Problem(
+                "not-in-package",
+                f"{rel} is not a file of {dist.name} {dist.version}" + (_not_shipped(rel, dist) or _suggest(rel, dist)),
+            )
         if not rel.endswith(".py"):
             raise Problem("not-python", f"{rel} is not Python source; symbols are looked up in .py files")
         return dist, dist.root / rel
@@ -124,10 +140,61 @@ class Resolver:
         dist, abspath = self.file(package, path)
         src = self.source(abspath)
         if symbol not in src.spans:
-            close = difflib.get_close_matches(symbol, list(src.spans), n=3, cutoff=0.6)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise Problem("symbol-not-found", f"{symbol} is not defined in {path}{hint}")
-        return dist, src, src.spans[symbol]
+            rel = abspath.relative_to(dist.root).as_posix()
+            hint = self._imported(dist, rel, src, symbol)
+            if not hint:
+                close = difflib.get_close_matches(symbol, list(src.spans), n=3, cutoff=0.6)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise Problem("symbol-not-found", f"{symbol} is not defined in {rel}{hint}")
+        # The implementation first: hints then quote it, not an @overload stub.
+        return dist, src, sorted(src.spans[symbol], key=lambda span: span.overload)
+
+    def _imported(self, dist: Installed, rel: str, src: SourceFile, symbol: str, depth: int = 0) -> str:
+        """``"; it is imported there from M: defined in FILE::SYMBOL (lines a-b)"`` when the first part
+        of ``symbol`` is imported into the file (re-exports followed up to 3 steps); else ``""``."""
+        head, _, rest = symbol.partition(".")
+        if head not in src.imports or depth > 3:
+            return ""
+        module, name, level = src.imports[head]
+        folder = PurePosixPath(rel).parent.parts
+        parts = (list(folder[: len(folder) - level + 1]) if level else []) + [p for p in module.split(".") if p]
+        tries: list[tuple[list[str], str]] = []  # (module as path parts, symbol inside it)
+        if name:
+            tries.append((parts, ".".join(filter(None, [name, rest]))))
+            if rest:
+                tries.append((parts + [name], rest))  # ``from pkg import submodule``
+        elif rest:
+            tries.append((parts, rest))
+        for mod, inner in tries:
+            for cand in ("/".join(mod) + ".py", "/".join(mod) + "/__init__.py"):
+                if cand not in dist.files:
+                    continue
+                try:
+                    other = self.source(dist.root / cand)
+                except Problem:
+                    continue
+                if inner in other.spans:
+                    span = sorted(other.spans[inner], key=lambda s: s.overload)[0]
+                    return (
+                        f"; it is imported there from {'.' * level + module}: defined in {cand}::{inner} "
+                        f"(lines {span.start}-{span.end})"
+                    )
+                deeper = self._imported(dist, cand, other, inner, depth + 1)
+                if deeper:
+                    return deeper
+        return f"; it is imported there from {'.' * level + module}"
+
+    def texts(self, dist: Installed) -> dict[str, str]:
+        """Every ``.py`` file of ``dist`` as text, by path (read once: ~46 MB for torch)."""
+        if dist.key not in self._texts:
+            out = {}
+            for rel in sorted(f for f in dist.files if f.endswith(".py")):
+                try:
+                    out[rel] = (dist.root / rel).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+            self._texts[dist.key] = out
+        return self._texts[dist.key]
 
     def owner(self, rel: str) -> str | None:
         """``"name version"`` of the installed distribution whose RECORD lists ``rel``, or None.
@@ -142,6 +209,28 @@ class Resolver:
                 for f in dist.files or ():
                     self._owners.setdefault(str(PurePosixPath(*f.parts)), label)
         return self._owners.get(rel)
+
+
+def _not_shipped(rel: str, dist: Installed) -> str:
+    """``": it installs only megatron/core/ ..."`` when no file of ``dist`` is under the folder of
+    ``rel`` although the distribution has files under its first folder: the path is then likely
+    from the project's source repository, which ships more than the distribution (Megatron-LM's
+    ``megatron/training/`` is not in the ``megatron-core`` wheel)."""
+    parts = PurePosixPath(rel).parts
+    if len(parts) < 3:
+        return ""
+    shipped = sorted({
+        "/".join(PurePosixPath(f).parts[:2]) + "/"
+        for f in dist.files
+        if f.endswith(".py") and PurePosixPath(f).parts[0] == parts[0] and len(PurePosixPath(f).parts) > 2
+    })
+    if not shipped or "/".join(parts[:2]) + "/" in shipped:
+        return ""
+    listed = ", ".join(shipped[:4]) + (", ..." if len(shipped) > 4 else "")
+    return (
+        f": no file of it is under {'/'.join(parts[:2])}/ (it installs {listed}); the path may be from the "
+        "project's source repository, which holds more than this distribution"
+    )
 
 
 def _suggest(rel: str, dist: Installed) -> str:

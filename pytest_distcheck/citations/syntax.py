@@ -13,8 +13,11 @@ A citation is written by hand, inline, where the claim is made::
   normalised, so it may cross a line break). Inside it, write ``\"`` for a double quote.
 
 Example: ``[cite: torch torch/distributed/fsdp/api.py::ShardingStrategy "HYBRID_SHARD = auto()"]``.
-Wrapping a citation in backticks is fine (it renders as code). A citation may wrap over lines inside
-one paragraph or list item. Citations inside fenced code blocks are examples and are ignored.
+Wrapping a citation in backticks is fine (it renders as code). A citation may wrap over any line,
+even one a Markdown reader would start a heading or list item with (``# comment``, ``- x``, ``1.``):
+the grammar is decided on the parsed text (:mod:`.blocks`), and a quote left open at the end of a
+statement goes on over the following source lines (up to :data:`WRAP_LINES`). Citations a reader
+cannot see (HTML comments, fenced or indented code) are not citations.
 
 A note may open with front matter recording the versions it was checked against::
 
@@ -29,37 +32,25 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_distcheck.citations.blocks import Block, blocks
 from pytest_distcheck.citations.quote import unescape
 from pytest_distcheck.errors import ConfigError
 
 FORM = '[cite: PACKAGE PATH::SYMBOL "QUOTE"]'
 OPEN = "[cite:"
-_CITATION = re.compile(
+CITATION = re.compile(
     r"\[cite:\s+(?P<package>[A-Za-z0-9][A-Za-z0-9._-]*)\s+(?P<path>[^\s\]\"]+?)::(?P<symbol>[A-Za-z_][\w.]*)"
     r'(?:\s+"(?P<quote>(?:[^"\\]|\\.)*)")?\s*\]'
 )
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_WORD = re.compile(r"[A-Za-z0-9][\w'’-]*")
+# A citation whose quote is still open at the end of its statement (it wrapped onto a line that
+# Markdown reads as a heading, list item or the like).
+_OPEN_QUOTE = re.compile(r'\[cite:\s+\S+\s+\S+::[A-Za-z_][\w.]*\s+"(?:[^"\\]|\\.)*\Z')
+WRAP_LINES = 5
+_CURLY = "\u201c\u201d\u2018\u2019"
+_URL = re.compile(r"https?://|(?:www\.)?github\.com/")
+_BLOB = re.compile(r"/(?:blob|tree)/[^/]+/(?P<path>[^#\s\]]+)(?:#L(?P<line>\d+))?")
 
-
-@dataclass(frozen=True)
-class Block:
-    """A paragraph, list item or heading of a note: the statement a citation in it stands with.
-
-    Attributes:
-        line: its first line (1-based).
-        text: its lines joined with newlines, as written.
-        kind: ``"paragraph"``, ``"list item"`` or ``"heading"``.
-    """
-
-    line: int
-    text: str
-    kind: str
-
-    def own_words(self) -> int:
-        """How many words the block says besides its citations (what the decision is stated in)."""
-        return len(_WORD.findall(_CITATION.sub(" ", self.text)))
+__all__ = ["CITATION", "FORM", "Block", "Citation", "Malformed", "ParsedNote", "parse_note"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +61,7 @@ class Citation:
         package, path, symbol: as written; ``quote`` unescaped, or None when the citation has none.
         line: the line of the note where it starts (1-based).
         text: the citation exactly as written (for messages).
-        block: the paragraph or list item it stands in.
+        block: the paragraph, list item or table row it stands in.
     """
 
     package: str
@@ -83,7 +74,8 @@ class Citation:
 
     @property
     def key(self) -> tuple[str, str, str, str]:
-        """What makes two citations the same: package, path, symbol and normalised quote."""
+        """The citation as spelled: package, path, symbol and normalised quote (the resolved place,
+        which decides duplicates, is :class:`pytest_distcheck.citations.verifier.Place`)."""
         return (self.package.lower(), self.path, self.symbol, " ".join((self.quote or "").split()))
 
 
@@ -140,60 +132,72 @@ def parse_versions(value: str, path: Path, line: int) -> dict[str, str]:
     return out
 
 
-def blocks(lines: list[str], first: int) -> list[Block]:
-    """The paragraphs, list items and headings of ``lines[first:]``, outside fenced code blocks."""
-    out: list[Block] = []
-    current: list[str] = []
-    start = 0
-    kind = "paragraph"
-    in_fence = False
-
-    def flush() -> None:
-        if current:
-            out.append(Block(start + 1, "\n".join(current), kind))
-            current.clear()
-
-    for i in range(first, len(lines)):
-        line = lines[i]
-        if _FENCE.match(line):
-            flush()
-            in_fence = not in_fence
-            continue
-        if in_fence or not line.strip():
-            flush()
-            continue
-        if line.lstrip().startswith("#"):
-            flush()
-            out.append(Block(i + 1, line, "heading"))
-            continue
-        if _LIST_ITEM.match(line):
-            flush()
-            kind = "list item"
-        elif not current:
-            kind = "paragraph"
-        if not current:
-            start = i
-        current.append(line)
-    flush()
-    return out
-
-
 def parse_note(text: str, path: Path) -> ParsedNote:
-    """Find every citation of a note, with the block it stands in and the recorded versions.
+    """Find every citation a reader of the note sees, with the statement it stands in, and the
+    recorded versions. A UTF-8 byte-order mark and CRLF line ends are accepted.
 
     Raises:
         ConfigError: the front matter is not closed or its ``checked-against`` entry is malformed.
     """
     path = Path(path)
-    lines = text.splitlines()
+    lines = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
     pairs, body = front_matter(lines, path)
     note = ParsedNote(path)
     if "checked-against" in pairs:
         line = next(n for n, raw in enumerate(lines, 1) if raw.strip().startswith("checked-against"))
         note.checked_against = parse_versions(pairs["checked-against"], path, line)
-    for block in blocks(lines, body):
-        matched: list[tuple[int, int]] = []
-        for m in _CITATION.finditer(block.text):
+    # Front matter becomes blank lines, so Markdown line numbers are the note's.
+    consumed_to = 0
+    for block in blocks("\n" * body + "\n".join(lines[body:])):
+        if block.line < consumed_to:
+            continue  # its lines carry the end of a quote that wrapped from the block before
+        text, source = block.text, block.source
+        opened = _OPEN_QUOTE.search(text) if block.kind != "table row" else None
+        if opened is not None and not CITATION.match(text, opened.start()):
+            extra = _continuation(lines, block.end - 1, text[opened.start() :])
+            if extra is not None:
+                text += "\n" + "\n".join(lines[block.end - 1 : block.end - 1 + extra])
+                source += "\n" + "\n".join(lines[block.end - 1 : block.end - 1 + extra])
+                consumed_to = block.end + extra
+        _scan(note, block, text, source)
+    return note
+
+
+def _continuation(lines: list[str], start: int, opened: str) -> int | None:
+    """How many lines from index ``start`` close the citation ``opened``, or None if none within
+    :data:`WRAP_LINES` lines (a blank line ends the search)."""
+    joined = opened
+    for n in range(WRAP_LINES):
+        if start + n >= len(lines) or not lines[start + n].strip():
+            return None
+        joined += "\n" + lines[start + n]
+        if CITATION.match(joined):
+            return n + 1
+    return None
+
+
+def _line(block: Block, source: str, fragment: str, cursor: list[int]) -> int:
+    """The note line where ``fragment`` (the start of a citation as rendered) stands in ``source``."""
+    parts = fragment.split()[:3]
+    probe = re.compile(r"\s+".join(re.escape(p) for p in parts)) if parts else None
+    m = probe.search(source, cursor[0]) if probe else None
+    if m is None:
+        return block.line
+    cursor[0] = m.end()
+    return block.line + source.count("\n", 0, m.start())
+
+
+def _scan(note: ParsedNote, block: Block, text: str, source: str) -> None:
+    """Add the citations and malformed citations of one statement to ``note``."""
+    matched: list[tuple[int, int]] = []
+    cursor = [0]
+    opens = [m.start() for m in re.finditer(re.escape(OPEN), text)]
+    for start in opens:
+        if any(a <= start < b for a, b in matched):
+            continue
+        m = CITATION.match(text, start)
+        line = _line(block, source, text[start : start + 80], cursor)
+        if m is not None:
             matched.append(m.span())
             note.citations.append(
                 Citation(
@@ -201,22 +205,35 @@ def parse_note(text: str, path: Path) -> ParsedNote:
                     path=m["path"],
                     symbol=m["symbol"],
                     quote=unescape(m["quote"]) if m["quote"] is not None else None,
-                    line=block.line + block.text.count("\n", 0, m.start()),
+                    line=line,
                     text=" ".join(m[0].split()),
                     block=block,
                 )
             )
-        for m in re.finditer(re.escape(OPEN), block.text):
-            if not any(a <= m.start() < b for a, b in matched):
-                fragment = block.text[m.start() :].split("]", 1)[0][:120]
-                note.malformed.append(
-                    Malformed(
-                        line=block.line + block.text.count("\n", 0, m.start()),
-                        text=" ".join(fragment.split()) + "]",
-                        problem=_why_malformed(block.text[m.start() :]),
-                    )
-                )
-    return note
+        else:
+            fragment = text[start:].split("]", 1)[0][:120]
+            note.malformed.append(
+                Malformed(line=line, text=" ".join(fragment.split()) + "]", problem=_why_malformed(text[start:]))
+            )
+
+
+def github_path(url: str) -> tuple[str, int | None] | None:
+    """``(path inside the repository, anchored line or None)`` of a GitHub blob URL, else None."""
+    m = _BLOB.search(url)
+    if m is None:
+        return None
+    return m["path"], int(m["line"]) if m["line"] else None
+
+
+def url_hint(url: str) -> str:
+    """What to write instead of a URL in a citation."""
+    where = github_path(url)
+    if where is None:
+        return "a URL is not a PATH: give the file relative to the installed package's root"
+    path, line = where
+    at = f" (the #L{line} anchor points into one version of the repository; line numbers drift between " \
+        "versions, so cite the symbol defined there instead)" if line else ""
+    return f"a URL is not a PATH: write {path}::SYMBOL{at}"
 
 
 def _why_malformed(rest: str) -> str:
@@ -225,10 +242,23 @@ def _why_malformed(rest: str) -> str:
     words = body.split(None, 2)
     if not words or words[0].startswith("]"):
         return f"empty citation; expected {FORM}"
+    if len(words) >= 2 and _URL.match(words[1]):
+        return f"{url_hint(words[1].rstrip(']'))}; expected {FORM}"
     if len(words) < 2 or "::" not in words[1]:
         return f"no PATH::SYMBOL after the package name; expected {FORM}"
     if not re.match(r"[^:]+::[A-Za-z_]", words[1]):
         return f"no SYMBOL after '::'; expected {FORM}"
+    after_symbol = words[2].lstrip() if len(words) > 2 else ""
+    if after_symbol[:1] in _CURLY:
+        return (
+            f"the quote opens with a curly quote {after_symbol[0]!r}: write it between straight double "
+            f'quotes "..." (editors and word processors curl them); expected {FORM}'
+        )
+    if after_symbol[:1] == "'":
+        return (
+            "the quote is in single quotes: write it between double quotes \"...\" (single quotes may "
+            f"stand inside); expected {FORM}"
+        )
     if '"' in body:
         after = body[body.index('"') + 1 :]
         closed = re.match(r'(?:[^"\\]|\\.)*"\s*(.?)', after)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_distcheck.citations.report import failure_lines, summary
+from pytest_distcheck.citations.report import failure_lines, summary, uncounted_lines
 from pytest_distcheck.citations.verifier import NoteReport
 
 
@@ -22,7 +22,8 @@ def notes_verdict(reports: list[NoteReport], minimum: int) -> Verdict:
 
     - pending: a cited package is not installed (nothing can be checked against it); the reason
       still lists every other failing citation, so installing is not the only fix a person sees;
-    - broken: a citation fails or is malformed, or a note has fewer than ``minimum`` cited statements;
+    - broken: a citation fails or is malformed, or a note has fewer than ``minimum`` cited statements
+      (the reason then also lists that note's citations that were not counted, and why);
     - done: otherwise. The reason then lists each note's count.
 
     Which names may be cited is decided before (``unknown-package`` failures, see
@@ -50,5 +51,7 @@ def notes_verdict(reports: list[NoteReport], minimum: int) -> Verdict:
         ]
         if failures:
             heads.append(f"{len(failures)} citation(s) do not resolve")
-        return Verdict("broken", "; ".join(heads) + "\n" + "\n".join(failures + [counts]))
+        # A short note also says why each citation it has did not count.
+        uncounted = [line for rep in short for line in uncounted_lines(rep)]
+        return Verdict("broken", "; ".join(heads) + "\n" + "\n".join(failures + uncounted + [counts]))
     return Verdict("done", counts)

@@ -1,30 +1,62 @@
 """Verify the citations of a note against the installed sources and count its cited design decisions.
 
 A citation *resolves* when its package is one the notes cite (``[notes] packages``, when given) and
-is installed, its file belongs to that package, its symbol is
-defined in the file and its quote (whitespace-normalised, 12-100 characters) occurs inside that
-symbol's span. It *counts* when, in addition, it has a quote, is not a duplicate of an earlier
-citation in the note, and stands in a paragraph or list item that states the decision in at least
-:data:`MIN_DECISION_WORDS` words of its own. The note's score is the number of distinct paragraphs
-or list items (design decisions) with at least one counted citation.
+is installed, its file belongs to that package, its symbol is defined in the file and its quote
+(whitespace-normalised, 12-100 characters) occurs inside that symbol's span. It *counts* when, in
+addition (each miss is reported "not counted" with its reason):
+
+- it has a quote, and the quote pins one place: no symbol of another name in the package holds the
+  same text (``def __init__(`` or ``NO_SHARD = auto()`` pin nothing; a copy of the same symbol in
+  another file, vendored code, is the same place);
+- the place is not test code (a ``test``, ``tests`` or ``testing`` folder, e.g.
+  ``torch/testing/_internal``): a test helper is no design decision of the library;
+- it cites a place no earlier citation of the note cited. A place is the distribution (PEP 503
+  name), the file (normalised path), the innermost symbol holding the quote and the lines the quote
+  covers: the same line cited as ``Megatron_Core`` and ``megatron-core``, with ``./`` in the path, as
+  the class or its method, or with part of the quote, is one place;
+- it stands in a statement (paragraph, list item, table row) that states a decision in prose
+  (:mod:`pytest_distcheck.citations.decision`).
+
+The note's score is the number of distinct statements with at least one counted citation.
 """
 
 from __future__ import annotations
 
+import difflib
 import enum
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from packaging.utils import canonicalize_name
 
+from pytest_distcheck.citations.decision import MIN_DECISION_WORDS, decision_problem
 from pytest_distcheck.citations.quote import MAX_QUOTE_CHARS, MIN_QUOTE_CHARS, nearest, normalise
 from pytest_distcheck.citations.resolver import Installed, Problem, Resolver
-from pytest_distcheck.citations.symbols import Span
-from pytest_distcheck.citations.syntax import Citation, Malformed, parse_note
+from pytest_distcheck.citations.symbols import SourceFile, Span
+from pytest_distcheck.citations.syntax import Citation, Malformed, github_path, parse_note
 from pytest_distcheck.errors import ConfigError
 
-# A decision is stated in words: "Megatron splits the weight by columns, so ..." has well over eight.
-MIN_DECISION_WORDS = 8
+__all__ = ["MIN_DECISION_WORDS", "CitationResult", "NoteReport", "Place", "Status", "check_citation", "verify_note"]
+
+TEST_FOLDERS = frozenset({"test", "tests", "testing"})
+NEAR_MISS_FIRST = 0.8  # a near-miss this close (difflib ratio) is named before an exact match elsewhere
+
+
+@dataclass(frozen=True)
+class Place:
+    """What a citation pins: distribution (PEP 503 name), file, innermost symbol and quoted lines."""
+
+    package: str
+    path: str
+    symbol: str
+    first: int
+    last: int
+
+    def same(self, other: Place) -> bool:
+        """One place: same file and symbol, and the quoted lines overlap."""
+        return (self.package, self.path, self.symbol) == (other.package, other.path, other.symbol) and (
+            self.first <= other.last and other.first <= self.last
+        )
 
 
 class Status(enum.Enum):
@@ -46,6 +78,8 @@ class CitationResult:
         reason: what was expected and what was found, for a person; ``""`` when counted.
         span: the symbol's definition it resolved to, when it resolved.
         version: the installed version of the cited package, when installed.
+        place: where the quote is (see :class:`Place`), when it resolved.
+        package: the distribution's PEP 503 name, when installed.
     """
 
     citation: Citation
@@ -54,6 +88,8 @@ class CitationResult:
     reason: str = ""
     span: Span | None = None
     version: str | None = None
+    place: Place | None = None
+    package: str | None = None
 
 
 @dataclass
@@ -65,7 +101,7 @@ class NoteReport:
     results: list[CitationResult] = field(default_factory=list)
     malformed: list[Malformed] = field(default_factory=list)
     checked_against: dict[str, str] | None = None
-    installed: dict[str, str] = field(default_factory=dict)  # cited package -> installed public version
+    installed: dict[str, str] = field(default_factory=dict)  # PEP 503 name -> installed public version
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -88,7 +124,8 @@ class NoteReport:
 
 
 def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] = ()) -> CitationResult:
-    """Resolve one citation (not counting: see :func:`verify_note`). Never raises for a bad citation.
+    """Resolve one citation (duplicates and decisions are counted by :func:`verify_note`). Never
+    raises for a bad citation.
 
     ``packages``: the distributions the notes may cite (``[notes] packages``); when not empty, a
     citation of any other name fails with code ``unknown-package`` (a typo such as ``megatron`` for
@@ -105,37 +142,130 @@ def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] 
         dist, src, spans = resolver.symbol(cit.package, cit.path, cit.symbol)
     except Problem as exc:
         version = dist.public_version if dist else None
-        return CitationResult(cit, Status.FAILED, exc.code, exc.message, version=version)
-    version = dist.public_version
+        reason = _more_hint(resolver, dist, cit, exc) if dist else exc.message
+        return CitationResult(cit, Status.FAILED, exc.code, reason, version=version, package=dist and dist.key)
+    version, key = dist.public_version, dist.key
+    rel = src.path.relative_to(dist.root).as_posix()
     if cit.quote is None:
         return CitationResult(
-            cit, Status.UNCOUNTED, "no-quote", "has no quote, so it proves no place in the symbol", spans[0], version
+            cit, Status.UNCOUNTED, "no-quote", "has no quote, so it proves no place in the symbol", spans[0],
+            version, package=key,
         )
     quote = normalise(cit.quote)
     if len(quote) > MAX_QUOTE_CHARS or len(quote) < MIN_QUOTE_CHARS:
         what = "long" if len(quote) > MAX_QUOTE_CHARS else "short"
         return CitationResult(
             cit, Status.FAILED, f"quote-too-{what}",
-            f"quote is {len(quote)} characters; {MIN_QUOTE_CHARS} to {MAX_QUOTE_CHARS} pin a place", version=version,
+            f"quote is {len(quote)} characters; {MIN_QUOTE_CHARS} to {MAX_QUOTE_CHARS} pin a place",
+            version=version, package=key,
         )
     for span in spans:
         if quote in span.text:
-            return CitationResult(cit, Status.COUNTED, span=span, version=version)
-    return CitationResult(cit, Status.FAILED, "quote-not-in-symbol", _quote_miss(src, spans, quote), version=version)
+            break
+    else:
+        return CitationResult(
+            cit, Status.FAILED, "quote-not-in-symbol", _quote_miss(src, spans, quote, cit), version=version, package=key
+        )
+    first, last = next((a, b) for a, b in src.occurrences(quote) if span.start <= a and b <= span.end)
+    inner = src.innermost(first, last) or span
+    place = Place(key, rel, inner.name, first, last)
+
+    def uncounted(code: str, reason: str) -> CitationResult:
+        return CitationResult(cit, Status.UNCOUNTED, code, reason, span, version, place, key)
+
+    if TEST_FOLDERS & set(PurePosixPath(rel).parts[:-1]):
+        return uncounted("test-code", f"test code: {rel} is under a test folder; cite the library code it tests")
+    from pytest_distcheck.citations.find import quote_places
+
+    # A copy of the same symbol elsewhere (vendored code) is the same place, not another one.
+    places = [p for p in quote_places(resolver, dist, quote) if not _same_name(p.partition("::")[2], inner.name)]
+    places = [f"{rel}::{inner.name}", *places]
+    if len(places) > 1:
+        shown = ", ".join(places[:3]) + (", ..." if len(places) > 3 else "")
+        more = "more than " if len(places) > 4 else ""
+        return uncounted(
+            "quote-not-unique",
+            f"the quote occurs in {more}{min(len(places), 4)} places of {dist.name} ({shown}), so it pins no "
+            f"place; quote more of the line, up to {MAX_QUOTE_CHARS} characters",
+        )
+    return CitationResult(cit, Status.COUNTED, span=span, version=version, place=place, package=key)
 
 
-def _quote_miss(src, spans: list[Span], quote: str) -> str:
-    where = ", ".join(f"lines {s.start}-{s.end}" for s in spans)
-    msg = f"quote not in {spans[0].name} ({where})"
-    elsewhere = src.innermost_containing(quote)
-    if elsewhere is not None:
-        return f"{msg}; it is in {elsewhere.name} (lines {elsewhere.start}-{elsewhere.end})"
-    if quote in src.text:
-        return f"{msg}; it is in the file but outside any symbol"
-    span = spans[0]
+def _same_name(a: str, b: str) -> bool:
+    return bool(a) and (a == b or a.endswith("." + b) or b.endswith("." + a))
+
+
+def _more_hint(resolver: Resolver, dist: Installed, cit: Citation, exc: Problem) -> str:
+    """The message of a failed resolution, with what a search of the whole package adds."""
+    if exc.code == "url":
+        return exc.message + _url_symbol(resolver, dist, cit.path)
+    if exc.code not in ("symbol-not-found", "not-in-package") or "imported there" in exc.message:
+        return exc.message
+    from pytest_distcheck.citations.find import find_symbol
+
+    cited = str(PurePosixPath(cit.path.replace("\\", "/")))
+    found = [f for f in find_symbol(resolver, cit.symbol, cit.package, limit=3) if f.path != cited]
+    if not found:
+        return exc.message
+    head = exc.message.split("; did you mean")[0]
+    files = " or ".join(dict.fromkeys(f.path for f in found))
+    span = found[0].span
+    return f"{head}; did you mean {files}? {span.name} is defined there (lines {span.start}-{span.end})"
+
+
+def _url_symbol(resolver: Resolver, dist: Installed, url: str) -> str:
+    """``"; around line N of the installed FILE is SYMBOL"`` for a GitHub URL with a line anchor."""
+    where = github_path(url)
+    if where is None or where[1] is None or where[0] not in dist.files:
+        return ""
+    path, line = where
+    try:
+        src = resolver.source(dist.root / path)
+    except Problem:
+        return ""
+    span = src.innermost(line, line)
+    if span is None:
+        return ""
+    return (
+        f"; line {line} of the installed {dist.name} {dist.public_version} file is in {span.name}, "
+        f"which may not be the line the URL meant: [cite: {dist.name} {path}::{span.name} \"...\"]"
+    )
+
+
+def _url_malformed(resolver: Resolver, bad: Malformed) -> Malformed:
+    """A malformed citation that gives a URL, with the symbol at its line anchor when it is installed."""
+    words = bad.text.split()
+    if len(words) < 3 or "://" not in words[2]:
+        return bad
+    try:
+        dist = resolver.distribution(words[1])
+    except Problem:
+        return bad
+    more = _url_symbol(resolver, dist, words[2].rstrip("]"))
+    return Malformed(bad.line, bad.text, bad.problem.replace("; expected", more + "; expected", 1)) if more else bad
+
+
+def _quote_miss(src: SourceFile, spans: list[Span], quote: str, cit: Citation) -> str:
+    span = spans[0]  # the implementation when the others are @overload stubs
+    where = ", ".join(f"lines {s.start}-{s.end}" for s in spans if not s.overload or s is span)
+    msg = f"quote not in {span.name} ({where})"
+    inner = [src.innermost(a, b) for a, b in src.occurrences(quote)]
+    elsewhere = next((s for s in inner if s is not None), None)
     near = nearest(quote, src.lines[span.start - 1 : span.end], span.start)
-    if near is not None:
-        return f"{msg}; nearest at line {near[0]}: {near[1]!r}"
+    ratio = difflib.SequenceMatcher(None, quote, near[1]).ratio() if near else 0.0
+    if near is not None and (elsewhere is None or ratio >= NEAR_MISS_FIRST):
+        msg += f"; nearest at line {near[0]}: {near[1]!r}"
+        if elsewhere is not None:
+            msg += f" (the exact text is in {elsewhere.name}, lines {elsewhere.start}-{elsewhere.end})"
+    elif elsewhere is not None:
+        msg += f"; it is in {elsewhere.name} (lines {elsewhere.start}-{elsewhere.end})"
+    elif inner:
+        msg += "; it is in the file but outside any symbol"
+    if "\\n" in cit.text:
+        msg += (
+            "; a \\n in a quote is read as the letter n: whitespace, line breaks included, is normalised "
+            "to one space, so write a line break as a space"
+        )
     return msg
 
 
@@ -150,33 +280,37 @@ def verify_note(
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(path, "", f"cannot read the note: {exc}") from None
     parsed = parse_note(text, path)
     resolver = resolver or Resolver()
-    report = NoteReport(path, label, malformed=parsed.malformed, checked_against=parsed.checked_against)
-    seen: dict[tuple[str, str, str, str], int] = {}
+    malformed = [_url_malformed(resolver, m) for m in parsed.malformed]
+    report = NoteReport(path, label, malformed=malformed, checked_against=parsed.checked_against)
+    seen: list[tuple[Place, int]] = []
     for cit in parsed.citations:
         res = check_citation(resolver, cit, packages)
-        if res.version is not None:
-            report.installed[cit.package] = res.version
-        if res.status is Status.COUNTED:
-            if cit.key in seen:
+        if res.version is not None and res.package is not None:
+            report.installed[res.package] = res.version
+        if res.status is Status.COUNTED and res.place is not None:
+            earlier = next((line for place, line in seen if place.same(res.place)), None)
+            problem = decision_problem(cit.block.text) if cit.block.kind != "heading" else "a heading"
+            if earlier is not None:
                 res = CitationResult(
-                    cit, Status.UNCOUNTED, "duplicate", f"same citation as line {seen[cit.key]}; counted once",
-                    res.span, res.version,
+                    cit, Status.UNCOUNTED, "duplicate",
+                    f"same place as line {earlier} ({res.place.path}::{res.place.symbol}, "
+                    f"line {res.place.first}); counted once",
+                    res.span, res.version, res.place, res.package,
                 )
-            elif cit.block.kind == "heading" or cit.block.own_words() < MIN_DECISION_WORDS:
+            elif problem:
                 res = CitationResult(
                     cit, Status.UNCOUNTED, "no-decision",
-                    f"the {cit.block.kind} at line {cit.block.line} states no design decision "
-                    f"({_words(cit.block.own_words())} besides citations, at least {MIN_DECISION_WORDS}); "
+                    f"the {cit.block.kind} at line {cit.block.line} states no design decision ({problem}); "
                     "put the citation in the sentence or bullet that says what was decided and why",
-                    res.span, res.version,
+                    res.span, res.version, res.place, res.package,
                 )
             else:
-                seen[cit.key] = cit.line
+                seen.append((res.place, cit.line))
         report.results.append(res)
     report.warnings = version_warnings(report)
     return report
@@ -194,9 +328,9 @@ def version_warnings(report: NoteReport) -> list[str]:
             return []
         return [f"{report.label}: no checked-against front matter records the versions cited; {record}"]
     out = []
-    recorded = {k.lower(): (k, v) for k, v in report.checked_against.items()}
+    recorded = {canonicalize_name(k): (k, v) for k, v in report.checked_against.items()}
     for package, version in sorted(report.installed.items()):
-        name, want = recorded.get(package.lower(), (package, None))
+        name, want = recorded.get(package, (package, None))
         if want is None:
             out.append(f"{report.label}: checked-against does not list {package} (installed {version}); {record}")
         elif want != version:

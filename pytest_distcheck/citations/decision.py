@@ -1,0 +1,64 @@
+"""When the words around a citation state a design decision.
+
+The rule (documented in docs/lab/03-megatron-fsdp-reading.md, "What counts"), on the words a reader
+sees besides the citations (HTML comments and code blocks are not seen, see :mod:`.blocks`):
+
+1. no placeholder: none of :data:`PLACEHOLDERS` (``TODO``, ``TBD``, ``FIXME``, ``lorem ipsum``,
+   ``foo``/``bar``...), which mark text still to be written;
+2. at least :data:`MIN_DECISION_WORDS` words;
+3. at least :data:`MIN_DISTINCT_WORDS` distinct content words: three letters or more, with a vowel,
+   not one of the :data:`STOP_WORDS` ("the", "and", "this"...). Eight copies of one word, or a
+   string of stop words, say nothing.
+
+No dictionary ships with Python or the system here, so "a real word" is approximated by rule 3;
+the placeholders catch the usual filler. Pinned by ``tests/test_citations_notes.py``
+(``filler.md``, ``todo.md``) and ``tests/test_citations_syntax.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pytest_distcheck.citations.syntax import CITATION
+
+# "Megatron splits the weight by columns, so ..." has well over eight words.
+MIN_DECISION_WORDS = 8
+MIN_DISTINCT_WORDS = 5
+
+PLACEHOLDERS = frozenset(
+    "todo tbd fixme xxx wip placeholder lorem ipsum dolor amet consectetur adipiscing elit "
+    "foo baz qux quux corge grault garply waldo plugh xyzzy blah asdf".split()
+)
+STOP_WORDS = frozenset(
+    "the and for are but not you all any can had her was one our out has him his how its may new now "
+    "see two who did get let put say she too use this that with have from they will would there their "
+    "what about which when make like than then them these some into more other only also been were "
+    "here very just over such each".split()
+)
+_WORD = re.compile(r"[A-Za-z0-9][\w'’-]*")
+_VOWEL = re.compile(r"[aeiouy]")
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text`` besides its citations."""
+    return _WORD.findall(CITATION.sub(" ", text))
+
+
+def decision_problem(text: str) -> str:
+    """Why ``text`` (a statement, citations included) states no decision, or ``""`` when it does."""
+    found = words(text)
+    lowered = [w.lower().strip("'’-") for w in found]
+    placeholder = next((w for w, low in zip(found, lowered, strict=True) if low in PLACEHOLDERS), None)
+    if placeholder is not None:
+        return f"placeholder {placeholder!r} in place of a stated decision"
+    if len(found) < MIN_DECISION_WORDS:
+        n = len(found)
+        return f"{n} word{'' if n == 1 else 's'} besides citations, at least {MIN_DECISION_WORDS}"
+    content = {w for w in lowered if len(w) >= 3 and _VOWEL.search(w) and w not in STOP_WORDS}
+    if len(content) < MIN_DISTINCT_WORDS:
+        n = len(content)
+        return (
+            f"only {n} distinct content word{'' if n == 1 else 's'} besides citations, at least "
+            f"{MIN_DISTINCT_WORDS}: filler, repeated and stop words say nothing"
+        )
+    return ""
