@@ -1,72 +1,96 @@
-"""Choose a parallelization strategy for a model and a cluster, and show the reasoning.
+"""Choose a parallelization strategy for a model and a cluster, check a given plan, and show the reasoning.
 
-:func:`choose` walks a decision table (below) from the cheapest strategy to the most involved and
-returns the first that fits in GPU memory, with the memory per GPU it predicts, every candidate it
-rejected (and why), and the rules that fired, each with its source.
+:func:`choose` walks a decision table (below) from the cheapest strategy to the most involved and returns
+the first that fits, with the memory per GPU it predicts, every candidate it rejected (and why), and the
+rules that fired, each with its source. :func:`check` names every rule a given TP x PP x DP plan breaks.
+:func:`choose_inference` places a model for serving (weights + KV cache).
 
-Memory per GPU = model states (:mod:`pytest_distcheck.calc.memory`, ZeRO accounting, mixed-precision
-Adam, K = 12) + activations of the first pipeline stage (Korthikanti et al. 2022, Eq. (5)/(6): L layers'
-worth under 1F1B whatever p) when the architecture is given. It must stay within ``usable_fraction``
-of the GPU's memory: the rest is left for what ZeRO sec. 3.2 calls residual states (temporary buffers,
-fragmentation) and the CUDA context.
+Fit (training): model states (:func:`pytest_distcheck.calc.memory.plan_memory`: precision recipe, ZeRO
+stage or FSDP strategy, TP and PP applied) + activations of the first pipeline stage (Korthikanti et al.
+2022, Eq. (5)/(6)) + the gathered ZeRO-3/FSDP unit (DeepSpeed's largest-layer term) must stay within
+``usable_fraction`` of the GPU's memory; the rest is the stated margin for what ZeRO sec. 3.2 calls
+residual states (buffers, fragmentation) and the CUDA context. Without an architecture, activations are
+counted for the Megatron-LM configuration nearest in size (Narayanan et al. 2021, Table 1), and the
+plan says so: a plan never "fits" with its activations left out.
 
 Decision table (order of preference):
-  R0  DDP when 16 Psi + activations fit on one GPU.        HF perf_train_gpu_many, single-GPU case
-  R1  else ZeRO-1, then ZeRO-2 over all GPUs: the same      ZeRO sec. 5.1-5.2, sec. 7.2.1
-      communication as DDP.
-  R2  multi-node: FSDP HYBRID_SHARD (shard in a node,       torch fsdp/api.py HYBRID_SHARD
-      replicate across nodes).
-  R3  ZeRO-3 / FSDP FULL_SHARD over all GPUs: only when     ZeRO sec. 7.2.2 (1.5x communication);
-      ZeRO-1/2 do not fit, not over slow inter-node links,  HF perf_train_gpu_many multi-node;
-      and not on >= 512 GPUs.                               Ultra-Scale Playbook (DP <= 512)
-  R4  else TP x PP x DP: TP within a node (t <= GPUs per    Narayanan et al. 2021 sec. 3.2,
-      node, t divides the heads), PP across nodes, smallest Takeaways #1-#2; Shoeybi et al. 2019
-      p first, DP with ZeRO-1.
-  R5  no NVLink (PCIe): no TP, pipeline instead.            HF perf_train_gpu_many; vLLM docs
-  R6  PP pairs with ZeRO-1, not ZeRO-2/3.                   HF perf_train_gpu_many; Playbook
-  R7  TP uses sequence parallelism (no extra traffic).      Korthikanti et al. 2022 sec. 4.2.2
-  R8  if nothing fits, retry with selective, then full      Korthikanti et al. 2022 sec. 5
+  R0  DDP when the whole model's states + activations fit    HF perf_train_gpu_many, single-GPU case
+      on one GPU.
+  R1  ZeRO-1, then ZeRO-2 over all GPUs: the same            ZeRO sec. 5.1-5.2, sec. 7.2.1
+      communication as DDP. Not across slow inter-node
+      links (R2 instead).
+  R2  multi-node: FSDP HYBRID_SHARD (shard in a node,        torch fsdp/api.py HYBRID_SHARD; NCCL runs
+      replicate across). On a slow inter-node link it comes  all-gather/reduce-scatter as rings only,
+      before any ZeRO stage over all GPUs: its all-gathers   all-reduce also as trees (NCCL 2.4 blog)
+      and reduce-scatters stay in the node; only the
+      all-reduce of each rank's 1/G gradient shard crosses.
+  R3  ZeRO-3 / FSDP FULL_SHARD over all GPUs: only when      ZeRO sec. 7.2.2 (1.5x communication);
+      ZeRO-1/2 do not fit, not over slow inter-node links,   HF perf_train_gpu_many multi-node;
+      and not on >= 512 GPUs.                                Ultra-Scale Playbook (DP <= 512)
+  R4  else TP x PP x DP: TP within a node (t <= GPUs per     Narayanan et al. 2021 sec. 3.2,
+      node, t divides the heads), PP across nodes, smallest  Takeaways #1-#2; Shoeybi et al. 2019
+      t x p first, DP with ZeRO-1.
+  R5  no NVLink (PCIe): no TP; pipeline plans are tried      HF perf_train_gpu_many ("without NVLink,
+      before ZeRO-3 (PP sends only activations).             PP will be faster than TP or ZeRO")
+  R6  PP pairs with ZeRO-1, not ZeRO-2/3.                    HF perf_train_gpu_many; Playbook
+  R7  TP uses sequence parallelism (no extra traffic).       Korthikanti et al. 2022 sec. 4.2.2
+  R8  if nothing fits, retry with selective, then full       Korthikanti et al. 2022 sec. 5
       activation recomputation.
-  R9  PP: m >= 4(p-1) micro-batches keep the bubble <= 1/5  Huang et al. 2019 (GPipe) sec. 2.3
-      of the iteration, (p-1)/(m+p-1) (GPipe: M >= 4K).
+  R9  PP: m >= 4(p-1) micro-batches keep the bubble <= 1/5   Huang et al. 2019 (GPipe) sec. 2.3
+      of the iteration, (p-1)/(m+p-1).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 
-from pytest_distcheck.calc import memory, pipeline
+from pytest_distcheck.calc import inference, memory, pipeline, precision
 
 GB = 1e9
 INTRA_NODE = ("nvlink", "pcie")
 INTER_NODE = ("fast", "slow")
-FSDP_NAME = {"ddp": "NO_SHARD", "zero2": "SHARD_GRAD_OP", "zero3": "FULL_SHARD"}
 ZERO3_MAX_DP = 512
 
 SOURCES = {
     "R0": "HF Transformers docs, perf_train_gpu_many ('model fits onto a single GPU')",
     "R1": "Rajbhandari et al. 2019 (ZeRO) sec. 5.1-5.2 memory, sec. 7.2.1 communication = DDP's",
-    "R2": "torch/distributed/fsdp/api.py ShardingStrategy.HYBRID_SHARD",
+    "R2": "torch/distributed/fsdp/api.py ShardingStrategy.HYBRID_SHARD; NVIDIA, 'Massively scale your deep "
+          "learning training with NCCL 2.4' (2019): trees for all-reduce only",
     "R3": "Rajbhandari et al. 2019 (ZeRO) sec. 7.2.2; HF perf_train_gpu_many; Ultra-Scale Playbook",
-    "R4": "Narayanan et al. 2021 sec. 3.2, Takeaways #1 and #2",
-    "R5": "HF perf_train_gpu_many (no NVLink: prefer PP); vLLM docs, parallelism_scaling",
+    "R4": "Narayanan et al. 2021 sec. 3.2, Takeaways #1 and #2; Shoeybi et al. 2019 sec. 3 (heads split over TP)",
+    "R5": "HF perf_train_gpu_many, 'Model doesn't fit onto a single GPU' (without NVLink PP is faster than TP "
+          "or ZeRO); vLLM docs, parallelism_scaling",
     "R6": "HF perf_train_gpu_many (ZeRO-2/3 with PP); Ultra-Scale Playbook",
     "R7": "Korthikanti et al. 2022 sec. 4.2.2",
     "R8": "Korthikanti et al. 2022 sec. 5 (selective) and Table 2 (full recomputation)",
     "R9": "Huang et al. 2019 (GPipe) sec. 2.3; Narayanan et al. 2021 sec. 2.2.1",
-    "ACT": "Korthikanti et al. 2022 sec. 4.2.3, Eq. (5) and (6)",
+    "ACT": "Korthikanti et al. 2022 sec. 4.2.3, Eq. (5) and (6); shapes from Narayanan et al. 2021 Table 1",
     "FIT": "Rajbhandari et al. 2019 (ZeRO) sec. 3.2 (residual states)",
+    "SIZE": "a plan uses every GPU: TP x PP x CP x DP = GPUs (Narayanan et al. 2021 sec. 3, n = p t d)",
+    "INF": "Pope et al. 2022, 'Efficiently Scaling Transformer Inference', sec. 2 (KV cache); vLLM docs, "
+           "parallelism_scaling (TP within a node, PP across nodes)",
 }
+
+# Narayanan et al. 2021 (arXiv:2104.04473), Table 1: (parameters, heads, hidden, layers); s = 2048, V = 51200
+MEGATRON_TABLE_1 = (
+    (1.7e9, 24, 2304, 24), (3.6e9, 32, 3072, 30), (7.5e9, 32, 4096, 36), (18.4e9, 48, 6144, 40),
+    (39.1e9, 64, 8192, 48), (76.1e9, 80, 10240, 60), (145.6e9, 96, 12288, 80), (310.1e9, 128, 16384, 96),
+    (529.6e9, 128, 20480, 105), (1008.0e9, 160, 25600, 128),
+)
 
 
 @dataclass(frozen=True)
 class Model:
-    """The model to train.
+    """The model to train or serve.
 
     Attributes:
         params: number of parameters (count).
-        layers, hidden, heads, seq_len: architecture; all four are needed to count activations.
+        layers, hidden, heads, seq_len: architecture; when any is missing the chooser assumes the
+            Megatron-LM Table 1 shape nearest in size (and says so).
         micro_batch: sequences per micro-batch (b).
+        recipe: precision recipe (``calc.precision.PRESETS`` name), default ``zero`` (16 bytes/parameter).
+        kv_heads: key/value heads for the KV cache (grouped-query attention); default ``heads``.
     """
 
     params: float
@@ -75,10 +99,12 @@ class Model:
     heads: int | None = None
     seq_len: int | None = None
     micro_batch: int = 1
+    recipe: str = "zero"
+    kv_heads: int | None = None
 
     @property
     def has_architecture(self) -> bool:
-        """Whether activations can be counted."""
+        """Whether all four of layers, hidden, heads, seq_len were given."""
         return None not in (self.layers, self.hidden, self.heads, self.seq_len)
 
 
@@ -108,7 +134,7 @@ class Cluster:
 
 @dataclass(frozen=True)
 class Rule:
-    """A rule that fired: its id in the decision table, what it concluded here, and its source."""
+    """A rule that fired (or that a plan breaks): its id in the decision table, what it says here, its source."""
 
     id: str
     text: str
@@ -117,21 +143,22 @@ class Rule:
 
 @dataclass(frozen=True)
 class Plan:
-    """A recommended strategy.
+    """A recommended (or checked) training plan.
 
     Attributes:
         name: e.g. ``"DDP"``, ``"ZeRO-2 (FSDP SHARD_GRAD_OP)"``, ``"TP=8 x PP=4 x DP=2, ZeRO-1"``.
         tp, pp, dp: degrees, tp * pp * dp = GPUs.
-        zero: ZeRO stage of the data-parallel part (``"ddp"``, ``"zero1"``, ``"zero2"``, ``"zero3"``).
+        zero: scheme of the data-parallel part (``"ddp"``, ``"zero1"``, ``"zero2"``, ``"zero3"``).
         fsdp: the matching FSDP sharding strategy, or ``""``.
         shard_group: ranks the model states are sharded over (dp, or GPUs per node for HYBRID_SHARD).
         recompute: activation recomputation assumed (``"none"``, ``"selective"``, ``"full"``).
         sequence_parallel: whether SP is assumed (with tp > 1).
-        model_state_bytes, activation_bytes: predicted memory per GPU, bytes.
+        model_state_bytes, activation_bytes, gathered_bytes: predicted memory per GPU, bytes.
         usable_bytes: the memory the prediction must fit in.
         fits: whether it fits (False only when nothing does; the plan is then the least-memory one).
-        microbatches: suggested micro-batches per batch when pp > 1 (m >= 4p), else None.
+        microbatches: suggested micro-batches per batch when pp > 1, else None.
         rules: the rules that fired, in order. rejected: candidates tried first, with why.
+        assumptions: what the memory estimate assumed (precision, architecture, what is not counted).
     """
 
     name: str
@@ -150,11 +177,13 @@ class Plan:
     microbatches: int | None = None
     rules: tuple[Rule, ...] = ()
     rejected: tuple[str, ...] = field(default_factory=tuple)
+    gathered_bytes: float = 0.0
+    assumptions: tuple[str, ...] = ()
 
     @property
     def total_bytes(self) -> float:
-        """model states + activations per GPU, bytes."""
-        return self.model_state_bytes + self.activation_bytes
+        """model states + activations + gathered unit per GPU, bytes."""
+        return self.model_state_bytes + self.activation_bytes + self.gathered_bytes
 
 
 @dataclass(frozen=True)
@@ -169,23 +198,31 @@ class _Candidate:
     shard_group: int = 1
 
 
+MAX_GPUS = 1_000_000
+
+
 def _divisors(n: int) -> list[int]:
-    return [k for k in range(1, n + 1) if n % k == 0]
+    small = [k for k in range(1, math.isqrt(n) + 1) if n % k == 0]
+    return sorted(set(small + [n // k for k in small]))
 
 
 def _validate(model: Model, cluster: Cluster, usable_fraction: float) -> None:
-    if not model.params > 0:
-        raise ValueError(f"model params must be > 0, got {model.params!r}")
-    for name in ("layers", "hidden", "heads", "seq_len", "micro_batch"):
+    if not (model.params > 0 and math.isfinite(model.params)):
+        raise ValueError(f"model params must be a finite number > 0, got {model.params!r}")
+    for name in ("layers", "hidden", "heads", "seq_len", "micro_batch", "kv_heads"):
         value = getattr(model, name)
-        if value is not None and (not isinstance(value, int) or value < 1):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ValueError(f"model {name} must be a whole number >= 1, got {value!r}")
-    if not cluster.gpu_memory_gb > 0:
-        raise ValueError(f"gpu_memory_gb must be > 0, got {cluster.gpu_memory_gb!r}")
+    precision.recipe(model.recipe)
+    if not (cluster.gpu_memory_gb > 0 and math.isfinite(cluster.gpu_memory_gb)):
+        raise ValueError(f"gpu_memory_gb must be a finite number > 0, got {cluster.gpu_memory_gb!r}")
     for name in ("gpus_per_node", "nodes"):
         value = getattr(cluster, name)
-        if not isinstance(value, int) or value < 1:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"cluster {name} must be a whole number >= 1, got {value!r}")
+    if cluster.gpus > MAX_GPUS:
+        raise ValueError(f"{cluster.gpus} GPUs ({cluster.nodes} nodes x {cluster.gpus_per_node}) is more than "
+                         f"{MAX_GPUS:,}; is there a typo?")
     if cluster.intra_node not in INTRA_NODE:
         raise ValueError(f"intra_node must be one of {INTRA_NODE}, got {cluster.intra_node!r}")
     if cluster.inter_node not in INTER_NODE:
@@ -194,29 +231,46 @@ def _validate(model: Model, cluster: Cluster, usable_fraction: float) -> None:
         raise ValueError(f"usable_fraction must be in (0, 1], got {usable_fraction!r}")
 
 
+def with_architecture(model: Model) -> tuple[Model, Rule | None]:
+    """``model`` with every missing architecture field taken from the Megatron-LM Table 1 row nearest in
+    size (log scale), and the rule saying so (None when nothing was assumed)."""
+    if model.has_architecture:
+        return model, None
+    row = min(MEGATRON_TABLE_1, key=lambda r: abs(math.log(r[0] / model.params)))
+    size, heads, hidden, layers = row
+    filled = replace(model, layers=model.layers or layers, hidden=model.hidden or hidden,
+                     heads=model.heads or heads, seq_len=model.seq_len or 2048)
+    return filled, Rule("ACT", f"architecture not given: activations counted for the Megatron-LM {size / 1e9:g}B "
+                               f"shape (L = {filled.layers}, h = {filled.hidden}, a = {filled.heads}, "
+                               f"s = {filled.seq_len}, b = {model.micro_batch}); give --layers, --hidden, "
+                               "--heads and --seq-len for your model", SOURCES["ACT"])
+
+
 def _candidates(model: Model, cluster: Cluster, notes: list[Rule]) -> list[_Candidate]:
-    n, g = cluster.gpus, cluster.gpus_per_node
+    n, g, nodes = cluster.gpus, cluster.gpus_per_node, cluster.nodes
+    slow = nodes > 1 and cluster.inter_node == "slow"
+    pcie = cluster.intra_node == "pcie"
     out = [_Candidate("DDP" if n > 1 else "single GPU", "R0", dp=n, fsdp="NO_SHARD" if n > 1 else "")]
-    if n > 1:
+    hsdp = [_Candidate(f"FSDP HYBRID_SHARD (shard over {g} GPUs in a node, replicate across {nodes} nodes)",
+                       "R2", dp=n, zero="zero3", fsdp="HYBRID_SHARD", shard_group=g)] if nodes > 1 and g > 1 else []
+    if slow:
+        out += hsdp
+        notes.append(Rule("R2", f"slow inter-node link: no ZeRO stage over all {n} GPUs; FSDP HYBRID_SHARD keeps "
+                                "its all-gathers and reduce-scatters inside the node", SOURCES["R2"]))
+    elif n > 1:
         out += [_Candidate("ZeRO-1", "R1", dp=n, zero="zero1", shard_group=n),
                 _Candidate("ZeRO-2 (FSDP SHARD_GRAD_OP)", "R1", dp=n, zero="zero2", fsdp="SHARD_GRAD_OP",
-                           shard_group=n)]
-    if cluster.nodes > 1 and g > 1:
-        out.append(_Candidate(f"FSDP HYBRID_SHARD (shard over {g} GPUs in a node, replicate across "
-                              f"{cluster.nodes} nodes)", "R2", dp=n, zero="zero3", fsdp="HYBRID_SHARD",
-                              shard_group=g))
-    slow = cluster.nodes > 1 and cluster.inter_node == "slow"
+                           shard_group=n)] + hsdp
+    zero3 = []
     if n > 1 and not slow and n < ZERO3_MAX_DP:
-        out.append(_Candidate("ZeRO-3 (FSDP FULL_SHARD)", "R3", dp=n, zero="zero3", fsdp="FULL_SHARD",
-                              shard_group=n))
+        zero3 = [_Candidate("ZeRO-3 (FSDP FULL_SHARD)", "R3", dp=n, zero="zero3", fsdp="FULL_SHARD", shard_group=n)]
     elif n > 1:
         why = "slow inter-node links" if slow else f"{n} GPUs >= {ZERO3_MAX_DP}"
         notes.append(Rule("R3", f"ZeRO-3 / FULL_SHARD over all {n} GPUs not considered ({why})", SOURCES["R3"]))
-    tps = [t for t in _divisors(g) if model.heads is None or model.heads % t == 0]
-    if cluster.intra_node == "pcie":
-        tps = [1]
-        notes.append(Rule("R5", "no NVLink within a node: no tensor parallelism, pipeline stages instead",
-                          SOURCES["R5"]))
+    if not pcie:
+        out += zero3
+    tps = [1] if pcie else [t for t in _divisors(g) if model.heads is None or model.heads % t == 0]
+    grid = []
     for p in _divisors(n):
         if model.layers is not None and (p > model.layers or model.layers % p):
             continue
@@ -225,67 +279,70 @@ def _candidates(model: Model, cluster: Cluster, notes: list[Rule]) -> list[_Cand
                 continue
             d = n // (t * p)
             zero = "zero1" if d > 1 else "ddp"
-            name = f"TP={t} x PP={p} x DP={d}" + (", ZeRO-1" if d > 1 else "")
-            out.append(_Candidate(name, "R4", tp=t, pp=p, dp=d, zero=zero, shard_group=d))
+            grid.append(_Candidate(f"TP={t} x PP={p} x DP={d}" + (", ZeRO-1" if d > 1 else ""), "R4", tp=t, pp=p,
+                                   dp=d, zero=zero, shard_group=d))
+    out += sorted(grid, key=lambda c: (c.tp * c.pp, c.pp))  # least model parallelism first, TP before PP
+    if pcie:
+        out += zero3
     return out
 
 
-def _activations(model: Model, tp: int, recompute: str) -> float:
-    if not model.has_architecture:
-        return 0.0
-    return memory.first_stage_activation_bytes(
-        model.seq_len, model.micro_batch, model.hidden, model.heads, model.layers, tp=tp,
-        sequence_parallel=tp > 1, recompute=recompute)
-
-
-def _states(model: Model, c: _Candidate) -> float:
-    return memory.zero_model_state_bytes(model.params / (c.tp * c.pp), c.zero, c.shard_group)
+def _memory(model: Model, c: _Candidate, recompute: str) -> memory.PlanMemory:
+    sharding = "HYBRID_SHARD" if c.fsdp == "HYBRID_SHARD" else c.zero
+    return memory.plan_memory(
+        model.params, recipe=model.recipe, sharding=sharding, dp=c.dp, tp=c.tp, pp=c.pp,
+        shard_group=c.shard_group if c.zero != "ddp" else None, layers=model.layers, hidden=model.hidden,
+        heads=model.heads, seq_len=model.seq_len, micro_batch=model.micro_batch, recompute=recompute,
+        sequence_parallel=c.tp > 1)
 
 
 def choose(model: Model, cluster: Cluster, usable_fraction: float = 0.9) -> Plan:
     """The recommended strategy for training ``model`` on ``cluster`` (see the module docstring).
 
     Args:
-        model: parameters and optionally architecture and micro-batch.
+        model: parameters, optionally architecture, micro-batch and precision recipe.
         cluster: GPU memory, GPUs per node, nodes, intra-/inter-node interconnect.
-        usable_fraction: share of GPU memory the predicted memory may use.
+        usable_fraction: share of GPU memory the predicted memory may use (the rest is the margin).
 
-    Returns a :class:`Plan` with tp * pp * dp == cluster.gpus and tp <= cluster.gpus_per_node.
+    Returns a :class:`Plan` with tp * pp * dp == cluster.gpus and tp <= cluster.gpus_per_node; its
+    total_bytes includes activations.
 
     Raises:
         ValueError: a model or cluster value out of range, naming it.
     """
     _validate(model, cluster, usable_fraction)
     usable = usable_fraction * cluster.gpu_memory_gb * GB
-    notes: list[Rule] = [Rule("FIT", f"a plan fits when model states + activations <= {usable_fraction:.0%} "
-                                     f"of {cluster.gpu_memory_gb:g} GB = {usable / GB:.1f} GB", SOURCES["FIT"])]
-    if not model.has_architecture:
-        notes.append(Rule("ACT", "activations not counted: give layers, hidden, heads and seq_len to include "
-                                 "them", SOURCES["ACT"]))
+    notes: list[Rule] = [Rule("FIT", f"a plan fits when model states + activations + gathered ZeRO-3/FSDP unit <= "
+                                     f"{usable_fraction:.0%} of {cluster.gpu_memory_gb:g} GB = {usable / GB:.1f} GB "
+                                     f"(margin {(1 - usable_fraction) * cluster.gpu_memory_gb:.1f} GB for buffers, "
+                                     "fragmentation, CUDA context)", SOURCES["FIT"])]
+    model, assumed = with_architecture(model)
+    if assumed:
+        notes.append(assumed)
     candidates = _candidates(model, cluster, notes)
     rejected: list[str] = []
     best: tuple[float, _Candidate, str] | None = None
-    for recompute in ("none", "selective", "full") if model.has_architecture else ("none",):
+    for recompute in ("none", "selective", "full"):
         for c in candidates:
-            states, acts = _states(model, c), _activations(model, c.tp, recompute)
-            if states + acts <= usable:
-                return _plan(c, recompute, states, acts, usable, True, model, cluster, notes, rejected)
-            rc = f", recompute {recompute}" if model.has_architecture else ""
-            rejected.append(f"{c.name}{rc}: {(states + acts) / GB:.1f} GB per GPU (states "
-                            f"{states / GB:.1f} + activations {acts / GB:.1f}) > {usable / GB:.1f} GB")
-            if best is None or states + acts < best[0]:
-                best = (states + acts, c, recompute)
+            mem = _memory(model, c, recompute)
+            if mem.total_bytes <= usable:
+                return _plan(c, recompute, mem, usable, True, cluster, notes, rejected)
+            rejected.append(f"{c.name}, recompute {recompute}: {mem.total_bytes / GB:.1f} GB per GPU (states "
+                            f"{mem.states.total_bytes / GB:.1f} + activations {mem.activation_bytes / GB:.1f}"
+                            + (f" + gathered unit {mem.gathered_bytes / GB:.1f}" if mem.gathered_bytes else "")
+                            + f") > {usable / GB:.1f} GB")
+            if best is None or mem.total_bytes < best[0]:
+                best = (mem.total_bytes, c, recompute)
     assert best is not None
     _, c, recompute = best
-    return _plan(c, recompute, _states(model, c), _activations(model, c.tp, recompute), usable, False, model,
-                 cluster, notes, rejected)
+    return _plan(c, recompute, _memory(model, c, recompute), usable, False, cluster, notes, rejected)
 
 
-def _plan(c: _Candidate, recompute: str, states: float, acts: float, usable: float, fits: bool, model: Model,
-          cluster: Cluster, notes: list[Rule], rejected: list[str]) -> Plan:
+def _plan(c: _Candidate, recompute: str, mem: memory.PlanMemory, usable: float, fits: bool, cluster: Cluster,
+          notes: list[Rule], rejected: list[str]) -> Plan:
     rules = list(notes)
     texts = {
-        "R0": "model states (16 bytes/parameter) and activations fit on one GPU: "
+        "R0": "model states and activations fit on one GPU: "
               + ("data parallelism (DDP)" if c.dp > 1 else "no parallelism needed"),
         "R1": f"{c.name} over all {c.dp} GPUs is the smallest ZeRO stage that fits; its communication equals "
               "DDP's",
@@ -298,6 +355,14 @@ def _plan(c: _Candidate, recompute: str, states: float, acts: float, usable: flo
     }
     if fits:
         rules.append(Rule(c.rule, texts[c.rule], SOURCES[c.rule]))
+    if cluster.intra_node == "pcie":
+        if c.pp > 1:
+            why = "pipeline stages instead (they send only activations between GPUs)"
+        elif c.zero == "zero3":
+            why = "pipeline plans were tried before ZeRO-3, but none fits (see the rejected list)"
+        else:
+            why = "none needed: the data-parallel plan above fits"
+        rules.append(Rule("R5", f"no NVLink within a node: no tensor parallelism; {why}", SOURCES["R5"]))
     if c.pp > 1 and c.dp > 1:
         rules.append(Rule("R6", "with pipeline parallelism the data-parallel part uses ZeRO-1", SOURCES["R6"]))
     if c.tp > 1:
@@ -315,6 +380,147 @@ def _plan(c: _Candidate, recompute: str, states: float, acts: float, usable: flo
         rules.append(Rule("FIT", f"nothing fits: {c.name} is the least-memory plan; add GPUs, shrink the "
                                  "micro-batch or sequence, or offload", SOURCES["FIT"]))
     return Plan(name=c.name, tp=c.tp, pp=c.pp, dp=c.dp, zero=c.zero, fsdp=c.fsdp, shard_group=c.shard_group,
-                recompute=recompute, sequence_parallel=c.tp > 1, model_state_bytes=states, activation_bytes=acts,
-                usable_bytes=usable, fits=fits, microbatches=microbatches, rules=tuple(rules),
-                rejected=tuple(rejected))
+                recompute=recompute, sequence_parallel=c.tp > 1, model_state_bytes=mem.states.total_bytes,
+                activation_bytes=mem.activation_bytes, usable_bytes=usable, fits=fits, microbatches=microbatches,
+                rules=tuple(rules), rejected=tuple(rejected), gathered_bytes=mem.gathered_bytes,
+                assumptions=mem.assumptions)
+
+
+def check(model: Model, cluster: Cluster, tp: int, pp: int, dp: int, zero: str = "zero1", cp: int = 1,
+          recompute: str = "selective", usable_fraction: float = 0.9) -> tuple[list[Rule], memory.PlanMemory | None]:
+    """Every rule the plan TP x PP x CP x DP (data-parallel part under ``zero``) breaks on ``cluster``.
+
+    Rules checked: SIZE (tp pp cp dp = GPUs); R4 (tp <= GPUs per node; heads and hidden divisible by tp;
+    layers divisible by pp, pp <= layers); R5 (tp > 1 without NVLink); R6 (PP with ZeRO-2/3); R3 (ZeRO-3
+    across a slow inter-node link, or over >= 512 ranks); FIT (the memory of :func:`memory.plan_memory`
+    over the usable share). CP needs seq_len divisible by 2 cp (Megatron-Core context parallelism splits
+    the sequence into 2 cp chunks for load balance).
+
+    Returns (the broken rules, possibly empty; the plan's memory, or None when it cannot be computed).
+
+    Raises:
+        ValueError: a degree not a whole number >= 1, an unknown ZeRO stage, a bad model or cluster.
+    """
+    _validate(model, cluster, usable_fraction)
+    for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    key = precision.scheme(zero)
+    model, _ = with_architecture(model)
+    assert model.layers is not None and model.heads is not None and model.hidden is not None
+    assert model.seq_len is not None
+    g, n = cluster.gpus_per_node, cluster.gpus
+    broken: list[Rule] = []
+
+    def breaks(rule: str, text: str) -> None:
+        broken.append(Rule(rule, text, SOURCES[rule]))
+
+    if tp * pp * cp * dp != n:
+        breaks("SIZE", f"TP x PP x CP x DP = {tp} x {pp} x {cp} x {dp} = {tp * pp * cp * dp}, but the cluster has "
+                       f"{n} GPUs")
+    if tp > g:
+        breaks("R4", f"TP={tp} spans nodes: keep TP <= {g} GPUs per node, pipeline across nodes")
+    if model.heads % tp or model.hidden % tp:
+        breaks("R4", f"TP={tp} must divide the attention heads ({model.heads}) and the hidden size ({model.hidden})")
+    if pp > model.layers or model.layers % pp:
+        breaks("R4", f"PP={pp} must divide the layers ({model.layers}) into whole stages")
+    if model.seq_len % (2 * cp):
+        breaks("R4", f"CP={cp} needs seq_len ({model.seq_len}) divisible by 2 x CP")
+    if tp > 1 and cluster.intra_node == "pcie":
+        breaks("R5", f"TP={tp} without NVLink: TP's 4 all-reduces per layer run over PCIe; use PP instead")
+    if pp > 1 and key in ("zero2", "zero3"):
+        breaks("R6", f"{zero} with PP={pp}: gradients/parameters are reduce-scattered/gathered for every "
+                     "micro-batch; use ZeRO-1")
+    # Megatron's rank order puts TP, then CP, then DP innermost: the DP group leaves the node when tp cp dp > g
+    if key == "zero3" and cluster.nodes > 1 and cluster.inter_node == "slow" and tp * cp * dp > g:
+        breaks("R3", "ZeRO-3 over a slow inter-node link: parameter all-gathers cross it in every forward and "
+                     "backward; use HYBRID_SHARD or TP x PP")
+    if key == "zero3" and dp * cp >= ZERO3_MAX_DP:
+        breaks("R3", f"ZeRO-3 over {dp * cp} >= {ZERO3_MAX_DP} ranks")
+    mem = None
+    if not any(r.id in ("SIZE", "R4") for r in broken):
+        mem = memory.plan_memory(model.params, recipe=model.recipe, sharding=key, dp=dp, tp=tp, pp=pp, cp=cp,
+                                 layers=model.layers, hidden=model.hidden, heads=model.heads,
+                                 seq_len=model.seq_len, micro_batch=model.micro_batch, recompute=recompute)
+        usable = usable_fraction * cluster.gpu_memory_gb * GB
+        if mem.total_bytes > usable:
+            breaks("FIT", f"{mem.total_bytes / GB:.1f} GB per GPU (states {mem.states.total_bytes / GB:.1f} + "
+                          f"activations {mem.activation_bytes / GB:.1f} + gathered {mem.gathered_bytes / GB:.1f}) > "
+                          f"{usable / GB:.1f} GB usable")
+    return broken, mem
+
+
+@dataclass(frozen=True)
+class InferencePlan:
+    """Where to serve a model: TP within the NVLink domain, PP across nodes, replicas on the rest.
+
+    Attributes:
+        tp, pp: degrees of one replica (tp * pp GPUs). replicas: copies that fit on the cluster.
+        weight_bytes, kv_bytes: per GPU, bytes. usable_bytes: the limit. fits: whether one replica fits.
+        rules: the rules that fired. rejected: (tp, pp) tried first, with why.
+    """
+
+    tp: int
+    pp: int
+    replicas: int
+    weight_bytes: float
+    kv_bytes: float
+    usable_bytes: float
+    fits: bool
+    rules: tuple[Rule, ...]
+    rejected: tuple[str, ...]
+
+    @property
+    def total_bytes(self) -> float:
+        """weights + KV cache per GPU, bytes."""
+        return self.weight_bytes + self.kv_bytes
+
+
+def choose_inference(model: Model, cluster: Cluster, batch: int, context: int, weight_dtype: str = "bf16",
+                     kv_dtype: str = "bf16", usable_fraction: float = 0.9) -> InferencePlan:
+    """The smallest replica that serves ``batch`` sequences of ``context`` tokens: weights + KV cache per GPU
+    (:func:`pytest_distcheck.calc.inference.serving_bytes_per_gpu`) within the usable share.
+
+    Order: TP = 1, 2, ... up to the GPUs of a node (NVLink only; TP divides heads and KV heads), then PP
+    across nodes with TP = the largest in a node (vLLM parallelism_scaling; Narayanan et al. 2021
+    Takeaway #1). On PCIe nodes TP stays 1 and PP grows instead.
+
+    Raises:
+        ValueError: bad model, cluster, batch or context (naming it).
+    """
+    _validate(model, cluster, usable_fraction)
+    for name, value in (("batch", batch), ("context", context)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    model, assumed = with_architecture(replace(model, seq_len=model.seq_len or context))
+    assert model.layers is not None and model.heads is not None and model.hidden is not None
+    kv = model.kv_heads or model.heads
+    usable = usable_fraction * cluster.gpu_memory_gb * GB
+    g = cluster.gpus_per_node
+    tps = [1] if cluster.intra_node == "pcie" else [t for t in _divisors(g) if model.heads % t == 0]
+    shapes = [(t, 1) for t in tps] + [(tps[-1], p) for p in _divisors(model.layers) if 1 < p
+                                      and tps[-1] * p <= cluster.gpus]
+    rules = [Rule("INF", f"serving {batch} sequences x {context} tokens: weights ({weight_dtype}) + KV cache "
+                         f"({kv_dtype}, {kv} KV heads) per GPU <= {usable / GB:.1f} GB", SOURCES["INF"])]
+    if assumed:
+        rules.append(assumed)
+    rejected: list[str] = []
+    for t, p in shapes:
+        w, c = inference.serving_bytes_per_gpu(model.params, model.layers, batch, context, model.hidden, model.heads,
+                                               kv, t, p, weight_dtype, kv_dtype)
+        if w + c <= usable:
+            where = "TP within a node" + (f", PP={p} across {'nodes' if t * p > g else 'GPUs'}" if p > 1 else "")
+            if cluster.intra_node == "pcie":
+                rules.append(Rule("R5", "no NVLink within a node: no tensor parallelism; pipeline stages instead"
+                                  if p > 1 else "no NVLink within a node: no tensor parallelism", SOURCES["R5"]))
+            rules.append(Rule("INF", f"TP={t} x PP={p}: {where}; {cluster.gpus // (t * p)} replica(s) on "
+                                     f"{cluster.gpus} GPUs", SOURCES["INF"]))
+            return InferencePlan(t, p, cluster.gpus // (t * p), w, c, usable, True, tuple(rules), tuple(rejected))
+        rejected.append(f"TP={t} x PP={p}: {(w + c) / GB:.1f} GB per GPU (weights {w / GB:.1f} + KV cache "
+                        f"{c / GB:.1f}) > {usable / GB:.1f} GB")
+    t, p = shapes[-1]
+    w, c = inference.serving_bytes_per_gpu(model.params, model.layers, batch, context, model.hidden, model.heads,
+                                           kv, t, p, weight_dtype, kv_dtype)
+    rules.append(Rule("FIT", "nothing fits: fewer sequences, a shorter context, a smaller KV dtype, or more GPUs",
+                      SOURCES["FIT"]))
+    return InferencePlan(t, p, max(cluster.gpus // (t * p), 0), w, c, usable, False, tuple(rules), tuple(rejected))

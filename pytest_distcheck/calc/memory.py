@@ -23,13 +23,18 @@ s = sequence length, b = micro-batch size, h = hidden size, a = attention heads,
     TP + selective recomp.  s b h (10 + 24/t)                      sec. 5, Table 2
     TP + SP + selective     34 s b h / t                           sec. 5, Table 2
     full recomputation      2 s b h                                sec. 5, Table 2
+General recipes (bf16 weights with fp32 main grads, FSDP2, Megatron's distributed optimizer, SGD,
+Adafactor) and the TP x PP x CP split: :func:`model_states`, :func:`plan_memory` (``calc.precision``).
+
 These are the states only: no CUDA context, temporary buffers, or allocator fragmentation.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from pytest_distcheck.calc import precision
 from pytest_distcheck.calc._checks import whole as _whole
 
 GB = 1e9  # bytes (120 GB = 111.76 GiB)
@@ -48,9 +53,12 @@ class ModelStates:
     Attributes:
         params_bytes: fp16 parameters held (2 Psi, or 2 Psi / N_d when partitioned).
         grads_bytes: fp16 gradients held.
-        optimizer_bytes: optimizer states (K Psi, or K Psi / N_d).
+        optimizer_bytes: optimizer states (K Psi, or K Psi / N_d; in :func:`zero_model_states` K includes
+            the fp32 master copy, in :func:`model_states` the master copy is ``master_bytes``).
         strategy: the strategy as given (``"zero2"``, ``"FULL_SHARD"`` ...).
         shards: the number of ranks the partitioned states are divided over.
+        main_grads_bytes: a separate fp32 gradient copy (Megatron fp16), 0 otherwise.
+        master_bytes: fp32 master weights when counted apart from the optimizer (:func:`model_states`).
     """
 
     params_bytes: float
@@ -58,11 +66,14 @@ class ModelStates:
     optimizer_bytes: float
     strategy: str
     shards: int
+    main_grads_bytes: float = 0.0
+    master_bytes: float = 0.0
 
     @property
     def total_bytes(self) -> float:
-        """params + grads + optimizer states, bytes."""
-        return self.params_bytes + self.grads_bytes + self.optimizer_bytes
+        """params + grads + main grads + master + optimizer states, bytes."""
+        return (self.params_bytes + self.grads_bytes + self.main_grads_bytes + self.master_bytes
+                + self.optimizer_bytes)
 
     @property
     def total_gb(self) -> float:
@@ -252,3 +263,172 @@ def selective_recompute_saving(seq_len: int, hidden: int, heads: int) -> float:
         _whole(name, value)
     attention = 5 * heads * seq_len / hidden
     return attention / (34 + attention)
+
+
+def model_states(
+    params: float,
+    recipe: str | precision.Recipe = "zero",
+    sharding: str | int = "ddp",
+    dp: int = 1,
+    tp: int = 1,
+    pp: int = 1,
+    cp: int = 1,
+    shard_group: int | None = None,
+) -> ModelStates:
+    """Model states per GPU of a TP x PP x CP x DP plan under a precision recipe and a sharding scheme.
+
+    Args:
+        params: Psi, parameters of the whole model (count).
+        recipe: a :data:`pytest_distcheck.calc.precision.PRESETS` name or a ``Recipe`` (bytes of each part).
+        sharding: ``ddp``, ``zero1``-``zero3`` (or 0-3), ``megatron-distopt``, or an FSDP ShardingStrategy
+            (``HYBRID_SHARD`` shards within ``shard_group`` only).
+        dp, tp, pp, cp: data-, tensor-, pipeline- and context-parallel degrees.
+        shard_group: ranks the sharded parts are divided over; default dp * cp (every rank that holds
+            the same weights: CP ranks keep identical weights, and Megatron's distributed optimizer shards
+            over the data-parallel group with context parallelism). HYBRID_SHARD needs it (the GPUs of a
+            node in the data-parallel dimension).
+
+    Each GPU holds Psi / (t p) parameters: TP splits every weight matrix (Shoeybi et al. 2019 sec. 3) and
+    PP splits the layers (Narayanan et al. 2021 sec. 2.2); embeddings are counted as if split evenly.
+    The parts a scheme shards (``precision.SHARDS``) are divided by the shard group, the rest kept whole.
+    With the ``zero`` recipe this equals :func:`zero_model_states` (ZeRO sec. 5.1-5.3; Fig. 1).
+
+    Returns a :class:`ModelStates` whose ``optimizer_bytes`` excludes the master copy (``master_bytes``).
+
+    Raises:
+        ValueError: params <= 0 or not finite, a degree not a whole number >= 1, an unknown recipe or
+            sharding, HYBRID_SHARD without shard_group, a shard group that does not divide dp * cp.
+    """
+    if not (params > 0 and math.isfinite(params)):
+        raise ValueError(f"params must be a finite number > 0, got {params!r}")
+    for name, value in (("dp", dp), ("tp", tp), ("pp", pp), ("cp", cp)):
+        _whole(name, value)
+    r = precision.recipe(recipe)
+    key = precision.scheme(sharding)
+    hybrid = "HYBRID" in str(sharding).upper()
+    if hybrid and shard_group is None:
+        raise ValueError(f"{sharding} shards within a node: give shard_group (GPUs per node in the "
+                         "data-parallel dimension)")
+    group = dp * cp if shard_group is None else shard_group
+    _whole("shard_group", group)
+    if (dp * cp) % group:
+        raise ValueError(f"shard_group={group} must divide dp * cp = {dp * cp}")
+    local = params / (tp * pp)
+    per = r.bytes_per_param()
+    held = {part: per[part] * local / (group if sharded else 1)
+            for part, sharded in zip(precision.PARTS, precision.SHARDS[key], strict=True)}
+    return ModelStates(params_bytes=held["weights"], grads_bytes=held["grads"],
+                       optimizer_bytes=held["optimizer"], strategy=str(sharding),
+                       shards=group if key != "ddp" else 1, main_grads_bytes=held["main_grads"],
+                       master_bytes=held["master"])
+
+
+def gathered_unit_bytes(unit_params: float, recipe: str | precision.Recipe = "zero", tp: int = 1) -> float:
+    """Bytes a ZeRO-3 / FSDP FULL_SHARD rank holds for the unit it is running: its unsharded parameters
+    and their gradients in the compute dtype, 2 x compute bytes x unit_params / t.
+
+    DeepSpeed's estimator counts 4 x largest-layer parameters (fp16 parameters + gradients) on top of the
+    sharded states (``deepspeed/runtime/zero/stage3.py``, ``estimate_zero3_model_states_mem_needs``);
+    FSDP gathers one unit (usually a transformer block) at a time and frees it after (Zhao et al. 2023,
+    "PyTorch FSDP", sec. 3.2). A prefetched next unit would add as much again; it is not counted.
+
+    Raises:
+        ValueError: unit_params < 0 or not finite, tp not a whole number >= 1, an unknown recipe.
+    """
+    if not (unit_params >= 0 and math.isfinite(unit_params)):
+        raise ValueError(f"unit_params must be a finite number >= 0, got {unit_params!r}")
+    _whole("tp", tp)
+    return 2 * precision.recipe(recipe).compute_bytes * unit_params / tp
+
+
+def layer_params(hidden: int) -> float:
+    """Parameters of one GPT transformer layer, 12 h^2 (Narayanan et al. 2021 sec. 5.1, Eq. (2) without
+    the biases, layer norms, embeddings and output layer)."""
+    _whole("hidden", hidden)
+    return 12.0 * hidden * hidden
+
+
+@dataclass(frozen=True)
+class PlanMemory:
+    """Memory per GPU of one parallel plan: the rows of :func:`plan_memory`, bytes.
+
+    Attributes:
+        states: model states (:func:`model_states`).
+        activation_bytes: activations of the first pipeline stage under 1F1B (0 when not counted).
+        gathered_bytes: the running ZeRO-3/FSDP unit (:func:`gathered_unit_bytes`; 0 for other schemes).
+        assumptions: what the numbers assume, one sentence each, for printing.
+    """
+
+    states: ModelStates
+    activation_bytes: float
+    gathered_bytes: float
+    assumptions: tuple[str, ...]
+
+    @property
+    def total_bytes(self) -> float:
+        """model states + activations + gathered unit, bytes per GPU (the margin is the caller's)."""
+        return self.states.total_bytes + self.activation_bytes + self.gathered_bytes
+
+
+def plan_memory(
+    params: float,
+    *,
+    recipe: str | precision.Recipe = "zero",
+    sharding: str | int = "ddp",
+    dp: int = 1,
+    tp: int = 1,
+    pp: int = 1,
+    cp: int = 1,
+    shard_group: int | None = None,
+    layers: int | None = None,
+    hidden: int | None = None,
+    heads: int | None = None,
+    seq_len: int | None = None,
+    micro_batch: int = 1,
+    recompute: str = "none",
+    sequence_parallel: bool | None = None,
+    interleaving_stages: int = 1,
+) -> PlanMemory:
+    """Per-GPU memory of a plan: model states + activations + the gathered ZeRO-3/FSDP unit, bytes.
+
+    TP, PP and CP apply to every row: states as :func:`model_states`; activations as
+    :func:`first_stage_activation_bytes` (Korthikanti et al. 2022 Eq. (5)/(6): L layers' worth on the first
+    stage under 1F1B whatever p) divided by cp (context parallelism splits every activation along the
+    sequence); the gathered unit is one transformer layer (12 h^2 / t parameters, :func:`layer_params`)
+    for ZeRO-3 / FULL_SHARD / HYBRID_SHARD. Activations need all of layers, hidden, heads and seq_len;
+    without them they are 0 and the assumptions say so. sequence_parallel defaults to tp > 1.
+
+    Not counted (say so wherever a fit is claimed): embeddings' and the loss's activations, temporary
+    communication buffers, allocator fragmentation, the CUDA context (ZeRO sec. 3.2 "residual states").
+
+    Raises:
+        ValueError: as :func:`model_states` and :func:`activation_bytes_per_layer`; layers not divisible
+            by pp.
+    """
+    states = model_states(params, recipe, sharding, dp, tp, pp, cp, shard_group)
+    r = precision.recipe(recipe)
+    _whole("micro_batch", micro_batch)
+    sp = tp > 1 if sequence_parallel is None else sequence_parallel
+    notes = [f"precision {r.name}: {r.total_bytes_per_param:g} bytes/parameter unsharded ({r.source})",
+             f"{states.strategy} shards over {states.shards} rank(s); each GPU holds Psi/(TP x PP) = "
+             f"{params / (tp * pp):.4g} parameters"]
+    arch = (layers, hidden, heads, seq_len)
+    acts = 0.0
+    if None in arch:
+        notes.append("activations not counted: give layers, hidden, heads and seq_len")
+    else:
+        assert layers is not None and hidden is not None and heads is not None and seq_len is not None
+        if layers % pp:
+            raise ValueError(f"layers={layers} must be divisible by pp={pp} (whole layers per stage)")
+        acts = first_stage_activation_bytes(seq_len, micro_batch, hidden, heads, layers, tp, sp, recompute, pp,
+                                            interleaving_stages) / cp
+        notes.append(f"activations: 16-bit, {recompute} recomputation, sequence parallel {'on' if sp else 'off'}, "
+                     f"L = {layers} layers' worth on the first stage (Korthikanti et al. 2022 Eq. (5)/(6))"
+                     + (f", split over CP = {cp}" if cp > 1 else ""))
+    gathered = 0.0
+    if precision.SHARDS[precision.scheme(sharding)][0]:
+        unit = layer_params(hidden) if hidden is not None else params / (layers or 1)
+        gathered = gathered_unit_bytes(unit, r, tp)
+        notes.append(f"ZeRO-3/FSDP: one gathered unit of {unit:.4g} parameters / TP (DeepSpeed estimator's "
+                     "largest-layer term)")
+    return PlanMemory(states, acts, gathered, tuple(notes))

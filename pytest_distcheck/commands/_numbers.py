@@ -1,33 +1,86 @@
-"""Argument types shared by the calculator commands: counts such as 7.5B or 175e9 (not a command)."""
+"""Argument types shared by the calculator commands (not a command): every number is checked to be finite,
+in its range and, for counts, to carry a known suffix. Each raises ``argparse.ArgumentTypeError``, which
+argparse turns into ``distcheck CMD: error: argument --X: ...`` and exit status 2."""
 
 from __future__ import annotations
 
 import argparse
+import math
+import re
+
+SUFFIXES = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+_COUNT = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)"
+                    r"\s*([A-Za-z]*)\s*$")
+MAX_COUNT = 1e16  # parameters or tokens: 10^16 is far beyond any model; a larger value is a typo
+MAX_WHOLE = 10**9
 
 
 def count(text: str) -> float:
-    """A positive count: ``7.5e9``, ``7.5B``, ``175b``, ``350M``, ``1T``, ``1_000`` (read as the quiz reads them).
+    """A parameter count: ``7.5e9``, ``7.5B``, ``175b``, ``350M``, ``1T``, ``2K``, ``7_500_000_000``.
+
+    Suffixes K = 1e3, M = 1e6, B (or G) = 1e9, T = 1e12, any case. A plain number under 1,000 is refused
+    with "did you mean 7.5B?": nobody trains a model of 7.5 parameters, but people forget the B.
 
     Raises:
-        argparse.ArgumentTypeError: not such a number.
+        argparse.ArgumentTypeError: not a number, an unknown suffix, not finite, <= 0, under 1,000
+            without a suffix, or over 1e16.
     """
-    from pytest_distcheck.quiz.answers import AnswerError, parse_number
-
-    try:
-        number = parse_number(text)
-    except AnswerError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a count (e.g. 7.5e9, 7.5B, 350M)") from None
+    match = _COUNT.match(text)
+    if match is None:
+        sign = text.strip()[:1] in "-"
+        raise argparse.ArgumentTypeError(f"{text!r} must be > 0" if sign and text.strip() else
+                                          f"{text!r} is not a count (e.g. 7.5e9, 7.5B, 350M)")
+    digits, suffix = match.groups()
+    if suffix.upper() not in SUFFIXES:
+        raise argparse.ArgumentTypeError(f"{text!r}: {suffix!r} is not a known suffix (K, M, B, T; e.g. 7.5B)")
+    number = float(digits.replace("_", "")) * SUFFIXES[suffix.upper()]
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
     if not number > 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+    if number > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{text!r} is over {MAX_COUNT:.0e}; is there a typo?")
+    if not suffix and number < 1000:
+        hint = f"{digits}M or {digits}B" if number >= 100 else f"{digits}B"
+        raise argparse.ArgumentTypeError(f"{text!r} parameters is under 1,000: did you mean {hint}?")
     return number
 
 
 def positive_int(text: str) -> int:
-    """A whole number >= 1."""
+    """A whole number from 1 to 10^9 (GPUs, layers, micro-batches...).
+
+    Raises:
+        argparse.ArgumentTypeError: not a whole number, < 1 or > 10^9.
+    """
     try:
-        value = int(text)
+        value = int(text.strip().replace("_", ""))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    if value > MAX_WHOLE:
+        raise argparse.ArgumentTypeError(f"{text!r} is over {MAX_WHOLE:,}; is there a typo?")
     return value
+
+
+def real(low: float, high: float, *, low_open: bool = False, high_open: bool = False):
+    """An argparse type: a finite float in [low, high] (``low_open``/``high_open`` exclude that end).
+
+    The returned function raises argparse.ArgumentTypeError naming the range, for NaN and infinities too.
+    """
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip().replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        too_low = value <= low if low_open else value < low
+        too_high = value >= high if high_open else value > high
+        if too_low or too_high:
+            raise argparse.ArgumentTypeError(f"{text!r} is outside {'(' if low_open else '['}{low:g}, {high:g}"
+                                             f"{')' if high_open else ']'}")
+        return value
+
+    parse.__name__ = "number"  # argparse names the type in its messages
+    return parse

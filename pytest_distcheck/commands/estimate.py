@@ -14,13 +14,17 @@ import argparse
 import sys
 
 from pytest_distcheck.commands import add_config_argument
+from pytest_distcheck.commands._numbers import positive_int, real
+
+MAX_MINUTES = 366 * 24 * 60  # a year: anything longer is a typo, and the billing arithmetic stays exact
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--gpu", required=True, metavar="NAME", help="GPU type, e.g. 'RTX 4090', H100, A40")
-    parser.add_argument("--count", type=int, default=1, metavar="N", help="GPUs (default 1)")
-    parser.add_argument("--minutes", type=float, required=True, metavar="M", help="run time in minutes")
+    parser.add_argument("--count", type=positive_int, default=1, metavar="N", help="GPUs (default 1)")
+    parser.add_argument("--minutes", type=real(0, MAX_MINUTES, low_open=True), required=True, metavar="M",
+                        help=f"run time in minutes, > 0 and <= {MAX_MINUTES} (a year)")
     parser.add_argument("--provider", default="runpod", help="provider (default runpod)")
     parser.add_argument("--cloud", default="secure", choices=("secure", "community"),
                         help="RunPod cloud (default secure)")
