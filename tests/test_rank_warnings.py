@@ -20,7 +20,7 @@ def _warn_on_each_rank(per_rank_text: bool):
 
     text = f"from rank {dist.get_rank()}" if per_rank_text else "same on every rank"
     for _ in range(3):  # one location, three times: shown once, as Python's default action does
-        warnings.warn(text, UserWarning)
+        warnings.warn(text, UserWarning, stacklevel=1)
     return dist.get_rank()
 
 
@@ -44,7 +44,7 @@ def test_a_warning_class_of_the_test_module_keeps_its_identity(dist_world):
     def body():
         import warnings
 
-        warnings.warn("heads not contiguous", LayoutWarning)
+        warnings.warn("heads not contiguous", LayoutWarning, stacklevel=1)
 
     with pytest.warns(LayoutWarning, match="heads not contiguous"):
         dist_world.run(body)
@@ -55,7 +55,7 @@ def test_the_rank_filters_do_not_hide_a_deprecation_warning_from_the_test(dist_w
     def body():
         import warnings
 
-        warnings.warn("old API", DeprecationWarning)
+        warnings.warn("old API", DeprecationWarning, stacklevel=1)
 
     with pytest.warns(DeprecationWarning, match="old API"):
         dist_world.run(body)
@@ -67,7 +67,7 @@ def test_a_filter_set_by_rank_code_still_applies_inside_the_rank(dist_world):
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            warnings.warn("silenced on purpose")
+            warnings.warn("silenced on purpose", stacklevel=1)
         return True
 
     with warnings.catch_warnings(record=True) as log:
@@ -95,7 +95,7 @@ def test_a_failed_call_shows_its_warnings_with_the_error(dist_world):
     def body():
         import warnings
 
-        warnings.warn("seen before the failure")
+        warnings.warn("seen before the failure", stacklevel=1)
         raise ValueError("boom")
 
     with warnings.catch_warnings(record=True) as log:
@@ -112,7 +112,7 @@ def test_dash_w_error_fails_a_test_whose_ranks_warn(pytester):
         def test_warns(dist_world):
             def body():
                 import warnings
-                warnings.warn("rank-side trouble", UserWarning)
+                warnings.warn("rank-side trouble", UserWarning, stacklevel=1)
                 return 1
             assert dist_world.run(body) == [1, 1]
 

@@ -1,0 +1,264 @@
+"""``assert_tp_matches_dense``: a TP module against its dense original, on every rank, with the fault named.
+
+Design:
+- runs inside the ranks (``dist_world.run`` or ``torchrun``), one call per rank, so it checks the TP
+  module exactly where it lives; the dense module is run on every rank too (a few small matmuls);
+- every rank records plain CPU tensors (its outputs, dL/dx, local parameter shards and gradients,
+  and the input, dL/d(input) and output of each planned layer, through module hooks), then one
+  ``all_gather_object`` hands every rank every record: the diagnosis (``diagnose.py``) is a pure
+  function of them, so no rank can issue a collective its peers do not;
+- DTensors are compared through ``to_local()`` against the plan's slice, and a DTensor output
+  through ``full_tensor()``;
+- inputs meant to be replicated are checked first (``replicated.py``): when they differ, nothing
+  else can be compared and the failure says so.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Mapping, Sequence, Union
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from pytest_distcheck.tp.diagnose import diagnose, report
+from pytest_distcheck.tp.plan import Layer, parse_plan
+from pytest_distcheck.tp.replicated import gather_objects, local_cpu
+
+# Default tolerances per dtype: TP only reorders the sums (row-parallel partial sums, the all-reduce),
+# so float32 results agree to ~1e-6 relative; the margins below are those of tests/test_tp_equivalence.py.
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1e-4, 1e-5),
+    torch.float16: (1e-3, 1e-3),
+    torch.bfloat16: (1.6e-2, 1e-2),
+}
+LOSS_SEED = 1234  # the loss weights: the same on every rank, and not uniform (a uniform gradient hides faults)
+
+
+def _is_dtensor(t: Any) -> bool:
+    return hasattr(t, "to_local") and hasattr(t, "placements") and hasattr(t, "device_mesh")
+
+
+def _build(tp: Union[nn.Module, Callable[[nn.Module], nn.Module]], dense: nn.Module) -> nn.Module:
+    if isinstance(tp, nn.Module):
+        return tp
+    if not callable(tp):
+        raise TypeError("tp must be an nn.Module or a callable building one from the dense module, "
+                        f"got {type(tp).__name__}")
+    built = tp(copy.deepcopy(dense))
+    if not isinstance(built, nn.Module):
+        raise TypeError(f"the tp factory returned a {type(built).__name__}, not an nn.Module")
+    return built
+
+
+def _group_of(model: nn.Module, group: dist.ProcessGroup | None) -> dist.ProcessGroup | None:
+    if group is not None:
+        return group
+    for p in model.parameters():
+        if _is_dtensor(p):
+            mesh = p.device_mesh
+            if mesh.ndim != 1:
+                raise ValueError("the TP module's DTensors live on a mesh of "
+                                 f"{mesh.ndim} dims: pass group= (the TP dim's process group)")
+            return mesh.get_group()
+    return None
+
+
+def _check_paths(plan: Mapping[str, Layer], dense: nn.Module, tp: nn.Module) -> set[str]:
+    embeddings = set()
+    for path in plan:
+        for what, model in (("dense", dense), ("TP", tp)):
+            try:
+                mod = model.get_submodule(path)
+            except AttributeError:
+                names = [n for n, m in model.named_modules() if n and hasattr(m, "weight")]
+                raise ValueError(f"plan entry {path!r}: the {what} module has no submodule {path!r} "
+                                 f"(its modules with a weight: {', '.join(names) or 'none'})") from None
+            if what == "dense" and isinstance(mod, nn.Embedding):
+                embeddings.add(path)
+    extra = sorted(set(dict(tp.named_parameters())) - set(dict(dense.named_parameters())))
+    if extra:
+        raise ValueError(f"TP module parameters with no counterpart in the dense module: {', '.join(extra)} "
+                         "(the TP module must keep the dense module's parameter names)")
+    return embeddings
+
+
+class _LayerRecorder:
+    """Module hooks on the planned layers: input, its gradient and output, in the order they ran."""
+
+    def __init__(self, model: nn.Module, paths: Sequence[str]) -> None:
+        self.layers: dict[str, dict[str, Any]] = {}
+        self.order: list[str] = []
+        self.handles = []
+        for path in paths:
+            mod = model.get_submodule(path)
+            self.handles.append(mod.register_forward_pre_hook(self._pre(path), prepend=True))
+            self.handles.append(mod.register_forward_hook(self._post(path)))
+
+    def _pre(self, path: str):
+        def hook(_mod, args):
+            x = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            rec = self.layers.setdefault(path, {"in": None, "in_grad": None, "out": None})
+            if path not in self.order:
+                self.order.append(path)
+            if x is None:
+                return
+            rec["in"] = _record(x)
+            if x.requires_grad:
+                def grab(g, rec=rec):
+                    rec["in_grad"] = _record(g)
+                x.register_hook(grab)
+        return hook
+
+    def _post(self, path: str):
+        def hook(_mod, _args, out):
+            out = out[0] if isinstance(out, (tuple, list)) and out else out
+            if isinstance(out, torch.Tensor):
+                self.layers[path]["out"] = _record(out)
+        return hook
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+def _record(t: torch.Tensor) -> torch.Tensor:
+    if _is_dtensor(t):
+        t = t.detach().full_tensor()  # a collective: every rank's hooks run in the same order
+    return t.detach().cpu().clone()
+
+
+def _run(model: nn.Module, inputs: tuple, plan_paths: Sequence[str], backward: bool, size: int, rank: int,
+         weights: torch.Tensor | None) -> tuple[dict, torch.Tensor]:
+    """Forward (and backward) of ``model`` on copies of ``inputs``; this rank's record."""
+    args = tuple(x.detach().clone().requires_grad_(backward and x.is_floating_point())
+                 if isinstance(x, torch.Tensor) else x for x in inputs)
+    rec = _LayerRecorder(model, plan_paths)
+    try:
+        with torch.set_grad_enabled(backward):
+            out = model(*args)
+            if _is_dtensor(out):
+                out = out.full_tensor()
+            if not isinstance(out, torch.Tensor):
+                raise TypeError(f"the module returned a {type(out).__name__}; assert_tp_matches_dense compares "
+                                "modules that return one tensor")
+            if weights is None:
+                gen = torch.Generator().manual_seed(LOSS_SEED)
+                weights = torch.randn(out.shape, generator=gen, dtype=torch.float64).to(out)
+            if backward:
+                w = weights if out.shape == weights.shape else weights.chunk(size, dim=-1)[rank]
+                if w.shape != out.shape:  # shape fault: reported by the diagnosis, no backward possible
+                    backward = False
+                else:
+                    loss = (out * w).sum()
+                    if loss.grad_fn is None:
+                        raise ValueError("nothing in the module or its inputs requires grad: pass backward=False "
+                                         "to compare the forward only")
+                    loss.backward()
+    finally:
+        rec.remove()
+    params = {}
+    for name, p in model.named_parameters():
+        g = p.grad
+        if g is not None and _is_dtensor(g) and _is_dtensor(p) and tuple(g.placements) != tuple(p.placements):
+            g = g.redistribute(p.device_mesh, p.placements)
+        params[name] = {"value": local_cpu(p), "grad": local_cpu(g) if g is not None else None}
+    record = {
+        "inputs": [local_cpu(x) if isinstance(x, torch.Tensor) else x for x in inputs],
+        "out": out.detach().cpu(),
+        "xgrads": [local_cpu(a.grad) if isinstance(a, torch.Tensor) and a.grad is not None else None for a in args],
+        "params": params,
+        "layers": rec.layers,
+        "order": rec.order,
+    }
+    return record, weights
+
+
+def assert_tp_matches_dense(
+    dense: nn.Module,
+    tp: Union[nn.Module, Callable[[nn.Module], nn.Module]],
+    plan: Mapping[str, Union[str, Layer]],
+    inputs: Union[torch.Tensor, Sequence[Any]],
+    *,
+    group: dist.ProcessGroup | None = None,
+    backward: bool = True,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> None:
+    """Check a tensor-parallel module against its dense original on this rank; call it on every rank.
+
+    Runs the dense module and the TP module on the same inputs, then compares, on every rank of the
+    TP group: the forward output, dL/dx of every floating-point input, every parameter's value and
+    gradient with the slice of the dense one the plan gives this rank. On any difference it raises
+    one ``AssertionError`` naming the faults it recognises (``pytest_distcheck.tp.diagnose.FAULTS``):
+    ``missing-f`` (the ranks' dL/dx add up to the dense one), ``missing-g`` (the ranks' outputs add up
+    to the dense one), ``wrong-shard-dim``, ``bias-on-every-rank``, ``qkv-head-split`` (a fused QKV
+    weight split against its layout), ``non-replicated-input``, ``grad-none`` and others, each with
+    the layer or parameter and the ranks. Megatron-LM (Shoeybi et al. 2019, arXiv:1909.08053, sec. 3,
+    Fig. 3) defines f (identity forward, all-reduce backward, before a column-parallel layer) and g
+    (all-reduce forward, identity backward, after a row-parallel one).
+
+    Conventions:
+        - The TP module keeps the dense module's module paths and parameter names (as the lab's
+          ``shard_model``, torch's ``parallelize_module`` and weight-loader sharding all do).
+        - Plan: module path (relative to ``dense``) -> ``"colwise"``, ``"rowwise"``, ``"replicated"``
+          or a :class:`~pytest_distcheck.tp.plan.Layer` (fused QKV parts, row-parallel bias convention).
+          Column-parallel splits an ``nn.Linear`` weight ``[out_features, in_features]`` on dim 0 and
+          the bias on dim 0; row-parallel splits the weight on dim 1 and keeps the bias whole (added
+          once after the all-reduce; ``Layer("rowwise", bias="rank0")``: added by rank 0 only, its
+          gradient None or zero on the other ranks). Rank ``r`` of ``t`` holds chunk ``r``
+          (``torch.chunk``). Parameters outside planned layers are whole on every rank.
+        - Outputs and activations: whole, or this rank's chunk of the last dim (a column-parallel
+          output), read from the shape. A DTensor output is compared through ``full_tensor()``, a
+          DTensor parameter or gradient through ``to_local()``.
+        - Loss: ``(out * w).sum()`` with ``w`` drawn from a fixed seed (the same on every rank), or
+          this rank's chunk of ``w`` for a sharded output; so dL/dout is not uniform.
+        - Modules are run as given (``train()``/``eval()``); dropout must be off. The dense module is
+          deep-copied first, so its gradients are not touched.
+
+    Args:
+        dense: the original module, the same on every rank.
+        tp: this rank's TP module, or a callable that builds it from a deep copy of ``dense`` (for
+            ``parallelize_module``, which changes the module in place).
+        plan: as above; every path must exist in both modules.
+        inputs: a tensor or a sequence of positional arguments; every tensor must be the same on
+            every rank (checked first, exactly).
+        group: the TP process group (default: the mesh's group of a DTensor module, else the world).
+        backward: False compares the forward only, under ``torch.no_grad()`` (inference-only layers
+            with no f, such as vLLM's).
+        rtol, atol: tolerance of every comparison (default by the output's dtype:
+            :data:`TOLERANCES`; float32: 1e-4, 1e-5).
+
+    Raises:
+        AssertionError: the TP module differs from the dense one (on every rank: the whole report on
+            the group's rank 0, a pointer to it on the others).
+        ValueError: a plan path missing from either module, TP parameters unknown to the dense module,
+            a plan entry that is not a style, or nothing requires grad while ``backward`` is True.
+        TypeError: ``tp`` is neither a module nor a factory of one, or a module returns no tensor.
+    """
+    __tracebackhide__ = True
+    parsed = parse_plan(plan)
+    inputs = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
+    tp_model = _build(tp, dense)
+    group = _group_of(tp_model, group)
+    embeddings = _check_paths(parsed, dense, tp_model)
+    size, rank = dist.get_world_size(group), dist.get_rank(group)
+
+    dense_copy = copy.deepcopy(dense)
+    dense_rec, weights = _run(dense_copy, inputs, list(parsed), backward, 1, 0, None)
+    tp_rec, _ = _run(tp_model, inputs, list(parsed), backward, size, rank, weights)
+    records = gather_objects(tp_rec, group)
+
+    dtype = dense_rec["out"].dtype
+    d_rtol, d_atol = TOLERANCES.get(dtype, TOLERANCES[torch.float32])
+    rtol = d_rtol if rtol is None else rtol
+    atol = d_atol if atol is None else atol
+    found = diagnose(records, dense_rec, parsed, rtol, atol, embeddings, backward)
+    if found:
+        if rank == 0:
+            raise AssertionError(report(found, size, rtol, atol))
+        names = ", ".join(dict.fromkeys(f.fault for f in found))
+        raise AssertionError(f"the TP module does not match the dense module ({names}): "
+                             "the diagnosis is in the error of the group's rank 0")

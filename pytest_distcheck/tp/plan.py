@@ -1,0 +1,125 @@
+"""Tensor-parallel sharding plans as data: module path -> parallel style.
+
+A plan is the single source that a TP model, the diagram check and the docs read (torchtitan keeps
+its plan as such a mapping and hands it to ``parallelize_module``). Styles follow Megatron-LM
+(Shoeybi et al. 2019, arXiv:1909.08053, sec. 3, Fig. 3):
+
+- ``colwise``: weight split along the output features; input replicated, output sharded on its last
+  dim; forward needs no communication (the ``f`` operator: identity forward, all-reduce backward).
+- ``rowwise``: weight split along the input features; input sharded on its last dim, output partial
+  sums made whole by one all-reduce (the ``g`` operator: all-reduce forward, identity backward).
+
+:class:`Layer` and :func:`parse_plan` add what checking a TP module against its dense original needs
+(``pytest_distcheck.tp.compare``): a ``replicated`` style, the fused parts of a column-parallel layer
+(a fused QKV projection) and the row-parallel bias convention.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Union
+
+
+@dataclass(frozen=True)
+class Style:
+    """A parallel style: how a linear layer's weight is split and what crosses its boundaries.
+
+    Attributes:
+        name: ``colwise`` or ``rowwise``.
+        weight_split: which weight dim is split (``out_features`` or ``in_features``).
+        input_layout, output_layout: ``replicated`` or ``sharded(-1)``.
+        forward_comm: the collective after the layer in forward (``none`` or ``all-reduce``).
+        backward_comm: the collective on the input gradient in backward.
+    """
+
+    name: str
+    weight_split: str
+    input_layout: str
+    output_layout: str
+    forward_comm: str
+    backward_comm: str
+
+
+COLWISE = Style("colwise", "out_features", "replicated", "sharded(-1)", "none", "all-reduce")
+ROWWISE = Style("rowwise", "in_features", "sharded(-1)", "replicated", "all-reduce", "none")
+STYLES: dict[str, Style] = {s.name: s for s in (COLWISE, ROWWISE)}
+
+
+def validate_plan(plan: Mapping[str, str]) -> dict[str, Style]:
+    """The plan with each style name resolved.
+
+    Raises:
+        ValueError: a style name is unknown (names the module path and the known styles).
+    """
+    out = {}
+    for path, style in plan.items():
+        if style not in STYLES:
+            raise ValueError(f"plan entry {path!r}: unknown style {style!r} (known: {', '.join(STYLES)})")
+        out[path] = STYLES[style]
+    return out
+
+
+BIAS_CONVENTIONS = ("replicated", "rank0")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """How one layer of a TP module holds the weights of the same layer of the dense module.
+
+    Weights follow ``nn.Linear``'s layout ``[out_features, in_features]``; for an ``nn.Embedding``
+    (``[num_embeddings, embedding_dim]``) ``colwise`` splits dim 1 and ``rowwise`` dim 0, as torch's
+    ``ColwiseParallel``/``RowwiseParallel`` do. Rank ``r`` of ``t`` holds chunk ``r`` of ``t`` equal,
+    contiguous chunks (``torch.chunk``) of the split dim.
+
+    Attributes:
+        style: ``colwise`` (weight and bias split on the output features), ``rowwise`` (weight split on
+            the input features, bias whole) or ``replicated`` (every parameter whole on every rank).
+        fused: ``colwise`` only. The output features are made of ``fused`` equal parts (or parts of
+            the given sizes), each split over the ranks and concatenated per rank: a fused QKV
+            projection laid out ``[q | k | v]`` is ``fused=3`` (``(q, k, v)`` sizes under
+            grouped-query attention); one laid out head by head, ``[n_heads, 3, head_dim]`` (the
+            lab's and Megatron-LM's layout), is a plain ``colwise`` (``fused=1``).
+        bias: ``rowwise`` only. ``replicated`` (Megatron-LM's RowParallelLinear: the whole bias on
+            every rank, added once after the all-reduce, its gradient whole on every rank) or
+            ``rank0`` (vLLM's RowParallelLinear: added by rank 0 only, before the all-reduce; its
+            gradient is whole on rank 0 and None or zero elsewhere).
+
+    Raises:
+        ValueError: an unknown style or bias convention, ``fused`` < 1 or given for a non-colwise
+            layer, ``bias`` given for a non-rowwise layer.
+    """
+
+    style: str
+    fused: Union[int, tuple[int, ...]] = 1
+    bias: str = "replicated"
+
+    def __post_init__(self) -> None:
+        if self.style not in (*STYLES, "replicated"):
+            raise ValueError(f"unknown style {self.style!r} (known: colwise, rowwise, replicated)")
+        parts = self.fused if isinstance(self.fused, tuple) else (self.fused,)
+        if not parts or any(not isinstance(n, int) or n < 1 for n in parts):
+            raise ValueError(f"fused must be an int >= 1 or a tuple of part sizes >= 1, got {self.fused!r}")
+        if self.fused != 1 and self.style != "colwise":
+            raise ValueError(f"fused={self.fused!r} applies to colwise layers only, not {self.style}")
+        if self.bias not in BIAS_CONVENTIONS:
+            raise ValueError(f"unknown bias convention {self.bias!r} (known: {', '.join(BIAS_CONVENTIONS)})")
+        if self.bias != "replicated" and self.style != "rowwise":
+            raise ValueError(f"bias={self.bias!r} applies to rowwise layers only, not {self.style}")
+
+
+def parse_plan(plan: Mapping[str, Union[str, Layer]]) -> dict[str, Layer]:
+    """The plan with every entry as a :class:`Layer` (a style name ``s`` becomes ``Layer(s)``).
+
+    Raises:
+        ValueError: an entry is neither a style name nor a ``Layer``, or names an unknown style (the
+            message names the module path).
+    """
+    out = {}
+    for path, entry in plan.items():
+        try:
+            out[path] = entry if isinstance(entry, Layer) else Layer(entry) if isinstance(entry, str) else None
+        except ValueError as exc:
+            raise ValueError(f"plan entry {path!r}: {exc}") from None
+        if out[path] is None:
+            raise ValueError(f"plan entry {path!r}: expected a style name or a Layer, got {type(entry).__name__}")
+    return out
