@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import atexit
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from pytest_distcheck.cmdline import subfolder_checks
 from pytest_distcheck.dod.plugin import DodPlugin, get_workspace, workspace_label
 from pytest_distcheck.settings import TIMEOUT
-from pytest_distcheck.workspace import DEFAULT_PATH
+from pytest_distcheck.workspace import DEFAULT_PATH, display_path
 
 # Each area of the kit owns its hooks, options and fixtures in a plugin module of its own.
 pytest_plugins: list[str] = [
@@ -53,9 +55,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     TIMEOUT.add(parser, group)
     parser.addini(
         "distcheck_config",
-        "workspace file with the phase's DoD items and settings, relative to rootdir",
-        default=DEFAULT_PATH,
+        f"workspace file with the phase's DoD items and settings, relative to rootdir (default: the nearest "
+        f"{DEFAULT_PATH} in the folder pytest starts in or above)",
+        default="",
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    from pytest_distcheck.cmdline import misread_option_paths
+
+    problem = misread_option_paths(early_config)
+    if problem:
+        raise pytest.UsageError(problem)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,6 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     TIMEOUT.positive_float(config)  # a bad value is a usage error now, not at the first test
     config.pluginmanager.register(DodPlugin(config), "distcheck-dod")
+    ws = get_workspace(config)
+    paths = subfolder_checks(config, ws.checks_dir, ws.root) if ws else None
+    if paths:  # --gate / --dod from a subfolder: check the workspace, not the subfolder's tests
+        config.args = paths
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -70,6 +86,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     where = f"workspace {workspace_label(config)}"
     phase = f"phase {ws.phase_id}, {len(ws.items)} DoD items" if ws else "no workspace file"
     gate = "gate on" if config.getoption("distcheck_gate") else "gate off"
+    ws_paths = subfolder_checks(config, ws.checks_dir, ws.root) if ws else None
+    if ws_paths:
+        gate += f"; started in a subfolder without paths: collecting {display_path(Path(ws_paths[0]), config.rootpath)}"
     return [
         f"distcheck: backend gloo, world size {DEFAULT_WORLD_SIZE} (default), "
         f"timeout {TIMEOUT.positive_float(config):g} s; {where} ({phase}); {gate}"

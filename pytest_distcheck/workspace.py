@@ -201,15 +201,26 @@ def run_workspace_file(config: Any) -> Path:
 
     Args:
         config: the ``pytest.Config`` of the run.
+
+    Raises:
+        ConfigError: the file found walking up is not at pytest's rootdir (no ini file beside it).
     """
     start = Path(config.invocation_params.dir)
     option = config.getoption("distcheck_workspace", None)
     if option:
         return (start / option).resolve()
-    if "distcheck_config" in config.inicfg:
-        return (config.rootpath / config.getini("distcheck_config")).resolve()
+    ini = config.getini("distcheck_config")
+    if ini:
+        return (config.rootpath / ini).resolve()
     found = find_workspace_file(start)
-    return found if found is not None else (config.rootpath / DEFAULT_PATH).resolve()
+    if found is None:
+        return (config.rootpath / DEFAULT_PATH).resolve()
+    if workspace_root(found) != Path(config.rootpath).resolve():
+        # Its node ids and paths are relative to its root: checking it from another rootdir would be wrong.
+        raise ConfigError(found, "", f"found walking up from {start}, but pytest's rootdir is {config.rootpath} "
+                                     f"(no ini file at {workspace_root(found)}): run pytest from there, or add a "
+                                     f"pytest.ini there (distcheck init writes one)")
+    return found
 
 
 def display_path(path: Path, base: Path) -> str:

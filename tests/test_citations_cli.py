@@ -130,7 +130,10 @@ def test_find_of_an_unknown_symbol_exits_1(here, capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        ((), "give note files, or list them in [notes] paths of checks/distcheck.toml"),
+        # No workspace file anywhere above: say so and how to name one, not "list them in" a missing file.
+        ((), "give note files (distcheck cite NOTE.md ...); no checks/distcheck.toml in this folder or any "
+             "folder above it; run from your workspace, name the file (distcheck ... --config FILE, pytest "
+             "--workspace FILE), or start one with `distcheck init`"),
         (("nowhere.md",), "nowhere.md: no such note"),
         (("--find", "X"), "--find needs --package P"),
         (("--find", "X", "--package", "absent-dist"), "distribution 'absent-dist' is not installed"),

@@ -11,10 +11,12 @@ Citation syntax: [cite: PACKAGE PATH::SYMBOL "QUOTE"]; see docs/lab/03-megatron-
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from pytest_distcheck.commands import DEFAULT_CONFIG, add_config_argument
 from pytest_distcheck.errors import DistcheckError
+from pytest_distcheck.workspace import NOT_FOUND_HINT
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,27 +36,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _notes_config(path: str):
-    """The workspace's [notes] section, or None when the default workspace file is absent."""
+    """(the workspace's [notes] section or None, the workspace root or None); (None, None) when no
+    workspace file was named and none was found."""
     from pytest_distcheck.citations.config import notes_config
     from pytest_distcheck.workspace import load_workspace
 
     if not Path(path).is_file():
         if path != DEFAULT_CONFIG:
             raise DistcheckError(f"workspace file {path} not found")
-        return None
+        return None, None
     ws = load_workspace(Path(path))
-    return notes_config(ws) if ws.section("notes") else None
+    return (notes_config(ws) if ws.section("notes") else None), ws.root
 
 
 def run(args: argparse.Namespace) -> int:
     from pytest_distcheck.citations.resolver import Resolver
 
-    cfg = _notes_config(args.config)
+    cfg, root = _notes_config(args.config)
     resolver = Resolver()
     if args.find:
         return _find(resolver, args.find, args.package or (list(cfg.packages) if cfg else []))
-    files = args.files or (list(cfg.paths) if cfg else [])
+    # [notes] paths are relative to the workspace root; shown relative to here (run from any subfolder).
+    files = args.files or ([os.path.relpath(root / p) for p in cfg.paths] if cfg else [])
     if not files:
+        if root is None:
+            raise DistcheckError(f"give note files (distcheck cite NOTE.md ...); {NOT_FOUND_HINT}")
         raise DistcheckError(f"give note files, or list them in [notes] paths of {args.config}")
     minimum = args.minimum if args.minimum is not None else (cfg.min_cited_decisions if cfg else 0)
     return _verify(

@@ -49,13 +49,13 @@ def get_workspace(config: pytest.Config) -> ws_mod.Workspace | None:
     """
     if workspace_key in config.stash:
         return config.stash[workspace_key]
-    path = ws_mod.run_workspace_file(config)
     ws = None
-    if path.is_file():
-        try:
+    try:
+        path = ws_mod.run_workspace_file(config)
+        if path.is_file():
             ws = ws_mod.load_workspace(path, root=config.rootpath)
-        except ConfigError as exc:
-            raise pytest.UsageError(f"distcheck: {exc}") from None
+    except ConfigError as exc:
+        raise pytest.UsageError(f"distcheck: {exc}") from None
     config.stash[workspace_key] = ws
     return ws
 

@@ -1,0 +1,76 @@
+"""Checks of pytest's command line that the kit's options need.
+
+pytest picks its rootdir (and so its ini file) before it loads plugins such as this one, so in
+``pytest --dod-json /tmp/x/dod.json`` it cannot know that ``/tmp/x/dod.json`` belongs to an option:
+once that file exists, it is read as a test path and the rootdir moves to ``/tmp/x`` (no ini file, no
+workspace). The ``--dod-json=PATH`` form is never misread. :func:`misread_option_paths` notices the
+other form when it moved the rootdir, so the run stops with that advice instead of checking nothing.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+# The kit's options whose value is a path (pytest may take an existing one for a test path).
+PATH_OPTIONS = ("--dod-json", "--dod-markdown", "--workspace")
+
+
+def separate_path_values(args: list[str]) -> list[tuple[str, str]]:
+    """(option, value) for each of :data:`PATH_OPTIONS` written as two words (``--dod-json PATH``)."""
+    return [(a, args[n + 1]) for n, a in enumerate(args[:-1]) if a in PATH_OPTIONS]
+
+
+def _rootdir_without(config: Any) -> Path | None:
+    """The rootdir pytest would pick from the paths left once the kit's options took their values;
+    ``None`` when this pytest's ``determine_setup`` cannot be called as expected."""
+    from _pytest.config.findpaths import determine_setup
+
+    ns = config.known_args_namespace
+    given = {"inifile": getattr(ns, "inifilename", None), "override_ini": getattr(ns, "override_ini", None),
+             "args": list(getattr(ns, "file_or_dir", None) or []),
+             "rootdir_cmd_arg": getattr(ns, "rootdir", None) or None, "invocation_dir": config.invocation_params.dir}
+    accepted = inspect.signature(determine_setup).parameters
+    try:
+        return Path(determine_setup(**{k: v for k, v in given.items() if k in accepted})[0])
+    except Exception:  # an internal of pytest: never fail a run because its signature changed
+        return None
+
+
+def misread_option_paths(config: Any) -> str | None:
+    """A message when a kit option's existing PATH, written ``--option PATH``, moved pytest's rootdir;
+    else ``None``.
+
+    Args:
+        config: the early ``pytest.Config`` (in ``pytest_load_initial_conftests``).
+    """
+    pairs = [(opt, val) for opt, val in separate_path_values(list(config.invocation_params.args))
+             if (config.invocation_params.dir / val).exists()]
+    if not pairs:
+        return None
+    right = _rootdir_without(config)
+    if right is None or right.resolve() == Path(config.rootpath).resolve():
+        return None
+    fixed = " ".join(f"{opt}={val}" for opt, val in pairs)
+    return (f"{' '.join(f'{o} {v}' for o, v in pairs)}: pytest took the existing file for a test path and moved "
+            f"its rootdir to {config.rootpath} (it reads paths before it knows plugins' options); "
+            f"write it with '=': {fixed}")
+
+
+def subfolder_checks(config: Any, checks_dir: Path, root: Path) -> list[str] | None:
+    """What a DoD run (``--gate`` or ``--dod``) started without paths in a subfolder of the workspace
+    should collect: the workspace's checks folder, as at the root (pytest's ``testpaths`` apply only
+    there, so such a run would otherwise collect the subfolder and check nothing). ``None`` when the run
+    named paths, was started at the root or outside the workspace, or is not a DoD run.
+    """
+    import pytest
+
+    if config.args_source is not pytest.Config.ArgsSource.INVOCATION_DIR:
+        return None
+    if not (config.getoption("distcheck_gate") or config.getoption("distcheck_dod")):
+        return None
+    here, root = Path(config.invocation_params.dir).resolve(), Path(root).resolve()
+    if here == root or root not in here.parents:
+        return None
+    return [str(checks_dir)]
