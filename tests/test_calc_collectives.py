@@ -43,7 +43,7 @@ def test_algbw_and_busbw_in_gb_per_s_with_gb_1e9():
         lambda: c.busbw_factor("all_reduce", 2.5),
         lambda: c.algbw_gbps(1e6, 0.0),
         lambda: c.algbw_gbps(-1, 1.0),
-        lambda: c.collective_seconds("alltoall", 1e6, 4, 1e-6, 1e9),
+        lambda: c.collective_seconds("reduce", 1e6, 4, 1e-6, 1e9),
     ],
 )
 def test_bad_input_raises_value_error(call):

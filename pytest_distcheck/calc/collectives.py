@@ -18,6 +18,11 @@ Sources:
         binomial-tree broadcast ceil(lg n)(alpha + S/B).
     NVIDIA "Massively scale your deep learning training with NCCL 2.4" (2019): double binary trees
         give a latency term logarithmic in n (2 log2(n) alpha for all-reduce) instead of the ring's 2(n-1).
+    Sanders, Speck & Träff 2009, "Two-tree algorithms for full bandwidth broadcast, reduction and scan":
+        the two-tree all-reduce NCCL's double binary tree follows.
+    Thakur, Rabenseifner & Gropp 2005 sec. 4.4: Rabenseifner's halving-doubling all-reduce.
+    Jia et al. 2018 (arXiv:1807.11205) sec. 3.3: hierarchical all-reduce.
+    Rajbhandari et al. 2019 (ZeRO) sec. 7.2: data-parallel communication volume per step.
 """
 
 from __future__ import annotations
@@ -149,19 +154,150 @@ def tree_allreduce_latency_seconds(n: int, alpha_s: float) -> float:
 def collective_seconds(
     collective: str, size_bytes: float, n: int, alpha_s: float, bandwidth_bytes_per_s: float
 ) -> float:
-    """Alpha-beta time of a collective: ring all_reduce/reduce_scatter/all_gather, binomial broadcast.
+    """Alpha-beta time of a collective: ring all_reduce/reduce_scatter/all_gather, pairwise alltoall, binomial
+    broadcast. Other all-reduce algorithms: :func:`tree_allreduce_seconds`,
+    :func:`halving_doubling_allreduce_seconds`, :func:`hierarchical_allreduce_seconds`.
 
     Raises:
-        ValueError: a collective without a model here (alltoall, reduce) or an unknown name.
+        ValueError: a collective without a model here (reduce) or an unknown name.
     """
     key = _key(collective)
     models = {
         "allreduce": ring_allreduce_seconds,
         "reducescatter": ring_reduce_scatter_seconds,
         "allgather": ring_all_gather_seconds,
+        "alltoall": all_to_all_seconds,
         "broadcast": binomial_broadcast_seconds,
     }
     if key not in models:
         raise ValueError(f"no alpha-beta model for {collective!r}; have: all_reduce, reduce_scatter, "
-                         "all_gather, broadcast")
+                         "all_gather, alltoall, broadcast")
     return models[key](size_bytes, n, alpha_s, bandwidth_bytes_per_s)
+
+
+def _power_of_two_below(n: int) -> int:
+    return 1 << (n.bit_length() - 1)
+
+
+def tree_allreduce_seconds(size_bytes: float, n: int, alpha_s: float, bandwidth_bytes_per_s: float) -> float:
+    """Pipelined two-tree all-reduce (NCCL's double binary tree): 2 ceil(log2 n) alpha + 2 S/B seconds.
+
+    Reduce up and broadcast down two complementary binary trees, each carrying half the buffer, pipelined in
+    small chunks, so every rank sends and receives about S per phase at full bandwidth (Sanders, Speck &
+    Träff 2009, "Two-tree algorithms for full bandwidth broadcast, reduction and scan", Parallel Computing
+    35(12), sec. 3-4; NVIDIA's NCCL 2.4 blog adopts it for logarithmic latency). Idealised: the pipeline's
+    fill time and chunking are not modelled. n = 1 costs 0 s.
+
+    Raises:
+        ValueError: n not a whole number >= 1, bandwidth <= 0.
+    """
+    _whole("number of ranks n", n)
+    _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    if n == 1:
+        return 0.0
+    return 2 * math.ceil(math.log2(n)) * alpha_s + 2 * size_bytes / bandwidth_bytes_per_s
+
+
+def halving_doubling_allreduce_seconds(
+    size_bytes: float, n: int, alpha_s: float, bandwidth_bytes_per_s: float
+) -> float:
+    """Rabenseifner's all-reduce (recursive-halving reduce-scatter + recursive-doubling all-gather), seconds.
+
+    For n a power of two: 2 log2(n) alpha + 2 (n-1)/n S/B (Thakur, Rabenseifner & Gropp 2005, sec. 4.4; the
+    local reduction's gamma term is left out). Otherwise the r = n - n' extra ranks (n' the power of two
+    below n) first send their data to a partner and get the result back at the end: + 2 (alpha + S/B)
+    (same section). Fewer latency steps than the ring (2 log2 n against 2(n-1)), the same bandwidth term.
+
+    Raises:
+        ValueError: n not a whole number >= 1, bandwidth <= 0.
+    """
+    _whole("number of ranks n", n)
+    _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    if n == 1:
+        return 0.0
+    p = _power_of_two_below(n)
+    core = 2 * math.log2(p) * alpha_s + 2 * (p - 1) / p * size_bytes / bandwidth_bytes_per_s
+    return core + (0.0 if p == n else 2 * (alpha_s + size_bytes / bandwidth_bytes_per_s))
+
+
+def hierarchical_allreduce_seconds(
+    size_bytes: float,
+    nodes: int,
+    gpus_per_node: int,
+    intra_alpha_s: float,
+    intra_bandwidth_bytes_per_s: float,
+    inter_alpha_s: float,
+    inter_bandwidth_bytes_per_s: float,
+) -> float:
+    """Two-level all-reduce: reduce-scatter in the node, all-reduce of each 1/g shard across nodes, all-gather
+    in the node, seconds (ring model at each level).
+
+    ring_reduce_scatter(S, g, intra) + ring_allreduce(S/g, nodes, inter) + ring_all_gather(S, g, intra).
+    Source: Jia et al. 2018, "Highly Scalable Deep Learning Training System with Mixed-Precision" (arXiv:
+    1807.11205), sec. 3.3 (hierarchical all-reduce); the same split FSDP HYBRID_SHARD makes. Each of the
+    g GPUs of a node sends its shard over its own inter-node bandwidth (one NIC per GPU, as on DGX nodes).
+
+    Raises:
+        ValueError: nodes/gpus_per_node not whole numbers >= 1, a bandwidth <= 0.
+    """
+    _whole("nodes", nodes)
+    _whole("gpus_per_node", gpus_per_node)
+    inner = ring_reduce_scatter_seconds(size_bytes, gpus_per_node, intra_alpha_s, intra_bandwidth_bytes_per_s)
+    outer = ring_allreduce_seconds(size_bytes / gpus_per_node, nodes, inter_alpha_s, inter_bandwidth_bytes_per_s)
+    return 2 * inner + outer
+
+
+def all_to_all_seconds(size_bytes: float, n: int, alpha_s: float, bandwidth_bytes_per_s: float) -> float:
+    """Pairwise-exchange all-to-all: (n-1) alpha + (n-1)/n S/B seconds, S each rank's whole send buffer
+    (S/n to every other rank, one partner per step).
+
+    Source: Thakur, Rabenseifner & Gropp 2005, sec. 4 (all-to-all, pairwise exchange for long messages);
+    nccl-tests reports alltoall with the same (n-1)/n bus-bandwidth factor (``doc/PERFORMANCE.md``).
+
+    Raises:
+        ValueError: n not a whole number >= 1, bandwidth <= 0.
+    """
+    return ring_reduce_scatter_seconds(size_bytes, n, alpha_s, bandwidth_bytes_per_s)
+
+
+def dp_bytes_per_step(params: float, sharding: str, n: int, grad_bytes: int = 2, param_bytes: int = 2) -> float:
+    """Bytes each data-parallel rank sends per training step (ring algorithms), for the gradient and
+    parameter collectives of DDP, ZeRO-1/2/3 and the FSDP strategies.
+
+      DDP / NO_SHARD, ZeRO-1, ZeRO-2, SHARD_GRAD_OP, Megatron distopt: all-reduce of the gradients
+          (= reduce-scatter + all-gather of the updated parameters): (n-1)/n Psi (grad_bytes + param_bytes)
+      ZeRO-3 / FULL_SHARD: all-gather of the parameters in the forward and again in the backward +
+          reduce-scatter of the gradients: (n-1)/n Psi (2 param_bytes + grad_bytes)
+    With 2-byte gradients and parameters that is ZeRO's 2 Psi and 3 Psi (Rajbhandari et al. 2019, sec. 7.2.1
+    and 7.2.2; its "volume" leaves out the (n-1)/n of the ring). HYBRID_SHARD: :func:`hsdp_bytes_per_step`.
+
+    Raises:
+        ValueError: params < 0 or not finite, n not a whole number >= 1, an unknown sharding.
+    """
+    from pytest_distcheck.calc import precision
+
+    if not (params >= 0 and math.isfinite(params)):
+        raise ValueError(f"params must be a finite number >= 0, got {params!r}")
+    _whole("number of ranks n", n)
+    if "HYBRID" in sharding.upper():
+        raise ValueError("HYBRID_SHARD sends different bytes inside and across nodes: use hsdp_bytes_per_step")
+    gathers = 2 if precision.scheme(sharding) == "zero3" else 1
+    return (n - 1) / n * params * (grad_bytes + gathers * param_bytes)
+
+
+def hsdp_bytes_per_step(params: float, gpus_per_node: int, nodes: int, grad_bytes: int = 2,
+                        param_bytes: int = 2) -> tuple[float, float]:
+    """(intra-node, inter-node) bytes each rank sends per step under FSDP HYBRID_SHARD.
+
+    Inside the node FULL_SHARD's collectives over g ranks: (g-1)/g Psi (2 param_bytes + grad_bytes); across
+    nodes an all-reduce of the rank's 1/g gradient shard over the nodes: 2 (N-1)/N Psi grad_bytes / g
+    (torch ``fsdp/api.py`` HYBRID_SHARD; ring model as in :func:`dp_bytes_per_step`).
+
+    Raises:
+        ValueError: params < 0, gpus_per_node or nodes not whole numbers >= 1.
+    """
+    _whole("gpus_per_node", gpus_per_node)
+    _whole("nodes", nodes)
+    intra = dp_bytes_per_step(params, "zero3", gpus_per_node, grad_bytes, param_bytes)
+    inter = 2 * (nodes - 1) / nodes * params * grad_bytes / gpus_per_node
+    return intra, inter

@@ -142,3 +142,48 @@ def tp_decode_speedup(
     many = tp_decode_seconds_per_token(weight_bytes, memory_bandwidth_bytes_per_s, tp, layers,
                                        allreduce_latency_s, allreduces_per_layer)
     return one / many
+
+
+def decode_allreduce_seconds(batch: int, hidden: int, tp: int, alpha_s: float, bandwidth_bytes_per_s: float,
+                             bytes_per_element: int = 2) -> float:
+    """One TP all-reduce of a decode step, with its bandwidth term: ring all-reduce of b x h activations,
+    2 (t-1) alpha + 2 (t-1)/t b h bytes / B seconds (Patarasuk & Yuan 2009; the b x h message of one new
+    token per sequence, Shoeybi et al. 2019 sec. 3). t = 1 costs 0 s.
+
+    Raises:
+        ValueError: sizes not whole numbers >= 1, bandwidth <= 0.
+    """
+    from pytest_distcheck.calc.collectives import ring_allreduce_seconds
+
+    for name, value in (("batch", batch), ("hidden", hidden), ("tp", tp), ("bytes_per_element", bytes_per_element)):
+        _whole(name, value)
+    return ring_allreduce_seconds(batch * hidden * bytes_per_element, tp, alpha_s, bandwidth_bytes_per_s)
+
+
+def tp_decode_step_seconds(
+    weight_bytes: float,
+    memory_bandwidth_bytes_per_s: float,
+    tp: int,
+    layers: int,
+    batch: int,
+    hidden: int,
+    alpha_s: float,
+    link_bandwidth_bytes_per_s: float,
+    allreduces_per_layer: int = 2,
+    bytes_per_element: int = 2,
+) -> float:
+    """Decode step time under TP with both terms of each all-reduce, seconds:
+    weight_bytes / (t HBM) + layers k :func:`decode_allreduce_seconds`.
+
+    Unlike :func:`tp_decode_seconds_per_token` (one lumped latency per all-reduce) the message size b h and
+    the link bandwidth count, so a large batch over a slow link shows its cost. Memory-bound weights read as
+    in :func:`decode_seconds_per_token_lower_bound`; KV-cache reads are not counted.
+
+    Raises:
+        ValueError: as the two functions it adds.
+    """
+    _whole("layers", layers)
+    _whole("allreduces_per_layer", allreduces_per_layer)
+    compute = decode_seconds_per_token_lower_bound(weight_bytes, memory_bandwidth_bytes_per_s) / tp
+    comm = decode_allreduce_seconds(batch, hidden, tp, alpha_s, link_bandwidth_bytes_per_s, bytes_per_element)
+    return compute + layers * allreduces_per_layer * comm

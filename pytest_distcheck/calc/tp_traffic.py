@@ -41,6 +41,23 @@ def tp_allreduces_per_layer(recompute: str = "none") -> tuple[int, int]:
     return (2, 4) if recompute == "full" else (2, 2)
 
 
+def tp_collectives_per_layer(sequence_parallel: bool = False, recompute: str = "none") -> dict[str, int]:
+    """The TP collectives of one transformer layer per micro-batch (forward + backward), by kind.
+
+    Without SP: the all-reduces of :func:`tp_allreduces_per_layer` (4, or 6 with full recomputation). With
+    SP each all-reduce becomes one reduce-scatter + one all-gather of the same b s h buffer (Korthikanti et
+    al. 2022, sec. 4.2.2), so the bytes sent are the same: an all-reduce's ring sends 2 (t-1)/t of the
+    buffer, a reduce-scatter or all-gather (t-1)/t.
+
+    Raises:
+        ValueError: unknown recompute.
+    """
+    count = sum(tp_allreduces_per_layer(recompute))
+    if sequence_parallel:
+        return {"reduce_scatter": count, "all_gather": count}
+    return {"all_reduce": count}
+
+
 def tp_message_bytes(micro_batch: int, seq_len: int, hidden: int, bytes_per_element: int = 2) -> int:
     """Size of one TP all-reduce buffer, bytes: b * s * h * bytes_per_element (Shoeybi et al. 2019)."""
     for name, value in (("micro_batch", micro_batch), ("seq_len", seq_len), ("hidden", hidden),
@@ -56,6 +73,7 @@ def tp_bytes_sent_per_layer(
     tp: int,
     bytes_per_element: int = 2,
     recompute: str = "none",
+    sequence_parallel: bool = False,
 ) -> float:
     """Bytes each TP rank sends per transformer layer per micro-batch (forward + backward), ring algorithms.
 
@@ -67,9 +85,10 @@ def tp_bytes_sent_per_layer(
         ValueError: a size not a whole number >= 1, unknown recompute.
     """
     _whole("tp", tp)
-    fwd, bwd = tp_allreduces_per_layer(recompute)
     msg = tp_message_bytes(micro_batch, seq_len, hidden, bytes_per_element)
-    return (fwd + bwd) * 2 * (tp - 1) / tp * msg
+    factor = {"all_reduce": 2, "reduce_scatter": 1, "all_gather": 1}
+    kinds = tp_collectives_per_layer(sequence_parallel, recompute)
+    return sum(factor[k] * count for k, count in kinds.items()) * (tp - 1) / tp * msg
 
 
 def tp_comm_seconds_per_layer(
