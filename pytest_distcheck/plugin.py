@@ -6,14 +6,13 @@ Heavy modules (torch, runpod) are imported inside fixtures and hooks that need t
 
 from __future__ import annotations
 
-import atexit
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pytest_distcheck.cmdline import subfolder_checks
 from pytest_distcheck.dod.plugin import DodPlugin, get_workspace, workspace_label
+from pytest_distcheck.ranks import DEFAULT_WORLD_SIZE
 from pytest_distcheck.settings import TIMEOUT
 from pytest_distcheck.workspace import DEFAULT_PATH, display_path
 
@@ -22,17 +21,15 @@ pytest_plugins: list[str] = [
     "pytest_distcheck.dod.options",
     "pytest_distcheck.budget.plugin",
     "pytest_distcheck.pods.plugin",
+    "pytest_distcheck.ranks.plugin",
 ]
 
 MARKERS = {
     "local": "local: a free check that runs on this machine (pytest -m local)",
     "gpu": "gpu: needs GPUs and may cost money; runs only with --max-usd",
     "budget": "budget(usd): the most this test may spend, in USD",
-    "world_size": "world_size(n): number of ranks the dist_world fixture starts (default 2)",
     "dod": "dod(item_id): the Definition-of-Done item this check covers",
-    "fresh_ranks": "fresh_ranks: run this test on newly started rank processes",
 }
-DEFAULT_WORLD_SIZE = 2
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -104,17 +101,6 @@ def distcheck_workspace(pytestconfig: pytest.Config):
     return ws
 
 
-@pytest.fixture(scope="session")
-def _distcheck_pools() -> Iterator[object]:
-    from pytest_distcheck.ranks.group import PoolRegistry
-
-    registry = PoolRegistry()
-    atexit.register(registry.close)  # also when the session ends by an exception
-    yield registry
-    registry.close()
-    atexit.unregister(registry.close)
-
-
 @pytest.fixture
 def distcheck_log(record_property):
     """``distcheck_log(title, text)``: show ``text`` in the run's summary, above the DoD table.
@@ -130,31 +116,3 @@ def distcheck_log(record_property):
         record_property(LOG_PROPERTY, json.dumps({"title": title, "text": text}))
 
     return log
-
-
-def _world_size(request: pytest.FixtureRequest) -> int:
-    marker = request.node.get_closest_marker("world_size")
-    if marker is None:
-        return DEFAULT_WORLD_SIZE
-    value = marker.args[0] if marker.args else marker.kwargs.get("n")
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        pytest.fail(f"{request.node.nodeid}: @pytest.mark.world_size needs a whole number >= 1, got {value!r}",
-                    pytrace=False)
-    return value
-
-
-@pytest.fixture
-def dist_world(request: pytest.FixtureRequest, _distcheck_pools):
-    """A gloo process group of N ranks (``@pytest.mark.world_size(n)``, default 2) to run code on.
-
-    ``dist_world.run(fn, *args, timeout=None, **kwargs)`` runs ``fn`` on every rank, each in its own
-    process with ``torch.distributed`` initialised, and returns the per-rank results in rank order.
-    The ranks live across tests (started once per world size); ``@pytest.mark.fresh_ranks`` asks for
-    new processes. See :class:`pytest_distcheck.ranks.group.RankGroup`.
-    """
-    from pytest_distcheck.ranks.group import RankGroup
-
-    size = _world_size(request)
-    if request.node.get_closest_marker("fresh_ranks"):
-        _distcheck_pools.restart(size, "gloo")
-    return RankGroup(_distcheck_pools, size, "gloo", TIMEOUT.positive_float(request.config))

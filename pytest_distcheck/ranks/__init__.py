@@ -3,3 +3,5 @@
 ``RankGroup.run(fn)`` is the API tests see (through the ``dist_world`` fixture); ``RankPool`` keeps
 the rank processes alive across tests; ``worker`` is the program each rank runs.
 """
+
+DEFAULT_WORLD_SIZE = 2  # ranks of dist_world without a world_size marker or parameter

@@ -15,10 +15,12 @@ class RankOutcome:
             (the process exited or was killed by a signal), or ``stopped`` (killed because a peer failed).
         error: one line, e.g. ``ValueError: bad shape`` or ``killed by SIGSEGV``.
         traceback: the remote traceback text, when there is one.
-        stdout, stderr: what the rank printed during the call (Python-level output).
+        stdout, stderr: what the rank wrote to its stdout and stderr during the call (Python and C level,
+            read from the rank's files, so also for a rank that hung or died).
         stack: the faulthandler dump of a rank that hung, taken before it was killed.
         warnings: the distinct warnings the call raised (``rank_warnings.Record``), for the pool to
             re-issue in the test process.
+        phase: where an error came from: ``setup`` (context or group, before user code) or ``call``.
     """
 
     rank: int
@@ -29,6 +31,7 @@ class RankOutcome:
     stderr: str = ""
     stack: str = ""
     warnings: list = field(default_factory=list)
+    phase: str = ""
 
 
 class RankError(Exception):
@@ -41,14 +44,16 @@ class RankError(Exception):
 
     headline = "rank(s) {ranks} failed"
 
-    def __init__(self, outcomes: list[RankOutcome], detail: str = "") -> None:
+    def __init__(self, outcomes: list[RankOutcome], detail: str = "", hint: str = "") -> None:
         self.outcomes = outcomes
         self.failed_ranks = [o.rank for o in outcomes if o.status not in ("ok", "skip")]
-        super().__init__(self._format(detail))
+        super().__init__(self._format(detail, hint))
 
-    def _format(self, detail: str) -> str:
+    def _format(self, detail: str, hint: str) -> str:
         ranks = ", ".join(str(r) for r in self.failed_ranks)
         lines = [self.headline.format(ranks=ranks) + (f": {detail}" if detail else "")]
+        if hint:
+            lines.append(hint)
         for o in self.outcomes:
             lines.append(f"  rank {o.rank}: {o.status}" + (f" ({o.error})" if o.error else ""))
         for o in self.outcomes:

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import tempfile
+import time
+from pathlib import Path
 from typing import Any, Callable
 
 from pytest_distcheck.ranks.pool import RankPool
 from pytest_distcheck.ranks.zygote import Zygote
+
+DEBUG_LEVELS = ("OFF", "INFO", "DETAIL")
+SESSION_PREFIX = "distcheck-session-"
+# A session folder younger than this is never swept: its owner may not hold its lock yet.
+SWEEP_MIN_AGE_S = 60.0
 
 
 class RankGroup:
@@ -18,20 +26,30 @@ class RankGroup:
         world_size: number of ranks.
         backend: the ``torch.distributed`` backend (``gloo`` on CPU).
         timeout: default seconds a ``run`` may take.
+        debug: the ranks' ``TORCH_DISTRIBUTED_DEBUG`` level (``OFF``, ``INFO``, ``DETAIL``), or ``None``
+            for the session's (the environment pytest started with).
     """
 
-    def __init__(self, registry: PoolRegistry, world_size: int, backend: str, timeout: float) -> None:
+    def __init__(self, registry: PoolRegistry, world_size: int, backend: str, timeout: float,
+                 debug: str | None = None, live: bool = False, nodeid: str = "",
+                 check: Callable[[], None] | None = None) -> None:
         self._registry = registry
         self.world_size = world_size
         self.backend = backend
         self.timeout = timeout
+        self.debug = debug
+        self._live = live
+        self._nodeid = nodeid
+        self._check = check
 
     def run(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None, **kwargs: Any) -> list[Any]:
         """Run ``fn(*args, **kwargs)`` on every rank, with ``torch.distributed`` initialised.
 
         Inside ``fn``, ``torch.distributed.get_rank()`` and ``get_world_size()`` work as under
         torchrun. ``fn`` may be a module-level function, a nested function or a lambda from the test
-        module (sent by value); arguments and results travel by pickling, tensors included.
+        module (sent by value); arguments and results travel by pickling, tensors included. The test's
+        environment and working directory apply in the ranks for the call
+        (:mod:`pytest_distcheck.ranks.context` lists what is carried).
 
         Args:
             timeout: seconds for this call (default: the fixture's, 60 s unless configured).
@@ -45,49 +63,152 @@ class RankGroup:
             PicklingError: ``fn``, an argument or a result could not be pickled.
         """
         __tracebackhide__ = True
-        pool = self._registry.get(self.world_size, self.backend)
-        return pool.run(fn, args, kwargs, timeout=self.timeout if timeout is None else timeout)
+        return self._call(fn, args, kwargs, timeout, self.world_size, pass_rank=False)
+
+    def spawn(self, fn: Callable[..., Any], args: tuple = (), nprocs: int | None = None, join: bool = True,
+              daemon: bool = False, start_method: str = "spawn", timeout: float | None = None) -> list[Any]:
+        """``torch.multiprocessing.spawn`` on the pool: call ``fn(rank, *args)`` on every rank.
+
+        For suites written for ``mp.spawn``: replace ``mp.spawn(fn, args=..., nprocs=n)`` by
+        ``dist_world.spawn(fn, args=..., nprocs=n)``. ``fn``'s own ``init_process_group`` is a no-op on the
+        pool's group (compatible arguments) and hard-coded ``MASTER_ADDR``/``MASTER_PORT`` are unused.
+        ``daemon`` and ``start_method`` are accepted and ignored (the ranks are the pool's processes).
+
+        Args:
+            nprocs: number of ranks (default: the fixture's world size).
+            timeout: seconds for the call (default: the fixture's).
+
+        Returns:
+            ``fn``'s per-rank return values, in rank order (``mp.spawn`` returns None).
+
+        Raises:
+            TypeError: ``join=False`` (the pool always waits) or ``args`` is not a tuple or list.
+            RankError, RankTimeout, PicklingError: as :meth:`run`.
+        """
+        __tracebackhide__ = True
+        if not join:
+            raise TypeError("dist_world.spawn(join=False) is not supported: the call waits for every rank; "
+                            "drop join=False (and the context's join())")
+        if not isinstance(args, (tuple, list)):
+            raise TypeError(f"dist_world.spawn(args=...) takes a tuple, as mp.spawn does; got {type(args).__name__}")
+        size = self.world_size if nprocs is None else nprocs
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise ValueError(f"dist_world.spawn(nprocs=...) needs a whole number >= 1, got {nprocs!r}")
+        return self._call(fn, tuple(args), {}, timeout, size, pass_rank=True)
+
+    def _call(self, fn, args, kwargs, timeout, size, pass_rank) -> list[Any]:
+        __tracebackhide__ = True
+        if self._check is not None:
+            self._check()
+        pool = self._registry.get(size, self.backend, self.debug)
+        return pool.run(fn, args, kwargs, timeout=self.timeout if timeout is None else timeout,
+                        live=self._live, pass_rank=pass_rank, nodeid=self._nodeid)
+
+
+def _level(env: dict[str, str], debug: str | None) -> str:
+    return (debug or env.get("TORCH_DISTRIBUTED_DEBUG") or "OFF").upper()
 
 
 class PoolRegistry:
-    """One :class:`RankPool` per (world size, backend) in this pytest process, all forked from one zygote.
+    """One :class:`RankPool` per (world size, backend, debug level) in this pytest process.
 
-    Owned by a session-scoped fixture: the zygote starts (importing torch once) on first use, each pool
-    forks its ranks on first use, and everything is closed at session end (and at interpreter exit,
-    whatever ended the session).
+    Pools of one debug level fork from one zygote, started with that ``TORCH_DISTRIBUTED_DEBUG`` (torch
+    reads it at import). The session's base environment (the one every call's environment is diffed
+    against) is this process's when the registry is made, at pytest start-up: a test's ``monkeypatch``
+    never becomes part of it. Files live in one session folder, locked while this process lives;
+    folders of dead sessions (unlocked, older than a minute) are removed when a session first makes its own.
+
+    Args:
+        watch_pid: a process whose end should end the zygotes and ranks at once (the xdist controller).
     """
 
-    def __init__(self) -> None:
-        self._pools: dict[tuple[int, str], RankPool] = {}
-        self._zygote: Zygote | None = None
-        self._dir = tempfile.mkdtemp(prefix="distcheck-zygote-")
+    def __init__(self, watch_pid: int | None = None) -> None:
+        self._pools: dict[tuple[int, str, str], RankPool] = {}
+        self._zygotes: dict[str, Zygote] = {}
+        self.base_env = dict(os.environ)
+        self._watch_pid = watch_pid
+        self._dir: str | None = None
+        self._lock: int | None = None
 
-    def get(self, world_size: int, backend: str) -> RankPool:
-        if self._zygote is None or not self._zygote.alive:
-            self._stop()
-            os.makedirs(self._dir, exist_ok=True)  # close() removed it
-            self._zygote = Zygote(os.path.join(self._dir, "zygote.log"))
-        key = (world_size, backend)
+    def folder(self) -> str:
+        """The session folder (made, locked, and dead sessions' folders swept, on first use)."""
+        if self._dir is None or not os.path.isdir(self._dir):
+            sweep_dead_sessions()
+            self._dir = tempfile.mkdtemp(prefix=SESSION_PREFIX)
+            self._lock = os.open(os.path.join(self._dir, ".lock"), os.O_WRONLY | os.O_CREAT, 0o600)
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
+        return self._dir
+
+    def zygote(self, debug: str | None = None) -> Zygote:
+        """The zygote of this debug level, started (not waited for) if it is not running."""
+        level = _level(self.base_env, debug)
+        zygote = self._zygotes.get(level)
+        if zygote is None or not zygote.alive:
+            if zygote is not None:
+                self._drop_level(level)
+            env = dict(self.base_env, TORCH_DISTRIBUTED_DEBUG=level) if debug else self.base_env
+            zygote = self._zygotes[level] = Zygote(os.path.join(self.folder(), f"zygote-{level}.log"),
+                                                   env=env, watch_pid=self._watch_pid)
+        return zygote
+
+    def get(self, world_size: int, backend: str, debug: str | None = None) -> RankPool:
+        level = _level(self.base_env, debug)
+        zygote = self.zygote(debug)
+        key = (world_size, backend, level)
         pool = self._pools.get(key)
         if pool is None:
-            pool = self._pools[key] = RankPool(world_size, backend, zygote=self._zygote)
+            folder = os.path.join(self.folder(), f"pool-{world_size}-{backend}-{level}")
+            os.makedirs(folder, exist_ok=True)
+            pool = self._pools[key] = RankPool(world_size, backend, zygote=zygote, base_env=self.base_env,
+                                               folder=folder, debug_level=level)
         return pool
 
-    def restart(self, world_size: int, backend: str) -> None:
+    def restart(self, world_size: int, backend: str, debug: str | None = None) -> None:
         """Stop the ranks of this key, if any; the next call forks fresh ones."""
-        pool = self._pools.get((world_size, backend))
+        pool = self._pools.get((world_size, backend, _level(self.base_env, debug)))
         if pool is not None:
             pool.kill()
 
     def close(self) -> None:
-        """Stop every rank and the zygote, and remove their logs (end of session; ``get`` starts anew)."""
-        self._stop()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        """Stop every rank and zygote, and remove the session folder (end of session; ``get`` starts anew)."""
+        for level in list(self._zygotes):
+            self._drop_level(level)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
-    def _stop(self) -> None:
-        for pool in self._pools.values():
-            pool.close()
-        self._pools.clear()
-        if self._zygote is not None:
-            self._zygote.close()
-            self._zygote = None
+    def _drop_level(self, level: str) -> None:
+        for key in [k for k in self._pools if k[2] == level]:
+            self._pools.pop(key).close()
+        zygote = self._zygotes.pop(level, None)
+        if zygote is not None:
+            zygote.close()
+
+
+def sweep_dead_sessions(root: str | None = None, min_age_s: float = SWEEP_MIN_AGE_S) -> list[str]:
+    """Remove session folders of this user whose owner is gone (their lock is free); return their paths.
+
+    A folder is left alone while its lock is held (its session runs), when it is younger than
+    ``min_age_s`` seconds (its owner may be about to lock it), or when it is not this user's.
+    """
+    removed = []
+    for path in Path(root or tempfile.gettempdir()).glob(SESSION_PREFIX + "*"):
+        try:
+            st = path.stat()
+            if st.st_uid != os.getuid() or time.time() - st.st_mtime < min_age_s:
+                continue
+            fd = os.open(path / ".lock", os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # held: a live session
+        finally:
+            os.close(fd)
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(str(path))
+    return removed

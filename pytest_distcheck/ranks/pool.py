@@ -1,22 +1,45 @@
 """Rank processes kept alive across tests, and how a call is dispatched to them and collected.
 
-Design (each behaviour is tested in tests/test_rank_group.py, test_rank_recovery.py, test_rank_processes.py):
+Design decisions, each with its reason and the test that pins it (tests/test_rank_*.py):
 - one process per rank, forked from the zygote (:mod:`pytest_distcheck.ranks.zygote`), which imported
-  torch once: starting or replacing the ranks costs a fork, not an import. Each rank has its own session
-  (a kill reaches grandchildren) and SIGKILL as its parent-death signal (SIGINT does not stop a rank
-  blocked in gloo);
-- rendezvous on a ``FileStore`` in the pool's private temporary folder, a new file for every start of
-  the ranks: nothing to collide under xdist, no stale keys, and no DNS (a ``TCPStore`` reverse-resolves
-  its peers, which stalls 5 s whenever the resolver drops a query);
+  torch once: starting or replacing the ranks costs a fork, not an import
+  (test_rank_recovery::test_a_segfault_is_reported_with_its_signal_and_stack). Each rank has its own
+  session (a kill reaches grandchildren) and SIGKILL as its parent-death signal (SIGINT does not stop a
+  rank blocked in gloo) (test_rank_processes::test_ranks_die_with_a_killed_pytest);
+- the zygote starts as soon as pytest collects a test that uses ``dist_world``, so its torch import
+  overlaps collection (test_rank_plugin::test_zygote_starts_at_collection);
+- rendezvous on a ``FileStore`` in the session's private temporary folder, a new file for every start
+  of the ranks: nothing to collide under xdist, no stale keys, and no DNS (a ``TCPStore`` reverse-resolves
+  its peers, which stalls 5 s whenever the resolver drops a query)
+  (test_rank_processes::test_xdist_and_two_sessions_at_once_never_collide);
 - the process group is kept while every rank ends a call in step (same sequence number of the default
   group, no subgroups, no error); a call that created subgroups or destroyed the group gets a fresh
-  group under a new ``PrefixStore`` prefix for the next call;
+  group under a new ``PrefixStore`` prefix for the next call
+  (test_rank_recovery::test_the_group_is_kept_while_ranks_stay_in_step,
+  test_rank_group::test_a_destroyed_group_is_rebuilt);
+- the group's own timeout is ``2 x call timeout + 10 s``: the kit's deadline always expires first, so a
+  hang is always a :class:`RankTimeout` with every rank's stack, never gloo's "Timed out waiting" as a
+  ``RankError`` (test_rank_context::test_the_group_timeout_is_above_the_call_timeout);
+- every call carries the test's environment (a diff against the session's start), cwd, ``sys.path`` and
+  assertion-rewritten modules, applied in the rank and undone after the call, so ``monkeypatch`` works
+  as in a plain test and nothing leaks to the next one (:mod:`pytest_distcheck.ranks.context`;
+  test_rank_context::test_env_and_cwd_follow_the_test, test_rank_plugin::test_nothing_leaks_between_tests);
+- a rank writes its stdout and stderr straight to per-rank files (its fd 1 and 2), which the pool reads
+  for every outcome: prints survive a hang, ``os._exit`` or a segfault; with ``-s`` the pool tails them
+  live, each line prefixed with its rank (test_rank_context::test_output_of_a_hung_rank_is_shown,
+  test_rank_plugin::test_with_s_rank_output_is_live);
 - on any doubt the ranks are replaced by fresh forks before the next call: a rank raised (it exits
   right after reporting, which also unblocks peers waiting on it), died, or outlived the timeout
   (stack-dumped with faulthandler on SIGUSR1, then killed), or the ranks ended out of step (a
-  :class:`~pytest_distcheck.ranks.errors.RanksOutOfStepWarning` names the counts);
+  :class:`~pytest_distcheck.ranks.errors.RanksOutOfStepWarning` names the counts)
+  (test_rank_recovery::test_ranks_left_out_of_step_are_detected_and_replaced);
+- a rank whose group set-up failed because a peer failed in user code is reported "stopped after a peer
+  failed", not with gloo's connect error (:func:`pytest_distcheck.ranks.report.blame`; test_rank_report);
+- a timeout or an out-of-step call proposes the exact re-run with ``TORCH_DISTRIBUTED_DEBUG=DETAIL``;
+  debug levels run on ranks of their own zygote, started with the variable set before ``import torch``
+  (test_rank_context::test_debug_marker_runs_on_ranks_with_that_level).
 - warnings raised in the ranks are re-issued in the test process under the test's filters
-  (:mod:`pytest_distcheck.ranks.rank_warnings`).
+  (:mod:`pytest_distcheck.ranks.rank_warnings`; tests/test_rank_warnings.py).
 """
 
 from __future__ import annotations
@@ -32,6 +55,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Callable
 
+from pytest_distcheck.ranks.context import env_diff, rewritten_modules
 from pytest_distcheck.ranks.errors import (
     PicklingError,
     RankError,
@@ -41,12 +65,73 @@ from pytest_distcheck.ranks.errors import (
 )
 from pytest_distcheck.ranks.payload import dump_call, origin_file
 from pytest_distcheck.ranks.rank_warnings import reissue
+from pytest_distcheck.ranks.report import STOPPED, blame, detail_rerun, known_crash
 from pytest_distcheck.ranks.zygote import Zygote, ZygoteError, pidfd_exited
 
 # After the first rank fails, how long its peers get to report before they are stopped.
 PEER_GRACE_S = 5.0
 # How long a killed or stopped rank may take to be gone.
 REAP_S = 5.0
+# How often output is tailed while a call runs with live output (pytest -s).
+LIVE_POLL_S = 0.1
+# Most of one stream of one rank shown per call (the tail is kept).
+OUTPUT_MAX = 64_000
+
+
+def group_timeout(call_timeout: float) -> float:
+    """Seconds the process group's collectives may take for a call of ``call_timeout`` seconds.
+
+    Well above the call's deadline (also after the 0.3 s stack dump), so the kit's ``RankTimeout`` always
+    comes first and gloo's own "Timed out waiting" never races it.
+    """
+    return 2 * call_timeout + 10
+
+
+class _Output:
+    """One rank's stdout and stderr files: where the current call started, and a live tail."""
+
+    def __init__(self, out: str, err: str) -> None:
+        self.fds = [os.open(out, os.O_RDONLY), os.open(err, os.O_RDONLY)]
+        self.start = [0, 0]
+        self.pos = [0, 0]
+        self.partial = ["", ""]
+
+    def mark(self) -> None:
+        self.start = [os.fstat(fd).st_size for fd in self.fds]
+        self.pos = list(self.start)
+        self.partial = ["", ""]
+
+    def _read(self, i: int, frm: int) -> str:
+        end = os.fstat(self.fds[i]).st_size
+        skipped = max(end - frm - OUTPUT_MAX, 0)
+        data = os.pread(self.fds[i], end - frm - skipped, frm + skipped) if end > frm else b""
+        text = data.decode(errors="replace")
+        return f"[... {skipped} bytes left out ...]\n{text}" if skipped else text
+
+    def call_text(self) -> tuple[str, str]:
+        """(stdout, stderr) written since :meth:`mark`."""
+        return self._read(0, self.start[0]), self._read(1, self.start[1])
+
+    def tail(self, rank: int, final: bool = False) -> None:
+        """Write complete new lines (all at the end) to this process's stdout/stderr, tagged with the rank."""
+        for i, stream in enumerate((sys.stdout, sys.stderr)):
+            end = os.fstat(self.fds[i]).st_size
+            if end > self.pos[i]:
+                self.partial[i] += os.pread(self.fds[i], end - self.pos[i], self.pos[i]).decode(errors="replace")
+                self.pos[i] = end
+            lines = self.partial[i].split("\n")
+            self.partial[i] = lines.pop()  # an unfinished line waits for its end, or for the call's end
+            if final and self.partial[i]:
+                lines.append(self.partial[i])
+                self.partial[i] = ""
+            for line in lines:
+                stream.write(f"[rank {rank}] {line}\n")
+            if lines:
+                stream.flush()
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
 
 
 class RankPool:
@@ -60,6 +145,10 @@ class RankPool:
         backend: ``gloo`` (CPU) or ``nccl`` (one GPU per rank).
         zygote: the process to fork ranks from; by default the pool starts (and owns) its own.
         start_timeout: seconds to wait for the zygote to import torch, and for every rank to join.
+        base_env: the environment the ranks start with, against which each call's environment is
+            diffed (default: this process's, now).
+        folder: where the rank files go (default: a new temporary folder, removed by :meth:`close`).
+        debug_level: the ranks' ``TORCH_DISTRIBUTED_DEBUG`` (``OFF``/``INFO``/``DETAIL``), for the report.
 
     Attributes:
         starts: how many times ranks were started; started_s: seconds the last start took.
@@ -69,12 +158,14 @@ class RankPool:
     """
 
     def __init__(self, world_size: int, backend: str = "gloo", zygote: Zygote | None = None,
-                 start_timeout: float = 120.0) -> None:
+                 start_timeout: float = 120.0, base_env: dict[str, str] | None = None,
+                 folder: str | None = None, debug_level: str = "OFF") -> None:
         if world_size < 1:
             raise ValueError(f"world_size must be >= 1, got {world_size}")
         self.world_size = world_size
         self.backend = backend
         self.start_timeout = start_timeout
+        self.debug_level = debug_level
         self.generation = 0  # the group's PrefixStore prefix; a new one for every new group
         self.pg_timeout = 0.0  # seconds the current group's collectives may take
         self.calls = 0
@@ -82,12 +173,16 @@ class RankPool:
         self._attempts = 0
         self._origin = ""  # source file of the function of the current call
         self.started_s = 0.0
-        self._dir = tempfile.mkdtemp(prefix="distcheck-ranks-")
+        self.base_env = dict(os.environ if base_env is None else base_env)
+        self._own_dir = folder is None
+        self._dir = tempfile.mkdtemp(prefix="distcheck-ranks-") if folder is None else folder
         self._own_zygote = zygote is None
         self._zygote = zygote
         self._pids: list[int] = []
         self._pidfds: list[int] = []
         self._conns: list[Connection] = []
+        self._outputs: list[_Output] = []
+        self._rewrite_sent: dict[str, str] | None = None
 
     # -- life cycle -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -100,16 +195,21 @@ class RankPool:
         if self._zygote is None or not self._zygote.alive:
             if not self._own_zygote:
                 raise ZygoteError("the rank zygote this pool forks from is gone")
-            self._zygote = Zygote(self._path(-1, "log"), self.start_timeout)
+            self._zygote = Zygote(self._path(-1, "log"), self.start_timeout, env=self.base_env)
         init = {"sys_path": list(sys.path), "cwd": os.getcwd()}
         self._attempts += 1  # a new store file for every attempt: a failed one may have left keys
         store_file = os.path.join(self._dir, f"store.{self._attempts}")
+        self._rewrite_sent = None
         try:
             for rank in range(self.world_size):
+                out, err = self._path(rank, "out"), self._path(rank, "err")
+                for path in (out, err):
+                    with open(path, "wb"):
+                        pass
+                self._outputs.append(_Output(out, err))
                 pid, conn = self._zygote.fork_rank({
                     "rank": rank, "world_size": self.world_size, "backend": self.backend,
-                    "store_file": store_file,
-                    "stack_file": self._path(rank, "stack"), "log": self._path(rank, "log"),
+                    "store_file": store_file, "stack_file": self._path(rank, "stack"), "out": out, "err": err,
                 })
                 self._pids.append(pid)
                 self._conns.append(conn)
@@ -145,10 +245,13 @@ class RankPool:
                         detail="could not start the rank pool")
 
     def _log(self, rank: int) -> str:
-        try:
-            return Path(self._path(rank, "log")).read_text(errors="replace")[-4000:]
-        except OSError:
-            return ""
+        parts = []
+        for kind in ("out", "err"):
+            try:
+                parts.append(Path(self._path(rank, kind)).read_text(errors="replace")[-4000:])
+            except OSError:
+                pass
+        return "".join(parts)
 
     @property
     def alive(self) -> bool:
@@ -169,7 +272,8 @@ class RankPool:
         if self._own_zygote and self._zygote is not None:
             self._zygote.close()
             self._zygote = None
-        shutil.rmtree(self._dir, ignore_errors=True)
+        if self._own_dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
 
     def kill(self) -> None:
         """SIGKILL every rank's process group and wait until the ranks are gone (the zygote stays)."""
@@ -183,7 +287,9 @@ class RankPool:
             os.close(fd)
         for conn in self._conns:
             conn.close()
-        self._pids, self._pidfds, self._conns = [], [], []
+        for output in self._outputs:
+            output.close()
+        self._pids, self._pidfds, self._conns, self._outputs = [], [], [], []
 
     def _wait_gone(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
@@ -191,11 +297,17 @@ class RankPool:
             pidfd_exited(fd, max(deadline - time.monotonic(), 0.0))
 
     # -- calls ------------------------------------------------------------------------------------
-    def run(self, fn: Callable[..., Any], args: tuple, kwargs: dict, timeout: float) -> list[Any]:
+    def run(self, fn: Callable[..., Any], args: tuple, kwargs: dict, timeout: float, *, live: bool = False,
+            pass_rank: bool = False, nodeid: str = "") -> list[Any]:
         """Run ``fn(*args, **kwargs)`` on every rank; return the results in rank order.
 
         Args:
-            timeout: seconds for the whole call on every rank; also the process group's timeout.
+            timeout: seconds for the whole call on every rank (the group's own is longer:
+                :func:`group_timeout`).
+            live: write the ranks' output as it comes, tagged ``[rank r]`` (pytest ``-s``); otherwise it is
+                written at the end of a call that returned, and put into the error of one that did not.
+            pass_rank: call ``fn(rank, *args, **kwargs)`` (``torch.multiprocessing.spawn``'s convention).
+            nodeid: the test's id, for the re-run command a timeout proposes.
 
         Raises:
             PicklingError: ``fn``, an argument or a result could not be pickled (names which).
@@ -208,33 +320,41 @@ class RankPool:
         __tracebackhide__ = True  # a failing call points at the test, not at the pool
         payload = dump_call(fn, args, kwargs)
         self.start()
-        if timeout > self.pg_timeout:  # the group's own timeout must not cut the call short
+        need = group_timeout(timeout)
+        if need > self.pg_timeout:  # the group's own timeout must not cut the call short
             self.generation += 1
-            self.pg_timeout = timeout
+            self.pg_timeout = need
         self.calls += 1
         call_id = self.calls
         self._origin = origin_file(fn)
-        msg = ("run", call_id, payload, self.generation, float(timeout), list(sys.path), self._origin)
+        rewrite = rewritten_modules()
+        ctx = {"env": env_diff(self.base_env, os.environ), "cwd": os.getcwd(), "pass_rank": pass_rank,
+               "rewrite": None if rewrite == self._rewrite_sent else rewrite}
+        self._rewrite_sent = rewrite
+        msg = ("run", call_id, payload, self.generation, float(self.pg_timeout), list(sys.path), self._origin, ctx)
+        for output in self._outputs:
+            output.mark()
         for conn in self._conns:
             try:
                 conn.send(msg)
             except OSError:  # the rank is gone; _collect reports how it ended
                 pass
-        outcomes, results, seqs, keep = self._collect(call_id, timeout)
+        outcomes, results, seqs, keep = self._collect(call_id, timeout, live, nodeid)
         if any(o.status not in ("ok", "skip") for o in outcomes):
             self.kill()  # a rank raised, died or hung: fresh ranks for the next call
         elif len(set(seqs)) > 1:
             self.kill()
+            rerun = detail_rerun(nodeid, self.debug_level)
             warnings.warn(RanksOutOfStepWarning(
                 "ranks ended the call out of step (collectives issued per rank: "
                 + ", ".join(f"rank {r}: {s}" for r, s in enumerate(seqs))
                 + "): a collective or send that only some ranks issued, or an async_op never waited on? "
-                  "The ranks were replaced."), stacklevel=3)
+                  "The ranks were replaced." + (f" To find it, {rerun}" if rerun else "")), stacklevel=3)
         elif not all(keep):
             self.generation += 1  # subgroups or a destroyed group: the next call gets a fresh group
-        return self._finish(outcomes, results)
+        return self._finish(outcomes, results, live)
 
-    def _collect(self, call_id: int, timeout: float):
+    def _collect(self, call_id: int, timeout: float, live: bool, nodeid: str):
         __tracebackhide__ = True
         n = self.world_size
         outcomes: list[RankOutcome | None] = [None] * n
@@ -252,7 +372,10 @@ class RankPool:
                     timed_out = True
                     break
                 ready = wait([*pending, *(fd for fd, r in pidfds.items() if self._conns[r] in pending)],
-                             timeout=remaining)
+                             timeout=min(remaining, LIVE_POLL_S) if live else remaining)
+                if live:
+                    for rank, output in enumerate(self._outputs):
+                        output.tail(rank)
                 for obj in ready:
                     rank = pending.get(obj) if isinstance(obj, Connection) else pidfds[obj]
                     if rank is None or self._conns[rank] not in pending:
@@ -278,19 +401,26 @@ class RankPool:
         except BaseException:  # KeyboardInterrupt, pytest-timeout: leave nothing running
             self.kill()
             raise
+        stacks = self._dump_stacks(list(pending.values())) if pending else {}
+        died = any(o is not None and o.status in ("error", "died") for o in outcomes)
+        for rank in pending.values():
+            status = "timeout" if timed_out and not died else "stopped"
+            why = f"no result after {timeout:g} s" if status == "timeout" else STOPPED
+            outcomes[rank] = RankOutcome(rank, status, why, stack=stacks.get(rank, ""))
+        done: list[RankOutcome] = [o for o in outcomes if o is not None]
+        for o, output in zip(done, self._outputs, strict=True):
+            if live:
+                output.tail(o.rank, final=True)
+            o.stdout, o.stderr = output.call_text()
         if pending:
-            stacks = self._dump_stacks(list(pending.values()))
-            died = any(o is not None and o.status in ("error", "died") for o in outcomes)
-            for rank in pending.values():
-                status = "timeout" if timed_out and not died else "stopped"
-                why = f"no result after {timeout:g} s" if status == "timeout" else "stopped after a peer failed"
-                outcomes[rank] = RankOutcome(rank, status, why, stack=stacks.get(rank, ""))
             self.kill()
             if timed_out and not died:
-                done = [f"rank {r}: returned" for r, o in enumerate(outcomes) if o is not None and o.status == "ok"]
-                raise RankTimeout([o for o in outcomes if o is not None], detail=f"timeout {timeout:g} s" + (
-                    f"; {', '.join(done)} (ranks out of step: a collective only some ranks issued?)" if done else ""))
-        return [o for o in outcomes if o is not None], results, seqs, keep
+                returned = [f"rank {o.rank}: returned" for o in done if o.status == "ok"]
+                rerun = detail_rerun(nodeid, self.debug_level)
+                raise RankTimeout(done, detail=f"timeout {timeout:g} s" + (
+                    f"; {', '.join(returned)} (ranks out of step: a collective only some ranks issued?)"
+                    if returned else ""), hint=rerun[:1].upper() + rerun[1:] if rerun else "")
+        return done, results, seqs, keep
 
     def _death(self, rank: int) -> RankOutcome:
         code = self._zygote.exit_code(self._pids[rank], 2.0) if self._zygote is not None else None
@@ -300,7 +430,7 @@ class RankPool:
             why = f"killed by {signal.Signals(-code).name}"
         else:
             why = f"exited with code {code}"
-        return RankOutcome(rank, "died", why, stderr=self._log(rank))
+        return RankOutcome(rank, "died", why)
 
     def _dump_stacks(self, ranks: list[int]) -> dict[int, str]:
         for rank in ranks:
@@ -314,14 +444,17 @@ class RankPool:
         return {r: Path(self._path(r, "stack")).read_text(errors="replace").replace('File "<dynamic-code>"', origin)
                 for r in ranks}
 
-    def _finish(self, outcomes: list[RankOutcome], results: list[bytes]) -> list[Any]:
+    def _finish(self, outcomes: list[RankOutcome], results: list[bytes], live: bool) -> list[Any]:
         __tracebackhide__ = True
         import cloudpickle
 
         if any(o.status not in ("ok", "skip") for o in outcomes):
-            raise RankError(outcomes)
-        for o in outcomes:
-            _echo(o)
+            outcomes = blame(outcomes)
+            notes = [f"rank {o.rank}: {note}" for o in outcomes if (note := known_crash(o, self.debug_level))]
+            raise RankError(outcomes, hint="\n".join(notes))
+        if not live:
+            for o in outcomes:
+                _echo(o)
         reissue([o.warnings for o in outcomes], self._origin)
         if any(o.status == "skip" for o in outcomes):
             import pytest

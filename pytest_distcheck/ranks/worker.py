@@ -7,18 +7,33 @@ in step, and rebuilt under a new prefix otherwise. A rank whose call raised repo
 closes its sockets at once (so a peer blocked on it fails fast instead of waiting out the group's
 timeout) and the pool is replaced by freshly forked ranks before the next call.
 
+Every call carries the test's context, applied before the call and undone after it: the environment
+(as a diff against the environment the session started with), the working directory, and the names of
+the modules pytest assertion-rewrote (imported here through the same rewriting, so a failing ``assert``
+in a rank shows its values). A rank prints straight to its per-rank files (its fd 1 and 2), so what it
+printed survives a hang or a death.
+
 State reset after every call (documented in the README): the global RNG states of torch (CPU), Python
 and NumPy (when loaded), torch's default dtype, default device, grad mode, deterministic-algorithms
-flag and intra-op thread count, ``os.environ``, the working directory and the warnings filters; subgroups
-a call created are destroyed. Anything else a test changes at module level (a module's globals,
-``sys.modules``) stays for the next test on the same pool; ask for ``@pytest.mark.fresh_ranks``.
+flag and intra-op thread count, the c10d debug level (``dist.set_debug_level``), ``os.environ``, the
+working directory and the warnings filters; subgroups a call created are destroyed. Anything else a test
+changes at module level (a module's globals, ``sys.modules``) stays for the next test on the same pool;
+ask for ``@pytest.mark.fresh_ranks``.
+
+A user's own ``init_process_group`` (the ``mp.spawn`` style) is tolerated: with the group up and
+compatible arguments it does nothing; after the user's ``destroy_process_group`` it builds a new group
+on the pool's store (never ``env://``, so hard-coded ``MASTER_ADDR``/``MASTER_PORT`` are not used);
+arguments the pool cannot honour (another backend, world size or rank) raise an error that says what to
+remove.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import faulthandler
-import io
+import importlib.abc
+import importlib.util
 import linecache
 import os
 import random
@@ -56,6 +71,35 @@ def _chain(te: traceback.TracebackException):
         te = te.__cause__ or te.__context__
 
 
+class _RewritingFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports the modules pytest rewrote in the parent through pytest's own assertion rewriting."""
+
+    def __init__(self) -> None:
+        self.paths: dict[str, str] = {}
+
+    def find_spec(self, name, path=None, target=None):
+        file = self.paths.get(name)
+        if file is None or not os.path.isfile(file):
+            return None
+        return importlib.util.spec_from_file_location(name, file, loader=self)
+
+    def is_package(self, name: str) -> bool:
+        return os.path.basename(self.paths.get(name, "")) == "__init__.py"
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        from _pytest.assertion.rewrite import rewrite_asserts
+
+        file = module.__spec__.origin
+        with open(file, "rb") as f:
+            source = f.read()
+        tree = ast.parse(source, filename=file)
+        rewrite_asserts(tree, source, file, None)
+        exec(compile(tree, file, "exec", dont_inherit=True), module.__dict__)  # noqa: S102
+
+
 class _Rank:
     def __init__(self, conn: Connection, rank: int, world_size: int, backend: str, store_file: str) -> None:
         import torch
@@ -64,6 +108,11 @@ class _Rank:
         self.torch, self.dist = torch, dist
         self.conn, self.rank, self.world_size, self.backend = conn, rank, world_size, backend
         self.generation: int | None = None
+        self.timeout = 0.0  # seconds: the current group's timeout
+        self.reinits = 0  # groups the user's own init_process_group built during this call
+        self.rewriter = _RewritingFinder()
+        sys.meta_path.insert(0, self.rewriter)
+        self._tolerate_user_init()
         # Not a TCPStore: it reverse-resolves its peers' addresses, and a resolver that drops one query
         # stalls the start for glibc's 5 s timeout (measured here in about 4 % of starts).
         self.store = dist.FileStore(store_file, world_size)
@@ -81,6 +130,7 @@ class _Rank:
             torch.is_grad_enabled(),
             (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
             torch.get_num_threads(),
+            self.dist.get_debug_level(),
             dict(os.environ),
             os.getcwd(),
             list(warnings.filters),
@@ -88,7 +138,7 @@ class _Rank:
 
     def _restore(self) -> None:
         torch = self.torch
-        rng, py_rng, np_rng, dtype, device, grad, deterministic, threads, env, cwd, filters = self.saved
+        rng, py_rng, np_rng, dtype, device, grad, deterministic, threads, debug, env, cwd, filters = self.saved
         torch.set_rng_state(rng)
         random.setstate(py_rng)
         if np_rng is not None:
@@ -102,6 +152,8 @@ class _Rank:
             torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
+        if self.dist.get_debug_level() != debug:
+            self.dist.set_debug_level(debug)
         if os.environ != env:
             os.environ.clear()
             os.environ.update(env)
@@ -115,25 +167,57 @@ class _Rank:
         if self.generation == generation and dist.is_initialized():
             return
         self._drop_group()
-        dist.init_process_group(
-            self.backend,
-            store=dist.PrefixStore(f"pg/{generation}", self.store),
-            rank=self.rank,
-            world_size=self.world_size,
-            timeout=timedelta(seconds=timeout),
-        )
+        self._init(f"pg/{generation}", timeout)
         self.generation = generation
+        self.timeout = timeout
+
+    def _init(self, prefix: str, timeout: float) -> None:
+        dist = self.dist
+        self._orig_init(self.backend, store=dist.PrefixStore(prefix, self.store), rank=self.rank,
+                        world_size=self.world_size, timeout=timedelta(seconds=timeout))
 
     def _drop_group(self) -> None:
         with contextlib.suppress(Exception):
             if self.dist.is_initialized():
-                self.dist.destroy_process_group()
+                self._orig_destroy()
         self.generation = None
+
+    def _tolerate_user_init(self) -> None:
+        """Replace ``init_process_group`` (in ``torch.distributed`` and ``distributed_c10d``) for user code."""
+        dist = self.dist
+        c10d = dist.distributed_c10d
+        self._orig_init, self._orig_destroy = c10d.init_process_group, c10d.destroy_process_group
+        me = self
+
+        def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
+                               store=None, group_name="", pg_options=None, device_id=None, **kwargs):
+            """The pool's stand-in: the group is the pool's; a second init is a no-op when compatible."""
+            me.check_user_init(backend, world_size, rank)
+            if not dist.is_initialized():  # the user destroyed it earlier in this call: rebuild on our store
+                me.reinits += 1
+                me._init(f"pg/{me.generation}/user{me.reinits}", me.timeout)
+
+        init_process_group.__wrapped__ = self._orig_init
+        dist.init_process_group = c10d.init_process_group = init_process_group
+
+    def check_user_init(self, backend, world_size, user_rank) -> None:
+        wrong = []
+        if backend is not None and str(backend).split(":")[-1].lower() not in (self.backend, "undefined"):
+            wrong.append(f"backend={backend!r} (the group is {self.backend!r})")
+        if world_size not in (None, -1, self.world_size):
+            wrong.append(f"world_size={world_size!r} (the group has {self.world_size} ranks)")
+        if user_rank not in (None, -1, self.rank):
+            wrong.append(f"rank={user_rank!r} (this process is rank {self.rank})")
+        if wrong:
+            raise RuntimeError(
+                "init_process_group(" + ", ".join(wrong) + "): dist_world already set up the default process "
+                "group. Remove the init_process_group call from the function (or pass only arguments that "
+                "match); choose the world size with @pytest.mark.world_size(n) or dist_world.spawn(..., nprocs=n).")
 
     def _group_state(self) -> tuple[int | None, bool]:
         """(sequence number of the default group, whether it can be kept for the next call)."""
         dist = self.dist
-        if not dist.is_initialized():
+        if not dist.is_initialized() or self.reinits:
             return None, False
         c10d = dist.distributed_c10d
         if len(c10d._world.pg_map) != 1:  # the test created subgroups: start the next one clean
@@ -143,20 +227,36 @@ class _Rank:
         except Exception:  # noqa: BLE001 - no sequence number: rebuild rather than guess
             return None, False
 
-    def call(self, call_id: int, payload: bytes, generation: int, timeout: float, origin: str) -> bool:
-        """Run one call and send its outcome; False when this rank must now exit (the call raised)."""
+    def _enter(self, ctx: dict) -> None:
+        """Apply the test's context: environment diff, working directory, modules to assertion-rewrite."""
+        set_, unset = ctx["env"]
+        for key in unset:
+            os.environ.pop(key, None)
+        os.environ.update(set_)
+        os.chdir(ctx["cwd"])
+        if ctx.get("rewrite") is not None:
+            self.rewriter.paths = ctx["rewrite"]
+
+    def call(self, call_id: int, payload: bytes, generation: int, timeout: float, origin: str, ctx: dict) -> bool:
+        """Run one call and send its outcome; False when this rank must now exit (the call raised).
+
+        The outcome's ``phase`` says where an error came from: ``setup`` (the context or the group,
+        before any user code: a peer that failed at once makes this rank's group set-up fail) or ``call``.
+        """
         import cloudpickle
 
-        out, err = io.StringIO(), io.StringIO()
         outcome: dict = {"rank": self.rank, "status": "ok"}
         result = b""
         wlog: list = []
+        phase = "setup"
+        self.reinits = 0
         try:
+            self._enter(ctx)
             self._ensure_group(generation, timeout)
+            phase = "call"
             fn, args, kwargs = cloudpickle.loads(payload)
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                    rank_warnings.recording() as wlog:
-                value = fn(*args, **kwargs)
+            with rank_warnings.recording() as wlog:
+                value = fn(self.rank, *args, **kwargs) if ctx.get("pass_rank") else fn(*args, **kwargs)
             try:
                 result = cloudpickle.dumps(value)
             except Exception as exc:  # noqa: BLE001
@@ -168,12 +268,16 @@ class _Rank:
                 status="skip" if skip else "error",
                 error=getattr(exc, "msg", None) or str(exc) if skip else _describe(exc),
                 traceback="" if skip else _format_traceback(exc, origin),
+                phase=phase,
             )
-        outcome["stdout"], outcome["stderr"] = out.getvalue(), err.getvalue()
         if outcome["status"] == "error":  # shown with the error; re-issued, they could mask it
-            outcome["stderr"] += rank_warnings.as_text(wlog)
+            with contextlib.suppress(Exception):
+                sys.stderr.write(rank_warnings.as_text(wlog))
         else:
             outcome["warnings"] = rank_warnings.records(wlog)
+        with contextlib.suppress(Exception):  # the pool reads the rank's files once the reply is in
+            sys.stdout.flush()
+            sys.stderr.flush()
         if outcome["status"] == "error":
             self.conn.send(("result", call_id, outcome, result, None, False))
             return False
@@ -189,19 +293,19 @@ class _Rank:
         self.conn.send(("ready", os.getpid()))
         while True:
             try:
-                _, call_id, payload, generation, timeout, sys_path, origin = self.conn.recv()
+                _, call_id, payload, generation, timeout, sys_path, origin, ctx = self.conn.recv()
             except (EOFError, OSError):
                 return
             if sys.path != sys_path:  # pytest inserts test folders as it collects them
                 sys.path[:] = sys_path
-            if not self.call(call_id, payload, generation, timeout, origin):
+            if not self.call(call_id, payload, generation, timeout, origin, ctx):
                 return
 
 
 def serve(conn: Connection, rank: int, world_size: int, backend: str, store_file: str, stack_file: str) -> None:
     """Be rank ``rank`` of ``world_size``: open the pool's store, then run calls sent on ``conn``.
 
-    Called in a process just forked from the zygote, with stdout and stderr already on the rank's log.
+    Called in a process just forked from the zygote, with stdout and stderr already on the rank's files.
     Returns when the parent goes away or after a call that raised; the caller
     then ends the process with ``os._exit`` (gloo threads may still hold the store at teardown).
     """

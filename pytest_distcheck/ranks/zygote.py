@@ -6,15 +6,17 @@ down after a failure is replaced in about 0.1 s. The zygote itself never runs te
 creates a process group or a thread pool, so what it forks is the state right after ``import torch``.
 
 Process tree and life cycle:
-- pytest -> zygote (``python -m pytest_distcheck.ranks.zygote FD LOG``): own session, SIGKILL as its
-  parent-death signal;
+- pytest -> zygote (``python -m pytest_distcheck.ranks.zygote FD [WATCH_FD]``): own session, SIGKILL as
+  its parent-death signal. Under pytest-xdist it also watches the controller (a pidfd, ``WATCH_FD``): an
+  xdist worker notices a killed controller only seconds later, and the zygote takes its ranks down at
+  once instead;
 - zygote -> rank (``os.fork``): each rank calls ``setsid`` (a ``killpg`` reaches its grandchildren) and
   sets SIGKILL as its parent-death signal, so SIGKILL to pytest takes the zygote and then every rank;
 - the zygote reaps its ranks (a pidfd per rank) and tells pytest how each ended, because only a
   parent can read a child's exit status.
 
 Protocol on the control connection (a ``multiprocessing`` duplex pipe, i.e. a Unix socket pair):
-pytest sends ``("fork", rank, args)`` followed by the rank's end of a new pipe as an ``SCM_RIGHTS``
+pytest sends ``("fork", args)`` followed by the rank's end of a new pipe as an ``SCM_RIGHTS``
 handle; the zygote answers ``("forked", rank, pid)`` and later ``("exit", pid, returncode)``
 (negative: killed by that signal, as ``subprocess`` reports it).
 """
@@ -57,34 +59,65 @@ class ZygoteError(RuntimeError):
 class Zygote:
     """The pytest side of the zygote: start it, fork ranks from it, learn how they ended.
 
+    The process starts at once; its torch import runs while the caller goes on (pytest collecting, say),
+    and the first :meth:`fork_rank` (or :meth:`wait_ready`) waits for it.
+
     Args:
         log_path: file the zygote's own output goes to (shown if it fails to start).
-        start_timeout: seconds to wait for the zygote to import torch.
+        start_timeout: seconds to wait for the zygote to import torch, from its start.
+        env: its environment (default: this process's); the ranks inherit it, plus
+            ``OMP_NUM_THREADS=1``, ``PYTHONUNBUFFERED=1`` and ``GLOO_SOCKET_IFNAME=lo`` unless set.
+        watch_pid: a process whose end also ends the zygote and its ranks (the xdist controller).
 
     Raises:
-        ZygoteError: the zygote did not report ready in time (with its log).
+        ZygoteError: (from :meth:`wait_ready`) the zygote did not report ready in time, with its log.
     """
 
-    def __init__(self, log_path: str, start_timeout: float = 120.0) -> None:
+    def __init__(self, log_path: str, start_timeout: float = 120.0, env: dict[str, str] | None = None,
+                 watch_pid: int | None = None) -> None:
         self.log_path = log_path
+        self.start_timeout = start_timeout
         self._exits: dict[int, int] = {}
+        self._ready = False
+        self._started = time.monotonic()
         parent, child = Pipe(duplex=True)
-        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        env = dict(os.environ if env is None else env, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
         # Gloo on loopback: otherwise it resolves the host name, which may ask a DNS server.
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-        with open(log_path, "wb") as log:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "pytest_distcheck.ranks.zygote", str(child.fileno())],
-                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=env, start_new_session=True, preexec_fn=die_with_parent,
-            )
-        child.close()
-        self._conn = parent
+        self.env = env
+        fds = [child.fileno()]
+        if watch_pid is not None:
+            try:
+                fds.append(os.pidfd_open(watch_pid))
+            except ProcessLookupError:  # already gone: nothing to watch, the caller goes soon too
+                pass
         try:
-            self._expect("ready", start_timeout)
+            with open(log_path, "wb") as log:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", "pytest_distcheck.ranks.zygote", *map(str, fds)],
+                    pass_fds=fds, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    env=env, start_new_session=True, preexec_fn=die_with_parent,
+                )
+        finally:
+            child.close()
+            for fd in fds[1:]:
+                os.close(fd)
+        self._conn = parent
+
+    def wait_ready(self) -> None:
+        """Wait until the zygote has imported torch (no-op after the first time).
+
+        Raises:
+            ZygoteError: it did not report ready within ``start_timeout`` of its start, or exited.
+        """
+        if self._ready:
+            return
+        try:
+            self._expect("ready", self.start_timeout - (time.monotonic() - self._started))
         except BaseException:
             self.kill()
             raise
+        self._ready = True
 
     @property
     def pid(self) -> int:
@@ -123,8 +156,10 @@ class Zygote:
         """Fork one rank process; return its pid and the pytest end of its connection.
 
         ``args`` are the keyword arguments of :func:`pytest_distcheck.ranks.worker.serve`
-        (less ``conn``) plus ``log`` (the file the rank's stdout and stderr go to).
+        (less ``conn``) plus ``out`` and ``err``: existing files the rank's stdout and stderr are
+        appended to, as written (the pool reads them for every outcome, a hang or a death included).
         """
+        self.wait_ready()
         parent, child = Pipe(duplex=True)
         try:
             self._conn.send(("fork", args))
@@ -178,10 +213,10 @@ def _start_rank(conn_fd: int, args: dict[str, Any], close_fds: list[int]) -> int
             os._exit(1)
         for fd in close_fds:
             os.close(fd)
-        log = os.open(args.pop("log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(log)
+        for fd, path in ((1, args.pop("out")), (2, args.pop("err"))):
+            stream = os.open(path, os.O_WRONLY | os.O_APPEND)
+            os.dup2(stream, fd)
+            os.close(stream)
         from pytest_distcheck.ranks import worker
 
         worker.serve(Connection(conn_fd), **args)
@@ -196,7 +231,7 @@ def _start_rank(conn_fd: int, args: dict[str, Any], close_fds: list[int]) -> int
         os._exit(code)
 
 
-def main(fd: int) -> None:
+def main(fd: int, watch: list[int]) -> None:
     # Everything a rank needs, imported once here so that each fork starts with it; pytest because the
     # test modules a rank imports by name import it (about 0.15 s a fresh rank would pay each time).
     import cloudpickle  # noqa: F401
@@ -210,25 +245,14 @@ def main(fd: int) -> None:
     conn.send(("ready", os.getpid()))
     children: dict[int, int] = {}  # pidfd -> pid
     while True:
-        for ready in wait([conn, *children]):
+        for ready in wait([conn, *watch, *children]):
             if ready is conn:
                 try:
                     msg = conn.recv()
                 except (EOFError, OSError):
                     msg = ("stop",)
-                if msg[0] == "stop":
-                    for pid in children.values():
-                        try:
-                            os.killpg(pid, signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
-                    os._exit(0)
-                _, args = msg
-                conn_fd = recv_handle(conn)
-                pid = _start_rank(conn_fd, args, [fd, *children])
-                os.close(conn_fd)
-                children[os.pidfd_open(pid)] = pid
-                conn.send(("forked", pid))
+            elif ready in watch:  # the xdist controller is gone, so is this session
+                msg = ("stop",)
             else:
                 pid = children.pop(ready)
                 os.close(ready)
@@ -237,7 +261,21 @@ def main(fd: int) -> None:
                     conn.send(("exit", pid, os.waitstatus_to_exitcode(status)))
                 except OSError:
                     os._exit(0)
+                continue
+            if msg[0] == "stop":
+                for pid in children.values():
+                    try:
+                        os.killpg(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                os._exit(0)
+            _, args = msg
+            conn_fd = recv_handle(conn)
+            pid = _start_rank(conn_fd, args, [fd, *watch, *children])
+            os.close(conn_fd)
+            children[os.pidfd_open(pid)] = pid
+            conn.send(("forked", pid))
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), [int(a) for a in sys.argv[2:]])

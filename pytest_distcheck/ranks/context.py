@@ -1,0 +1,39 @@
+"""What of the test's process travels with every call to the ranks: environment, cwd, rewritten modules.
+
+Carried on every call (and undone after it, in the rank): ``os.environ`` as a diff against the
+environment the session started with (so ``monkeypatch.setenv``/``delenv`` and ``chdir`` act on the
+ranks as in the test), the working directory, ``sys.path`` and the modules pytest assertion-rewrote.
+Not carried: what a process reads once, at ``import torch`` or when a process group is built. Of the
+first kind ``TORCH_DISTRIBUTED_DEBUG`` (use ``@pytest.mark.dist_debug(level)``), ``TORCH_CPP_LOG_LEVEL``,
+``TORCH_SHOW_CPP_STACKTRACES``, ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` (ranks run with 1 thread);
+of the second ``GLOO_SOCKET_IFNAME``, ``TORCH_GLOO_*`` and ``NCCL_*`` act only on the next new group
+(``@pytest.mark.fresh_ranks``); ``MASTER_ADDR``/``MASTER_PORT``/``RANK``/``WORLD_SIZE`` are never
+read (the ranks meet on their own store).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+# Read once by torch at import: a test's value cannot reach ranks forked from a zygote that imported it.
+IMPORT_TIME_VARS = ("TORCH_DISTRIBUTED_DEBUG", "TORCH_CPP_LOG_LEVEL", "TORCH_SHOW_CPP_STACKTRACES")
+
+
+def env_diff(base: Mapping[str, str], now: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """(variables to set, names to remove) that turn ``base`` into ``now``."""
+    changed = {k: v for k, v in now.items() if base.get(k) != v}
+    return changed, [k for k in base if k not in now]
+
+
+def rewritten_modules() -> dict[str, str]:
+    """Module name -> source file of every module pytest's assertion-rewriting hook rewrote here.
+
+    Empty outside pytest, or when assertion rewriting is off (``--assert=plain``).
+    """
+    for finder in sys.meta_path:
+        names = getattr(finder, "_rewritten_names", None)  # _pytest.assertion.rewrite.AssertionRewritingHook
+        if isinstance(names, dict):
+            return {name: os.fspath(path) for name, path in names.items()}
+    return {}

@@ -1,0 +1,134 @@
+"""The ``dist_world`` fixture and its markers: wiring only (the work is in ``pool``, ``group``, ``zygote``).
+
+The zygote (the process that imports torch once) starts as soon as collection meets a test that uses
+``dist_world``, so its import runs while pytest collects the rest.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+
+import pytest
+
+from pytest_distcheck.ranks import DEFAULT_WORLD_SIZE
+from pytest_distcheck.settings import TIMEOUT
+
+MARKERS = {
+    "world_size": "world_size(n): number of ranks the dist_world fixture starts (default 2); or parametrize "
+                  "dist_world indirectly: @pytest.mark.parametrize('dist_world', [2, 4], indirect=True)",
+    "fresh_ranks": "fresh_ranks: run this test on newly started rank processes",
+    "dist_debug": "dist_debug(level): run this test's ranks with TORCH_DISTRIBUTED_DEBUG=level "
+                  "(OFF, INFO or DETAIL), set before torch is imported; other tests are unaffected",
+}
+_REGISTRY = pytest.StashKey[object]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in MARKERS.values():
+        config.addinivalue_line("markers", line)
+
+
+def _registry(config: pytest.Config):
+    registry = config.stash.get(_REGISTRY, None)
+    if registry is None:
+        from pytest_distcheck.ranks.group import PoolRegistry
+
+        # Under xdist the controller is this worker's parent: the zygotes watch it, so a killed controller
+        # takes the ranks with it at once (the worker itself notices only seconds later).
+        watch = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else None
+        registry = config.stash[_REGISTRY] = PoolRegistry(watch_pid=watch)
+        atexit.register(registry.close)  # also when the session ends by an exception
+    return registry
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if "dist_world" not in getattr(item, "fixturenames", ()) or item.config.option.collectonly:
+        return
+    registry = _registry(item.config)
+    registry.zygote(_debug_level(item, fail=False))  # starts importing torch now; waited for at first use
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    registry = config.stash.get(_REGISTRY, None)
+    if registry is not None:
+        registry.close()
+        atexit.unregister(registry.close)
+
+
+@pytest.fixture(scope="session")
+def _distcheck_pools(pytestconfig: pytest.Config):
+    return _registry(pytestconfig)
+
+
+def _fail(node, text: str):
+    __tracebackhide__ = True
+    pytest.fail(f"{node.nodeid}: {text}", pytrace=False)
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _world_size(request: pytest.FixtureRequest):
+    __tracebackhide__ = True
+    marker = request.node.get_closest_marker("world_size")
+    param = getattr(request, "param", None)
+    if param is not None:
+        if not _whole(param):
+            _fail(request.node, f"dist_world parametrized with {param!r}: the world size must be a whole number >= 1")
+        if marker is not None:
+            _fail(request.node, "the world size is given twice (@pytest.mark.world_size and an indirect "
+                                "parametrize of dist_world): keep one")
+        return param, marker
+    if marker is None:
+        return DEFAULT_WORLD_SIZE, None
+    value = marker.args[0] if marker.args else marker.kwargs.get("n")
+    if not _whole(value):
+        _fail(request.node, f"@pytest.mark.world_size needs a whole number >= 1, got {value!r}")
+    return value, marker
+
+
+def _debug_level(node, fail: bool = True) -> str | None:
+    __tracebackhide__ = True
+    marker = node.get_closest_marker("dist_debug")
+    if marker is None:
+        return None
+    value = marker.args[0] if marker.args else marker.kwargs.get("level")
+    if not isinstance(value, str) or value.upper() not in ("OFF", "INFO", "DETAIL"):
+        if fail:
+            _fail(node, f"@pytest.mark.dist_debug needs 'OFF', 'INFO' or 'DETAIL', got {value!r}")
+        return None
+    return value.upper()
+
+
+@pytest.fixture
+def dist_world(request: pytest.FixtureRequest, _distcheck_pools):
+    """A gloo process group of N ranks (``@pytest.mark.world_size(n)``, default 2) to run code on.
+
+    ``dist_world.run(fn, *args, timeout=None, **kwargs)`` runs ``fn`` on every rank, each in its own
+    process with ``torch.distributed`` initialised, and returns the per-rank results in rank order;
+    ``dist_world.spawn(fn, args=(...), nprocs=n)`` calls ``fn(rank, *args)`` as ``mp.spawn`` does.
+    The ranks live across tests (started once per world size); ``@pytest.mark.fresh_ranks`` asks for
+    new processes, ``@pytest.mark.dist_debug("DETAIL")`` for ranks with that debug level. The world size
+    may also come from ``@pytest.mark.parametrize("dist_world", [2, 4], indirect=True)``.
+    See :class:`pytest_distcheck.ranks.group.RankGroup`.
+    """
+    from pytest_distcheck.ranks.group import RankGroup
+
+    size, marker = _world_size(request)
+    debug = _debug_level(request.node)
+    if request.node.get_closest_marker("fresh_ranks"):
+        _distcheck_pools.restart(size, "gloo", debug)
+    node = request.node
+
+    def check() -> None:
+        __tracebackhide__ = True
+        if node.get_closest_marker("world_size") is not marker:
+            _fail(node, "a world_size marker was added while the test ran (request.node.add_marker); "
+                        "dist_world had already started with world size "
+                        f"{size}. Put @pytest.mark.world_size(n) on the test, or parametrize dist_world "
+                        "indirectly: @pytest.mark.parametrize('dist_world', [2, 4], indirect=True)")
+
+    return RankGroup(_distcheck_pools, size, "gloo", TIMEOUT.positive_float(request.config), debug=debug,
+                     live=request.config.getoption("capture") == "no", nodeid=node.nodeid, check=check)

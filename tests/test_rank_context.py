@@ -1,0 +1,148 @@
+"""A call behaves like the test it runs in: environment, cwd, output of every outcome, timeouts, debug level."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pytest_distcheck.ranks.errors import RankError, RankTimeout
+
+
+def getenv(name):
+    return os.environ.get(name)
+
+
+def env_and_cwd(name):
+    return os.environ.get(name), os.getcwd()
+
+
+def write_relative(name):
+    import torch.distributed as dist
+
+    with open(name, "w") as f:
+        f.write(str(dist.get_rank()))
+    return os.path.abspath(name)
+
+
+def test_env_and_cwd_follow_the_test(dist_world, monkeypatch, tmp_path):
+    dist_world.run(os.getpid)  # the ranks run already: what follows must travel with each call
+    monkeypatch.setenv("DISTCHECK_T_VAR", "set by the test")
+    monkeypatch.chdir(tmp_path)
+    assert dist_world.run(env_and_cwd, "DISTCHECK_T_VAR") == [("set by the test", str(tmp_path))] * 2
+    monkeypatch.delenv("DISTCHECK_T_VAR")
+    monkeypatch.setenv("DISTCHECK_T_OTHER", "x")
+    assert dist_world.run(env_and_cwd, "DISTCHECK_T_VAR")[0] == (None, str(tmp_path))
+    paths = dist_world.run(write_relative, "ckpt.txt")
+    assert paths == [str(tmp_path / "ckpt.txt")] * 2  # a relative write lands in the test's cwd
+    monkeypatch.undo()
+    assert dist_world.run(env_and_cwd, "DISTCHECK_T_OTHER") == [(None, os.getcwd())] * 2
+
+
+def test_a_variable_the_session_started_with_can_be_removed(dist_world, monkeypatch):
+    monkeypatch.delenv("PATH")
+    assert dist_world.run(getenv, "PATH") == [None, None]
+    monkeypatch.undo()
+    assert dist_world.run(getenv, "PATH") == [os.environ["PATH"]] * 2
+
+
+def print_then_hang():
+    import sys
+    import time
+
+    import torch.distributed as dist
+
+    print(f"rank {dist.get_rank()} about to wait")
+    print("to stderr too", file=sys.stderr)
+    time.sleep(600)
+
+
+def test_output_of_a_hung_rank_is_shown(dist_world):
+    with pytest.raises(RankTimeout) as info:
+        dist_world.run(print_then_hang, timeout=1.5)
+    text = str(info.value)
+    assert "rank 0 about to wait" in text and "rank 1 about to wait" in text
+    assert "to stderr too" in text
+
+
+def test_output_before_os_exit_is_shown(dist_world):
+    def leave_abruptly():
+        import torch.distributed as dist
+
+        print(f"last words of rank {dist.get_rank()}")
+        os._exit(3)
+
+    with pytest.raises(RankError) as info:
+        dist_world.run(leave_abruptly, timeout=30)
+    assert "died (exited with code 3)" in str(info.value)
+    assert "last words of rank 0" in str(info.value) and "last words of rank 1" in str(info.value)
+
+
+def test_output_of_a_raising_rank_and_c_level_output_are_shown(dist_world):
+    def shout_and_fail():
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.write(1, b"from C on fd 1\n", 15)
+        print("from python")
+        raise ValueError("failed after printing")
+
+    with pytest.raises(RankError) as info:
+        dist_world.run(shout_and_fail)
+    assert "from C on fd 1" in str(info.value) and "from python" in str(info.value)
+
+
+def group_timeout_s():
+    import torch
+    import torch.distributed as dist
+
+    backend = dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))
+    return backend.options._timeout.total_seconds()
+
+
+def test_the_group_timeout_is_above_the_call_timeout(dist_world):
+    # Equal timeouts race: gloo's "Timed out waiting" could reach the pool first, as a RankError.
+    for timeout in (5, 20):
+        assert all(t > timeout + 5 for t in dist_world.run(group_timeout_s, timeout=timeout))
+
+
+def test_a_lone_collective_always_ends_as_rank_timeout(dist_world):
+    def only_rank_0_all_reduces():
+        import torch
+        import torch.distributed as dist
+
+        if dist.get_rank() == 0:
+            dist.all_reduce(torch.ones(1))
+
+    dist_world.run(group_timeout_s, timeout=1)  # a group whose timeout is as short as the call's allows
+    with pytest.raises(RankTimeout) as info:
+        dist_world.run(only_rank_0_all_reduces, timeout=1)
+    assert "TORCH_DISTRIBUTED_DEBUG=DETAIL pytest" in str(info.value)  # the re-run it proposes
+    assert "test_a_lone_collective_always_ends_as_rank_timeout" in str(info.value)
+
+
+def debug_level():
+    import torch.distributed as dist
+
+    return str(dist.get_debug_level())
+
+
+def test_set_debug_level_does_not_leak_to_the_next_call(dist_world):
+    def set_detail():
+        import torch.distributed as dist
+
+        dist.set_debug_level(dist.DebugLevel.DETAIL)
+
+    before = dist_world.run(debug_level)
+    dist_world.run(set_detail)
+    assert dist_world.run(debug_level) == before
+
+
+@pytest.mark.dist_debug("DETAIL")
+def test_debug_marker_runs_on_ranks_with_that_level(dist_world):
+    assert dist_world.run(debug_level) == ["DebugLevel.DETAIL"] * 2
+    assert dist_world.run(getenv, "TORCH_DISTRIBUTED_DEBUG") == ["DETAIL"] * 2
+
+
+def test_an_unmarked_test_keeps_the_session_level(dist_world):
+    assert dist_world.run(debug_level) == [f"DebugLevel.{os.environ.get('TORCH_DISTRIBUTED_DEBUG', 'OFF')}"] * 2

@@ -1,0 +1,97 @@
+"""dist_world across tests of a session: no leaks, live output with -s, start-up at collection, debug mode."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+ORDERED = """
+import os
+import pytest
+
+def look(name):
+    import torch.distributed as dist
+    return os.environ.get(name), os.getcwd(), str(dist.get_debug_level())
+
+def set_detail():
+    import torch.distributed as dist
+    dist.set_debug_level(dist.DebugLevel.DETAIL)
+
+def test_first_changes_everything(dist_world, monkeypatch, tmp_path):
+    monkeypatch.setenv("DISTCHECK_T_LEAK", "1")   # before the ranks exist: the first call starts them
+    monkeypatch.chdir(tmp_path)
+    assert dist_world.run(look, "DISTCHECK_T_LEAK")[0][:2] == ("1", str(tmp_path))
+    dist_world.run(set_detail)
+
+def test_second_sees_none_of_it(dist_world):
+    assert dist_world.run(look, "DISTCHECK_T_LEAK") == [(None, os.getcwd(), "DebugLevel.OFF")] * 2
+
+def test_third_changes_cwd_later(dist_world, monkeypatch, tmp_path):
+    dist_world.run(look, "X")
+    monkeypatch.chdir(tmp_path)
+    assert dist_world.run(look, "X")[1][1] == str(tmp_path)
+"""
+
+
+def test_nothing_leaks_between_tests(pytester):
+    pytester.makepyfile(test_order=ORDERED)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly").assert_outcomes(passed=3)
+
+
+LIVE = """
+import os, time
+
+def wait_for_go(flag):
+    import torch.distributed as dist
+    print(f"waiting-{{dist.get_rank()}}", flush=True)
+    while not os.path.exists(flag):
+        time.sleep(0.05)
+    return "went"
+
+def test_live(dist_world):
+    assert dist_world.run(wait_for_go, {flag!r}, timeout=60) == ["went", "went"]
+"""
+
+
+def test_with_s_rank_output_is_live(pytester):
+    flag = pytester.path / "go"
+    pytester.makepyfile(test_live=LIVE.format(flag=str(flag)))
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s", "test_live.py"],
+                            cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    try:
+        for line in proc.stdout:  # the ranks wait until both lines were seen here: only live output ends it
+            seen.append(line)
+            if any("[rank 0] waiting-0" in s for s in seen) and any("[rank 1] waiting-1" in s for s in seen):
+                flag.touch()
+        proc.wait(60)
+    finally:
+        proc.kill()
+    assert flag.exists(), "".join(seen)
+    assert "1 passed" in "".join(seen)
+
+
+def test_zygote_starts_at_collection(pytester):
+    # The zygote's log exists (its process runs) before the first test body: it started while collecting.
+    pytester.makeconftest("""
+        import glob, os, tempfile
+        def pytest_collection_finish(session):
+            reg = session.config.stash.get(__import__("pytest_distcheck.ranks.plugin", fromlist=["x"])._REGISTRY, None)
+            assert reg is not None and reg._zygotes, "no zygote after collection"
+            print("ZYGOTE-STARTED", list(reg._zygotes))
+    """)
+    pytester.makepyfile("def test_a(dist_world):\n    assert dist_world.run(lambda: 1) == [1, 1]\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*ZYGOTE-STARTED*OFF*"])
+
+
+def test_collect_only_starts_nothing(pytester):
+    pytester.makeconftest("""
+        def pytest_collection_finish(session):
+            from pytest_distcheck.ranks.plugin import _REGISTRY
+            print("REGISTRY", session.config.stash.get(_REGISTRY, None))
+    """)
+    pytester.makepyfile("def test_a(dist_world):\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "--collect-only")
+    result.stdout.fnmatch_lines(["*REGISTRY None*"])
