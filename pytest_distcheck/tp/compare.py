@@ -86,7 +86,7 @@ def _check_paths(plan: Mapping[str, Layer], dense: nn.Module, tp: nn.Module) -> 
 
 
 class _LayerRecorder:
-    """Module hooks on the planned layers: input, its gradient and output, in the order they ran."""
+    """Module hooks on the planned layers: input, the gradient through the layer, output, in the order they ran."""
 
     def __init__(self, model: nn.Module, paths: Sequence[str]) -> None:
         self.layers: dict[str, dict[str, Any]] = {}
@@ -106,10 +106,16 @@ class _LayerRecorder:
             if x is None:
                 return
             rec["in"] = _record(x)
-            if x.requires_grad:
-                def grab(g, rec=rec):
-                    rec["in_grad"] = _record(g)
-                x.register_hook(grab)
+            if not x.requires_grad:
+                return None
+            # The layer gets a view of its input, so the view's gradient is what flows through this layer
+            # alone (the input's own gradient also holds e.g. a residual branch's).
+            alias = x.view_as(x)
+
+            def grab(g, rec=rec):
+                rec["in_grad"] = _record(g)
+            alias.register_hook(grab)
+            return tuple(alias if a is x else a for a in args)
         return hook
 
     def _post(self, path: str):

@@ -233,13 +233,8 @@ class _Diagnosis:
 
     # -- 4. backward ---------------------------------------------------------------------------
     def backward(self) -> None:
-        n = len(self.found)
-        self._input_grads()
-        if len(self.found) == n:
-            self._backward_layers()
-        self._param_grads()
-
-    def _input_grads(self) -> None:
+        layer = self._missing_f_layer()
+        named = False
         for i, dg in enumerate(self.dense["xgrads"]):
             if dg is None:
                 continue
@@ -253,13 +248,23 @@ class _Diagnosis:
                 continue
             total = self._sum(grads)
             if self.t > 1 and total is not None and self.close(total, dg):
-                where = self._missing_f_layer() or f"input {i}"
-                at = f" (first seen at the input of {where})" if where != f"input {i}" else ""
-                self.add("missing-f", where, f"dL/dx of input {i} is partial on each rank; the ranks' values add up "
-                         "to the dense dL/dx" + at)
+                at = f" (at the input of {layer})" if layer else ""
+                self.add("missing-f", layer or f"input {i}", f"dL/dx of input {i} is partial on each rank; the ranks' "
+                         "values add up to the dense dL/dx" + at)
+                named = True
+            elif layer is not None and not named:
+                self._missing_f_at(layer)
+                named = True
             else:
                 self.add("mismatch", f"dL/dx of input {i}",
                          "; ".join(f"rank {k}: {_maxdiff(grads[k], dg)}" for k in bad), bad)
+        if layer is not None and not named:  # dL/dx of the module may be right (or not needed) while a layer's is not
+            self._missing_f_at(layer)
+        self._param_grads()
+
+    def _missing_f_at(self, path: str) -> None:
+        self.add("missing-f", path, f"the gradient flowing back through {path} to its input is partial on each rank; "
+                 "the ranks' values add up to the dense one")
 
     def _missing_f_layer(self) -> str | None:
         for path in reversed(self.ranks[0]["order"]):
@@ -272,13 +277,6 @@ class _Diagnosis:
             total = self._sum(gs)
             return path if total is not None and self.close(total, d["in_grad"]) else None
         return None
-
-    def _backward_layers(self) -> None:
-        # dL/dx of the module may be right while a layer's is not (its input did not need a gradient).
-        path = self._missing_f_layer()
-        if path is not None:
-            self.add("missing-f", path, f"dL/dx at the input of {path} is partial on each rank; the ranks' values add "
-                     "up to the dense one")
 
     def _param_grads(self) -> None:
         for name, d in self.dense["params"].items():

@@ -1,0 +1,163 @@
+"""One assert_tp_matches_dense call checks each public style of TP layers (the examples of lab 02's exercise).
+
+The styles (fixtures/tp_styles/, written for these tests): picotron's column/row pair with its own
+process-group manager; nano-vllm's inference-only pair sharded by weight loaders (fused [q | k | v]
+QKV, bias added by rank 0 before the all-reduce); torch's DTensor parallelize_module on a CPU mesh;
+and the lab's own layers (experiments/tp_inference). World size 2, one rank pool for all.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+# --- examples (docs/lab/02-tp-inference-cloud.md shows these bodies) -------------------------------
+def check_picotron_style():
+    import torch
+
+    from fixtures.tp_faults.zoo import MLP
+    from fixtures.tp_styles.picotron_style import apply_tensor_parallel, setup_process_group_manager
+    from pytest_distcheck.tp import assert_tp_matches_dense
+
+    torch.manual_seed(0)
+    dense, plan = MLP(), {"up": "colwise", "down": "rowwise"}
+    pgm = setup_process_group_manager(tp_size=2)
+    x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(1))
+    assert_tp_matches_dense(dense, lambda d: apply_tensor_parallel(d, plan), plan, x, group=pgm.tp_group)
+
+
+def check_nanovllm_style():
+    import torch
+
+    from fixtures.tp_styles.nanovllm_style import Block, dense_block, load_weights
+    from pytest_distcheck.tp import Layer, assert_tp_matches_dense
+
+    dense = dense_block()
+    plan = {"attn.qkv_proj": Layer("colwise", fused=3), "attn.o_proj": Layer("rowwise", bias="rank0"),
+            "mlp.up_proj": "colwise", "mlp.down_proj": Layer("rowwise", bias="rank0")}
+    x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(1))
+    assert_tp_matches_dense(dense, lambda d: load_weights(Block(), d.state_dict()), plan, x, backward=False)
+
+
+def check_dtensor_style():
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    from fixtures.tp_faults.zoo import MLP
+    from pytest_distcheck.tp import assert_tp_matches_dense
+
+    torch.manual_seed(0)
+    dense = MLP()
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(1))
+    assert_tp_matches_dense(
+        dense, lambda d: parallelize_module(d, mesh, {"up": ColwiseParallel(), "down": RowwiseParallel()}),
+        {"up": "colwise", "down": "rowwise"}, x)
+
+
+def check_lab_block():
+    import torch
+
+    from experiments.tp_inference.comm import TPGroup
+    from experiments.tp_inference.model import GPTConfig, build_model
+    from experiments.tp_inference.plan import BLOCK_PLAN
+    from experiments.tp_inference.shard import shard_model
+    from pytest_distcheck.tp import assert_tp_matches_dense
+
+    model = build_model(GPTConfig(vocab_size=16, n_layers=1, d_model=16, n_heads=4, max_seq_len=8, init_std=0.3))
+    x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(1))
+    assert_tp_matches_dense(model.blocks[0].train(), shard_model(model, TPGroup.from_group()).blocks[0].train(),
+                            BLOCK_PLAN, x)
+
+
+@pytest.mark.parametrize("check", [check_picotron_style, check_nanovllm_style, check_dtensor_style, check_lab_block],
+                         ids=["picotron", "nano-vllm", "dtensor", "lab"])
+def test_each_style_passes_with_one_call(dist_world, check):
+    dist_world.run(check)
+
+
+# --- the failing cases of the issue ------------------------------------------------------------------
+def _dtensor_mlp_fed(seed_by_rank: bool) -> str:
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    from fixtures.tp_faults.zoo import MLP
+    from pytest_distcheck.tp import assert_tp_matches_dense
+
+    torch.manual_seed(0)
+    dense = MLP()
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    seed = dist.get_rank() if seed_by_rank else 0
+    x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(seed))
+    try:
+        assert_tp_matches_dense(
+            dense, lambda d: parallelize_module(d, mesh, {"up": ColwiseParallel(), "down": RowwiseParallel()}),
+            {"up": "colwise", "down": "rowwise"}, x)
+    except AssertionError as exc:
+        return str(exc)
+    return ""
+
+
+def test_the_replicated_input_guard_catches_a_rank_dependent_input(dist_world):
+    message, _ = dist_world.run(_dtensor_mlp_fed, True)
+    assert message.splitlines()[0].endswith("non-replicated-input")
+    assert "input 0 differs across ranks: rank 1 vs rank 0" in message
+    assert dist_world.run(_dtensor_mlp_fed, False) == ["", ""]
+
+
+def _dtensor_wrong_plan() -> str:
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    from fixtures.tp_faults.zoo import MLP
+    from pytest_distcheck.tp import assert_tp_matches_dense
+
+    torch.manual_seed(0)
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(0))
+    # The model is sharded as planned, but the plan given to the check says the opposite.
+    try:
+        assert_tp_matches_dense(
+            MLP(), lambda d: parallelize_module(d, mesh, {"up": ColwiseParallel(), "down": RowwiseParallel()}),
+            {"up": "rowwise", "down": "colwise"}, x)
+    except AssertionError as exc:
+        return str(exc)
+    return ""
+
+
+def test_a_dtensor_shard_against_the_plan_is_named(dist_world):
+    message, _ = dist_world.run(_dtensor_wrong_plan)
+    assert "wrong-shard-dim" in message.splitlines()[0], message
+
+
+def _nanovllm_with_backward() -> str:
+    import torch
+
+    from fixtures.tp_styles.nanovllm_style import Block, dense_block, load_weights
+    from pytest_distcheck.tp import Layer, assert_tp_matches_dense
+
+    plan = {"attn.qkv_proj": Layer("colwise", fused=3), "attn.o_proj": Layer("rowwise", bias="rank0"),
+            "mlp.up_proj": "colwise", "mlp.down_proj": Layer("rowwise", bias="rank0")}
+    x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(1))
+    try:
+        assert_tp_matches_dense(dense_block(), lambda d: load_weights(Block(), d.state_dict()), plan, x)
+    except AssertionError as exc:
+        return str(exc)
+    return ""
+
+
+def test_an_inference_only_pair_trained_through_lacks_f_behind_a_residual(dist_world):
+    # nano-vllm's column-parallel layer has no f: fine for inference, wrong under backward. The block's
+    # residual adds the whole dL/dx to the partial one, so the module's dL/dx does not add up: the layer
+    # hooks find the f missing at the layer closest to the loss.
+    # torch warns about it too (dist.all_reduce has no autograd kernel); the ranks' warning reaches the test.
+    with pytest.warns(UserWarning, match="autograd kernel was not registered"):
+        message, _ = dist_world.run(_nanovllm_with_backward)
+    assert message.splitlines()[0].endswith(": missing-f"), message
+    assert "- missing-f [mlp.up_proj]" in message
