@@ -118,3 +118,41 @@ def test_the_committed_notes_are_done_with_at_least_eight_statements_each(pytest
         report = verify_note(REPO / "solutions" / "docs" / "notes" / name)
         assert report.ok, [r.reason for r in report.failures]
         assert report.cited_statements >= 8 and report.warnings == []
+
+
+@pytest.mark.parametrize(
+    ("note", "symbol", "quote"),
+    [
+        # Megatron tracks three RNG state sets in 0.16.1: data-, tensor- and expert-parallel.
+        ("megatron.md", "model_parallel_cuda_manual_seed", "Three set of RNG states are tracked:"),
+        ("megatron.md", "model_parallel_cuda_manual_seed", "expert_parallel_seed = seed + 1024"),
+        # The in-place edits reach the caller's logits only when .float() returns them (fp32).
+        ("megatron.md", "VocabParallelCrossEntropy.calculate_logits_max", "= vocab_parallel_logits.float()"),
+        # FSDP1 divides before and after whatever the dtype; choosing by overflow risk is FSDP2's.
+        ("fsdp.md", "_reduce_grad", "state._gradient_predivide_factor"),
+        ("fsdp.md", "_init_process_group_state", "data_parallel_world_size / state._gradient_predivide_factor"),
+        ("fsdp.md", "_get_gradient_divide_factors", "overflow_risk = reduce_dtype not in"),
+    ],
+)
+def test_the_corrected_claims_of_the_reference_notes_are_pinned(note, symbol, quote):
+    pytest.importorskip("torch")
+    try:
+        importlib.metadata.distribution("megatron-core")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("megatron-core is not installed (pip install -e '.[notes]')")
+    from pytest_distcheck.citations.verifier import Status, verify_note
+
+    report = verify_note(REPO / "solutions" / "docs" / "notes" / note)
+    counted = [
+        r for r in report.results
+        if r.status is Status.COUNTED and r.citation.symbol == symbol and quote in (r.citation.quote or "")
+    ]
+    assert counted, f"{note}: no counted citation of {symbol} quoting {quote!r}"
+
+
+def test_the_wrong_claims_are_gone_from_the_reference_notes():
+    megatron = (REPO / "solutions" / "docs" / "notes" / "megatron.md").read_text()
+    fsdp = (REPO / "solutions" / "docs" / "notes" / "fsdp.md").read_text()
+    assert "two CUDA RNG streams" not in megatron and "three sets of CUDA RNG states" in megatron
+    assert "only then do the in-place edits reach the caller's logits" in megatron
+    assert "FSDP1 always splits the division" in fsdp and "dividing before and after the sum when" not in fsdp
