@@ -27,7 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--package", action="append", metavar="P",
         help="distribution to search with --find (repeatable; default: [notes] packages)",
     )
-    parser.add_argument("--record", action="store_true", help="write checked-against versions into each note")
+    parser.add_argument(
+        "--record", action="store_true", help="write checked-against versions (PEP 503 names) into each note"
+    )
     parser.add_argument(
         "--min", type=int, metavar="N", dest="minimum",
         help="cited statements each note needs (default: [notes] min_cited_decisions, else none)",
