@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "bubble": "bubble",
     "memory": "memory",
     "pods": "pods",
+    "init": "init",
 }
 
 

@@ -1,0 +1,42 @@
+"""Start a phase workspace in your own repository: DoD file, checks, quiz bank, labs, empty ledger.
+
+  distcheck init            here
+  distcheck init DIR        in DIR (created if missing)
+
+Copies the phase pack (checks/, the labs' code under experiments/, docs/lab/, docs/notes/TEMPLATE.md),
+writes an empty spend ledger, adds /.distcheck/ to .gitignore and, when DIR has no pytest
+configuration, a pytest.ini (testpaths = checks, pythonpath = .). Never overwrites: a file that
+exists with other contents stops the command before anything is written (exit 1). Running it again
+is harmless. Then: cd DIR && pytest -m local.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("dir", nargs="?", default=".", metavar="DIR", help="where to start the workspace (default .)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pytest_distcheck.workspace_init import init_workspace
+
+    dest = Path(args.dir)
+    report = init_workspace(dest)
+    if report.conflicts:
+        print(f"distcheck init: nothing written; these files exist in {dest} with other contents:")
+        for rel in report.conflicts:
+            print(f"  {rel}")
+        print("move them away (or start in another folder) and run it again")
+        return 1
+    for rel in report.written:
+        print(f"  wrote  {rel}")
+    for rel in report.kept:
+        print(f"  kept   {rel} (already there)")
+    if report.pytest_config_hint:
+        print(report.pytest_config_hint)
+    print(f"Phase workspace ready in {dest}: cd {dest} && pytest -m local (the DoD table says what to do next)")
+    return 0

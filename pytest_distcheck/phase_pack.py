@@ -1,0 +1,52 @@
+"""The phase pack: the files ``distcheck init`` copies into a learner's repository to start a phase.
+
+The pack is this repository's own files, never a second copy: the workspace file, the DoD checks and
+the quiz bank (``checks/``), the labs' code the checks run (``experiments/``), the lab statements
+(``docs/lab/``) and the note skeleton (``docs/notes/TEMPLATE.md``). A wheel ships them under
+``pytest_distcheck/_phase/`` with the same relative paths (``setup.py`` maps the folders in as package
+data); a source checkout (an editable install) reads them from the repository root.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_distcheck.errors import DistcheckError
+
+# Globs, relative to the pack root, of the files a fresh workspace gets; results, notes and the reference
+# solutions (checks/solutions.toml, solutions/) are the learner's to make, so they are not copied.
+PACK_GLOBS = (
+    "checks/distcheck.toml",
+    "checks/test_*.py",
+    "checks/quiz/*.json",
+    "experiments/__init__.py",
+    "experiments/ddp_cpu/__init__.py",
+    "experiments/ddp_cpu/lab.py",
+    "experiments/tp_inference/*.py",
+    "docs/lab/*.md",
+    "docs/notes/TEMPLATE.md",
+)
+# Where a wheel keeps the pack, relative to the package folder.
+SHIPPED = "_phase"
+
+
+def pack_root() -> Path:
+    """The folder the pack's relative paths start from: ``pytest_distcheck/_phase`` in a wheel, else the
+    source checkout the package was installed from (editable).
+
+    Raises:
+        DistcheckError: neither holds ``checks/distcheck.toml`` (an install without its phase pack).
+    """
+    kit = Path(__file__).resolve().parent
+    for root in (kit / SHIPPED, kit.parent):
+        if (root / "checks" / "distcheck.toml").is_file():
+            return root
+    raise DistcheckError(f"this install of pytest-distcheck has no phase pack ({kit / SHIPPED} is missing); "
+                         f"reinstall it from a wheel or a source checkout")
+
+
+def pack_files(root: Path | None = None) -> list[str]:
+    """The pack's files as sorted POSIX paths relative to ``root`` (default :func:`pack_root`)."""
+    root = pack_root() if root is None else Path(root)
+    found = {p.relative_to(root).as_posix() for pattern in PACK_GLOBS for p in root.glob(pattern) if p.is_file()}
+    return sorted(found)

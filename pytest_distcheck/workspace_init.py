@@ -1,0 +1,124 @@
+"""``distcheck init``: lay out a fresh phase workspace from the phase pack, never overwriting.
+
+What it writes, relative to the destination folder:
+
+- every file of the phase pack (:mod:`pytest_distcheck.phase_pack`), byte for byte;
+- an empty spend ledger at ``[budget] ledger`` of the pack's workspace file (kept if it exists:
+  it is append-only and the learner's);
+- ``/.distcheck/`` (live logs, locks) appended to ``.gitignore`` when missing;
+- ``pytest.ini`` with ``testpaths = checks`` and ``pythonpath = .`` when the folder has no pytest
+  configuration (otherwise a hint says what to add to it).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_distcheck.phase_pack import pack_files, pack_root
+
+GITIGNORE_LINES = ("/.distcheck/",)
+PYTEST_INI = """\
+[pytest]
+# Written by distcheck init: `pytest` here runs the phase's DoD checks (checks/); the labs' code
+# (experiments/) imports from this folder.
+testpaths = checks
+pythonpath = .
+addopts = --strict-markers
+"""
+# (file, the section that holds pytest's settings in it): pytest reads the first it finds.
+PYTEST_CONFIGS = (("pytest.ini", ""), ("pyproject.toml", "[tool.pytest"), ("tox.ini", "[pytest]"),
+                  ("setup.cfg", "[tool:pytest]"))
+
+
+@dataclass
+class InitReport:
+    """What :func:`init_workspace` did (or would not do), as paths relative to the destination.
+
+    Attributes:
+        written: files created (or, for ``.gitignore``, appended to).
+        kept: files already there with the same contents (or the learner's own ledger).
+        conflicts: files there with other contents; when any, nothing was written.
+        pytest_config_hint: what to add to an existing pytest configuration, or ``""``.
+    """
+
+    written: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    pytest_config_hint: str = ""
+
+
+def _empty_ledger(workspace_file: Path) -> tuple[str, str]:
+    """(the ledger's path from ``[budget]``, an empty ledger: title, rule, column header)."""
+    from pytest_distcheck.budget.ledger import header_lines
+
+    raw = tomllib.loads(workspace_file.read_text(encoding="utf-8"))
+    rel = raw["budget"]["ledger"]
+    text = (f"# Phase {raw['phase']['id']} cloud spend ledger\n\n"
+            "Append-only: the kit adds rows; never edit or remove one. `distcheck budget` shows the totals.\n\n"
+            + "\n".join(header_lines()) + "\n")
+    return rel, text
+
+
+def _pytest_config(dest: Path) -> str | None:
+    """The file in ``dest`` that configures pytest, or ``None``."""
+    for name, section in PYTEST_CONFIGS:
+        path = dest / name
+        if path.is_file() and (not section or section in path.read_text(encoding="utf-8", errors="replace")):
+            return name
+    return None
+
+
+def init_workspace(dest: Path) -> InitReport:
+    """Create a phase workspace in ``dest`` (created if missing). Idempotent; never overwrites.
+
+    Raises:
+        DistcheckError: the kit was installed without its phase pack.
+        OSError: a file could not be written.
+    """
+    dest = Path(dest)
+    root = pack_root()
+    report = InitReport()
+    planned: dict[str, bytes] = {rel: (root / rel).read_bytes() for rel in pack_files(root)}
+    for rel, data in planned.items():
+        target = dest / rel
+        if target.exists():
+            (report.kept if target.is_file() and target.read_bytes() == data else report.conflicts).append(rel)
+    if report.conflicts:
+        return report
+    ledger_rel, ledger_text = _empty_ledger(root / "checks" / "distcheck.toml")
+    config = _pytest_config(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel, data in planned.items():
+        if rel not in report.kept:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).write_bytes(data)
+            report.written.append(rel)
+    if (dest / ledger_rel).exists():
+        report.kept.append(ledger_rel)
+    else:
+        (dest / ledger_rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / ledger_rel).write_text(ledger_text, encoding="utf-8")
+        report.written.append(ledger_rel)
+    _add_gitignore(dest / ".gitignore", report)
+    if config is None:
+        (dest / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
+        report.written.append("pytest.ini")
+    elif config == "pytest.ini" and (dest / "pytest.ini").read_text(encoding="utf-8") == PYTEST_INI:
+        report.kept.append("pytest.ini")
+    else:
+        report.pytest_config_hint = (f"{config} configures pytest here: add testpaths = [\"checks\"] and "
+                                     f"pythonpath = [\".\"] to it so `pytest` runs the checks")
+    return report
+
+
+def _add_gitignore(path: Path, report: InitReport) -> None:
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    missing = [line for line in GITIGNORE_LINES if line not in old.splitlines()]
+    if not missing:
+        report.kept.append(".gitignore")
+        return
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(("\n" if old and not old.endswith("\n") else "") + "\n".join(missing) + "\n")
+    report.written.append(".gitignore")

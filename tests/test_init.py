@@ -1,0 +1,97 @@
+"""distcheck init: a fresh phase workspace in a learner's own folder, from the pack the wheel ships."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pytest_distcheck.cli import main
+from pytest_distcheck.phase_pack import pack_files, pack_root
+from pytest_distcheck.workspace_init import PYTEST_INI, init_workspace
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_pack_is_this_repository_s_files_and_no_reference_work():
+    files = pack_files(REPO)
+    assert {"checks/distcheck.toml", "checks/quiz/35.json", "checks/test_quiz_passed.py",
+            "experiments/ddp_cpu/lab.py", "experiments/tp_inference/plan.py", "docs/lab/01-ddp-on-cpu.md",
+            "docs/notes/TEMPLATE.md"} <= set(files)
+    assert not [f for f in files if f.startswith("solutions") or f.endswith(("solutions.toml", ".json.png"))
+                or "/results/" in f]
+    assert pack_root() == REPO  # an editable install reads the repository itself
+
+
+def test_init_writes_a_workspace_then_is_idempotent(tmp_path, capsys):
+    dest = tmp_path / "mine"
+    assert main(["init", str(dest)]) == 0
+    for rel in pack_files(REPO):
+        assert (dest / rel).read_bytes() == (REPO / rel).read_bytes(), rel
+    ledger = (dest / "experiments" / "35-cloud-budget.md").read_text()
+    assert ledger.startswith("# Phase 35 cloud spend ledger") and "| time_utc | run_id |" in ledger
+    assert "/.distcheck/" in (dest / ".gitignore").read_text().splitlines()
+    assert (dest / "pytest.ini").read_text() == PYTEST_INI
+    assert "cd " in capsys.readouterr().out
+    again = init_workspace(dest)
+    assert again.written == [] and again.conflicts == []
+    assert (dest / ".gitignore").read_text().count("/.distcheck/") == 1
+
+
+def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path, capsys):
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "distcheck.toml").write_text("# mine\n")
+    assert main(["init", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "nothing written" in out and "checks/distcheck.toml" in out
+    assert (tmp_path / "checks" / "distcheck.toml").read_text() == "# mine\n"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["checks", "distcheck.toml"]
+
+
+def test_init_keeps_an_existing_pytest_configuration_and_gitignore(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '-q'\n")
+    (tmp_path / ".gitignore").write_text("*.pyc")
+    report = init_workspace(tmp_path)
+    assert not (tmp_path / "pytest.ini").exists()
+    assert "pyproject.toml configures pytest here" in report.pytest_config_hint
+    assert (tmp_path / ".gitignore").read_text() == "*.pyc\n/.distcheck/\n"
+    assert (tmp_path / "pyproject.toml").read_text() == "[tool.pytest.ini_options]\naddopts = '-q'\n"
+
+
+def test_pytest_m_local_works_in_a_fresh_workspace(tmp_path):
+    """After `distcheck init`, `pytest -m local` there runs every free check: all pending but the spend
+    item (nothing spent), the DDP lab live on 2 gloo ranks, no error."""
+    assert init_workspace(tmp_path).conflicts == []
+    report = tmp_path / "dod.json"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-m", "local", "-p", "no:cacheprovider", "-q",
+                           f"--dod-json={report}"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(report.read_text())
+    states = {i["id"]: i["state"] for i in doc["items"]}
+    assert states == {"ddp-allreduce-logged": "pending", "tp-speedup-committed": "pending",
+                      "reading-notes-cited": "pending", "spend-within-budget": "done",
+                      "tp-diagram-committed": "pending", "quiz-passed": "pending"}, proc.stdout[-3000:]
+    ddp = next(i for i in doc["items"] if i["id"] == "ddp-allreduce-logged")
+    assert [c["state"] for c in ddp["checks"]] == ["done", "pending"]  # the live run ran and passed
+    assert (tmp_path / ".distcheck" / "ddp_cpu" / "allreduce-live.json").is_file()
+
+
+def test_the_wheel_ships_the_pack(tmp_path):
+    """`pip wheel .` puts the very files of the pack under pytest_distcheck/_phase/ (mapped, not copied)."""
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation",
+                           "-q", "-w", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0 and "No module named" in proc.stderr:
+        pytest.skip(f"cannot build here: {proc.stderr.strip().splitlines()[-1]}")
+    assert proc.returncode == 0, proc.stderr
+    (wheel,) = tmp_path.glob("pytest_distcheck-*.whl")
+    prefix = "pytest_distcheck/_phase/"
+    with zipfile.ZipFile(wheel) as zf:
+        shipped = {n.removeprefix(prefix): zf.read(n) for n in zf.namelist() if n.startswith(prefix)}
+        assert "pytest_distcheck/schemas/workspace.schema.json" in zf.namelist()
+    assert set(pack_files(REPO)) <= set(shipped)
+    for rel in pack_files(REPO):
+        assert shipped[rel] == (REPO / rel).read_bytes(), rel
