@@ -129,3 +129,24 @@ def test_malformed_citations_say_what_is_wrong(text, problem):
     assert note.citations == []
     (bad,) = note.malformed
     assert bad.line == 3 and problem in bad.problem and "[cite: PACKAGE PATH::SYMBOL" in bad.problem
+
+
+def test_link_targets_and_html_are_not_words_and_hide_no_citation():
+    note = parse("""
+        See [the docs](https://example.com/one/two/three/four/five/six/seven/eight) <b>now</b>
+        [cite: torch torch/a.py::f "x"] <!-- [cite: torch torch/a.py::g "hidden"] -->
+    """)
+    (cit,) = note.citations
+    assert cit.symbol == "f" and cit.block.own_words() == 4  # See, the, docs, now
+
+
+def test_a_table_row_is_a_statement_with_its_line():
+    note = parse("""
+        | decision | where |
+        | --- | --- |
+        | split by columns | `[cite: torch torch/a.py::f "x"]` |
+        | split by rows | `[cite: torch torch/a.py::g "y"]` |
+    """)
+    assert [(c.line, c.block.kind, c.block.line) for c in note.citations] == [
+        (3, "table row", 3), (4, "table row", 4)
+    ]

@@ -166,7 +166,9 @@ def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] 
         return CitationResult(
             cit, Status.FAILED, "quote-not-in-symbol", _quote_miss(src, spans, quote, cit), version=version, package=key
         )
-    first, last = next((a, b) for a, b in src.occurrences(quote) if span.start <= a and b <= span.end)
+    first, last = next(
+        ((a, b) for a, b in src.occurrences(quote) if span.start <= a and b <= span.end), (span.start, span.end)
+    )
     inner = src.innermost(first, last) or span
     place = Place(key, rel, inner.name, first, last)
 
@@ -192,7 +194,9 @@ def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] 
 
 
 def _same_name(a: str, b: str) -> bool:
-    return bool(a) and (a == b or a.endswith("." + b) or b.endswith("." + a))
+    """``a`` and ``b`` name the same symbol (``X.f`` and ``outer.X.f``); a bare ``f`` is not ``X.f``."""
+    short, long = sorted((a, b), key=len)
+    return bool(short) and (short == long or ("." in short and long.endswith("." + short)))
 
 
 def _more_hint(resolver: Resolver, dist: Installed, cit: Citation, exc: Problem) -> str:
@@ -204,7 +208,11 @@ def _more_hint(resolver: Resolver, dist: Installed, cit: Citation, exc: Problem)
     from pytest_distcheck.citations.find import find_symbol
 
     cited = str(PurePosixPath(cit.path.replace("\\", "/")))
-    found = [f for f in find_symbol(resolver, cit.symbol, cit.package, limit=3) if f.path != cited]
+    # Only the exact dotted name: a suffix match (any ``X.forward`` for ``forward``) would mislead.
+    found = [
+        f for f in find_symbol(resolver, cit.symbol, cit.package, limit=20)
+        if f.path != cited and f.span.name == cit.symbol
+    ][:3]
     if not found:
         return exc.message
     head = exc.message.split("; did you mean")[0]
