@@ -78,6 +78,10 @@ def test_eight_filler_words_are_no_decision(note, why):
         ("foo baz qux quux corge grault garply waldo", "placeholder 'foo'"),
         ("It is what it is and that is all there is", "distinct content word"),
         ("Too short to say anything", "5 words besides citations, at least 8"),
+        ("word1 word2 word3 word4 word5 word6 word7 word8", "only 1 distinct content word"),
+        ("one two three four five six seven eight", "only 0 distinct content words"),
+        ("sed do eiusmod tempor incididunt ut labore et", "placeholder 'sed'"),
+        ("a b c d e f g h", "only 0 distinct content words"),
     ],
 )
 def test_the_decision_rule(text, problem):

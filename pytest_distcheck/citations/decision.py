@@ -6,9 +6,10 @@ sees besides the citations (HTML comments and code blocks are not seen, see :mod
 1. no placeholder: none of :data:`PLACEHOLDERS` (``TODO``, ``TBD``, ``FIXME``, ``lorem ipsum``,
    ``foo``/``bar``...), which mark text still to be written;
 2. at least :data:`MIN_DECISION_WORDS` words;
-3. at least :data:`MIN_DISTINCT_WORDS` distinct content words: three letters or more, with a vowel,
-   not one of the :data:`STOP_WORDS` ("the", "and", "this"...). Eight copies of one word, or a
-   string of stop words, say nothing.
+3. at least :data:`MIN_DISTINCT_WORDS` distinct content words: three letters or more once digits
+   are stripped, with a vowel, not one of the :data:`STOP_WORDS` ("the", "and", "this", "one",
+   "two"...). Eight copies of one word, ``word1`` to ``word8``, or a string of stop or number words
+   say nothing.
 
 No dictionary ships with Python or the system here, so "a real word" is approximated by rule 3;
 the placeholders catch the usual filler. Pinned by ``tests/test_citations_notes.py``
@@ -26,14 +27,16 @@ MIN_DECISION_WORDS = 8
 MIN_DISTINCT_WORDS = 5
 
 PLACEHOLDERS = frozenset(
-    "todo tbd fixme xxx wip placeholder lorem ipsum dolor amet consectetur adipiscing elit "
+    "todo tbd fixme xxx wip placeholder filler lorem ipsum dolor amet consectetur adipiscing elit sed "
+    "eiusmod tempor incididunt labore dolore magna aliqua enim minim veniam quis nostrud exercitation "
+    "ullamco laboris nisi aliquip commodo consequat "
     "foo baz qux quux corge grault garply waldo plugh xyzzy blah asdf".split()
 )
 STOP_WORDS = frozenset(
     "the and for are but not you all any can had her was one our out has him his how its may new now "
     "see two who did get let put say she too use this that with have from they will would there their "
     "what about which when make like than then them these some into more other only also been were "
-    "here very just over such each".split()
+    "here very just over such each one two three four five six seven eight nine ten".split()
 )
 _WORD = re.compile(r"[A-Za-z0-9][\w'’-]*")
 _VOWEL = re.compile(r"[aeiouy]")
@@ -54,7 +57,9 @@ def decision_problem(text: str) -> str:
     if len(found) < MIN_DECISION_WORDS:
         n = len(found)
         return f"{n} word{'' if n == 1 else 's'} besides citations, at least {MIN_DECISION_WORDS}"
-    content = {w for w in lowered if len(w) >= 3 and _VOWEL.search(w) and w not in STOP_WORDS}
+    # Digits are stripped first: "word1 word2 ... word8" is one word eight times.
+    bare = [w.strip("0123456789_") for w in lowered]
+    content = {w for w in bare if len(w) >= 3 and _VOWEL.search(w) and w not in STOP_WORDS}
     if len(content) < MIN_DISTINCT_WORDS:
         n = len(content)
         return (
