@@ -1,0 +1,113 @@
+"""The pure parts of pytest_distcheck.tp (plan entries, shards, replication, signatures), and assert_replicated."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pytest_distcheck.tp.diagnose import diagnose, report
+from pytest_distcheck.tp.plan import Layer, parse_plan
+from pytest_distcheck.tp.replicated import replication_error
+from pytest_distcheck.tp.shards import chunk, expected_shard, what_is_held
+
+TOL = dict(rtol=1e-6, atol=1e-8)
+
+
+def test_plan_entries_are_checked_and_named():
+    assert parse_plan({"a": "colwise", "b": Layer("rowwise", bias="rank0")})["a"] == Layer("colwise")
+    with pytest.raises(ValueError, match="plan entry 'x': unknown style 'colwize'"):
+        parse_plan({"x": "colwize"})
+    with pytest.raises(ValueError, match="fused=3 applies to colwise layers only"):
+        Layer("rowwise", fused=3)
+    with pytest.raises(ValueError, match="bias='rank0' applies to rowwise layers only"):
+        Layer("colwise", bias="rank0")
+    with pytest.raises(ValueError, match="plan entry 'y': expected a style name or a Layer, got int"):
+        parse_plan({"y": 3})
+
+
+def test_fused_qkv_chunk_takes_each_ranks_heads_of_q_k_and_v():
+    w = torch.arange(12.0).unsqueeze(1)  # rows: q0 q1 q2 q3 | k0..k3 | v0..v3
+    assert chunk(w, 0, 1, 2, fused=3).flatten().tolist() == [2, 3, 6, 7, 10, 11]
+    assert chunk(w, 0, 1, 2).flatten().tolist() == [6, 7, 8, 9, 10, 11]
+    assert chunk(w, 0, 0, 2, fused=(4, 4, 4)).flatten().tolist() == [0, 1, 4, 5, 8, 9]
+    with pytest.raises(ValueError, match="not divisible by the TP degree 4"):
+        chunk(torch.zeros(6, 1), 0, 0, 4)
+
+
+def test_expected_shards_by_style():
+    w, b = torch.randn(6, 4), torch.randn(6)
+    assert torch.equal(expected_shard(w, Layer("colwise"), "weight", 1, 2), w[3:])
+    assert torch.equal(expected_shard(b, Layer("colwise"), "bias", 1, 2), b[3:])
+    assert torch.equal(expected_shard(w, Layer("rowwise"), "weight", 1, 2), w[:, 2:])
+    assert torch.equal(expected_shard(b, Layer("rowwise"), "bias", 1, 2), b)
+    assert torch.equal(expected_shard(w, None, "weight", 1, 2), w)
+    emb = torch.randn(10, 4)  # nn.Embedding: colwise splits the embedding dim, as torch's ColwiseParallel
+    assert torch.equal(expected_shard(emb, Layer("colwise"), "weight", 0, 2, embedding=True), emb[:, :2])
+
+
+def test_what_a_rank_holds_instead_is_named():
+    w = torch.randn(8, 8)
+    col = Layer("colwise")
+    assert what_is_held(w[:, 4:], w, col, "weight", 1, 2, False, **TOL)[0] == "wrong-shard-dim"
+    assert what_is_held(w, w, col, "weight", 1, 2, False, **TOL)[0] == "not-sharded"
+    assert what_is_held(w[:4], w, col, "weight", 1, 2, False, **TOL)[0] == "wrong-rank-shard"
+    qkv = torch.randn(12, 4)
+    assert what_is_held(qkv[6:], qkv, Layer("colwise", fused=3), "weight", 1, 2, False, **TOL)[0] == "qkv-head-split"
+    assert what_is_held(torch.randn(4, 8), w, col, "weight", 1, 2, False, **TOL) is None
+
+
+def test_replication_error_names_the_rank_and_the_difference():
+    a = torch.zeros(2, 3)
+    b = a.clone()
+    b[1, 2] = 0.5
+    assert replication_error([a, a.clone()]) is None
+    assert replication_error([a, b], "x") == ("x differs across ranks: rank 1 vs rank 0, max abs diff 0.5 at index "
+                                              "(1, 2) (1 of 6 elements differ)")
+    assert "rank 1 has (3,)" in replication_error([a, torch.zeros(3)])
+
+
+def _records(outs, dxs, dense_out, dense_dx, w):
+    """Records of a 2-rank column-parallel layer (weight shards right) with the given outputs and dL/dx."""
+    dense = {"inputs": [torch.ones(1)], "out": dense_out, "xgrads": [dense_dx], "order": [], "layers": {},
+             "params": {"lin.weight": {"value": w, "grad": None}}}
+    ranks = [{"inputs": [torch.ones(1)], "out": o, "xgrads": [g], "order": [], "layers": {},
+              "params": {"lin.weight": {"value": w.chunk(2)[k], "grad": None}}}
+             for k, (o, g) in enumerate(zip(outs, dxs, strict=True))]
+    return ranks, dense
+
+
+def test_module_level_signatures_without_layer_records():
+    w, dense_out, dx = torch.randn(4, 2), torch.randn(3), torch.randn(3)
+    plan = {"lin": Layer("colwise")}
+    # Outputs that add up to the dense one: g is missing; dL/dx that add up: f is missing.
+    ranks, dense = _records([dense_out * 0.25, dense_out * 0.75], [dx, dx], dense_out, dx, w)
+    assert [f.fault for f in diagnose(ranks, dense, plan, **TOL)] == ["missing-g"]
+    ranks, dense = _records([dense_out, dense_out], [dx * 0.5, dx * 0.5], dense_out, dx, w)
+    found = diagnose(ranks, dense, plan, **TOL)
+    assert [f.fault for f in found] == ["missing-f"]
+    text = report(found, 2, **TOL)
+    assert text.splitlines()[0].endswith("): missing-f")
+    assert "missing-f: f is missing before a column-parallel layer" in text
+    ranks, dense = _records([dense_out, dense_out + 1], [dx, dx], dense_out, dx, w)
+    assert [(f.fault, f.where, f.ranks) for f in diagnose(ranks, dense, plan, **TOL)] == [("mismatch", "output", [1])]
+
+
+def _replicated(seed_by_rank: bool) -> str:
+    import torch
+    import torch.distributed as dist
+
+    from pytest_distcheck.tp import assert_replicated
+
+    x = torch.randn(3, generator=torch.Generator().manual_seed(dist.get_rank() if seed_by_rank else 0))
+    try:
+        assert_replicated(x, name="the prompt")
+    except AssertionError as exc:
+        return str(exc)
+    return ""
+
+
+def test_assert_replicated_on_ranks(dist_world):
+    assert dist_world.run(_replicated, False) == ["", ""]
+    message, other = dist_world.run(_replicated, True)
+    assert message == other and message.startswith("the prompt differs across ranks: rank 1 vs rank 0")
+    assert "dist.broadcast it from rank 0" in message
