@@ -161,3 +161,12 @@ def test_an_inference_only_pair_trained_through_lacks_f_behind_a_residual(dist_w
         message, _ = dist_world.run(_nanovllm_with_backward)
     assert message.splitlines()[0].endswith(": missing-f"), message
     assert "- missing-f [mlp.up_proj]" in message
+
+
+def test_the_lab_shows_these_examples_verbatim():
+    import inspect
+    from pathlib import Path
+
+    lab = (Path(__file__).parents[1] / "docs/lab/02-tp-inference-cloud.md").read_text()
+    for check in (check_picotron_style, check_nanovllm_style, check_dtensor_style, check_lab_block):
+        assert inspect.getsource(check).rstrip() in lab, f"docs/lab/02 no longer shows {check.__name__} as tested"
