@@ -47,6 +47,20 @@ def test_notes_with_enough_resolved_citations_are_done(notes_workspace):
     assert result.ret == 0
 
 
+def test_hidden_and_filler_notes_are_not_done(notes_workspace):
+    # Issue 19: 5 + 5 statements in HTML comments or after eight filler words made the item DONE.
+    result = notes_workspace({"a.md": NOTES / "all-hidden.md", "b.md": NOTES / "filler.md"})
+    result.stdout.fnmatch_lines([
+        "BROKEN   reading-notes-cited  docs/a.md has 0 cited statements, at least 5 expected; "
+        "docs/b.md has 0 cited statements, at least 5 expected",
+    ])
+    assert "docs/b.md:4 [cite: toyparallel" in result.stdout.str()
+    assert "not counted: the list item at line 3 states no design decision (placeholder 'Lorem'" in (
+        result.stdout.str()
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
 def test_four_good_and_many_bad_is_broken_and_lists_every_failure(notes_workspace):
     result = notes_workspace({"a.md": NOTES / "good.md", "b.md": NOTES / "four-good-many-bad.md"})
     result.stdout.fnmatch_lines([
