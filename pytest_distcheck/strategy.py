@@ -29,13 +29,14 @@ Decision table (order of preference):
       and not on >= 512 GPUs.                                Ultra-Scale Playbook (DP <= 512)
   R4  else TP x PP x DP: TP within a node (t <= GPUs per     Narayanan et al. 2021 sec. 3.2,
       node, t divides the heads), PP across nodes, smallest  Takeaways #1-#2; Shoeybi et al. 2019
-      t x p first, DP with ZeRO-1.
+      t x p first (even stages before uneven), DP ZeRO-1.
   R5  no NVLink (PCIe): no TP; pipeline plans are tried      HF perf_train_gpu_many ("without NVLink,
       before ZeRO-3 (PP sends only activations).             PP will be faster than TP or ZeRO")
   R6  PP pairs with ZeRO-1, not ZeRO-2/3.                    HF perf_train_gpu_many; Playbook
   R7  TP uses sequence parallelism (no extra traffic).       Korthikanti et al. 2022 sec. 4.2.2
   R8  if nothing fits, retry with selective, then full       Korthikanti et al. 2022 sec. 5
-      activation recomputation.
+      activation recomputation; then context parallelism    Megatron-Core context parallelism docs
+      (CP, the sequence split over ranks) the same way.     (Llama 3: CP 16 for 128K tokens)
   R9  PP: m >= 4(p-1) micro-batches keep the bubble <= 1/5   Huang et al. 2019 (GPipe) sec. 2.3
       of the iteration, (p-1)/(m+p-1).
 """
@@ -147,7 +148,7 @@ class Plan:
 
     Attributes:
         name: e.g. ``"DDP"``, ``"ZeRO-2 (FSDP SHARD_GRAD_OP)"``, ``"TP=8 x PP=4 x DP=2, ZeRO-1"``.
-        tp, pp, dp: degrees, tp * pp * dp = GPUs.
+        tp, pp, dp, cp: degrees (cp: context parallelism, the sequence split), tp * pp * cp * dp = GPUs.
         zero: scheme of the data-parallel part (``"ddp"``, ``"zero1"``, ``"zero2"``, ``"zero3"``).
         fsdp: the matching FSDP sharding strategy, or ``""``.
         shard_group: ranks the model states are sharded over (dp, or GPUs per node for HYBRID_SHARD).
@@ -179,6 +180,7 @@ class Plan:
     rejected: tuple[str, ...] = field(default_factory=tuple)
     gathered_bytes: float = 0.0
     assumptions: tuple[str, ...] = ()
+    cp: int = 1
 
     @property
     def total_bytes(self) -> float:
@@ -196,6 +198,7 @@ class _Candidate:
     zero: str = "ddp"
     fsdp: str = ""
     shard_group: int = 1
+    cp: int = 1
 
 
 MAX_GPUS = 1_000_000
@@ -271,17 +274,22 @@ def _candidates(model: Model, cluster: Cluster, notes: list[Rule]) -> list[_Cand
         out += zero3
     tps = [1] if pcie else [t for t in _divisors(g) if model.heads is None or model.heads % t == 0]
     grid = []
+    cps = [c for c in _divisors(n) if model.seq_len is None or model.seq_len % (2 * c) == 0]
     for p in _divisors(n):
-        if model.layers is not None and (p > model.layers or model.layers % p):
+        if model.layers is not None and p > model.layers:
             continue
         for t in tps:
-            if (t == 1 and p == 1) or n % (t * p):
-                continue
-            d = n // (t * p)
-            zero = "zero1" if d > 1 else "ddp"
-            grid.append(_Candidate(f"TP={t} x PP={p} x DP={d}" + (", ZeRO-1" if d > 1 else ""), "R4", tp=t, pp=p,
-                                   dp=d, zero=zero, shard_group=d))
-    out += sorted(grid, key=lambda c: (c.tp * c.pp, c.pp))  # least model parallelism first, TP before PP
+            for cp in cps:
+                if (t == 1 and p == 1 and cp == 1) or n % (t * p * cp):
+                    continue
+                d = n // (t * p * cp)
+                zero = "zero1" if d * cp > 1 else "ddp"
+                name = f"TP={t}" + (f" x CP={cp}" if cp > 1 else "") + f" x PP={p} x DP={d}"
+                grid.append(_Candidate(name + (", ZeRO-1" if zero == "zero1" else ""), "R4", tp=t, pp=p, dp=d,
+                                       zero=zero, shard_group=d * cp, cp=cp))
+    # context parallelism last (only long sequences need it); least model parallelism first; even stages before
+    # uneven ones (Llama 3 put 126 layers on 16 stages); TP before PP
+    out += sorted(grid, key=lambda c: (c.cp, c.tp * c.pp, bool(model.layers and model.layers % c.pp), c.pp))
     if pcie:
         out += zero3
     return out
@@ -290,7 +298,7 @@ def _candidates(model: Model, cluster: Cluster, notes: list[Rule]) -> list[_Cand
 def _memory(model: Model, c: _Candidate, recompute: str) -> memory.PlanMemory:
     sharding = "HYBRID_SHARD" if c.fsdp == "HYBRID_SHARD" else c.zero
     return memory.plan_memory(
-        model.params, recipe=model.recipe, sharding=sharding, dp=c.dp, tp=c.tp, pp=c.pp,
+        model.params, recipe=model.recipe, sharding=sharding, dp=c.dp, tp=c.tp, pp=c.pp, cp=c.cp,
         shard_group=c.shard_group if c.zero != "ddp" else None, layers=model.layers, hidden=model.hidden,
         heads=model.heads, seq_len=model.seq_len, micro_batch=model.micro_batch, recompute=recompute,
         sequence_parallel=c.tp > 1)
@@ -304,7 +312,7 @@ def choose(model: Model, cluster: Cluster, usable_fraction: float = 0.9) -> Plan
         cluster: GPU memory, GPUs per node, nodes, intra-/inter-node interconnect.
         usable_fraction: share of GPU memory the predicted memory may use (the rest is the margin).
 
-    Returns a :class:`Plan` with tp * pp * dp == cluster.gpus and tp <= cluster.gpus_per_node; its
+    Returns a :class:`Plan` with tp * pp * cp * dp == cluster.gpus and tp <= cluster.gpus_per_node; its
     total_bytes includes activations.
 
     Raises:
@@ -322,8 +330,11 @@ def choose(model: Model, cluster: Cluster, usable_fraction: float = 0.9) -> Plan
     candidates = _candidates(model, cluster, notes)
     rejected: list[str] = []
     best: tuple[float, _Candidate, str] | None = None
-    for recompute in ("none", "selective", "full"):
-        for c in candidates:
+    # context parallelism only once nothing without it fits, even with full recomputation (long sequences)
+    passes = [(r, [c for c in candidates if c.cp == 1]) for r in ("none", "selective", "full")]
+    passes += [(r, [c for c in candidates if c.cp > 1]) for r in ("none", "selective", "full")]
+    for recompute, group in passes:
+        for c in group:
             mem = _memory(model, c, recompute)
             if mem.total_bytes <= usable:
                 return _plan(c, recompute, mem, usable, True, cluster, notes, rejected)
@@ -351,7 +362,8 @@ def _plan(c: _Candidate, recompute: str, mem: memory.PlanMemory, usable: float, 
               "communication",
         "R4": f"no data-parallel sharding fits: TP={c.tp} within a node (<= {cluster.gpus_per_node} GPUs per "
               f"node), PP={c.pp}" + (" across nodes" if c.pp > 1 and cluster.nodes > 1 else "") +
-              f", DP={c.dp} (TP x PP x DP = {cluster.gpus})",
+              (f", CP={c.cp} (the sequence split, Megatron-Core context parallelism)" if c.cp > 1 else "") +
+              f", DP={c.dp} (TP x {'CP x ' if c.cp > 1 else ''}PP x DP = {cluster.gpus})",
     }
     if fits:
         rules.append(Rule(c.rule, texts[c.rule], SOURCES[c.rule]))
@@ -379,7 +391,7 @@ def _plan(c: _Candidate, recompute: str, mem: memory.PlanMemory, usable: float, 
     if not fits:
         rules.append(Rule("FIT", f"nothing fits: {c.name} is the least-memory plan; add GPUs, shrink the "
                                  "micro-batch or sequence, or offload", SOURCES["FIT"]))
-    return Plan(name=c.name, tp=c.tp, pp=c.pp, dp=c.dp, zero=c.zero, fsdp=c.fsdp, shard_group=c.shard_group,
+    return Plan(name=c.name, tp=c.tp, pp=c.pp, dp=c.dp, cp=c.cp, zero=c.zero, fsdp=c.fsdp, shard_group=c.shard_group,
                 recompute=recompute, sequence_parallel=c.tp > 1, model_state_bytes=mem.states.total_bytes,
                 activation_bytes=mem.activation_bytes, usable_bytes=usable, fits=fits, microbatches=microbatches,
                 rules=tuple(rules), rejected=tuple(rejected), gathered_bytes=mem.gathered_bytes,
@@ -391,7 +403,7 @@ def check(model: Model, cluster: Cluster, tp: int, pp: int, dp: int, zero: str =
     """Every rule the plan TP x PP x CP x DP (data-parallel part under ``zero``) breaks on ``cluster``.
 
     Rules checked: SIZE (tp pp cp dp = GPUs); R4 (tp <= GPUs per node; heads and hidden divisible by tp;
-    layers divisible by pp, pp <= layers); R5 (tp > 1 without NVLink); R6 (PP with ZeRO-2/3); R3 (ZeRO-3
+    pp <= layers; uneven stages are allowed and the largest is counted, as Llama 3 put 126 layers on 16); R5 (tp > 1 without NVLink); R6 (PP with ZeRO-2/3); R3 (ZeRO-3
     across a slow inter-node link, or over >= 512 ranks); FIT (the memory of :func:`memory.plan_memory`
     over the usable share). CP needs seq_len divisible by 2 cp (Megatron-Core context parallelism splits
     the sequence into 2 cp chunks for load balance).
@@ -422,8 +434,8 @@ def check(model: Model, cluster: Cluster, tp: int, pp: int, dp: int, zero: str =
         breaks("R4", f"TP={tp} spans nodes: keep TP <= {g} GPUs per node, pipeline across nodes")
     if model.heads % tp or model.hidden % tp:
         breaks("R4", f"TP={tp} must divide the attention heads ({model.heads}) and the hidden size ({model.hidden})")
-    if pp > model.layers or model.layers % pp:
-        breaks("R4", f"PP={pp} must divide the layers ({model.layers}) into whole stages")
+    if pp > model.layers:
+        breaks("R4", f"PP={pp} is more stages than layers ({model.layers})")
     if model.seq_len % (2 * cp):
         breaks("R4", f"CP={cp} needs seq_len ({model.seq_len}) divisible by 2 x CP")
     if tp > 1 and cluster.intra_node == "pcie":

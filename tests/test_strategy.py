@@ -110,8 +110,8 @@ def test_invariants(params, gpn, nodes, intra, inter, mem):
     model = Model(params, **GPT3) if params >= 70e9 else Model(params, layers=40, hidden=5120, heads=40,
                                                                 seq_len=2048)
     plan = choose(model, Cluster(mem, gpn, nodes, intra, inter))
-    assert plan.tp * plan.pp * plan.dp == gpn * nodes
-    assert plan.tp <= gpn and model.heads % plan.tp == 0 and model.layers % plan.pp == 0
+    assert plan.tp * plan.pp * plan.cp * plan.dp == gpn * nodes
+    assert plan.tp <= gpn and model.heads % plan.tp == 0 and plan.pp <= model.layers
     if intra == "pcie":
         assert plan.tp == 1
     if plan.fits:
@@ -215,7 +215,11 @@ def test_check_names_every_rule_a_plan_breaks():
     texts = {r.id: r.text for r in broken}
     assert set(texts) == {"SIZE", "R4", "R5", "R6", "R3"} and mem is None
     assert "16 x 7 x 1 x 2 = 224" in texts["SIZE"]
-    assert sum(r.id == "R4" for r in broken) == 2  # TP across nodes, and 96 layers not divisible by 7
+    assert sum(r.id == "R4" for r in broken) == 1  # TP across nodes
+    broken, _ = check(Model(13e9, layers=40, hidden=5120, heads=20, seq_len=2048), Cluster(80, 8), tp=8, pp=1, dp=1)
+    assert [r.id for r in broken] == ["R4"] and "heads (20)" in broken[0].text
+    broken, _ = check(model, Cluster(80, 8, nodes=16), tp=8, pp=200, dp=1)
+    assert any(r.id == "R4" and "more stages than layers" in r.text for r in broken)
     broken, mem = check(model, Cluster(80, 8, nodes=16), tp=8, pp=8, dp=2)
     assert broken == [] and mem is not None and mem.total_bytes < 72e9
     broken, _ = check(Model(175e9, layers=96, hidden=12288, heads=96, seq_len=2048), Cluster(80, 8, nodes=2),

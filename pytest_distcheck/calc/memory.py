@@ -401,9 +401,11 @@ def plan_memory(
     Not counted (say so wherever a fit is claimed): embeddings' and the loss's activations, temporary
     communication buffers, allocator fragmentation, the CUDA context (ZeRO sec. 3.2 "residual states").
 
+    When pp does not divide the layers (DeepSpeed's pipeline allows uneven stages) the largest stage,
+    ceil(L/p) layers, is counted.
+
     Raises:
-        ValueError: as :func:`model_states` and :func:`activation_bytes_per_layer`; layers not divisible
-            by pp.
+        ValueError: as :func:`model_states` and :func:`activation_bytes_per_layer`.
     """
     states = model_states(params, recipe, sharding, dp, tp, pp, cp, shard_group)
     r = precision.recipe(recipe)
@@ -418,10 +420,12 @@ def plan_memory(
         notes.append("activations not counted: give layers, hidden, heads and seq_len")
     else:
         assert layers is not None and hidden is not None and heads is not None and seq_len is not None
-        if layers % pp:
-            raise ValueError(f"layers={layers} must be divisible by pp={pp} (whole layers per stage)")
-        acts = first_stage_activation_bytes(seq_len, micro_batch, hidden, heads, layers, tp, sp, recompute, pp,
+        _whole("pp", pp)
+        worth = -(-layers // pp) * pp  # uneven stages: the largest holds ceil(L/p) layers for p micro-batches
+        acts = first_stage_activation_bytes(seq_len, micro_batch, hidden, heads, worth, tp, sp, recompute, pp,
                                             interleaving_stages) / cp
+        if worth != layers:
+            notes.append(f"uneven stages: the largest of the {pp} holds {worth // pp} of the {layers} layers")
         notes.append(f"activations: 16-bit, {recompute} recomputation, sequence parallel {'on' if sp else 'off'}, "
                      f"L = {layers} layers' worth on the first stage (Korthikanti et al. 2022 Eq. (5)/(6))"
                      + (f", split over CP = {cp}" if cp > 1 else ""))
