@@ -144,5 +144,21 @@ def test_debug_marker_runs_on_ranks_with_that_level(dist_world):
     assert dist_world.run(getenv, "TORCH_DISTRIBUTED_DEBUG") == ["DETAIL"] * 2
 
 
+@pytest.mark.dist_debug("DETAIL")
+def test_ddp_segfault_under_detail_is_explained(dist_world):
+    def wrap_in_ddp():
+        import torch
+
+        torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))
+
+    try:
+        dist_world.run(wrap_in_ddp, timeout=60)
+    except RankError as exc:
+        assert "killed by SIGSEGV" in str(exc)
+        assert "DistributedDataParallel's constructor segfaults under TORCH_DISTRIBUTED_DEBUG=DETAIL" in str(exc)
+    else:
+        pytest.skip("DDP under DETAIL works with this torch: the known crash is gone")
+
+
 def test_an_unmarked_test_keeps_the_session_level(dist_world):
     assert dist_world.run(debug_level) == [f"DebugLevel.{os.environ.get('TORCH_DISTRIBUTED_DEBUG', 'OFF')}"] * 2

@@ -255,3 +255,51 @@ def test_ctrl_c_leaves_nothing_running(pytester, xdist):
     out = proc.communicate(timeout=60)[0]
     assert "KeyboardInterrupt" in out or "Interrupted" in out, out
     assert not _wait_gone(pids), "ranks or their zygote outlived Ctrl-C"
+
+
+BLOCK_AND_RECORD = """
+import os
+
+def test_blocked_{i}(dist_world):
+    with open({pidfile!r}, "a") as f:
+        f.write(f"worker {{os.getpid()}}\\n")
+    def block():
+        import time
+        with open({pidfile!r}, "a") as f:
+            f.write(f"rank {{os.getpid()}}\\nzygote {{os.getppid()}}\\n")
+        time.sleep(600)
+    dist_world.run(block, timeout=600)
+"""
+
+
+def _roles(path) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {}
+    if path.exists():
+        for line in path.read_text().split("\n"):
+            if line:
+                role, pid = line.split()
+                out.setdefault(role, set()).add(int(pid))
+    return out
+
+
+def test_a_killed_xdist_controller_takes_zygotes_and_ranks_with_it(pytester):
+    pidfile = pytester.path / "pids.txt"
+    pytester.makepyfile(**{f"test_b{i}": BLOCK_AND_RECORD.format(i=i, pidfile=str(pidfile)) for i in range(2)})
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2"], cwd=pytester.path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(_roles(pidfile).get("rank", ())) < 4 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    roles = _roles(pidfile)
+    assert len(roles.get("rank", ())) == 4 and len(roles.get("worker", ())) == 2, "the ranks never started"
+    # Stopped xdist workers cannot notice the dead controller themselves: only the zygotes' own watch acts.
+    for pid in roles["worker"]:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        proc.kill()
+        proc.wait()
+        left = _wait_gone(roles["rank"] | roles["zygote"], seconds=30)
+        assert not left, f"still running after the xdist controller was killed: {sorted(left)}"
+    finally:
+        for pid in roles["worker"]:
+            os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,130 @@
+"""Suites written for mp.spawn run on dist_world.spawn; asserts in ranks show values; world size by parameter."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pytest_distcheck.ranks.errors import RankError
+
+
+def checks_a_sum(expected):
+    import torch
+    import torch.distributed as dist
+
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    total = t.item()
+    assert total == expected
+
+
+def test_a_failing_assert_in_a_rank_shows_its_values(dist_world):
+    with pytest.raises(RankError) as info:
+        dist_world.run(checks_a_sum, 5.0)
+    assert "assert 2.0 == 5.0" in str(info.value)  # pytest's rewriting, done in the ranks
+
+
+def test_a_nested_function_assert_shows_values_too(dist_world):
+    def nested():
+        value = 3
+        assert value == 4
+
+    with pytest.raises(RankError, match=r"assert 3 == 4"):
+        dist_world.run(nested)
+
+
+# --- an mp.spawn course test, as written for torch.multiprocessing.spawn ------------------------------
+def _course_worker(rank, world_size, results_dir):
+    import torch
+    import torch.distributed as dist
+
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = "29500"  # hard-coded, as course code does: unused on the pool
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    t = torch.tensor([float(rank + 1)])
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    with open(os.path.join(results_dir, f"rank{rank}.txt"), "w") as f:
+        f.write(str(t.item()))
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_ported_mp_spawn_course_test(dist_world, tmp_path, world_size):
+    # was: mp.spawn(_course_worker, args=(world_size, str(tmp_path)), nprocs=world_size, join=True)
+    dist_world.spawn(_course_worker, args=(world_size, str(tmp_path)), nprocs=world_size, join=True)
+    total = world_size * (world_size + 1) / 2
+    assert [float((tmp_path / f"rank{r}.txt").read_text()) for r in range(world_size)] == [total] * world_size
+
+
+def test_init_destroy_init_again_within_one_call(dist_world):
+    def twice(rank):
+        import torch
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo")  # no-op: the pool's group is up
+        dist.destroy_process_group()
+        dist.init_process_group(backend="gloo", init_method="env://")  # a new group on the pool's store
+        t = torch.ones(1)
+        dist.all_reduce(t)
+        dist.destroy_process_group()
+        return rank, t.item()
+
+    assert dist_world.spawn(twice) == [(0, 2.0), (1, 2.0)]
+    assert dist_world.run(lambda: __import__("torch.distributed").distributed.get_world_size()) == [2, 2]
+
+
+def test_an_incompatible_init_says_what_to_remove(dist_world):
+    def wrong(rank):
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo", rank=rank, world_size=4)
+
+    with pytest.raises(RankError, match=r"world_size=4 \(the group has 2 ranks\).*Remove the init_process_group"):
+        dist_world.spawn(wrong)
+
+
+def test_spawn_refuses_join_false(dist_world):
+    with pytest.raises(TypeError, match=r"spawn\(join=False\) is not supported"):
+        dist_world.spawn(print, join=False)
+
+
+def world_size():
+    import torch.distributed as dist
+
+    return dist.get_world_size()
+
+
+@pytest.mark.parametrize("dist_world", [1, 3], indirect=True)
+def test_world_size_by_indirect_parametrize(dist_world, request):
+    n = request.node.callspec.params["dist_world"]
+    assert dist_world.run(world_size) == [n] * n
+
+
+RUNTIME_MARKER = """
+import pytest
+
+def test_adds_marker_late(dist_world, request):
+    request.node.add_marker(pytest.mark.world_size(4))
+    dist_world.run(lambda: None)
+
+@pytest.mark.world_size(3)
+@pytest.mark.parametrize("dist_world", [2], indirect=True)
+def test_twice(dist_world):
+    pass
+
+@pytest.mark.dist_debug("LOUD")
+def test_bad_level(dist_world):
+    pass
+"""
+
+
+def test_misplaced_world_sizes_and_levels_are_clear_errors(pytester):
+    pytester.makepyfile(RUNTIME_MARKER)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, errors=2)
+    result.stdout.fnmatch_lines([
+        "*test_twice?2?: the world size is given twice*",
+        "*test_bad_level: @pytest.mark.dist_debug needs 'OFF', 'INFO' or 'DETAIL', got 'LOUD'*",
+        "*test_adds_marker_late: a world_size marker was added while the test ran*world size 2*",
+    ])

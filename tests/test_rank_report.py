@@ -1,0 +1,80 @@
+"""How failed calls are explained: peers that followed a failure down, the DETAIL re-run, known torch crashes."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from pytest_distcheck.ranks.errors import RankError, RankOutcome
+from pytest_distcheck.ranks.group import SESSION_PREFIX, sweep_dead_sessions
+from pytest_distcheck.ranks.report import STOPPED, blame, detail_rerun, known_crash
+
+
+def test_a_setup_failure_after_a_peer_raised_is_reported_as_stopped():
+    outcomes = [RankOutcome(0, "error", "ValueError: boom", phase="call"),
+                RankOutcome(1, "error", "RuntimeError: Gloo connectFullMesh failed", traceback="tb", phase="setup")]
+    out = blame(outcomes)
+    assert out[0] is outcomes[0]
+    assert (out[1].status, out[1].error, out[1].traceback) == ("stopped", STOPPED, "tb")
+
+
+def test_setup_failures_on_every_rank_stay_errors():
+    outcomes = [RankOutcome(r, "error", "RuntimeError: bad store", phase="setup") for r in range(2)]
+    assert blame(outcomes) == outcomes
+
+
+def test_a_dead_peer_also_counts_as_the_culprit():
+    outcomes = [RankOutcome(0, "died", "killed by SIGSEGV"), RankOutcome(1, "error", "x", phase="setup")]
+    assert blame(outcomes)[1].status == "stopped"
+
+
+def test_first_call_where_rank_0_raises_at_once(dist_world):
+    dist_world._registry.restart(2, "gloo")  # a first call: the group is built inside it
+
+    def raise_on_rank_0():
+        import torch.distributed as dist
+
+        if dist.get_rank() == 0:
+            raise ValueError("at once")
+
+    with pytest.raises(RankError) as info:
+        dist_world.run(raise_on_rank_0)
+    text = str(info.value)
+    assert "rank 0: error (ValueError: at once)" in text
+    assert "rank 1: error" not in text  # returned, or stopped after a peer failed: never a gloo error
+
+
+def test_detail_rerun_quotes_the_node_id():
+    cmd = detail_rerun("tests/test_x.py::test_y[a b]", "OFF")
+    assert "TORCH_DISTRIBUTED_DEBUG=DETAIL pytest 'tests/test_x.py::test_y[a b]'" in cmd
+    assert detail_rerun("tests/test_x.py::test_y", "DETAIL") == ""  # already on
+
+
+def test_ddp_segfault_under_detail_is_named():
+    stderr = 'Fatal Python error: Segmentation fault\n  File "distributed.py", line 1473 in _ddp_init_helper'
+    o = RankOutcome(0, "died", "killed by SIGSEGV", stderr=stderr)
+    note = "DistributedDataParallel's constructor segfaults under TORCH_DISTRIBUTED_DEBUG=DETAIL"
+    assert note in known_crash(o, "DETAIL")
+    assert known_crash(o, "INFO") == ""
+
+
+def test_dead_session_folders_are_swept_and_live_ones_kept(tmp_path):
+    import fcntl
+
+    dead, live, young = (tmp_path / f"{SESSION_PREFIX}{name}" for name in ("dead", "live", "young"))
+    for folder in (dead, live, young):
+        folder.mkdir()
+        (folder / ".lock").touch()
+        (folder / "rank0.out").write_text("x")
+    old = time.time() - 3600
+    for folder in (dead, live):
+        os.utime(folder, (old, old))
+    held = os.open(live / ".lock", os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # as a running session holds it
+    try:
+        assert sweep_dead_sessions(str(tmp_path)) == [str(dead)]
+    finally:
+        os.close(held)
+    assert not dead.exists() and live.exists() and young.exists()
