@@ -97,15 +97,6 @@ class SourceFile:
                 for handler in getattr(node, "handlers", []):
                     self._walk(handler.body, prefix, in_function)
 
-    def innermost_containing(self, quote: str) -> Span | None:
-        """The smallest span whose normalised text contains ``quote`` (already normalised), or None."""
-        best: Span | None = None
-        for spans in self.spans.values():
-            for span in spans:
-                if quote in span.text and (best is None or span.end - span.start < best.end - best.start):
-                    best = span
-        return best
-
     def occurrences(self, quote: str) -> list[tuple[int, int]]:
         """``(first line, last line)`` of every occurrence of ``quote`` (normalised) in the file."""
         out = []

@@ -72,12 +72,6 @@ class Citation:
     text: str
     block: Block
 
-    @property
-    def key(self) -> tuple[str, str, str, str]:
-        """The citation as spelled: package, path, symbol and normalised quote (the resolved place,
-        which decides duplicates, is :class:`pytest_distcheck.citations.verifier.Place`)."""
-        return (self.package.lower(), self.path, self.symbol, " ".join((self.quote or "").split()))
-
 
 @dataclass(frozen=True)
 class Malformed:

@@ -29,14 +29,14 @@ from pathlib import Path, PurePosixPath
 
 from packaging.utils import canonicalize_name
 
-from pytest_distcheck.citations.decision import MIN_DECISION_WORDS, decision_problem
+from pytest_distcheck.citations.decision import decision_problem
 from pytest_distcheck.citations.quote import MAX_QUOTE_CHARS, MIN_QUOTE_CHARS, nearest, normalise
 from pytest_distcheck.citations.resolver import Installed, Problem, Resolver
 from pytest_distcheck.citations.symbols import SourceFile, Span
 from pytest_distcheck.citations.syntax import Citation, Malformed, github_path, parse_note
 from pytest_distcheck.errors import ConfigError
 
-__all__ = ["MIN_DECISION_WORDS", "CitationResult", "NoteReport", "Place", "Status", "check_citation", "verify_note"]
+__all__ = ["CitationResult", "NoteReport", "Place", "Status", "check_citation", "verify_note"]
 
 TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 NEAR_MISS_FIRST = 0.8  # a near-miss this close (difflib ratio) is named before an exact match elsewhere
@@ -63,7 +63,7 @@ class Status(enum.Enum):
     """What became of one citation."""
 
     COUNTED = "ok"  # resolves and supports a stated design decision
-    UNCOUNTED = "not counted"  # resolves, but is a duplicate, has no quote, or states no decision
+    UNCOUNTED = "not counted"  # resolves, but: no quote, quote not unique, test code, same place, no decision
     FAILED = "FAILED"  # does not resolve
 
 
