@@ -173,3 +173,10 @@ def test_a_class_cited_where_torch_only_imports_it_points_to_its_definition(tmp_
     assert (
         "it is imported there from torch.distributed.tensor._api: defined in torch/distributed/tensor/_api.py::DTensor"
     ) in reason
+
+
+def test_find_lists_the_implementation_not_the_overload_stubs(resolver):
+    from pytest_distcheck.citations.find import find_symbol
+
+    found = find_symbol(resolver, "shard", "toyparallel")
+    assert [(f.path, f.span.start, f.span.end) for f in found] == [("toyparallel/sharding.py", 28, 30)]
