@@ -41,6 +41,6 @@ def known_crash(o: RankOutcome, level: str) -> str:
     text = o.stderr + o.stack
     if level == "DETAIL" and o.status == "died" and "SIGSEGV" in o.error and "_ddp_init_helper" in text:
         return ("DistributedDataParallel's constructor segfaults under TORCH_DISTRIBUTED_DEBUG=DETAIL "
-                "(seen with torch 2.13.0, also without this kit: a known torch issue); use INFO for DDP "
+                "(torch 2.13.0 does so in a plain script too, without this kit); use INFO for DDP "
                 "tests, or DETAIL on code without DDP")
     return ""
