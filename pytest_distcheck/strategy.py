@@ -403,8 +403,9 @@ def check(model: Model, cluster: Cluster, tp: int, pp: int, dp: int, zero: str =
     """Every rule the plan TP x PP x CP x DP (data-parallel part under ``zero``) breaks on ``cluster``.
 
     Rules checked: SIZE (tp pp cp dp = GPUs); R4 (tp <= GPUs per node; heads and hidden divisible by tp;
-    pp <= layers; uneven stages are allowed and the largest is counted, as Llama 3 put 126 layers on 16); R5 (tp > 1 without NVLink); R6 (PP with ZeRO-2/3); R3 (ZeRO-3
-    across a slow inter-node link, or over >= 512 ranks); FIT (the memory of :func:`memory.plan_memory`
+    pp <= layers; uneven stages are allowed and the largest is counted, as Llama 3 put 126 layers on 16);
+    R5 (tp > 1 without NVLink); R6 (PP with ZeRO-2/3); R3 (ZeRO-3 across a slow inter-node link, or over
+    >= 512 ranks); FIT (the memory of :func:`memory.plan_memory`
     over the usable share). CP needs seq_len divisible by 2 cp (Megatron-Core context parallelism splits
     the sequence into 2 cp chunks for load balance).
 

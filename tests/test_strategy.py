@@ -247,3 +247,23 @@ def test_inference_puts_tp_in_the_node_and_pp_across():
     assert big.fits and big.tp == 8 and big.pp > 1 and big.tp * big.pp > 8
     pcie = choose_inference(model, Cluster(48, 8, intra_node="pcie"), batch=1, context=4096)
     assert pcie.tp == 1 and pcie.pp > 1 and pcie.fits
+
+
+def test_cli_check_with_recompute_and_a_published_plan(capsys):
+    # Llama 3 405B, Dubey et al. 2024 Tables 3-4: TP 8 x PP 16 x DP 128 on 16,384 H100s; FSDP without resharding
+    # after forward (ZeRO-2-like) breaks the R6 guidance; with full recomputation it fits
+    args = ["strategy", "--params", "405B", "--layers", "126", "--hidden", "16384", "--heads", "128", "--seq-len",
+            "8192", "--recipe", "megatron-bf16", "--gpu-memory-gb", "80", "--gpus-per-node", "8", "--nodes", "2048",
+            "--check", "tp=8,pp=16,dp=128,zero=zero2,recompute=full"]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "breaks 1 rule(s)" in out and "[R6]" in out and "(full recomputation)" in out
+
+
+def test_cli_inference(capsys):
+    rc = main(["strategy", "--params", "70B", "--layers", "80", "--hidden", "8192", "--heads", "64", "--kv-heads", "8",
+               "--gpu-memory-gb", "80", "--gpus-per-node", "8", "--nodes", "2", "--inference", "--batch", "32",
+               "--context", "4096"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "serving: TP = 4, PP = 1, 4 replica(s)" in out
+    assert "weights 35.0 GB + KV cache 10.7 GB" in out

@@ -17,7 +17,7 @@ import argparse
 
 from pytest_distcheck.commands._numbers import count, positive_int, real
 
-CHECK_KEYS = ("tp", "pp", "dp", "cp", "zero")
+CHECK_KEYS = ("tp", "pp", "dp", "cp", "zero", "recompute")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--usable-fraction", type=real(0, 1, low_open=True), default=0.9,
                         help="share of GPU memory a plan may use, in (0, 1] (default 0.9)")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", metavar="tp=T,pp=P,dp=D[,cp=C,zero=Z]", type=_plan_spec,
+    mode.add_argument("--check", metavar="tp=T,pp=P,dp=D[,cp=C,zero=Z,recompute=R]", type=_plan_spec,
                       help="name every rule this plan breaks instead of choosing one")
     mode.add_argument("--inference", action="store_true", help="place the model for serving (weights + KV cache)")
     parser.add_argument("--batch", type=positive_int, default=1, help="sequences served at once (--inference)")
@@ -53,14 +53,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _plan_spec(text: str) -> dict[str, object]:
-    """``tp=8,pp=4,dp=2`` (also cp=, zero=) -> a dict; tp, pp, dp required."""
+    """``tp=8,pp=4,dp=2`` (also cp=, zero= a ZeRO stage or FSDP strategy, recompute= none/selective/full)
+    -> a dict; tp, pp, dp required."""
     spec: dict[str, object] = {}
     for item in text.split(","):
         key, sep, value = item.partition("=")
         key = key.strip().lower()
         if not sep or key not in CHECK_KEYS:
             raise argparse.ArgumentTypeError(f"{item!r}: expected KEY=VALUE with KEY one of {', '.join(CHECK_KEYS)}")
-        spec[key] = value.strip() if key == "zero" else positive_int(value)
+        if key == "recompute" and value.strip() not in ("none", "selective", "full"):
+            raise argparse.ArgumentTypeError(f"{item!r}: recompute is none, selective or full")
+        spec[key] = value.strip() if key in ("zero", "recompute") else positive_int(value)
     missing = [k for k in ("tp", "pp", "dp") if k not in spec]
     if missing:
         raise argparse.ArgumentTypeError(f"{text!r} lacks {', '.join(missing)} (e.g. tp=8,pp=4,dp=2)")
@@ -126,13 +129,14 @@ def _check(model, cluster, args: argparse.Namespace) -> int:
     from pytest_distcheck.strategy import check
 
     spec = dict(args.check)
+    recompute = str(spec.get("recompute", "selective"))
     broken, mem = check(model, cluster, spec["tp"], spec["pp"], spec["dp"], str(spec.get("zero", "zero1")),
-                        int(spec.get("cp", 1)), usable_fraction=args.usable_fraction)
+                        int(spec.get("cp", 1)), recompute, args.usable_fraction)
     name = ", ".join(f"{k}={v}" for k, v in spec.items())
     if mem is not None:
         print(f"plan {name}: {mem.total_bytes / 1e9:.1f} GB per GPU = states {mem.states.total_bytes / 1e9:.1f} + "
               f"activations {mem.activation_bytes / 1e9:.1f} + gathered unit {mem.gathered_bytes / 1e9:.1f} "
-              "(selective recomputation)")
+              f"({recompute} recomputation)")
     if not broken:
         print(f"plan {name} breaks no rule")
         return 0
