@@ -53,3 +53,20 @@ def test_a_short_real_run_of_the_pool_harness(tmp_path, capsys):
     assert row["harness"] == "pool" and len(row["durations_s"]) == 4
     assert 0 < row["per_test_min_s"] <= row["per_test_median_s"] <= row["per_test_max_s"]
     assert "| dist_world (this kit) | 4 |" in capsys.readouterr().out
+
+
+def test_start_up_targets_against_torch_without_ranks_and_a_trivial_test():
+    pool = _row("pool", [1.5] + [0.0012] * 99, wall=3.0)
+    local = _row("torch-local", [0.5] + [0.0005] * 99, wall=2.6)
+    trivial = _row("trivial", [0.01] + [0.0004] * 99, wall=0.9)
+    met = {what: (ok, measured) for what, ok, measured in rank_pool.targets([pool, local, trivial])}
+    assert met["session overhead <= 0.5 s over the same tests importing torch without ranks"] == (True, "+0.40 s")
+    assert met["per-test overhead of the pool <= 2x a trivial pytest test"] == (True, "0.70 ms vs 0.40 ms")
+    slow = _row("pool", [1.5] + [0.002] * 99, wall=3.5)
+    assert [ok for _, ok, _ in rank_pool.targets([slow, local, trivial])][-2:] == [False, False]
+
+
+def test_the_median_round_is_reported_with_every_round():
+    rounds = [_row("pool", [1.0, 0.001], wall=w) for w in (3.0, 1.0, 2.0)]
+    row = rank_pool.median_round(rounds)
+    assert row["session_wall_s"] == 2.0 and row["session_walls_s"] == [3.0, 1.0, 2.0]
