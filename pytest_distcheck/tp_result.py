@@ -69,7 +69,8 @@ def problems(result: dict[str, Any]) -> list[str]:
     """Where a schema-valid result disagrees with itself, each naming the field; ``[]`` when it agrees.
 
     Checks: each summary's median/min/max against its samples; ``decode_tokens_per_s`` = ``b`` /
-    median decode step; no (tp, b, s) measured twice; no TP degree above the world size; and every
+    median decode step; ``torch_tp_decode_ratio`` (when timed) = torch's median decode step / the lab's;
+    no (tp, b, s) measured twice; no TP degree above the world size; and every
     speedup entry, present and right, against :func:`compute_speedups`.
     """
     out: list[str] = []
@@ -83,12 +84,19 @@ def problems(result: dict[str, Any]) -> list[str]:
         seen.setdefault(key, i)
         if m["tp"] > result["world_size"]:
             out.append(f"{where}.tp = {m['tp']} exceeds world_size {result['world_size']}")
-        for name in ("prefill_s", "decode_step_s"):
+        for name in ("prefill_s", "decode_step_s", "torch_tp_prefill_s", "torch_tp_decode_step_s"):
+            if name not in m:
+                continue
             s = m[name]
             want = summarize(s["samples"])
             for stat in ("median", "min", "max"):
                 if not _close(s[stat], want[stat], 1e-9):
                     out.append(f"{where}.{name}.{stat} = {s[stat]:g} but its samples give {want[stat]:g}")
+        if "torch_tp_decode_ratio" in m:
+            ratio = m["torch_tp_decode_step_s"]["median"] / m["decode_step_s"]["median"]
+            if not _close(m["torch_tp_decode_ratio"], ratio):
+                out.append(f"{where}.torch_tp_decode_ratio = {m['torch_tp_decode_ratio']:g} but median "
+                           f"torch_tp_decode_step_s / median decode_step_s = {ratio:g}")
         tps = m["batch_size"] / m["decode_step_s"]["median"]
         if not _close(m["decode_tokens_per_s"], tps):
             out.append(f"{where}.decode_tokens_per_s = {m['decode_tokens_per_s']:g} but batch_size / median "

@@ -19,6 +19,16 @@ Rank 0's figures are reported (every rank of a TP group finishes each layer toge
 all-reduce). Rank 0 writes the JSON (schema ``tp-inference-result``, validated and self-checked
 before writing) and the speedup-curve PNG beside it.
 
+With ``--torch-tp`` it also times PyTorch's own TP of the same model and plan (``shard_with_torch``:
+DTensor ``parallelize_module`` with ``ColwiseParallel``/``RowwiseParallel``) at each TP degree > 1,
+its repetitions interleaved with the lab model's (so load on a shared machine hits both alike), and
+records per configuration ``torch_tp_prefill_s``, ``torch_tp_decode_step_s`` and
+``torch_tp_decode_ratio`` = median torch decode step / median lab decode step (> 1: the lab's is
+faster). The CPU reference result was made with::
+
+    torchrun --nproc_per_node 2 -m experiments.tp_inference.speedup --torch-tp \
+        --out solutions/experiments/tp_inference/results/speedup-cpu-gloo-2.json
+
 The speedup at TP ``t`` is latency at TP 1 over latency at TP ``t``, for the same ``b`` and ``s``
 (``pytest_distcheck.tp_result``). On CPU, TP 1 runs on one core and TP 2 on two (torchrun sets one
 thread per process), so the CPU curve shows work split over cores, not over GPUs.
@@ -44,7 +54,7 @@ from experiments.tp_inference.generate import decode_step, prefill
 from experiments.tp_inference.model import GPT, GPTConfig, build_model
 from experiments.tp_inference.plan import BLOCK_PLAN
 from experiments.tp_inference.plot import plot_speedups
-from experiments.tp_inference.shard import shard_model
+from experiments.tp_inference.shard import shard_model, shard_with_torch
 from experiments.tp_inference.timing import Stopwatch, device_for
 from pytest_distcheck.evidence import record_sources
 from pytest_distcheck.schemas import validate
@@ -99,6 +109,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--run-id", default=os.environ.get("DISTCHECK_RUN_ID"),
                    help="the budget reservation's run id (env DISTCHECK_RUN_ID); default local-<UTC time>")
     p.add_argument("--out", type=Path, help="result JSON (default: results/speedup-<device>-<backend>-<world>.json)")
+    p.add_argument("--torch-tp", action="store_true",
+                   help="also time PyTorch's parallelize_module (DTensor) on the same model and plan, at TP > 1")
     p.add_argument("--notes", default="", help="free text stored in the result")
     return p.parse_args(argv)
 
@@ -149,22 +161,29 @@ def _allreduce_rep(model: GPT, prompt: torch.Tensor, new_tokens: int,
 
 
 def measure(model: GPT, tp: TPGroup, device: torch.device, b: int, s: int, st: dict[str, Any],
-            seed: int) -> dict[str, Any]:
+            seed: int, torch_model: GPT | None = None) -> dict[str, Any]:
     """Time one (TP degree, batch size, prompt length) configuration on this rank; a measurement dict.
 
     Latencies come from ``st["reps"]`` repetitions after ``st["warmup"]``; all-reduce time from
-    ``st["reps"]`` further repetitions with the all-reduce timer on (medians).
+    ``st["reps"]`` further repetitions with the all-reduce timer on (medians). With ``torch_model``
+    (PyTorch's TP of the same model), each repetition of the lab model is followed by one of it.
     """
     prompt = torch.randint(0, model.cfg.vocab_size, (b, s), generator=torch.Generator().manual_seed(seed))
     prompt = prompt.to(device)
     watch, align = Stopwatch(device), torch.zeros(1, device=device)
-    pre, dec = [], []
+    pre, dec, t_pre_s, t_dec_s = [], [], [], []
     for i in range(st["warmup"] + st["reps"]):
         tp.all_reduce(align)  # start each repetition together
         t_pre, t_dec = _rep(model, prompt, st["new_tokens"], watch)
         if i >= st["warmup"]:
             pre.append(t_pre)
             dec.append(t_dec)
+        if torch_model is not None:
+            tp.all_reduce(align)
+            t_pre, t_dec = _rep(torch_model, prompt, st["new_tokens"], watch)
+            if i >= st["warmup"]:
+                t_pre_s.append(t_pre)
+                t_dec_s.append(t_dec)
     ar_pre, ar_dec, calls = [], [], 0
     tp.timer = timer = AllReduceTimer(device)
     try:
@@ -176,7 +195,7 @@ def measure(model: GPT, tp: TPGroup, device: torch.device, b: int, s: int, st: d
     finally:
         tp.timer = None
     prefill_s, decode_s = summarize(pre), summarize(dec)
-    return {
+    out = {
         "tp": tp.size, "batch_size": b, "prompt_len": s, "new_tokens": st["new_tokens"],
         "prefill_s": prefill_s, "decode_step_s": decode_s,
         "decode_tokens_per_s": b / decode_s["median"],
@@ -184,6 +203,10 @@ def measure(model: GPT, tp: TPGroup, device: torch.device, b: int, s: int, st: d
         "decode_allreduce_s_per_step": summarize(ar_dec)["median"],
         "allreduces_per_forward": calls,
     }
+    if torch_model is not None:
+        out["torch_tp_prefill_s"], out["torch_tp_decode_step_s"] = summarize(t_pre_s), summarize(t_dec_s)
+        out["torch_tp_decode_ratio"] = out["torch_tp_decode_step_s"]["median"] / decode_s["median"]
+    return out
 
 
 def _environment(backend: str, device: torch.device, world: int) -> dict[str, Any]:
@@ -235,19 +258,27 @@ def run(args: argparse.Namespace, device: torch.device) -> Path | None:
     for t in st["tp_degrees"]:
         tp = TPGroup(groups.get(t), rank, t) if rank < t else None
         model = shard_model(dense, tp) if tp is not None else None
+        theirs = None
+        if args.torch_tp and tp is not None and t > 1:
+            from torch.distributed.device_mesh import DeviceMesh
+
+            theirs = shard_with_torch(dense, DeviceMesh.from_group(groups[t], device.type))
         for b in st["batch_sizes"]:
             for s in st["prompt_lens"]:
                 if model is not None:
-                    m = measure(model, tp, device, b, s, st, args.seed)
+                    m = measure(model, tp, device, b, s, st, args.seed, theirs)
                     if rank == 0:
                         measurements.append(m)
                         print(f"tp={t} batch={b} prompt={s}: prefill {m['prefill_s']['median'] * 1e3:.2f} ms, "
                               f"decode {m['decode_step_s']['median'] * 1e3:.3f} ms/step "
                               f"({m['decode_tokens_per_s']:.0f} tok/s), all-reduce "
                               f"{m['prefill_allreduce_s'] * 1e3:.2f} ms/prefill "
-                              f"{m['decode_allreduce_s_per_step'] * 1e3:.3f} ms/step", flush=True)
+                              f"{m['decode_allreduce_s_per_step'] * 1e3:.3f} ms/step"
+                              + (f"; torch TP decode {m['torch_tp_decode_step_s']['median'] * 1e3:.3f} ms/step "
+                                 f"({m['torch_tp_decode_ratio']:.2f}x the lab's)" if theirs is not None else ""),
+                              flush=True)
                 dist.all_reduce(world_sync)  # ranks outside this TP group wait here
-        del model
+        del model, theirs
     if rank != 0:
         return None
     env = _environment(backend, device, world)
@@ -261,14 +292,15 @@ def run(args: argparse.Namespace, device: torch.device) -> Path | None:
         "model": _model_info(dense, st["model"], st["dtype"], args.seed),
         "plan": dict(BLOCK_PLAN),
         "settings": {k: st[k] for k in ("tp_degrees", "batch_sizes", "prompt_lens", "new_tokens", "warmup", "reps")}
-        | {"timer": Stopwatch(device).timer},
+        | {"timer": Stopwatch(device).timer, "torch_tp": bool(args.torch_tp)},
         "measurements": measurements,
         "speedups": compute_speedups(measurements),
         "plot": out.with_suffix(".png").name,
         "sources": record_sources(code_sources(), ROOT),
         "notes": (args.notes + "; " if args.notes else "")
         + f"measured on {env['device']['count']} x {env['device']['name']} with {backend}, {world} ranks, "
-        f"host {env['host']['name']} ({env['host']['logical_cpus']} logical CPUs, load average {load:.2f} at start)",
+        f"host {env['host']['name']} ({env['host']['logical_cpus']} logical CPUs, load average {load:.2f} at start, "
+        f"{os.getloadavg()[0]:.2f} at the end)",
     }
     validate(result, SCHEMA, out)
     bad = problems(result)
