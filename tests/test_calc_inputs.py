@@ -3,6 +3,8 @@ absurd number (issue 17). The fuzz test feeds seeded random numeric text to ever
 `memory`, `strategy`, `bubble` and `estimate`, in process."""
 
 import random
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -69,10 +71,14 @@ TEXTS = ["0", "-1", "1", "2", "3", "7", "8", "64", "1e308", "-1e308", "inf", "-i
 
 @pytest.mark.parametrize("command", sorted(NUMERIC))
 def test_fuzz_numeric_options_never_crash(capsys, tmp_path, monkeypatch, command):
-    monkeypatch.chdir(tmp_path)  # estimate reads a workspace file; none here means its defaults
+    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)  # the shipped price table, never the live API
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "experiments").mkdir()  # a workspace with no ledger yet: estimate reaches its arithmetic
+    shutil.copy(Path(__file__).resolve().parents[1] / "checks" / "distcheck.toml", tmp_path / "checks")
+    monkeypatch.chdir(tmp_path)
     base, options = NUMERIC[command]
     rng = random.Random(17)
-    for _ in range(150):
+    for _ in range(100):
         argv = list(base)
         for option in rng.sample(options, rng.randint(1, min(3, len(options)))):
             argv += [option, rng.choice(TEXTS) if rng.random() < 0.8 else repr(rng.uniform(-1e6, 1e6))]
