@@ -114,3 +114,10 @@ def test_plan_memory_adds_activations_and_the_gathered_unit():
     uneven = memory.plan_memory(13e9, pp=7, layers=40, hidden=5120, heads=40, seq_len=2048)
     assert uneven.activation_bytes == pytest.approx(memory.first_stage_activation_bytes(2048, 1, 5120, 40, 42, pp=7))
     assert any("uneven stages" in a for a in uneven.assumptions)
+
+
+def test_gathered_unit_needs_a_size_and_is_never_the_whole_model():
+    blind = memory.plan_memory(70e9, sharding="zero3", dp=8)
+    assert blind.gathered_bytes == 0 and any("gathered unit not counted" in a for a in blind.assumptions)
+    by_layers = memory.plan_memory(70e9, sharding="zero3", dp=8, layers=80)
+    assert by_layers.gathered_bytes == pytest.approx(4 * 70e9 / 80)  # 2 x fp16 x params per layer

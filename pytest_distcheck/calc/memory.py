@@ -431,8 +431,11 @@ def plan_memory(
                      + (f", split over CP = {cp}" if cp > 1 else ""))
     gathered = 0.0
     if precision.SHARDS[precision.scheme(sharding)][0]:
-        unit = layer_params(hidden) if hidden is not None else params / (layers or 1)
-        gathered = gathered_unit_bytes(unit, r, tp)
-        notes.append(f"ZeRO-3/FSDP: one gathered unit of {unit:.4g} parameters / TP (DeepSpeed estimator's "
-                     "largest-layer term)")
+        if hidden is None and layers is None:
+            notes.append("ZeRO-3/FSDP gathered unit not counted: give hidden (or layers) to size it")
+        else:
+            unit = layer_params(hidden) if hidden is not None else params / (layers or 1)
+            gathered = gathered_unit_bytes(unit, r, tp)
+            notes.append(f"ZeRO-3/FSDP: one gathered unit of {unit:.4g} parameters / TP (DeepSpeed estimator's "
+                         "largest-layer term)")
     return PlanMemory(states, acts, gathered, tuple(notes))

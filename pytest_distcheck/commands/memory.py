@@ -90,11 +90,9 @@ def _run(args: argparse.Namespace, memory, precision) -> int:
               f"{(s.grads_bytes + s.main_grads_bytes) / 1e9:.4g}, optimizer "
               f"{(s.optimizer_bytes + s.master_bytes) / 1e9:.4g})  {sec}")
     if args.gpus_per_node:
-        if group % args.gpus_per_node:
-            raise ValueError(f"HYBRID_SHARD needs N_d = {group} to be a multiple of --gpus-per-node "
-                             f"{args.gpus_per_node}")
-        h = states("HYBRID_SHARD", args.gpus_per_node)
-        print(f"  {'FSDP HYBRID_SHARD':<30} {'(2+2+K) Psi/G, G=' + str(args.gpus_per_node):<24} {h.total_gb:>10.4g} GB"
+        g = _node_group(args, group)
+        h = states("HYBRID_SHARD", g)
+        print(f"  {'FSDP HYBRID_SHARD':<30} {'(2+2+K) Psi/G, G=' + str(g):<24} {h.total_gb:>10.4g} GB"
               "   FULL_SHARD within a node (torch fsdp/api.py)")
     if args.k is None and recipe.master:
         d = states("megatron-distopt")
@@ -105,6 +103,17 @@ def _run(args: argparse.Namespace, memory, precision) -> int:
         _activations(args)
     _plan(args, memory, precision, states, k)
     return 0
+
+
+def _node_group(args: argparse.Namespace, group: int) -> int:
+    """G, the data-parallel ranks inside one node: GPUs per node / (TP x CP) (TP and CP stay in the node)."""
+    inner = args.tp * args.cp
+    if args.gpus_per_node % inner:
+        raise ValueError(f"HYBRID_SHARD: --gpus-per-node {args.gpus_per_node} is not a multiple of TP x CP = {inner}")
+    g = args.gpus_per_node // inner
+    if group % g:
+        raise ValueError(f"HYBRID_SHARD needs N_d = {group} to be a multiple of the {g} data-parallel ranks of a node")
+    return g
 
 
 def _formula(recipe, scheme: str, precision) -> str:
@@ -145,9 +154,9 @@ def _plan(args: argparse.Namespace, memory, precision, states, k: float) -> None
         raise ValueError("--k describes the ZeRO paper's recipe; use --recipe with --zero megatron-distopt")
     pm = memory.plan_memory(
         args.params, recipe=args.recipe, sharding=args.zero, dp=args.dp, tp=args.tp, pp=args.pp, cp=args.cp,
-        shard_group=args.gpus_per_node if hybrid else None, layers=args.layers, hidden=args.hidden,
+        shard_group=_node_group(args, args.dp * args.cp) if hybrid else None, layers=args.layers, hidden=args.hidden,
         heads=args.heads, seq_len=args.seq_len, micro_batch=args.micro_batch, recompute=args.recompute)
-    st = states(args.zero, args.gpus_per_node if hybrid else None).total_bytes
+    st = states(args.zero, _node_group(args, args.dp * args.cp) if hybrid else None).total_bytes
     total = st + pm.activation_bytes + pm.gathered_bytes + args.margin_gb * 1e9
     print(f"\nplan TP={args.tp} x PP={args.pp} x CP={args.cp} x DP={args.dp}, {args.zero}, recompute {args.recompute}: "
           f"{total / 1e9:.4g} GB per GPU = states {st / 1e9:.4g} + activations {pm.activation_bytes / 1e9:.4g} + "
