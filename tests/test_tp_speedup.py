@@ -29,7 +29,8 @@ def _run_speedup(argv: list[str]):
 @pytest.mark.world_size(2)
 def test_speedup_runs_on_two_gloo_ranks_and_writes_a_valid_result(dist_world, tmp_path):
     out = tmp_path / "r.json"
-    paths = dist_world.run(_run_speedup, [*TINY, "--out", str(out), "--run-id", "test-0001"], timeout=180)
+    paths = dist_world.run(_run_speedup, [*TINY, "--torch-tp", "--out", str(out), "--run-id", "test-0001"],
+                           timeout=180)
     assert paths == [out, None]  # rank 0 writes
     result = load_result(out)  # schema-valid
     assert problems(result) == []
@@ -46,6 +47,16 @@ def test_speedup_runs_on_two_gloo_ranks_and_writes_a_valid_result(dist_world, tm
     assert [got[(2, b)]["allreduces_per_forward"] for b in (1, 2)] == [2 * layers] * 2
     assert got[(2, 1)]["prefill_allreduce_s"] > 0 and got[(1, 1)]["prefill_allreduce_s"] == 0
     assert [(s["tp"], s["batch_size"]) for s in result["speedups"]] == [(2, 1), (2, 2)]
+    # --torch-tp: PyTorch's parallelize_module timed beside the lab's layers at TP 2, with the ratio.
+    assert result["settings"]["torch_tp"] is True and "torch_tp_decode_step_s" not in got[(1, 1)]
+    m = got[(2, 1)]
+    assert len(m["torch_tp_decode_step_s"]["samples"]) == 2 and len(m["torch_tp_prefill_s"]["samples"]) == 2
+    ratio = m["torch_tp_decode_step_s"]["median"] / m["decode_step_s"]["median"]
+    assert m["torch_tp_decode_ratio"] == pytest.approx(ratio)
+    assert "at the end)" in result["notes"]  # host load at start and end
+    bad = copy.deepcopy(result)
+    bad["measurements"][2]["torch_tp_decode_ratio"] *= 2
+    assert [p for p in problems(bad) if "measurements[2].torch_tp_decode_ratio" in p]
 
 
 def test_speedup_under_torchrun_end_to_end(tmp_path):
