@@ -111,3 +111,20 @@ def test_assert_replicated_on_ranks(dist_world):
     message, other = dist_world.run(_replicated, True)
     assert message == other and message.startswith("the prompt differs across ranks: rank 1 vs rank 0")
     assert "dist.broadcast it from rank 0" in message
+
+
+def test_a_plan_path_or_parameter_the_modules_lack_is_named_before_any_collective():
+    from torch import nn
+
+    from pytest_distcheck.tp import assert_tp_matches_dense
+
+    dense = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 4))
+    with pytest.raises(ValueError, match=r"plan entry 'up': the dense module has no submodule 'up' "
+                                         r"\(its modules with a weight: 0, 1\)"):
+        assert_tp_matches_dense(dense, dense, {"up": "colwise"}, torch.ones(2, 4))
+    tp = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 4))
+    tp.extra = nn.Parameter(torch.zeros(1))
+    with pytest.raises(ValueError, match="TP module parameters with no counterpart in the dense module: extra"):
+        assert_tp_matches_dense(dense, tp, {"0": "colwise"}, torch.ones(2, 4))
+    with pytest.raises(TypeError, match="the tp factory returned a int, not an nn.Module"):
+        assert_tp_matches_dense(dense, lambda d: 3, {"0": "colwise"}, torch.ones(2, 4))

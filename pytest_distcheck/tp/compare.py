@@ -139,6 +139,7 @@ def _record(t: torch.Tensor) -> torch.Tensor:
 def _run(model: nn.Module, inputs: tuple, plan_paths: Sequence[str], backward: bool, size: int, rank: int,
          weights: torch.Tensor | None) -> tuple[dict, torch.Tensor]:
     """Forward (and backward) of ``model`` on copies of ``inputs``; this rank's record."""
+    model.zero_grad(set_to_none=True)  # gradients left from earlier use would add to these
     args = tuple(x.detach().clone().requires_grad_(backward and x.is_floating_point())
                  if isinstance(x, torch.Tensor) else x for x in inputs)
     rec = _LayerRecorder(model, plan_paths)
@@ -220,7 +221,8 @@ def assert_tp_matches_dense(
           output), read from the shape. A DTensor output is compared through ``full_tensor()``, a
           DTensor parameter or gradient through ``to_local()``.
         - Loss: ``(out * w).sum()`` with ``w`` drawn from a fixed seed (the same on every rank), or
-          this rank's chunk of ``w`` for a sharded output; so dL/dout is not uniform.
+          this rank's chunk of ``w`` for a sharded output; so dL/dout is not uniform. Both modules'
+          gradients are set to None first.
         - Modules are run as given (``train()``/``eval()``); dropout must be off. The dense module is
           deep-copied first, so its gradients are not touched.
 
