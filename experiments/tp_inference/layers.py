@@ -90,4 +90,4 @@ class RowParallelLinear(nn.Module):
 
 
 PARALLEL_LINEARS: dict[str, type[nn.Module]] = {"colwise": ColumnParallelLinear, "rowwise": RowParallelLinear}
-"""The layer class for each style name of ``pytest_distcheck.tp_plan``."""
+"""The layer class for each style name of ``pytest_distcheck.tp.plan``."""

@@ -1,6 +1,6 @@
 """The TP sharding plan of one transformer block of the lab's model (Megatron-LM, sec. 3).
 
-Module paths are relative to one decoder block; styles are defined in ``pytest_distcheck.tp_plan``.
+Module paths are relative to one decoder block; styles are defined in ``pytest_distcheck.tp.plan``.
 The model, the diagram check and the docs all read this mapping.
 """
 

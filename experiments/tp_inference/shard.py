@@ -21,7 +21,7 @@ from experiments.tp_inference.comm import TPGroup
 from experiments.tp_inference.layers import PARALLEL_LINEARS
 from experiments.tp_inference.model import GPT
 from experiments.tp_inference.plan import BLOCK_PLAN
-from pytest_distcheck.tp_plan import validate_plan
+from pytest_distcheck.tp.plan import validate_plan
 
 
 def _linears(block: nn.Module) -> list[str]:
