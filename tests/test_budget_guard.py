@@ -17,22 +17,14 @@ from pytest_distcheck.budget.ledger import Ledger, LedgerError
 from pytest_distcheck.workspace import load_workspace
 
 
-class FakeClock:
-    def __init__(self, t: float = 1_000_000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-
 @pytest.fixture
 def ledger(tmp_path: Path) -> Ledger:
     return Ledger(tmp_path / "ledger.md", tmp_path / ".distcheck" / "budget.lock")
 
 
-def make_guard(ledger: Ledger, session: str = "sess0001", max_usd: float | None = 3.0, clock=None) -> BudgetGuard:
+def make_guard(ledger: Ledger, session: str = "sess0001", max_usd: float | None = 3.0) -> BudgetGuard:
     return BudgetGuard(ledger, phase_ceiling_usd=5.0, experiment_ceilings_usd={"tp-inference": 3.0},
-                       session_ceiling_usd=max_usd, session_id=session, clock=clock or FakeClock())
+                       session_ceiling_usd=max_usd, session_id=session)
 
 
 def test_reserve_prices_the_worst_case_from_the_table(ledger: Ledger):
@@ -41,7 +33,10 @@ def test_reserve_prices_the_worst_case_from_the_table(ledger: Ledger):
     assert res.usd == Decimal("0.5900")  # 0.59 $/GPU-h x 2 GPUs x 0.5 h (shipped table)
     assert res.run_id.startswith("sess0001-") and res.max_seconds == 1800
     st = g.status()
-    assert st.limits["phase"].held == Decimal("0.59") and st.limits["session"].left == Decimal("2.41")
+    assert st.limits["phase"].spent == Decimal("0.59") and st.limits["session"].left == Decimal("2.41")
+    (opened,) = ledger.read()  # the open row is in the ledger before anything is created
+    assert (opened.status, opened.resource_id, opened.billed_s, opened.cost) == ("open", "-", 1800, res.usd)
+    assert res.open_row == opened and list(st.in_progress) == [res.run_id]
 
 
 def test_refusal_names_the_figures_and_the_binding_ceiling(ledger: Ledger):
@@ -53,7 +48,7 @@ def test_refusal_names_the_figures_and_the_binding_ceiling(ledger: Ledger):
     assert "would cost up to $1.18; $0.64 left of $3.00" in msg, msg
     assert "session ceiling --max-usd 3" in msg or "experiment tp-inference" in msg
     assert exc.value.would_cost == pytest.approx(1.18) and exc.value.left == pytest.approx(0.64)
-    assert len(g.status().held) == 1  # the refused one reserved nothing
+    assert len(ledger.read()) == 1  # the refused one wrote nothing
 
 
 def test_phase_ceiling_counts_the_ledger_and_other_sessions(ledger: Ledger):
@@ -72,8 +67,8 @@ def test_budget_cap_shrinks_the_reservation_and_its_time(ledger: Ledger):
     res = g.reserve("runpod", "RTX 4090", 2, 3600, "t::a", cap_usd=0.25)
     assert res.usd <= Decimal("0.25") and res.max_seconds == 762  # floor(0.25 / (1.18 / 3600))
     with pytest.raises(BudgetRefused, match="buys no billed time"):
-        BudgetGuard(ledger, phase_ceiling_usd=5, prices=_prices_with_minimum(3600), session_id="x",
-                    clock=FakeClock()).reserve("hourly", "T4", 1, 60, "t::b", cloud="on-demand", cap_usd=0.01)
+        BudgetGuard(ledger, phase_ceiling_usd=5, prices=_prices_with_minimum(3600), session_id="x").reserve(
+            "hourly", "T4", 1, 60, "t::b", cloud="on-demand", cap_usd=0.01)
 
 
 def _prices_with_minimum(minimum: int):
@@ -89,7 +84,7 @@ def _prices_with_minimum(minimum: int):
 
 
 def test_hourly_billing_reserves_whole_hours(ledger: Ledger):
-    g = BudgetGuard(ledger, phase_ceiling_usd=5, prices=_prices_with_minimum(3600), session_id="x", clock=FakeClock())
+    g = BudgetGuard(ledger, phase_ceiling_usd=5, prices=_prices_with_minimum(3600), session_id="x")
     est = g.estimate("hourly", "T4", 2, 61, cloud="on-demand")
     assert est.billed_s == 3600 and est.usd == Decimal("1.0")
 
@@ -102,34 +97,65 @@ def test_unknown_gpu_or_cloud_is_refused_never_guessed(ledger: Ledger):
         g.reserve("runpod", "RTX 4090", 2, 60, "t::a", cloud="ALL")
     with pytest.raises(PriceUnknown, match="no billing rule for provider 'lambda'"):
         g.reserve("lambda", "A100", 1, 60, "t::a")
-    assert g.status().held == {}
+    assert not ledger.path.exists()
+
+
+def test_an_undeclared_or_misspelt_experiment_is_refused_before_anything_is_written(ledger: Ledger):
+    g = make_guard(ledger)
+    for bad, hint in (("tp_inference", "did you mean 'tp-inference'?"), ("tp inference", "did you mean"),
+                      ("nope", "declared: tp-inference")):
+        with pytest.raises(BudgetRefused, match="is not declared in") as exc:
+            g.reserve("runpod", "RTX 4090", 2, 600, "t::a", experiment=bad)
+        assert hint in str(exc.value) and "nothing was reserved or created" in str(exc.value)
+    assert not ledger.path.exists()
+    uncapped = BudgetGuard(ledger, phase_ceiling_usd=5.0, uncapped_experiments=["smoke"], session_id="s")
+    assert uncapped.reserve("runpod", "A40", 1, 60, "t::b", experiment="smoke").open_row.experiment == "smoke"
 
 
 def test_record_pod_writes_an_open_row_then_settle_a_settled_row(ledger: Ledger):
     g = make_guard(ledger)
     res = g.reserve("runpod", "RTX 4090", 2, 1800, "t::a", experiment="tp-inference")
-    assert not ledger.path.exists()  # a reservation alone writes nothing to the ledger
-    open_row = res.record_pod("pod-xyz", usd_per_hour=1.38, started_at=0.0)  # dearer than the table
-    assert (open_row.status, open_row.resource_id, open_row.rate_per_hour) == ("open", "pod-xyz", Decimal("1.38"))
-    assert open_row.billed_s == 1539 and open_row.cost <= res.usd  # shrunk to what $0.59 buys at $1.38/h
-    assert res.limit_usd == open_row.cost and res.max_seconds == 1539
+    started = res.record_pod("pod-xyz", usd_per_hour=1.38, started_at=0.0)  # dearer than the table
+    assert (started.status, started.resource_id, started.rate_per_hour) == ("started", "pod-xyz", Decimal("1.38"))
+    assert started.billed_s == 1539 and started.cost <= res.usd  # shrunk to what $0.59 buys at $1.38/h
+    assert res.limit_usd == started.cost and res.max_seconds == 1539
     st = g.status()
-    assert st.limits["phase"].held == 0 and st.totals.unsettled == (res.run_id,)
+    assert st.totals.unsettled == (res.run_id,) and st.limits["phase"].spent == started.recomputed_cost
     settled = res.settle(611.2)
     assert (settled.status, settled.billed_s, settled.cost) == ("settled", 612, Decimal("0.2346"))
     assert res.settle(999) is settled  # idempotent: a second settle writes nothing
     rows = ledger.read()
-    assert [r.status for r in rows] == ["open", "settled"]
+    assert [r.status for r in rows] == ["open", "started", "settled"]
     st = g.status()
-    assert st.held == {} and st.totals.total == Decimal("1.38") * 612 / 3600
+    assert st.in_progress == {} and st.totals.total == Decimal("1.38") * 612 / 3600
+
+
+@pytest.mark.parametrize("reported", [0, None, 0.5, -1.0])
+def test_a_reported_rate_of_zero_missing_or_below_the_priced_one_is_metered_at_the_priced_rate(ledger, reported):
+    g = make_guard(ledger)
+    res = g.reserve("runpod", "RTX 4090", 2, 1800, "t::a", experiment="tp-inference")  # priced 1.18/h
+    started = res.record_pod("pod-0", usd_per_hour=reported, started_at=0.0)
+    assert started.rate_per_hour == Decimal("1.18") and started.billed_s == 1800
+    assert res.usd_per_hour == Decimal("1.18")
+
+
+def test_seconds_past_the_reservation_are_recorded_as_an_overrun_row(ledger: Ledger):
+    g = make_guard(ledger)
+    res = g.reserve("runpod", "RTX 4090", 2, 600, "t::a", experiment="tp-inference")
+    res.record_pod("pod-1", usd_per_hour=1.18, started_at=0.0)
+    settled = res.settle(1000.2)  # the pod outlived its reservation: every second is recorded
+    assert (settled.billed_s, res.overrun_row.status, res.overrun_row.billed_s) == (600, "overrun", 401)
+    t = g.status().totals
+    assert t.overruns == (res.run_id,) and t.total == Decimal("1.18") * 1001 / 3600
 
 
 def test_a_run_that_never_got_a_pod_is_released_without_a_row(ledger: Ledger):
     g = make_guard(ledger)
     with g.reserve("runpod", "A40", 2, 600, "t::a") as res:
-        assert g.status().limits["phase"].held == res.usd
-    assert g.status().held == {} and not ledger.path.exists()
-    assert res.settle(10) is None
+        assert g.status().limits["phase"].spent == res.open_row.recomputed_cost
+    assert g.status().in_progress == {} and [(r.status, r.billed_s) for r in ledger.read()] == [("open", 600),
+                                                                                               ("settled", 0)]
+    assert g.status().totals.total == 0 and res.settle(10).billed_s == 0
 
 
 def test_settle_on_failure_still_releases(ledger: Ledger):
@@ -141,16 +167,39 @@ def test_settle_on_failure_still_releases(ledger: Ledger):
             raise RuntimeError("the run failed")
         finally:
             res.settle(42)
-    assert [r.status for r in ledger.read()] == ["open", "settled"] and g.status().held == {}
+    assert [r.status for r in ledger.read()] == ["open", "started", "settled"] and g.status().in_progress == {}
 
 
-def test_expired_reservations_no_longer_hold_money(ledger: Ledger):
-    clock = FakeClock()
-    g = make_guard(ledger, clock=clock)
-    g.reserve("runpod", "RTX 4090", 2, 3600, "t::a")  # $1.18 for an hour (+600 s slack)
-    assert g.status().limits["phase"].held == Decimal("1.18")
-    clock.t += 3600 + 600 + 1
-    assert g.status().limits["phase"].held == 0
+DEAD_RESERVER = textwrap.dedent("""
+    import sys
+    from pytest_distcheck.budget.guard import BudgetGuard
+    from pytest_distcheck.budget.ledger import Ledger
+    g = BudgetGuard(Ledger(sys.argv[1], sys.argv[2]), phase_ceiling_usd=5.0, session_id="deadbeef")
+    print(g.reserve("runpod", "RTX 4090", 2, 3600, "t::a").run_id, flush=True)
+    import os, signal
+    os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+def test_a_killed_runs_reservation_is_no_longer_in_progress_at_once(ledger: Ledger):
+    proc = subprocess.run([sys.executable, "-c", DEAD_RESERVER, str(ledger.path), str(ledger.lock_path)],
+                          capture_output=True, text=True, timeout=60)
+    run_id = proc.stdout.strip()
+    g = make_guard(ledger)
+    st = g.status()
+    assert st.in_progress == {} and st.abandoned == (run_id,)  # not "in progress" for max_seconds + slack
+    assert st.limits["phase"].spent == Decimal("1.18")  # its worst case counts until settled or reconciled
+    held = json.loads(g.state_path.read_text())["reservations"]
+    assert held == []
+
+
+def test_a_reused_pid_does_not_keep_a_run_in_progress(ledger: Ledger):
+    import os
+
+    from pytest_distcheck.budget.guard import process_alive, process_start
+
+    me = os.getpid()
+    assert process_alive(me, process_start(me)) and not process_alive(me, process_start(me) - 3600)
 
 
 def test_a_malformed_ledger_refuses_to_reserve_and_stays_unchanged(ledger: Ledger):
@@ -208,5 +257,5 @@ def test_eight_processes_racing_never_reserve_more_than_the_ceiling(ledger: Ledg
     assert sum(Decimal(o["usd"]) for o in won) <= 5
     assert len(won) == 5, outs
     assert all("$0.50 left of $5.00" in o["why"] for o in outs if not o["ok"])
-    held = json.loads((ledger.lock_path.parent / "budget-reservations.json").read_text())["reservations"]
-    assert sum(Decimal(e["usd"]) for e in held) == Decimal("4.5")
+    opened = [r for r in ledger.read() if r.status == "open"]
+    assert len(opened) == 5 and sum(r.recomputed_cost for r in opened) == Decimal("4.5")

@@ -2,6 +2,12 @@
 
 Pure functions over parsed rows (no file I/O). Every amount is recomputed from each row's
 rate_per_hour and billed_s (``LedgerRow.recomputed_cost``), never taken from a written total.
+
+A run counts, by the first that applies (status names as in :mod:`~pytest_distcheck.budget.ledger`):
+
+1. its latest ``reconciled`` row: what the provider billed for the pod;
+2. its ``settled`` row plus its ``overrun`` row, if any: what the kit measured;
+3. its ``started`` row, else its ``open`` row: the worst case while the run may still be billing.
 """
 
 from __future__ import annotations
@@ -12,35 +18,96 @@ from decimal import Decimal
 
 from pytest_distcheck.budget.ledger import LedgerRow
 
+# A provider's amount and the ledger's are "the same" within this (one second at $3.60/h).
+MATCH_USD = Decimal("0.001")
+
 
 @dataclass(frozen=True)
 class Charge:
     """What one run costs by the ledger.
 
     Attributes:
-        row: the row that counts: the settled row, or the open row while the run has no settled row.
-        settled: whether ``row`` is a settled row (else the cost is the open row's worst case).
+        rows: every row of the run, in file order.
     """
 
-    row: LedgerRow
-    settled: bool
+    rows: tuple[LedgerRow, ...]
+
+    def _last(self, status: str) -> LedgerRow | None:
+        return next((r for r in reversed(self.rows) if r.status == status), None)
 
     @property
     def run_id(self) -> str:
-        return self.row.run_id
+        return self.rows[0].run_id
+
+    @property
+    def reconciled(self) -> LedgerRow | None:
+        """The latest ``reconciled`` row (the provider's bill), or None."""
+        return self._last("reconciled")
+
+    @property
+    def settled_row(self) -> LedgerRow | None:
+        return self._last("settled")
+
+    @property
+    def overrun(self) -> LedgerRow | None:
+        return self._last("overrun")
+
+    @property
+    def pod_row(self) -> LedgerRow:
+        """The run's ``started`` row, else its first row: the pod, its rate and its worst case."""
+        return self._last("started") or self.rows[0]
+
+    @property
+    def row(self) -> LedgerRow:
+        """The row that counts (the reconciled, settled or worst-case row); its line for messages."""
+        return self.reconciled or self.settled_row or self.pod_row
+
+    @property
+    def settled(self) -> bool:
+        """Whether the run is over by the ledger (settled or reconciled), not counted at a worst case."""
+        return self.reconciled is not None or self.settled_row is not None
+
+    @property
+    def self_reported(self) -> Decimal | None:
+        """USD the kit measured (settled + overrun), or None while the run is not settled."""
+        if self.settled_row is None:
+            return None
+        over = self.overrun
+        return self.settled_row.recomputed_cost + (over.recomputed_cost if over else Decimal(0))
 
     @property
     def usd(self) -> Decimal:
-        return self.row.recomputed_cost
+        """What the run counts (see the module docstring)."""
+        if self.reconciled is not None:
+            return self.reconciled.recomputed_cost
+        mine = self.self_reported
+        return mine if mine is not None else self.pod_row.recomputed_cost
+
+    @property
+    def difference(self) -> Decimal | None:
+        """Provider's bill minus what the kit measured (or its worst case), when reconciled; else None."""
+        if self.reconciled is None:
+            return None
+        mine = self.self_reported
+        return self.reconciled.recomputed_cost - (mine if mine is not None else self.pod_row.recomputed_cost)
+
+    @property
+    def confirmed(self) -> bool:
+        """The provider's bill for the pod matches what the kit measured (within ``MATCH_USD``)."""
+        diff = self.difference
+        return diff is not None and self.self_reported is not None and abs(diff) <= MATCH_USD
+
+    @property
+    def overran(self) -> bool:
+        return self.overrun is not None
 
 
 def charges(rows: Iterable[LedgerRow]) -> list[Charge]:
     """One charge per run id, in the order runs first appear."""
-    out: dict[str, Charge] = {}
+    out: dict[str, list[LedgerRow]] = {}
     for row in rows:
-        if row.status == "settled" or row.run_id not in out:
-            out[row.run_id] = Charge(row, row.status == "settled")
-    return list(out.values())
+        out.setdefault(row.run_id, []).append(row)
+    return [Charge(tuple(rs)) for rs in out.values()]
 
 
 @dataclass(frozen=True)
@@ -50,12 +117,16 @@ class Totals:
     Attributes:
         total: every run.
         by_experiment: experiment id -> its runs' sum (runs with no experiment are only in ``total``).
-        unsettled: run ids counted at their open row's worst case.
+        unsettled: run ids counted at their worst case.
+        overruns: run ids with an overrun row.
+        differences: run id -> provider's bill minus the kit's figure, for reconciled runs that differ.
     """
 
     total: Decimal
     by_experiment: dict[str, Decimal] = field(default_factory=dict)
     unsettled: tuple[str, ...] = ()
+    overruns: tuple[str, ...] = ()
+    differences: dict[str, Decimal] = field(default_factory=dict)
 
     def experiment(self, exp_id: str) -> Decimal:
         return self.by_experiment.get(exp_id, Decimal(0))
@@ -67,12 +138,29 @@ def totals(rows: Iterable[LedgerRow], run_prefix: str | None = None) -> Totals:
     total = Decimal(0)
     by_exp: dict[str, Decimal] = {}
     unsettled: list[str] = []
+    overruns: list[str] = []
+    diffs: dict[str, Decimal] = {}
     for ch in charges(rows):
         if run_prefix is not None and not ch.run_id.startswith(run_prefix):
             continue
         total += ch.usd
-        if ch.row.experiment:
-            by_exp[ch.row.experiment] = by_exp.get(ch.row.experiment, Decimal(0)) + ch.usd
+        exp = ch.rows[0].experiment
+        if exp:
+            by_exp[exp] = by_exp.get(exp, Decimal(0)) + ch.usd
         if not ch.settled:
             unsettled.append(ch.run_id)
-    return Totals(total, by_exp, tuple(unsettled))
+        if ch.overran:
+            overruns.append(ch.run_id)
+        if ch.difference is not None and not ch.confirmed:
+            diffs[ch.run_id] = ch.difference
+    return Totals(total, by_exp, tuple(unsettled), tuple(overruns), diffs)
+
+
+def provider_confirmed(rows: Iterable[LedgerRow], run_id: str) -> bool | None:
+    """For the DoD table: True when the provider's bill confirms the run's ledger rows (a reconciled
+    row matching the kit's settled figure), False when the run is only self-reported (not reconciled,
+    or the provider's bill differs), None when the ledger has no such run."""
+    for ch in charges(rows):
+        if ch.run_id == run_id:
+            return ch.confirmed
+    return None

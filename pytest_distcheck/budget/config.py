@@ -3,12 +3,17 @@
     [budget]
     ledger = "experiments/35-cloud-budget.md"   # relative to the workspace root
     phase_ceiling_usd = 5.0                     # all runs of the phase together
+    uncapped_experiments = ["smoke"]            # declared ids without a ceiling of their own
     [budget.experiment_ceilings_usd]
     tp-inference = 3.0                          # runs reserved with experiment="tp-inference"
+
+A paid run may name only a declared experiment (a key of ``experiment_ceilings_usd`` or an entry of
+``uncapped_experiments``): a misspelt id would otherwise escape its ceiling.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -16,6 +21,7 @@ from typing import Any
 
 from pytest_distcheck.errors import ConfigError
 
+_EXPERIMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")  # as the ledger's experiment column
 STATE_DIR = ".distcheck"  # gitignored: reservations and the lock live here, never in the ledger
 LOCK_FILE = "budget.lock"
 
@@ -29,6 +35,7 @@ class BudgetConfig:
         ledger_rel: the path as the workspace file writes it (for messages).
         phase_ceiling_usd: the most the phase may spend, USD.
         experiment_ceilings_usd: experiment id -> the most its runs may spend, USD.
+        uncapped_experiments: experiment ids declared without a ceiling (only the phase's applies).
         state_dir: folder for the reservations file and the lock (``<root>/.distcheck``).
         source: the workspace file, for messages.
     """
@@ -37,6 +44,7 @@ class BudgetConfig:
     ledger_rel: str
     phase_ceiling_usd: Decimal
     experiment_ceilings_usd: dict[str, Decimal] = field(default_factory=dict)
+    uncapped_experiments: tuple[str, ...] = ()
     state_dir: Path = Path(STATE_DIR)
     source: Path = Path("distcheck.toml")
 
@@ -80,8 +88,19 @@ def budget_config(ws) -> BudgetConfig | None:
         if v > phase:
             raise ConfigError(path, f"budget.experiment_ceilings_usd.{k}",
                               f"{v} USD is more than the phase ceiling {phase} USD")
-    unknown = sorted(set(section) - {"ledger", "phase_ceiling_usd", "experiment_ceilings_usd"})
+    uncapped = section.get("uncapped_experiments", [])
+    if not isinstance(uncapped, list) or not all(isinstance(u, str) and _EXPERIMENT.match(u) for u in uncapped):
+        raise ConfigError(path, "budget.uncapped_experiments", "must be a list of experiment ids (letters, digits, "
+                          f"'.', '_', ':' or '-'), found {uncapped!r}")
+    for k in [*experiments, *uncapped]:
+        if not _EXPERIMENT.match(k):
+            raise ConfigError(path, f"budget.experiment_ceilings_usd.{k}", "an experiment id is letters, digits, "
+                              "'.', '_', ':' or '-'")
+    both = sorted(set(experiments) & set(uncapped))
+    if both:
+        raise ConfigError(path, "budget.uncapped_experiments", f"{both[0]!r} also has a ceiling; declare it once")
+    unknown = sorted(set(section) - {"ledger", "phase_ceiling_usd", "experiment_ceilings_usd", "uncapped_experiments"})
     if unknown:
         raise ConfigError(path, f"budget.{unknown[0]}", "unknown key (known: ledger, phase_ceiling_usd, "
-                          "experiment_ceilings_usd)")
-    return BudgetConfig(ws.resolve(ledger), ledger, phase, experiments, ws.root / STATE_DIR, path)
+                          "experiment_ceilings_usd, uncapped_experiments)")
+    return BudgetConfig(ws.resolve(ledger), ledger, phase, experiments, tuple(uncapped), ws.root / STATE_DIR, path)

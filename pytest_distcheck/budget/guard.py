@@ -1,18 +1,24 @@
-"""Ceilings and reservations: a paid launch is priced, checked against what is left and reserved,
-under one lock shared by every process that uses the same ledger (xdist workers, other pytest runs).
+"""Ceilings and reservations: a paid launch is priced, checked against what is left and written to
+the ledger as an ``open`` row BEFORE anything is created, under one lock shared by every process that
+uses the same ledger (xdist workers, other pytest runs).
 
 Left = the least of
-    session ceiling (--max-usd) - this session's charges - this session's held reservations,
-    phase ceiling - the ledger's charges - every held reservation,
-    experiment ceiling - the experiment's charges - its held reservations (when it has a ceiling).
-A reservation is *held* from ``reserve`` until ``record_pod`` turns it into an open ledger row (which
-then counts instead), and is dropped at ``settle``/``release`` or when it expires (reserve time +
-max_seconds + slack): by then the watchdog and the pod's own kill paths have ended the run.
-Reservations live in ``<root>/.distcheck/budget-reservations.json`` (scratch state, gitignored).
+    session ceiling (--max-usd) - this session's charges,
+    phase ceiling - the ledger's charges,
+    experiment ceiling - the experiment's charges (when it has a ceiling),
+where a run that is not settled counts its worst case (``accounting``). The open row is read back
+before ``reserve`` returns; a run id that is not there is an error, so no pod is ever created without
+its row. The experiment must be declared in ``[budget]`` (with a ceiling, or listed as uncapped):
+an unknown or misspelt id is refused before anything is written.
+
+``<root>/.distcheck/budget-reservations.json`` (scratch state, gitignored) lists the runs in
+progress with their process id and that process's start time: a run whose process is gone is no
+longer "in progress" at once (its worst case keeps counting until it is settled or reconciled).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import os
@@ -34,7 +40,6 @@ from pytest_distcheck.calc.cost import billed_seconds, max_runtime_s
 from pytest_distcheck.errors import ConfigError, DistcheckError
 
 RESERVATIONS_FILE = "budget-reservations.json"
-DEFAULT_SLACK_S = 600.0  # boot and teardown beyond max_seconds before a reservation expires
 EPS = Decimal("0.000001")
 
 
@@ -44,6 +49,23 @@ def session_id_from_env() -> str:
     uid = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
     uid = "".join(ch for ch in uid.lower() if ch in "0123456789abcdef")
     return uid[:8] if len(uid) >= 8 else secrets.token_hex(4)
+
+
+def process_start(pid: int) -> float | None:
+    """When process ``pid`` started (psutil's create_time, seconds), or None when there is none."""
+    import psutil
+
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.Error, ValueError):
+        return None
+
+
+def process_alive(pid: int, started: float | None) -> bool:
+    """Whether process ``pid`` still runs AND is the same process (same start time): a pid reused by
+    another program after a crash does not keep a run "in progress"."""
+    now = process_start(int(pid))
+    return now is not None and (started is None or abs(now - float(started)) < 1.0)
 
 
 @dataclass(frozen=True)
@@ -67,16 +89,15 @@ class Estimate:
 
 @dataclass(frozen=True)
 class Limit:
-    """One ceiling and what is left under it (USD)."""
+    """One ceiling and what is left under it (USD). ``spent`` counts unsettled runs at their worst case."""
 
     name: str
     ceiling: Decimal
     spent: Decimal
-    held: Decimal
 
     @property
     def left(self) -> Decimal:
-        return self.ceiling - self.spent - self.held
+        return self.ceiling - self.spent
 
 
 @dataclass(frozen=True)
@@ -86,13 +107,15 @@ class BudgetStatus:
     Attributes:
         totals: the ledger's totals (:mod:`accounting`); ``rows``: the parsed rows.
         limits: the phase ceiling, the session ceiling when set, and each experiment ceiling.
-        held: active reservations (run id -> its entry), those not yet in the ledger and those recorded.
+        in_progress: runs whose process still runs (run id -> its entry in the reservations file).
+        abandoned: unsettled runs whose process is gone (settle or reconcile them).
     """
 
     rows: list[LedgerRow]
     totals: accounting.Totals
     limits: dict[str, Limit]
-    held: dict[str, dict[str, Any]]
+    in_progress: dict[str, dict[str, Any]]
+    abandoned: tuple[str, ...] = ()
 
     def binding(self, experiment: str | None = None) -> Limit:
         """The limit with the least left that applies to a run of this experiment."""
@@ -106,40 +129,39 @@ class BudgetGuard:
     """Prices, reserves and records paid runs against the ceilings.
 
     Args:
-        ledger: the ledger (its lock also guards the reservations).
+        ledger: the ledger (its lock also guards the reservations file).
         phase_ceiling_usd: the most all runs in the ledger may cost.
         experiment_ceilings_usd: experiment id -> the most its runs may cost.
+        uncapped_experiments: experiment ids declared without a ceiling of their own.
         session_ceiling_usd: the most this session may spend (``--max-usd``); None = no session limit.
         session_id: shared by the processes of one session; run ids are ``<session_id>-<hex>``.
         prices: the price book (default: the shipped table, live RunPod prices when a key is set).
         state_dir: where the reservations file lives (default: the lock file's folder).
-        clock: wall clock in seconds (reservation expiry); injectable for tests.
-        slack_s: seconds a reservation outlives its max_seconds.
         config_source: the file the ceilings come from, for messages.
     """
 
     def __init__(self, ledger: Ledger, *, phase_ceiling_usd: float | Decimal,
                  experiment_ceilings_usd: dict[str, float | Decimal] | None = None,
+                 uncapped_experiments: tuple[str, ...] | list[str] = (),
                  session_ceiling_usd: float | Decimal | None = None, session_id: str | None = None,
                  prices: PriceBook | None = None, state_dir: Path | str | None = None,
-                 clock: Callable[[], float] = time.time, slack_s: float = DEFAULT_SLACK_S,
                  config_source: str = "the workspace file") -> None:
         self.ledger = ledger
         self.phase_ceiling = Decimal(str(phase_ceiling_usd))
         self.experiment_ceilings = {k: Decimal(str(v)) for k, v in (experiment_ceilings_usd or {}).items()}
+        self.uncapped_experiments = tuple(uncapped_experiments)
         self.session_ceiling = None if session_ceiling_usd is None else Decimal(str(session_ceiling_usd))
         self.session_id = session_id or session_id_from_env()
         self.prices = prices or PriceBook.shipped()
         self.state_path = Path(state_dir or ledger.lock_path.parent) / RESERVATIONS_FILE
-        self.clock = clock
-        self.slack_s = slack_s
         self.config_source = config_source
 
     @classmethod
     def from_config(cls, cfg: BudgetConfig, **kwargs: Any) -> BudgetGuard:
         ledger = cfg.open_ledger()
         return cls(ledger, phase_ceiling_usd=cfg.phase_ceiling_usd,
-                   experiment_ceilings_usd=cfg.experiment_ceilings_usd, state_dir=cfg.state_dir,
+                   experiment_ceilings_usd=cfg.experiment_ceilings_usd,
+                   uncapped_experiments=cfg.uncapped_experiments, state_dir=cfg.state_dir,
                    config_source=str(cfg.source), **kwargs)
 
     @classmethod
@@ -154,6 +176,22 @@ class BudgetGuard:
             raise ConfigError(ws.path, "budget", "no [budget] section: set ledger and phase_ceiling_usd")
         return cls.from_config(cfg, **kwargs)
 
+    @property
+    def experiments(self) -> tuple[str, ...]:
+        """Every declared experiment id (with a ceiling or uncapped)."""
+        return (*self.experiment_ceilings, *self.uncapped_experiments)
+
+    def check_experiment(self, experiment: str | None) -> None:
+        """Refuse an experiment id the workspace does not declare (BudgetRefused, naming the close ones)."""
+        if experiment is None or experiment in self.experiments:
+            return
+        close = difflib.get_close_matches(experiment, self.experiments, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        known = ", ".join(self.experiments) or "none"
+        raise BudgetRefused(f"experiment {experiment!r} is not declared in [budget] of {self.config_source} "
+                            f"(declared: {known}){hint} Declare it under [budget.experiment_ceilings_usd] with a "
+                            "ceiling, or in budget.uncapped_experiments; nothing was reserved or created")
+
     # -- reading ---------------------------------------------------------------------------------
 
     def _load_held(self) -> dict[str, dict[str, Any]]:
@@ -163,38 +201,42 @@ class BudgetGuard:
             data = json.loads(self.state_path.read_text(encoding="utf-8"))
             entries = {e["run_id"]: e for e in data["reservations"]}
             for e in entries.values():
-                Decimal(e["usd"]), float(e["expires_at"]), e["session"], bool(e["recorded"])  # noqa: B018
+                int(e["pid"]), e["session"]  # noqa: B018 - shape check
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(self.state_path, "", f"reservations file is malformed ({exc}); delete it if no "
                               "paid run is in progress (the ledger keeps what was spent)") from None
-        now = self.clock()
-        return {k: e for k, e in entries.items() if float(e["expires_at"]) > now}
+        return entries
 
     def _save_held(self, held: dict[str, dict[str, Any]]) -> None:
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.state_path.with_name(f".{self.state_path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"version": 1, "reservations": list(held.values())}, indent=1), encoding="utf-8")
+        tmp.write_text(json.dumps({"version": 2, "reservations": list(held.values())}, indent=1), encoding="utf-8")
         os.replace(tmp, self.state_path)  # readers never see a half-written file
+
+    def _live_held(self) -> dict[str, dict[str, Any]]:
+        """Entries whose process still runs; entries of dead processes are dropped from the file now."""
+        held = self._load_held()
+        live = {k: e for k, e in held.items() if process_alive(e["pid"], e.get("pid_start"))}
+        if len(live) != len(held):
+            self._save_held(live)
+        return live
 
     def _status(self) -> BudgetStatus:
         rows = self.ledger.read()
-        held = self._load_held()
+        live = self._live_held()
         totals = accounting.totals(rows)
-
-        def held_sum(pred: Callable[[dict[str, Any]], bool]) -> Decimal:
-            return sum((Decimal(e["usd"]) for e in held.values() if not e["recorded"] and pred(e)), Decimal(0))
-
         limits = {"phase": Limit(f"phase ceiling {usd(self.phase_ceiling)} in {self.config_source}",
-                                 self.phase_ceiling, totals.total, held_sum(lambda e: True))}
+                                 self.phase_ceiling, totals.total)}
         if self.session_ceiling is not None:
             mine = accounting.totals(rows, run_prefix=f"{self.session_id}-")
             limits["session"] = Limit(f"session ceiling --max-usd {self.session_ceiling:g}", self.session_ceiling,
-                                      mine.total, held_sum(lambda e: e["session"] == self.session_id))
+                                      mine.total)
         for exp, ceiling in self.experiment_ceilings.items():
             limits[f"experiment {exp}"] = Limit(
-                f"experiment {exp} ceiling {usd(ceiling)} in {self.config_source}", ceiling,
-                totals.experiment(exp), held_sum(lambda e, exp=exp: e.get("experiment") == exp))
-        return BudgetStatus(rows, totals, limits, held)
+                f"experiment {exp} ceiling {usd(ceiling)} in {self.config_source}", ceiling, totals.experiment(exp))
+        abandoned = tuple(r for r in totals.unsettled if r not in live)
+        return BudgetStatus(rows, totals, limits, {k: e for k, e in live.items() if k in totals.unsettled},
+                            abandoned)
 
     def status(self) -> BudgetStatus:
         """Where the budget stands now. Raises LedgerError for a malformed ledger."""
@@ -213,8 +255,8 @@ class BudgetGuard:
     def _price(self, provider: str, gpu_type: str, cloud: str, gpu_count: int,
                usd_per_gpu_hour: float | None) -> Price:
         if usd_per_gpu_hour is not None:
-            if usd_per_gpu_hour < 0:
-                raise BudgetRefused(f"usd_per_gpu_hour must be >= 0, got {usd_per_gpu_hour!r}")
+            if not usd_per_gpu_hour >= 0 or math.isinf(usd_per_gpu_hour):
+                raise BudgetRefused(f"usd_per_gpu_hour must be a finite number >= 0, got {usd_per_gpu_hour!r}")
             self.prices.billing(provider)
             today = datetime.now(UTC).strftime("%Y-%m-%d")
             return Price(provider, gpu_type, gpu_type, cloud, Decimal(str(usd_per_gpu_hour)),
@@ -226,31 +268,33 @@ class BudgetGuard:
     def reserve(self, provider: str, gpu_type: str, gpu_count: int, max_seconds: float, purpose: str, *,
                 experiment: str | None = None, cloud: str = "secure", cap_usd: float | None = None,
                 usd_per_gpu_hour: float | None = None, run_id: str | None = None) -> Reservation:
-        """Reserve the worst case of a paid run before launching it.
+        """Reserve the worst case of a paid run before launching it: its ``open`` row is appended to
+        the ledger and read back before this returns.
 
         Args:
             provider, gpu_type, gpu_count, cloud: what will be rented (priced by the price book).
             max_seconds: the longest the run may last (its time limit with boot and teardown slack).
             purpose: the test id or what it is for (goes into the ledger).
-            experiment: the experiment whose ceiling also applies (e.g. "tp-inference").
+            experiment: the experiment whose ceiling also applies (e.g. "tp-inference"); must be declared.
             cap_usd: a per-test cap (``@pytest.mark.budget(usd=X)``): the reservation is the smaller of
                 the worst case and X, and max_seconds shrinks to what X buys.
             usd_per_gpu_hour: a known rate instead of the price book's (e.g. a configured local rate).
             run_id: the run's id (default ``<session id>-<6 hex>``).
 
         Returns:
-            a held :class:`Reservation`.
+            a :class:`Reservation` whose ``open_row`` is in the ledger.
 
         Raises:
-            BudgetRefused: the worst case does not fit under some ceiling ("would cost up to $A; $B left
-                of $C"), the cap buys no billed time, or the arguments are bad.
+            BudgetRefused: an undeclared experiment, the worst case does not fit under some ceiling
+                ("would cost up to $A; $B left of $C"), the cap buys no billed time, or bad arguments.
             PriceUnknown: no price for this GPU type (a refusal, never a guess).
             LedgerError: the ledger is malformed (nothing is reserved).
         """
         if not isinstance(gpu_count, int) or isinstance(gpu_count, bool) or gpu_count < 1:
             raise BudgetRefused(f"gpu_count must be a whole number >= 1, got {gpu_count!r}")
-        if not max_seconds > 0:
-            raise BudgetRefused(f"max_seconds must be > 0, got {max_seconds!r}")
+        if not max_seconds > 0 or math.isinf(max_seconds):
+            raise BudgetRefused(f"max_seconds must be a finite number > 0, got {max_seconds!r}")
+        self.check_experiment(experiment)
         est = self.estimate(provider, gpu_type, gpu_count, max_seconds, cloud, usd_per_gpu_hour)
         amount, seconds = est.usd, float(max_seconds)
         what = (f"{purpose}: {gpu_count} x {est.price.gpu} on {provider}"
@@ -266,101 +310,116 @@ class BudgetGuard:
             amount = self.estimate(provider, gpu_type, gpu_count, seconds, cloud, usd_per_gpu_hour).usd
         run_id = run_id or f"{self.session_id}-{secrets.token_hex(3)}"
         amount = amount.quantize(Decimal("0.0001"), rounding=ROUND_CEILING)
+        billed = int(math.ceil(billed_seconds(seconds, est.billing.granularity_s, est.billing.minimum_s)))
+        rate = est.price.usd_per_gpu_hour * gpu_count
         with self.ledger.locked():
             status = self._status()
-            if run_id in status.held or any(r.run_id == run_id for r in status.rows):
+            if any(r.run_id == run_id for r in status.rows):
                 raise BudgetRefused(f"run id {run_id!r} is already in use")
             limit = status.binding(experiment)
             if amount > limit.left + EPS:
                 raise BudgetRefused(
                     f"{what} for up to {seconds:g} s would cost up to {usd(amount)}; "
                     f"{usd(max(limit.left, Decimal(0)))} left of {usd(limit.ceiling)} ({limit.name}; "
-                    f"{usd(limit.spent)} in the ledger, {usd(limit.held)} reserved by runs in progress)",
+                    f"{usd(limit.spent)} in the ledger, runs in progress at their worst case)",
                     would_cost=float(amount), left=float(limit.left), ceiling=float(limit.ceiling),
                     ceiling_name=limit.name)
-            entry = {"run_id": run_id, "session": self.session_id, "experiment": experiment, "usd": str(amount),
-                     "expires_at": self.clock() + seconds + self.slack_s, "recorded": False, "pid": os.getpid(),
-                     "purpose": purpose}
-            held = dict(status.held)
-            held[run_id] = entry
+            row = make_row(run_id=run_id, status="open", provider=provider, gpu_type=est.price.gpu,
+                           gpu_count=gpu_count, billed_s=billed, rate_per_hour=rate, experiment=experiment,
+                           purpose=purpose, resource_id="-")
+            self.ledger.append(row)
+            opened = self._verify(run_id, "open")
+            held = self._load_held()
+            held[run_id] = {"run_id": run_id, "session": self.session_id, "experiment": experiment,
+                            "usd": str(amount), "pid": os.getpid(), "pid_start": process_start(os.getpid()),
+                            "purpose": purpose}
             self._save_held(held)
-        return Reservation(self, run_id, est.price, est.billing, gpu_count, seconds, amount, purpose, experiment,
-                           limit)
+        res = Reservation(self, run_id, est.price, est.billing, gpu_count, seconds, amount, purpose, experiment,
+                          limit)
+        res.open_row = opened
+        return res
 
-    def _update_held(self, run_id: str, recorded: bool | None = None, drop: bool = False) -> None:
+    def _verify(self, run_id: str, status: str) -> LedgerRow:
+        """The row just appended, read back from the file (so a pod is only ever created with its row)."""
+        for row in reversed(self.ledger.read()):
+            if row.run_id == run_id and row.status == status:
+                return row
+        raise DistcheckError(f"the {status} row of run {run_id} is not in {self.ledger.path} after appending it; "
+                             "nothing was created")
+
+    def _drop_held(self, run_id: str) -> None:
         held = self._load_held()
-        if run_id in held:
-            if drop:
-                del held[run_id]
-            elif recorded is not None:
-                held[run_id]["recorded"] = recorded
+        if held.pop(run_id, None) is not None:
             self._save_held(held)
 
-    # -- settling by hand --------------------------------------------------------------------------
+    # -- settling ----------------------------------------------------------------------------------
 
-    def settle_open_run(self, run_id: str, billed_s: int, now: datetime | None = None) -> LedgerRow:
-        """Append the ``settled`` row of a run that has only its ``open`` row (its process died, the
-        pod was ended by its dead-man switch or a sweep), from the billed seconds the provider reports.
+    def settle_rows(self, run_id: str, billed_s: int, now: datetime | None = None) -> list[LedgerRow]:
+        """Append the ``settled`` row of an unsettled run and, when ``billed_s`` is above its reserved
+        worst case, an ``overrun`` row with the seconds beyond it. Never refuses the true seconds.
 
-        The row copies the open row's provider, resource, rate_per_hour, experiment, purpose and pod id;
-        its cost is rate_per_hour x billed_s / 3600 (``ledger.make_row``). It is appended through
-        :meth:`Ledger.append` (locked, whole ledger validated first, nothing rewritten), and any
-        reservation still held for the run is dropped.
+        The rows copy the run's pod row (its ``started`` row, else its ``open`` row): provider, resource,
+        rate, experiment, purpose and pod id; cost = rate x seconds / 3600. Appended through
+        :meth:`Ledger.append` (locked, whole ledger validated first, nothing rewritten); the run leaves
+        the reservations file.
 
         Args:
             run_id: the run's id in the ledger.
-            billed_s: seconds the provider billed for the pod, whole, 0 <= billed_s <= the open row's.
+            billed_s: every second the provider billed for the pod, whole, >= 0.
 
         Returns:
-            the settled row, with its line number.
+            the rows written (settled, then overrun if any), with their line numbers.
 
         Raises:
-            SettleRefused: unknown run id, run already settled, seconds negative or above the open
-                row's reserved seconds (nothing written).
+            SettleRefused: unknown run id, run already settled, negative seconds (nothing written).
             LedgerError: the ledger is malformed (nothing written).
         """
         with self.ledger.locked():
             rows = self.ledger.read()
-            mine = {r.status: r for r in rows if r.run_id == run_id}
+            mine = [r for r in rows if r.run_id == run_id]
             where = f"in {self.ledger.path}"
-            if "settled" in mine:
-                done = mine["settled"]
+            done = next((r for r in mine if r.status == "settled"), None)
+            if done is not None:
                 raise SettleRefused(f"run {run_id!r} is already settled {where} (line {done.line}: "
                                     f"{done.billed_s} s, {usd(done.recomputed_cost)}); nothing written")
-            if "open" not in mine:
+            if not mine:
                 unsettled = accounting.totals(rows).unsettled
                 hint = f"unsettled runs: {', '.join(unsettled)}" if unsettled else "it has no unsettled runs"
                 raise SettleRefused(f"unknown run id {run_id!r}: no open row {where} ({hint})")
-            opened = mine["open"]
+            pod_row = accounting.Charge(tuple(mine)).pod_row
             if billed_s < 0:
                 raise SettleRefused(f"--seconds {billed_s} is negative: give the billed seconds of pod "
-                                    f"{opened.resource_id} (0 to {opened.billed_s}); nothing written")
-            if billed_s > opened.billed_s:
-                raise SettleRefused(
-                    f"--seconds {billed_s} exceeds the {opened.billed_s} s reserved by the open row of run {run_id!r} "
-                    f"(line {opened.line}, {usd(opened.recomputed_cost)}); check pod {opened.resource_id}'s "
-                    "billed seconds on the provider's billing page; nothing written")
-            row = make_row(run_id=run_id, status="settled", provider=opened.provider, gpu_type=opened.gpu_type,
-                           gpu_count=opened.gpu_count, billed_s=billed_s, rate_per_hour=opened.rate_per_hour,
-                           experiment=opened.experiment, purpose=opened.purpose, resource_id=opened.resource_id,
-                           now=now)
-            held = self._load_held()  # a malformed reservations file fails here, before anything is written
-            (written,) = self.ledger.append(row)
-            if held.pop(run_id, None) is not None:
-                self._save_held(held)
+                                    f"{pod_row.resource_id}; nothing written")
+            base = dict(run_id=run_id, provider=pod_row.provider, gpu_type=pod_row.gpu_type,
+                        gpu_count=pod_row.gpu_count, rate_per_hour=pod_row.rate_per_hour,
+                        experiment=pod_row.experiment, purpose=pod_row.purpose, resource_id=pod_row.resource_id,
+                        now=now)
+            new = [make_row(status="settled", billed_s=min(billed_s, pod_row.billed_s), **base)]
+            if billed_s > pod_row.billed_s:
+                new.append(make_row(status="overrun", billed_s=billed_s - pod_row.billed_s, **base))
+            self._load_held()  # a malformed reservations file fails here, before anything is written
+            written = self.ledger.append(*new)
+            self._drop_held(run_id)
         return written
+
+    def settle_open_run(self, run_id: str, billed_s: int, now: datetime | None = None) -> LedgerRow:
+        """:meth:`settle_rows` for a run left open by a crash; returns its settled row (an overrun row,
+        if any, follows it)."""
+        return self.settle_rows(run_id, billed_s, now)[0]
 
 
 class Reservation:
-    """A held reservation (from :meth:`BudgetGuard.reserve`). See ``pytest_distcheck.budget_guard``.
+    """A paid run from :meth:`BudgetGuard.reserve` on. See ``pytest_distcheck.budget_guard``.
 
     Attributes:
         run_id: unique per reservation; name the pod ``distcheck-<run_id>-...``.
-        usd: USD reserved (Decimal); the watchdog cuts at it (or at the open row's worst case).
-        max_seconds: the longest the run may last within ``usd`` at the reserved price.
+        usd: USD reserved (Decimal); the watchdog cuts at it (or at the started row's worst case).
+        max_seconds: the longest the run may last within ``usd`` at the metered rate.
         price, billing: the price and billing rule used; ``gpu_count``, ``purpose``, ``experiment``.
         limit: the ceiling that was binding when it was reserved.
-        pod_id, usd_per_hour, open_row, settled_row: set by :meth:`record_pod` and :meth:`settle`.
+        open_row: its ``open`` row (written by ``reserve``); started_row, settled_row, overrun_row: set
+            by :meth:`record_pod` and :meth:`settle`.
+        usd_per_hour: the rate the run is metered at (whole resource).
     """
 
     def __init__(self, guard: BudgetGuard, run_id: str, price: Price, billing: Billing, gpu_count: int,
@@ -377,9 +436,12 @@ class Reservation:
         self.limit = limit
         self.pod_id: str | None = None
         self.usd_per_hour: Decimal = price.usd_per_gpu_hour * gpu_count
+        self.reported_usd_per_hour: Decimal | None = None
         self.started_at: float | None = None  # time.monotonic() of the create call
         self.open_row: LedgerRow | None = None
+        self.started_row: LedgerRow | None = None
         self.settled_row: LedgerRow | None = None
+        self.overrun_row: LedgerRow | None = None
         self.done = False
 
     @property
@@ -392,53 +454,54 @@ class Reservation:
 
     @property
     def limit_usd(self) -> Decimal:
-        """The cost at which the run is cut: the open row's worst case once recorded, else the reservation."""
-        return self.open_row.cost if self.open_row is not None else self.usd
+        """The cost at which the run is cut: the started row's worst case once recorded, else the reservation."""
+        return self.started_row.cost if self.started_row is not None else self.usd
 
     def describe_limit(self) -> str:
         return f"its reservation {usd(self.limit_usd)} (run {self.run_id}; {self.limit.name})"
 
-    def _row(self, status: str, seconds: float) -> LedgerRow:
-        return make_row(run_id=self.run_id, status=status, provider=self.provider, gpu_type=self.gpu_type,
-                        gpu_count=self.gpu_count, billed_s=int(seconds), rate_per_hour=self.usd_per_hour,
-                        experiment=self.experiment, purpose=self.purpose, resource_id=self.pod_id or "-")
-
     def record_pod(self, pod_id: str, usd_per_hour: float | None = None, started_at: float | None = None) -> LedgerRow:
-        """Append the run's ``open`` row now that the resource exists (before waiting on it).
+        """Append the run's ``started`` row now that the pod exists (before waiting on it).
 
         Args:
             pod_id: the provider's id of the resource.
-            usd_per_hour: its rate for the whole resource (RunPod ``costPerHr``); default price x GPUs.
+            usd_per_hour: the rate the provider reports for the whole resource (RunPod ``costPerHr``);
+                never trusted below the priced rate: a 0, a missing value (None) or a lower rate is
+                metered at the priced rate (runpod-python issue 438: costPerHr 0 on running pods).
             started_at: ``time.monotonic()`` of the create call (billing starts there); default now.
 
-        The open row's billed_s is the most the run may last within ``usd`` at this rate (shorter when
-        the rate is above the reserved price), its cost that worst case. Returns the row.
+        The row's billed_s is the most the run may last within ``usd`` at the metered rate (shorter when
+        the rate is above the priced one), its cost that worst case. Returns the row.
 
         Raises:
             DistcheckError: the reservation is settled or already has another pod.
-            LedgerError: the ledger is malformed (the reservation stays held; settle or release it).
+            LedgerError: the ledger is malformed.
         """
         if self.done:
             raise DistcheckError(f"reservation {self.run_id} is already settled")
         if self.pod_id is not None and self.pod_id != pod_id:
             raise DistcheckError(f"reservation {self.run_id} already has pod {self.pod_id}, not {pod_id}")
-        if self.open_row is not None:
-            return self.open_row
+        if self.started_row is not None:
+            return self.started_row
         self.pod_id = str(pod_id)
         if usd_per_hour is not None:
-            if usd_per_hour < 0:
-                raise DistcheckError(f"usd_per_hour must be >= 0, got {usd_per_hour!r}")
-            self.usd_per_hour = Decimal(str(usd_per_hour))
+            reported = Decimal(str(usd_per_hour))
+            if not reported.is_finite() or reported < 0:
+                reported = Decimal(0)
+            self.reported_usd_per_hour = reported
+            self.usd_per_hour = max(self.usd_per_hour, reported)
         self.started_at = time.monotonic() if started_at is None else started_at
         gran, minimum = self.billing.granularity_s, self.billing.minimum_s
         fits = max_runtime_s(float(self.usd), float(self.usd_per_hour), 1, gran, minimum)
         worst = billed_seconds(min(self.max_seconds, fits), gran, minimum)
         self.max_seconds = min(self.max_seconds, worst)
-        row = self._row("open", worst)
+        row = make_row(run_id=self.run_id, status="started", provider=self.provider, gpu_type=self.gpu_type,
+                       gpu_count=self.gpu_count, billed_s=int(worst), rate_per_hour=self.usd_per_hour,
+                       experiment=self.experiment, purpose=self.purpose, resource_id=self.pod_id)
         with self.guard.ledger.locked():
-            (self.open_row,) = self.guard.ledger.append(row)
-            self.guard._update_held(self.run_id, recorded=True)
-        return self.open_row
+            self.guard.ledger.append(row)
+            self.started_row = self.guard._verify(self.run_id, "started")
+        return self.started_row
 
     def watchdog(self, terminate: Callable[[], object], *, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], object] = time.sleep, interval_s: float = 0.25,
@@ -455,45 +518,48 @@ class Reservation:
                         install_handlers=install_handlers)
 
     def settle(self, actual_seconds: float | None = None) -> LedgerRow | None:
-        """Settle to the actual cost and release the reservation. Safe to call twice and on failure.
+        """Settle to the actual cost. Safe to call twice and on failure.
 
         Args:
-            actual_seconds: from the create call to confirmed termination; default: since ``started_at``.
+            actual_seconds: from the create call to confirmed termination; default: since ``started_at``
+                (0 when no pod was recorded: nothing was created).
 
         Returns:
-            the ``settled`` row, or None when no pod was recorded (then the reservation is only released).
+            the ``settled`` row (an ``overrun`` row follows it in the ledger, and in ``overrun_row``,
+            when the seconds pass the reserved worst case).
 
         Raises:
-            LedgerError: the ledger became malformed; the reservation is released and the open row keeps
-                counting its worst case.
+            LedgerError: the ledger became malformed; the open/started row keeps counting the worst case.
         """
         if self.done:
             return self.settled_row
-        with self.guard.ledger.locked():
-            try:
-                if self.open_row is not None:
-                    if actual_seconds is None:
-                        actual_seconds = time.monotonic() - (self.started_at or time.monotonic())
-                    billed = billed_seconds(max(float(actual_seconds), 0.0), self.billing.granularity_s,
-                                            self.billing.minimum_s)
-                    (self.settled_row,) = self.guard.ledger.append(self._row("settled", math.ceil(billed)))
-            finally:
-                self.done = True
-                self.guard._update_held(self.run_id, drop=True)
+        try:
+            if actual_seconds is None:
+                actual_seconds = 0.0 if self.started_at is None else time.monotonic() - self.started_at
+            billed = 0.0
+            if self.started_row is not None:
+                billed = billed_seconds(max(float(actual_seconds), 0.0), self.billing.granularity_s,
+                                        self.billing.minimum_s)
+            written = self.guard.settle_rows(self.run_id, int(math.ceil(billed)))
+            self.settled_row = written[0]
+            self.overrun_row = written[1] if len(written) > 1 else None
+        finally:
+            self.done = True
+            with self.guard.ledger.locked():
+                self.guard._drop_held(self.run_id)
         return self.settled_row
 
     def release(self) -> None:
-        """Give the reservation back without a charge; only valid before a pod is recorded (after it,
-        use :meth:`settle`)."""
-        if self.open_row is not None and not self.done:
+        """Close the run at 0 s: only valid before a pod is recorded (after it, use :meth:`settle`)."""
+        if self.started_row is not None and not self.done:
             raise DistcheckError(f"reservation {self.run_id} has pod {self.pod_id}: settle it with its seconds")
-        self.settle()
+        self.settle(0)
 
     def __enter__(self) -> Reservation:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        # Without a pod: nothing was billed, give the money back. With one: its open row counts the
-        # worst case until the pods code settles with the real seconds (the held entry counts $0 now).
-        if not self.done and self.open_row is None:
-            self.settle()
+        # Without a pod: nothing was billed, close the run at 0 s. With one: its started row counts the
+        # worst case until the pods code settles with the real seconds.
+        if not self.done and self.started_row is None:
+            self.settle(0)

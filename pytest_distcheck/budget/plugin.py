@@ -115,10 +115,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         if cfg is None:
             return [f"distcheck budget: {paid}; no [budget] section in the workspace, paid tests will be refused"]
         status = _guard(config).status()
-    except DistcheckError as exc:
+    except (DistcheckError, pytest.UsageError) as exc:
         return [f"distcheck budget: {paid}; {exc} (paid tests will be refused)"]
     phase = status.limits["phase"]
-    held = f", {usd(phase.held)} reserved" if phase.held else ""
+    n = len(status.in_progress)
+    held = f", {n} run(s) in progress at their worst case" if n else ""
     return [f"distcheck budget: {paid}; {usd(max(phase.left, Decimal(0)))} left of {usd(phase.ceiling)} phase "
             f"ceiling ({usd(phase.spent)} in {cfg.ledger_rel}{held})"]
 

@@ -3,11 +3,13 @@
   distcheck budget                 the workspace's ledger ([budget] ledger of checks/distcheck.toml)
   distcheck budget --settle RUN_ID --seconds S
                                    settle a run left open by a crash: S = the pod's billed seconds
-                                   from the provider's billing page
+                                   from the provider's billing page (all of them: seconds beyond the
+                                   reservation are recorded as an overrun row)
 
-Every amount is recomputed from the rows (rate x billed seconds); a run with an open row and no
-settled row counts its worst case until it is settled. ``--settle`` appends one ``settled`` row
-(the open row's rate, provider, resource, experiment and pod id) and rewrites nothing.
+Every amount is recomputed from the rows (rate x billed seconds); a run with no settled row counts
+its worst case until it is settled. ``--settle`` appends a ``settled`` row (the run's rate,
+provider, resource, experiment and pod id) and, past the reservation, an ``overrun`` row; it
+rewrites nothing.
 Exit status 1 when a ceiling is passed, 2 for a malformed ledger or a refused settlement.
 """
 
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{usd(r.recomputed_cost):>9}  {r.experiment or '-':<14} {r.purpose} / {r.resource_id}")
     charges = accounting.charges(rows)
     over = False
-    print("Totals (recomputed from the rows):")
+    print("Totals (recomputed from the rows; a reconciled run counts the provider's bill):")
     for key, lim in status.limits.items():
         if not key.startswith("experiment "):
             continue
@@ -73,19 +75,31 @@ def run(args: argparse.Namespace) -> int:
     over |= phase.spent > phase.ceiling
     print(f"  {'phase total':<16} {usd(phase.spent):>9} of {usd(phase.ceiling)}  -> "
           f"{usd(max(phase.left, Decimal(0)))} left ({len(charges)} run(s))")
+    for ch in charges:
+        if ch.overran:
+            o = ch.overrun
+            print(f"OVERRUN: run {ch.run_id} (pod {o.resource_id}) billed {o.billed_s} s beyond its reservation "
+                  f"(line {o.line}, {usd(o.recomputed_cost)})")
+        if ch.difference is not None and not ch.confirmed:
+            print(f"DIFFERENCE: run {ch.run_id} (pod {ch.row.resource_id}): the provider billed "
+                  f"{usd(ch.reconciled.recomputed_cost)} (line {ch.reconciled.line}), the kit "
+                  f"{'measured' if ch.self_reported is not None else 'reserved'} "
+                  f"{usd(ch.reconciled.recomputed_cost - ch.difference)}; the provider's figure counts")
     if status.totals.unsettled:
         print(f"Open runs counted at their worst case (no settled row yet): {', '.join(status.totals.unsettled)}")
-        print("  Once a run's pod is gone (ended by its dead-man switch or `distcheck pods --sweep`) and its "
-              "process died, settle it\n  with the pod's billed seconds from the provider's billing page:")
+    if status.in_progress:
+        print(f"Runs in progress (their process still runs; counted at their worst case): "
+              f"{', '.join(status.in_progress)}")
+    if status.abandoned:
+        print(f"Unsettled runs whose process is gone, counted at their worst case: {', '.join(status.abandoned)}")
+        print("  Settle each from the provider's bill (`distcheck budget --reconcile`, needs RUNPOD_API_KEY), or by "
+              "hand\n  with the pod's billed seconds from the provider's billing page:")
         config = "" if args.config == DEFAULT_CONFIG else f" --config {shlex.quote(args.config)}"
         for ch in charges:
-            if not ch.settled:
-                r = ch.row
+            if ch.run_id in status.abandoned:
+                r = ch.pod_row
                 print(f"  distcheck budget{config} --settle {r.run_id} --seconds S"
-                      f"    # S <= {r.billed_s}: billed seconds of pod {r.resource_id}")
-    pending = {k: e for k, e in status.held.items() if not e["recorded"]}
-    if pending:
-        print(f"Reserved by runs in progress: {usd(phase.held)} ({', '.join(pending)})")
+                      f"    # S: billed seconds of pod {r.resource_id} (reserved {r.billed_s})")
     if over:
         print("OVER a ceiling: the spend-within-budget item is broken")
         return 1
@@ -94,19 +108,24 @@ def run(args: argparse.Namespace) -> int:
 
 def settle(guard, args: argparse.Namespace) -> int:
     """``--settle RUN_ID --seconds S``: append the run's settled row. Raises SettleRefused, LedgerError."""
+    from pytest_distcheck.budget import accounting
     from pytest_distcheck.budget.errors import SettleRefused, usd
 
     if args.settle is None or args.seconds is None:
         raise SettleRefused("--settle RUN_ID and --seconds S go together (S: the pod's billed seconds)")
     text = args.seconds.strip()
-    if not re.fullmatch(r"-?\d+", text):
+    if not re.fullmatch(r"-?[0-9]+", text):
         raise SettleRefused(f"--seconds {args.seconds!r} is not a whole number of seconds; nothing written")
-    row = guard.settle_open_run(args.settle, int(text))
+    written = guard.settle_rows(args.settle, int(text))
+    row = written[0]
     status = guard.status()
-    opened = next(r for r in status.rows if r.run_id == row.run_id and r.status == "open")
+    worst = next(c for c in accounting.charges(status.rows) if c.run_id == row.run_id).pod_row
     print(f"Settled run {row.run_id} (pod {row.resource_id}) in {guard.ledger.path}, line {row.line}: "
           f"{row.billed_s} s x {usd(row.rate_per_hour)}/h = {usd(row.recomputed_cost)} "
-          f"(was counted at its worst case, {opened.billed_s} s = {usd(opened.recomputed_cost)})")
+          f"(was counted at its worst case, {worst.billed_s} s = {usd(worst.recomputed_cost)})")
+    if len(written) > 1:
+        o = written[1]
+        print(f"OVERRUN recorded on line {o.line}: {o.billed_s} s beyond the reservation = {usd(o.recomputed_cost)}")
     phase = status.limits["phase"]
     print(f"Phase total now {usd(phase.spent)} of {usd(phase.ceiling)}")
     return 0
