@@ -10,10 +10,11 @@ API for code that rents machines (the pods providers)::
     from pytest_distcheck.budget_guard import BudgetGuard, BudgetRefused, BudgetExceeded
 
     guard = BudgetGuard.from_workspace(ws, session_ceiling_usd=3.0)      # or the `budget_guard` fixture
-    res = guard.reserve(                      # raises BudgetRefused("... would cost up to $A; $B left of $C ...")
+    res = guard.reserve(                      # raises BudgetRefused("... would cost up to $A; $B left of $C ...");
+                                              # appends the run's "open" row and reads it back first
         provider="runpod", gpu_type="RTX 4090", gpu_count=2,
         max_seconds=1800,                     # worst case: the run's time limit incl. boot/teardown slack
-        purpose="tests/test_tp.py::test_speedup", experiment="tp-inference",
+        purpose="tests/test_tp.py::test_speedup", experiment="tp-inference",  # declared in [budget]
         cloud="secure",                       # price tier; "secure" | "community"
         cap_usd=None,                         # @pytest.mark.budget(usd=X): reserve min(worst case, X)
         usd_per_gpu_hour=None,                # a known rate (e.g. the local provider's); else the price table
@@ -23,9 +24,11 @@ API for code that rents machines (the pods providers)::
     res.max_seconds   # seconds that fit in res.usd at the reserved rate (use for server-side TTLs)
     try:
         pod = create(...)                                    # after reserve(), never before
-        res.record_pod(pod.id, usd_per_hour=cost_per_hr,     # appends an "open" ledger row at once;
-                       started_at=t_create)                  # usd_per_hour: the whole pod (costPerHr);
-                                                             # started_at: time.monotonic() of the create call
+        res.record_pod(pod.id, usd_per_hour=cost_per_hr,     # appends a "started" row at once;
+                       started_at=t_create)                  # usd_per_hour: the whole pod (costPerHr), never
+                                                             # trusted below the priced rate (0/None/lower: the
+                                                             # priced rate is metered); started_at:
+                                                             # time.monotonic() of the create call
         with res.watchdog(terminate=lambda: provider.terminate(pod.id)):
             ...  # wait, put, run, get; the watchdog calls terminate() within 1 s before the accrued
                  # cost (rate x seconds since started_at, billing granularity) reaches res.limit_usd
@@ -36,11 +39,12 @@ API for code that rents machines (the pods providers)::
     finally:
         provider.terminate_and_confirm(pod.id)
         res.settle(actual_seconds)            # create call -> confirmed termination; appends a "settled"
-                                              # row and releases the reservation. Call it on failure too;
-                                              # with no pod recorded it only releases. Idempotent.
+                                              # row (and an "overrun" row for seconds past the reservation:
+                                              # never refused). Call it on failure too; with no pod recorded
+                                              # it settles at 0 s. Idempotent.
 
-    # or use the reservation as a context manager: leaving it releases the reservation when no pod was
-    # recorded (a recorded, unsettled run keeps counting its open row's worst case until settled).
+    # or use the reservation as a context manager: leaving it settles at 0 s when no pod was recorded
+    # (a recorded, unsettled run keeps counting its started row's worst case until settled).
 
 Pytest side (``pytest_distcheck.budget.plugin``): ``--max-usd`` (env ``DISTCHECK_MAX_USD``, ini
 ``distcheck_max_usd``) is the session ceiling; tests marked ``gpu`` are skipped without it. The
@@ -50,17 +54,15 @@ experiment=None, cloud="secure", usd_per_gpu_hour=None)``: purpose = the test id
 fixture ``budget_guard`` is the :class:`BudgetGuard` itself.
 
 Ceilings and what is left (all USD): remaining = min(session ceiling (--max-usd) - spent this session,
-phase ceiling - ledger total, experiment ceiling - experiment total), each minus the reservations held
-against it by every process (xdist workers, other pytest runs) that have not yet become ledger rows.
-``guard.status()`` returns these figures (:class:`BudgetStatus`).
+phase ceiling - ledger total, experiment ceiling - experiment total), where a run not yet settled
+counts its worst case. ``guard.status()`` returns these figures (:class:`BudgetStatus`), the runs in
+progress (their process is alive: pid and start time) and the abandoned ones (process gone).
 
-Ledger rows and settlement, without rewriting anything: a reservation lives only in
-``.distcheck/budget-reservations.json`` (gitignored, lock-protected, expires at reserve time +
-max_seconds + slack). ``record_pod`` appends an ``open`` row (cost = the worst case at the pod's
-rate); ``settle`` appends a ``settled`` row for the same run id with the actual billed seconds. A run
-counts its settled cost, or its open row's worst case while it has none (a crash leaves it counted,
-never forgotten, until ``guard.settle_open_run(run_id, billed_s)`` -- ``distcheck budget --settle RUN_ID
---seconds S`` -- appends its settled row from the provider's billed seconds).
+Ledger rows, without rewriting anything (see :mod:`pytest_distcheck.budget.ledger`): ``open``
+(reserve, before anything exists), ``started`` (the pod and its metered rate), ``settled``,
+``overrun`` (seconds past the reservation), ``reconciled`` (the provider's bill). A crash leaves the
+worst case counted, never forgotten, until ``distcheck budget --reconcile`` (the provider's bill) or
+``distcheck budget --settle RUN_ID --seconds S`` appends the rest.
 One lock (``.distcheck/budget.lock``, filelock) covers read-sum-reserve and every
 append.
 """

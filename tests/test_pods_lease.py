@@ -60,8 +60,9 @@ def test_end_to_end_torchrun_on_cpu(fake, provider, guard, timings, tmp_path: Pa
         assert created.name == pod.name and pod.name.startswith(f"distcheck-{pod.run_id}-")
         assert created.input["cloudType"] == "SECURE" and created.input["gpuCount"] == 2
         assert created.input["ports"] == "22/tcp" and created.env["PUBLIC_KEY"].startswith("ssh-ed25519 ")
-        open_rows = [r for r in rows(guard) if r.status == "open"]
-        assert [r.resource_id for r in open_rows] == [pod.id]  # recorded before the test got the pod
+        opened, started = rows(guard)  # open row before create, started row before the test got the pod
+        assert (opened.status, opened.resource_id, started.status, started.resource_id) == (
+            "open", "-", "started", pod.id)
         assert pod.usd_per_hour == pytest.approx(1.18)  # costPerHr from get_pod: 2 x 0.59
         pod.put(script, "job/allreduce.py")
         result = pod.run("cd job && torchrun --nproc_per_node 2 allreduce.py", timeout=120,
@@ -91,7 +92,7 @@ def test_create_fault_leaves_nothing_billing(fake, provider, guard, timings, kin
         assert kind in ("http_502", "http_500")  # the pod was not created, or not found by name
     assert_nothing_billing(fake)
     for pod in fake.pods:  # any pod that was created is in the ledger, settled
-        assert {r.status for r in rows(guard) if r.resource_id == pod.id} == {"open", "settled"}
+        assert {r.status for r in rows(guard) if r.resource_id == pod.id} == {"started", "settled"}
 
 
 def test_no_capacity_releases_the_reservation(fake, provider, guard, timings):  # noqa: F811
@@ -99,8 +100,8 @@ def test_no_capacity_releases_the_reservation(fake, provider, guard, timings):  
     with pytest.raises(NoCapacity, match="no machine free"):
         with make_lease(provider, guard, timings):
             pass
-    assert fake.pods == [] and rows(guard) == []
-    assert guard.status().limits["phase"].held == 0
+    assert fake.pods == [] and [(r.status, r.billed_s) for r in rows(guard)][1:] == [("settled", 0)]
+    assert guard.status().totals.total == 0
 
 
 def test_never_ready_is_terminated_and_settled(fake, provider, guard, timings):  # noqa: F811
@@ -110,7 +111,7 @@ def test_never_ready_is_terminated_and_settled(fake, provider, guard, timings): 
         with make_lease(provider, guard, timings):
             pass
     assert_nothing_billing(fake)
-    assert [r.status for r in rows(guard)] == ["open", "settled"]
+    assert [r.status for r in rows(guard)] == ["open", "started", "settled"]
 
 
 @pytest.mark.parametrize("first, second", [("http_502", "http_500"), ("timeout", "reply_lost")])
@@ -148,7 +149,7 @@ def test_keyboard_interrupt_terminates(fake, provider, guard, timings):  # noqa:
             pod.run("true", timeout=30)
             raise KeyboardInterrupt
     assert_nothing_billing(fake)
-    assert [r.status for r in rows(guard)] == ["open", "settled"]
+    assert [r.status for r in rows(guard)] == ["open", "started", "settled"]
 
 
 def test_budget_cut_terminates_mid_run(fake, provider, guard, timings):  # noqa: F811

@@ -244,7 +244,7 @@ def test_lost_create_found_later_is_settled_at_session_end(fake, guard, timings)
     ps.finish()
     assert not fake.live_pods()
     assert [(r.status, r.resource_id) for r in guard.ledger.read()] == [
-        ("open", fake.pods[0].id), ("settled", fake.pods[0].id)]
+        ("open", "-"), ("started", fake.pods[0].id), ("settled", fake.pods[0].id)]
 
 
 # -- the local provider ---------------------------------------------------------------------------
@@ -265,7 +265,7 @@ def test_local_provider_runs_and_costs_nothing(guard, tmp_path):  # noqa: F811
         workdir = pod.inner.workdir
     assert (tmp_path / "out.txt").read_text() == "x" and not workdir.exists()
     rows = guard.ledger.read()
-    assert [r.status for r in rows] == ["open", "settled"] and all(r.cost == 0 for r in rows)
+    assert [r.status for r in rows] == ["open", "started", "settled"] and all(r.cost == 0 for r in rows)
     assert prov.gpu_name == "local Fake GPU A"
 
 

@@ -49,7 +49,7 @@ def test_pod_test_passes_and_settles(pod_dir, fake):  # noqa: F811
     (pod,) = fake.pods
     rows = ledger_rows(pod_dir.path)
     assert [(r.status, r.resource_id, r.experiment) for r in rows] == [
-        ("open", pod.id, "tp-inference"), ("settled", pod.id, "tp-inference")]
+        ("open", "-", "tp-inference"), ("started", pod.id, "tp-inference"), ("settled", pod.id, "tp-inference")]
     assert rows[1].run_id in pod.name and pod.name.startswith("distcheck-")
 
 
@@ -75,7 +75,7 @@ def test_failing_test_still_terminates(pod_dir, fake):  # noqa: F811
     result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     no_pod_billing(fake)
-    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "settled"]
+    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "started", "settled"]
 
 
 def test_keyboard_interrupt_terminates(pod_dir, fake):  # noqa: F811
@@ -83,7 +83,7 @@ def test_keyboard_interrupt_terminates(pod_dir, fake):  # noqa: F811
     result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     no_pod_billing(fake)
-    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "settled"]
+    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "started", "settled"]
 
 
 def _start_pytest(pod_dir, *args):  # noqa: F811
@@ -104,7 +104,7 @@ def test_sigterm_to_pytest_terminates_and_settles(pod_dir, fake):  # noqa: F811
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     no_pod_billing(fake)
-    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "settled"], out
+    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "started", "settled"], out
     assert API_KEY not in out
 
 
@@ -122,7 +122,7 @@ def test_sigkill_leaves_it_to_the_dead_man_switch(pod_dir, fake):  # noqa: F811
     log = (pod.home / "distcheck" / "deadman.log").read_text()
     assert "heartbeat age=" in log
     # the crash left the open row (worst case) in the ledger, never forgotten
-    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open"]
+    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "started"]
 
 
 def test_budget_refusal_creates_nothing(pod_dir, fake):  # noqa: F811

@@ -30,7 +30,8 @@ def _workspace(root: Path) -> None:
 def _check_results(root: Path, provider: str) -> None:
     rows = Ledger(root / "ledger.md", root / ".distcheck" / "budget.lock").read()
     assert [(r.status, r.provider, r.experiment) for r in rows] == [
-        ("open", provider, "tp-inference"), ("settled", provider, "tp-inference")]
+        ("open", provider, "tp-inference"), ("started", provider, "tp-inference"),
+        ("settled", provider, "tp-inference")]
     (result,) = sorted((root / "experiments" / "tp_inference" / "results").glob("*.json"))
     data = json.loads(result.read_text())
     assert data["run_id"] == rows[0].run_id

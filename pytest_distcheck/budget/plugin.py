@@ -216,5 +216,5 @@ def budget(request: pytest.FixtureRequest, budget_guard):
     tb = TestBudget(budget_guard, request.node.nodeid, _marker_cap(request.node), _time_limit(request.node))
     yield tb
     for res in tb.reservations:
-        if res.open_row is None and not res.done:
+        if res.started_row is None and not res.done:
             res.release()

@@ -2,10 +2,11 @@
 
 Order (each step only after the one before; /work/shared/notes/runpod.md section 6):
 
-1. price and reserve the worst case (run time + ready timeout + teardown) with the budget guard;
+1. price and reserve the worst case (run time + ready timeout + teardown) with the budget guard,
+   which appends the ledger's ``open`` row and reads it back;
 2. create the pod, named ``distcheck-<run id>-<deadline>``; if the answer is lost, look it up by name;
 3. put it on this process's :class:`~pytest_distcheck.pods.reaper.Reaper` list, read its
-   ``costPerHr`` and append the ledger's ``open`` row (``record_pod``) BEFORE waiting on it;
+   ``costPerHr`` and append the ``started`` row (``record_pod``) BEFORE waiting on it;
 4. start the budget watchdog (it terminates the pod at the reservation, on SIGTERM, on any exception
    and at exit), wait until the pod is usable, start the heartbeat (kill path b's input);
 5. hand the pod out; its commands' time limits are clamped to the reserved time;
