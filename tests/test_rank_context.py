@@ -162,3 +162,19 @@ def test_ddp_segfault_under_detail_is_explained(dist_world):
 
 def test_an_unmarked_test_keeps_the_session_level(dist_world):
     assert dist_world.run(debug_level) == [f"DebugLevel.{os.environ.get('TORCH_DISTRIBUTED_DEBUG', 'OFF')}"] * 2
+
+
+def test_the_env_tracker_sees_every_kind_of_change(monkeypatch):
+    from pytest_distcheck.ranks.context import EnvTracker
+
+    monkeypatch.setenv("DISTCHECK_T_KEEP", "1")
+    tracker = EnvTracker(dict(os.environ))
+    assert tracker.diff() == ({}, [])
+    monkeypatch.setenv("DISTCHECK_T_NEW", "n")
+    monkeypatch.setenv("DISTCHECK_T_KEEP", "2")
+    assert tracker.diff() == ({"DISTCHECK_T_KEEP": "2", "DISTCHECK_T_NEW": "n"}, [])
+    monkeypatch.delenv("DISTCHECK_T_KEEP")
+    assert tracker.diff() == ({"DISTCHECK_T_NEW": "n"}, ["DISTCHECK_T_KEEP"])
+    monkeypatch.undo()
+    monkeypatch.setenv("DISTCHECK_T_KEEP", "1")
+    assert tracker.diff() == ({}, [])

@@ -55,7 +55,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Callable
 
-from pytest_distcheck.ranks.context import env_diff, rewritten_modules
+from pytest_distcheck.ranks.context import EnvTracker, rewritten_modules
 from pytest_distcheck.ranks.errors import (
     PicklingError,
     RankError,
@@ -174,6 +174,7 @@ class RankPool:
         self._origin = ""  # source file of the function of the current call
         self.started_s = 0.0
         self.base_env = dict(os.environ if base_env is None else base_env)
+        self._env = EnvTracker(self.base_env)
         self._own_dir = folder is None
         self._dir = tempfile.mkdtemp(prefix="distcheck-ranks-") if folder is None else folder
         self._own_zygote = zygote is None
@@ -328,7 +329,7 @@ class RankPool:
         call_id = self.calls
         self._origin = origin_file(fn)
         rewrite = rewritten_modules()
-        ctx = {"env": env_diff(self.base_env, os.environ), "cwd": os.getcwd(), "pass_rank": pass_rank,
+        ctx = {"env": self._env.diff(), "cwd": os.getcwd(), "pass_rank": pass_rank,
                "rewrite": None if rewrite == self._rewrite_sent else rewrite}
         self._rewrite_sent = rewrite
         msg = ("run", call_id, payload, self.generation, float(self.pg_timeout), list(sys.path), self._origin, ctx)

@@ -131,7 +131,7 @@ class _Rank:
             (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
             torch.get_num_threads(),
             self.dist.get_debug_level(),
-            dict(os.environ),
+            dict(os.environ._data),  # raw bytes: compared in microseconds, unlike os.environ
             os.getcwd(),
             list(warnings.filters),
         )
@@ -154,9 +154,10 @@ class _Rank:
             torch.set_num_threads(threads)
         if self.dist.get_debug_level() != debug:
             self.dist.set_debug_level(debug)
-        if os.environ != env:
-            os.environ.clear()
-            os.environ.update(env)
+        if os.environ._data != env:  # (os.environb shares that mapping and calls putenv/unsetenv)
+            for key in [k for k in os.environb if k not in env]:
+                del os.environb[key]
+            os.environb.update(env)
         os.chdir(cwd)
         warnings.filters[:] = filters
 
