@@ -1,0 +1,152 @@
+"""The inputs of the strategy chooser and its rules' vocabulary: Model, Cluster, Rule, their checks, the
+decision table's sources, and the Megatron-LM shapes assumed when a model gives no architecture."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from pytest_distcheck.calc import precision
+
+GB = 1e9
+INTRA_NODE = ("nvlink", "pcie")
+INTER_NODE = ("fast", "slow")
+ZERO3_MAX_DP = 512
+
+SOURCES = {
+    "R0": "HF Transformers docs, perf_train_gpu_many ('model fits onto a single GPU')",
+    "R1": "Rajbhandari et al. 2019 (ZeRO) sec. 5.1-5.2 memory, sec. 7.2.1 communication = DDP's",
+    "R2": "torch/distributed/fsdp/api.py ShardingStrategy.HYBRID_SHARD; NVIDIA, 'Massively scale your deep "
+          "learning training with NCCL 2.4' (2019): trees for all-reduce only",
+    "R3": "Rajbhandari et al. 2019 (ZeRO) sec. 7.2.2; HF perf_train_gpu_many; Ultra-Scale Playbook",
+    "R4": "Narayanan et al. 2021 sec. 3.2, Takeaways #1 and #2; Shoeybi et al. 2019 sec. 3 (heads split over TP)",
+    "R5": "HF perf_train_gpu_many, 'Model doesn't fit onto a single GPU' (without NVLink PP is faster than TP "
+          "or ZeRO); vLLM docs, parallelism_scaling",
+    "R6": "HF perf_train_gpu_many (ZeRO-2/3 with PP); Ultra-Scale Playbook",
+    "R7": "Korthikanti et al. 2022 sec. 4.2.2",
+    "R8": "Korthikanti et al. 2022 sec. 5 (selective) and Table 2 (full recomputation)",
+    "R9": "Huang et al. 2019 (GPipe) sec. 2.3; Narayanan et al. 2021 sec. 2.2.1",
+    "ACT": "Korthikanti et al. 2022 sec. 4.2.3, Eq. (5) and (6); shapes from Narayanan et al. 2021 Table 1",
+    "FIT": "Rajbhandari et al. 2019 (ZeRO) sec. 3.2 (residual states)",
+    "SIZE": "a plan uses every GPU: TP x PP x CP x DP = GPUs (Narayanan et al. 2021 sec. 3, n = p t d)",
+    "INF": "Pope et al. 2022, 'Efficiently Scaling Transformer Inference', sec. 2 (KV cache); vLLM docs, "
+           "parallelism_scaling (TP within a node, PP across nodes)",
+}
+
+# Narayanan et al. 2021 (arXiv:2104.04473), Table 1: (parameters, heads, hidden, layers); s = 2048, V = 51200
+MEGATRON_TABLE_1 = (
+    (1.7e9, 24, 2304, 24), (3.6e9, 32, 3072, 30), (7.5e9, 32, 4096, 36), (18.4e9, 48, 6144, 40),
+    (39.1e9, 64, 8192, 48), (76.1e9, 80, 10240, 60), (145.6e9, 96, 12288, 80), (310.1e9, 128, 16384, 96),
+    (529.6e9, 128, 20480, 105), (1008.0e9, 160, 25600, 128),
+)
+
+
+@dataclass(frozen=True)
+class Model:
+    """The model to train or serve.
+
+    Attributes:
+        params: number of parameters (count).
+        layers, hidden, heads, seq_len: architecture; when any is missing the chooser assumes the
+            Megatron-LM Table 1 shape nearest in size (and says so).
+        micro_batch: sequences per micro-batch (b).
+        recipe: precision recipe (``calc.precision.PRESETS`` name), default ``zero`` (16 bytes/parameter).
+        kv_heads: key/value heads for the KV cache (grouped-query attention); default ``heads``.
+    """
+
+    params: float
+    layers: int | None = None
+    hidden: int | None = None
+    heads: int | None = None
+    seq_len: int | None = None
+    micro_batch: int = 1
+    recipe: str = "zero"
+    kv_heads: int | None = None
+
+    @property
+    def has_architecture(self) -> bool:
+        """Whether all four of layers, hidden, heads, seq_len were given."""
+        return None not in (self.layers, self.hidden, self.heads, self.seq_len)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The cluster.
+
+    Attributes:
+        gpu_memory_gb: memory of one GPU in GB (1e9 bytes), e.g. 80 for an 80 GB H100.
+        gpus_per_node: GPUs in one node.
+        nodes: number of nodes.
+        intra_node: ``"nvlink"`` (NVLink/NVSwitch) or ``"pcie"``.
+        inter_node: ``"fast"`` (InfiniBand/RoCE class) or ``"slow"`` (Ethernet class); unused for 1 node.
+    """
+
+    gpu_memory_gb: float
+    gpus_per_node: int
+    nodes: int = 1
+    intra_node: str = "nvlink"
+    inter_node: str = "fast"
+
+    @property
+    def gpus(self) -> int:
+        """Total GPUs."""
+        return self.gpus_per_node * self.nodes
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule that fired (or that a plan breaks): its id in the decision table, what it says here, its source."""
+
+    id: str
+    text: str
+    source: str
+
+
+MAX_GPUS = 1_000_000
+
+
+def divisors(n: int) -> list[int]:
+    small = [k for k in range(1, math.isqrt(n) + 1) if n % k == 0]
+    return sorted(set(small + [n // k for k in small]))
+
+
+def validate(model: Model, cluster: Cluster, usable_fraction: float) -> None:
+    if not (model.params > 0 and math.isfinite(model.params)):
+        raise ValueError(f"model params must be a finite number > 0, got {model.params!r}")
+    for name in ("layers", "hidden", "heads", "seq_len", "micro_batch", "kv_heads"):
+        value = getattr(model, name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ValueError(f"model {name} must be a whole number >= 1, got {value!r}")
+    precision.recipe(model.recipe)
+    if not (cluster.gpu_memory_gb > 0 and math.isfinite(cluster.gpu_memory_gb)):
+        raise ValueError(f"gpu_memory_gb must be a finite number > 0, got {cluster.gpu_memory_gb!r}")
+    for name in ("gpus_per_node", "nodes"):
+        value = getattr(cluster, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"cluster {name} must be a whole number >= 1, got {value!r}")
+    if cluster.gpus > MAX_GPUS:
+        raise ValueError(f"{cluster.gpus} GPUs ({cluster.nodes} nodes x {cluster.gpus_per_node}) is more than "
+                         f"{MAX_GPUS:,}; is there a typo?")
+    if cluster.intra_node not in INTRA_NODE:
+        raise ValueError(f"intra_node must be one of {INTRA_NODE}, got {cluster.intra_node!r}")
+    if cluster.inter_node not in INTER_NODE:
+        raise ValueError(f"inter_node must be one of {INTER_NODE}, got {cluster.inter_node!r}")
+    if not 0 < usable_fraction <= 1:
+        raise ValueError(f"usable_fraction must be in (0, 1], got {usable_fraction!r}")
+
+
+def with_architecture(model: Model) -> tuple[Model, Rule | None]:
+    """``model`` with every missing architecture field taken from the Megatron-LM Table 1 row nearest in
+    size (log scale), and the rule saying so (None when nothing was assumed)."""
+    if model.has_architecture:
+        return model, None
+    row = min(MEGATRON_TABLE_1, key=lambda r: abs(math.log(r[0] / model.params)))
+    size, heads, hidden, layers = row
+    filled = replace(model, layers=model.layers or layers, hidden=model.hidden or hidden,
+                     heads=model.heads or heads, seq_len=model.seq_len or 2048)
+    return filled, Rule("ACT", f"architecture not given: activations counted for the Megatron-LM {size / 1e9:g}B "
+                               f"shape (L = {filled.layers}, h = {filled.hidden}, a = {filled.heads}, "
+                               f"s = {filled.seq_len}, b = {model.micro_batch}); give --layers, --hidden, "
+                               "--heads and --seq-len for your model", SOURCES["ACT"])
+
+
