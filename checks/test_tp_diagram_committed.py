@@ -29,7 +29,7 @@ def test_tp_diagram_matches_the_plan(distcheck_workspace, distcheck_log):
         )
     markdown = cfg.page.read_text(encoding="utf-8")
     with MermaidParser() as parser:
-        result = check_page(markdown, cfg.plan, cfg.world_size, parser)
+        result = check_page(markdown, cfg.plan, cfg.world_size, parser, cfg.names)
     if result.findings:
         pytest_distcheck.broken("; ".join(f"{cfg.page_rel}:{f.line}: {f.message}" for f in result.findings))
     assert result.diagram is not None  # no findings means a diagram was found and compared

@@ -63,14 +63,16 @@ def test_missing_style():
 
 
 def test_missing_layer():
-    fc = chart(qkv="QKV projection", extra_edges=())
+    fc = chart(qkv="input projection", extra_edges=())
     assert messages(fc) == ["layer attn.qkv missing: no node's label names it (the plan says column-parallel)"]
 
 
 def test_missing_all_reduce_after_row_parallel():
     [msg] = messages(chart(ar="sum"))
-    assert msg.startswith("no all-reduce after attn.out (row-parallel): from node o")
-    assert "reaches y ('y') without one" in msg
+    assert msg == (
+        "no all-reduce after attn.out (row-parallel): node ar ('sum') reads its partial sum by edges "
+        "o0 --> ar, o1 --> ar; sum every rank's partial output in an all-reduce (g) first"
+    )
 
 
 def test_all_reduce_may_be_an_edge_label():
@@ -91,7 +93,7 @@ def test_a_row_parallel_layer_without_outgoing_edges_has_no_all_reduce():
 def test_one_path_around_the_all_reduce_is_enough_to_fail():
     fc = chart(extra_edges=(Edge("o0", "y", "shortcut"),))
     [msg] = messages(fc)
-    assert msg.startswith("no all-reduce after attn.out (row-parallel): from node o0")
+    assert msg.startswith("no all-reduce after attn.out (row-parallel): node y ('y') reads its partial sum by edge o0 --> y")
 
 
 def test_all_reduce_after_column_parallel_is_reported():
@@ -113,10 +115,10 @@ def test_invisible_links_are_not_data_flow():
 
 def test_each_layer_must_be_on_every_rank():
     assert messages(chart(ranks=1)) == [
-        "attn.qkv is not drawn on rank 1 of 2 (found on rank 0); put one node naming it in each subgraph "
-        "titled 'rank N'",
-        "attn.out is not drawn on rank 1 of 2 (found on rank 0); put one node naming it in each subgraph "
-        "titled 'rank N'",
+        "attn.qkv is not drawn on rank 1 of 2 (found on rank 0); put one node naming it in each rank's "
+        "subgraph (titled 'rank N' or 'GPU N')",
+        "attn.out is not drawn on rank 1 of 2 (found on rank 0); put one node naming it in each rank's "
+        "subgraph (titled 'rank N' or 'GPU N')",
     ]
     assert messages(chart(ranks=1), world_size=None) == []
     assert "attn.qkv is drawn on rank 2 but the world size is 2" in messages(chart(ranks=3))
@@ -148,7 +150,11 @@ def test_the_plan_is_read_not_assumed():
     ]
     fc = chart(qkv="attn.qkv row-parallel", out="output projection", ar="sum")
     assert messages(fc, {"attn.qkv": "rowwise"}) == [
-        "no all-reduce after attn.qkv (row-parallel): from node q0 the forward path reaches y ('y') without one"
+        "attn.qkv (row-parallel) is fed the replicated, unsplit tensor by edges x --> q0, x --> q1: a "
+        "row-parallel layer reads its own rank's shard (the same rank's column-parallel output, through "
+        "element-wise nodes only, or a slice taken by an edge labelled split)",
+        "no all-reduce after attn.qkv (row-parallel): nodes att0, att1 ('attention') read its partial sum by "
+        "edges q0 --> att0, q1 --> att1; sum every rank's partial output in an all-reduce (g) first",
     ]
 
 

@@ -10,3 +10,7 @@ BLOCK_PLAN: dict[str, str] = {
     "mlp.up": "colwise",
     "mlp.down": "rowwise",  # all-reduce after
 }
+
+# Read by the diagram check only: each of these sublayers adds its input back to its output
+# (pre-LayerNorm residual, Radford et al. 2019, sec. 2.3), so its drawing needs that add.
+BLOCK_PLAN_RESIDUAL: tuple[str, ...] = ("attn", "mlp")

@@ -65,7 +65,7 @@ def _check(page: Path, shown: str, cfg) -> int:
     from pytest_distcheck.diagram.mermaid import MermaidParser
 
     with MermaidParser() as parser:
-        result = check_page(page.read_text(encoding="utf-8"), cfg.plan, cfg.world_size, parser)
+        result = check_page(page.read_text(encoding="utf-8"), cfg.plan, cfg.world_size, parser, cfg.names)
     for f in result.findings:
         print(f"{shown}:{f.line}: {f.message}")
     if result.findings:
@@ -79,7 +79,7 @@ def _render(page: Path, shown: str, cfg) -> int:
     from pytest_distcheck.diagram.mermaid import MermaidParser
 
     with MermaidParser() as parser:
-        result = check_page(page.read_text(encoding="utf-8"), cfg.plan, cfg.world_size, parser)
+        result = check_page(page.read_text(encoding="utf-8"), cfg.plan, cfg.world_size, parser, cfg.names)
     if result.diagram is None:
         for f in result.findings:
             print(f"{shown}:{f.line}: {f.message}")

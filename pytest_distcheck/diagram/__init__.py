@@ -3,7 +3,10 @@
 - :mod:`.markdown`: the ```mermaid blocks of a page, with their lines (CommonMark parser).
 - :mod:`.mermaid`: the real Mermaid parser, offline (mermaidx), giving syntax errors and the graph.
 - :mod:`.labels`: the labelling convention (layer, style, all-reduce, rank) read from that graph.
-- :mod:`.compare`: the differences between a flowchart and a plan, in words.
+- :mod:`.names`: which plan layers a label names (module paths, common names, aliases, fused nodes).
+- :mod:`.graph`: the flowchart as a data-flow graph, edges to and from subgraphs expanded.
+- :mod:`.compare`: the differences between a flowchart and a plan, in words (:mod:`.difference`).
+- :mod:`.flow`: the data-flow part of that comparison (what feeds each layer, where its output goes).
 - :mod:`.generate`: a correct starting diagram from a plan.
 - :mod:`.check`: a page checked end to end, and its rendered SVG kept in step.
 - :mod:`.config`: the workspace's ``[diagram]`` section.

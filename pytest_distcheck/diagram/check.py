@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Mapping
 
-from pytest_distcheck.diagram import labels
 from pytest_distcheck.diagram.compare import Difference, compare
 from pytest_distcheck.diagram.markdown import MermaidBlock, links_to, mermaid_blocks
 from pytest_distcheck.diagram.mermaid import (
@@ -24,6 +23,9 @@ from pytest_distcheck.diagram.mermaid import (
     ParsedDiagram,
     render_svg,
 )
+from pytest_distcheck.diagram.labels import plain as labels_plain
+from pytest_distcheck.diagram.names import Namer
+from pytest_distcheck.diagram.plan import LayerNames
 
 
 @dataclass(frozen=True)
@@ -52,19 +54,26 @@ class PageCheck:
 
 
 def check_page(
-    markdown: str, plan: Mapping[str, str], world_size: int | None, parser: MermaidParser
+    markdown: str,
+    plan: Mapping[str, str],
+    world_size: int | None,
+    parser: MermaidParser,
+    names: LayerNames | None = None,
 ) -> PageCheck:
     """Parse every Mermaid block of a page and compare its diagram with ``plan``.
 
     Args:
         markdown: the page's text.
         plan: module path -> style name.
-        world_size: ranks each layer must be drawn on, or ``None`` not to check ranks.
+        world_size: ranks a per-rank diagram must draw each layer on, or ``None``: the ranks it draws.
         parser: a started :class:`MermaidParser`.
+        names: aliases, fused groups and residual sublayers declared with the plan.
 
     Raises:
-        ValueError: the plan names an unknown style.
+        ValueError: the plan names an unknown style, or ``names`` does not fit it.
     """
+    namer = Namer.of(plan, names)
+    seen_labels: list[str] = []
     result = PageCheck(blocks=mermaid_blocks(markdown))
     if not result.blocks:
         result.findings.append(Finding(1, "no ```mermaid block on the page"))
@@ -84,21 +93,34 @@ def check_page(
                 line, f"Mermaid syntax error in the block at line {block.fence_line}: {exc.summary}"
             ))
             continue
-        if result.diagram is None and _names_plan(parsed, plan):
+        if parsed.flowchart is not None:
+            seen_labels += [v.text for v in parsed.flowchart.vertices.values()]
+        if result.diagram is None and _names_plan(parsed, namer):
             result.diagram = block
-            result.differences = compare(parsed.flowchart, plan, world_size)  # type: ignore[arg-type]
+            result.differences = compare(parsed.flowchart, plan, world_size, names)  # type: ignore[arg-type]
             result.findings.extend(Finding(block.fence_line, d.message) for d in result.differences)
     if result.diagram is None and syntax_ok:
-        result.findings.append(Finding(
-            result.blocks[0].fence_line,
-            f"no Mermaid flowchart on the page names a layer of the plan ({', '.join(plan)})",
-        ))
+        result.findings.append(Finding(result.blocks[0].fence_line, _nothing_matches(namer, seen_labels)))
     return result
 
 
-def _names_plan(parsed: ParsedDiagram, plan: Mapping[str, str]) -> bool:
+def _names_plan(parsed: ParsedDiagram, namer: Namer) -> bool:
     fc = parsed.flowchart
-    return fc is not None and any(labels.names_layer(v.text, p) for v in fc.vertices.values() for p in plan)
+    return fc is not None and any(namer.layers(v.text) for v in fc.vertices.values())
+
+
+def _nothing_matches(namer: Namer, seen: list[str]) -> str:
+    """What was looked for, which labels came closest and which were found."""
+    msg = f"no Mermaid flowchart on the page names a layer of the plan; looked for {namer.looked_for()}"
+    shown = list(dict.fromkeys(t for t in (labels_plain(x) for x in seen) if t))
+    if not shown:
+        return msg + "; the page's flowcharts have no node labels"
+    close = namer.closest(shown)
+    if close:
+        msg += "; closest labels: " + ", ".join(f"{label!r} for {path}" for path, label in close)
+    more = f" (and {len(shown) - 8} more)" if len(shown) > 8 else ""
+    return msg + "; labels found: " + ", ".join(repr(t) for t in shown[:8]) + more + (
+        ". Name each layer by its module path in its node's label, or declare an alias with the plan")
 
 
 # ---- the rendered SVG -------------------------------------------------------------------------

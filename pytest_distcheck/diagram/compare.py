@@ -1,21 +1,23 @@
 """Does a parsed flowchart draw what a TP plan says? Each difference named in words.
 
-Reads the graph Mermaid parsed (:class:`~pytest_distcheck.diagram.mermaid.Flowchart`) with the
-labelling convention of :mod:`pytest_distcheck.diagram.labels`, and checks, for every module path
-of the plan (``pytest_distcheck.tp_plan``):
+Reads the graph Mermaid parsed (:class:`~pytest_distcheck.diagram.mermaid.Flowchart`), with edges to
+and from subgraphs expanded (:mod:`.graph`), through the labelling convention of :mod:`.labels` and
+the layer names of :mod:`.names`, and checks, for every module path of the plan
+(``pytest_distcheck.tp.plan``):
 
 1. some node names it (else ``layer mlp.up missing``);
-2. each such node states the style the plan gives it (else ``attn.qkv is drawn row-parallel but the
-   plan says column-parallel``);
-3. with a world size, it is drawn on every rank 0..N-1 (a node in each ``rank N`` subgraph);
-4. the forward collective of its style (``Style.forward_comm``) is drawn: for ``all-reduce`` (row-
-   parallel, Megatron-LM's ``g``), every forward path out of the layer passes an all-reduce before it
-   reaches another layer of the plan or ends (else ``no all-reduce after mlp.down (row-parallel)``);
-   for ``none`` (column-parallel), no forward path out of it reaches an all-reduce before the next
-   layer of the plan (Shoeybi et al. 2019, arXiv:1909.08053, sec. 3: the column-parallel output stays
-   sharded until the row-parallel layer consumes it).
+2. each such node states the style the plan gives it, in its label or class, on the edge into it or
+   in the title of a subgraph around it (else ``attn.qkv is drawn row-parallel but the plan says
+   column-parallel``);
+3. in a per-rank diagram (layers inside subgraphs titled ``rank N`` / ``GPU N`` / ...), it is drawn
+   on every rank 0..N-1; a *summary* diagram (no layer inside a rank subgraph, one node per layer)
+   skips this check;
+4. the data flow around it (:mod:`.flow`): what feeds it, where its output goes, the all-reduce
+   after a row-parallel layer, plan order along the paths, residual adds.
 
-Nodes that state a style but name no layer of the plan, or name several layers, are reported too.
+Nodes that state a style but name no layer of the plan, or name several layers that the plan does
+not declare fused, are reported too. The flow is checked only once every layer is found and no node
+is ambiguous, since it is read through the nodes that name layers.
 """
 
 from __future__ import annotations
@@ -25,148 +27,136 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from pytest_distcheck.diagram import labels
-from pytest_distcheck.diagram.mermaid import Edge, Flowchart
-from pytest_distcheck.tp_plan import Style, validate_plan
-
-
-@dataclass(frozen=True)
-class Difference:
-    """One way the diagram differs from the plan.
-
-    Attributes:
-        kind: ``missing``, ``style``, ``no-style``, ``conflicting-style``, ``rank``,
-            ``missing-all-reduce``, ``extra-all-reduce``, ``ambiguous-node`` or ``unplanned-style``.
-        layer: the plan's module path concerned, or ``""``.
-        message: the difference for a person (names the layer, what is drawn, what the plan says).
-    """
-
-    kind: str
-    layer: str
-    message: str
-
-    def __str__(self) -> str:
-        return self.message
-
-
-def style_words(name: str) -> str:
-    """How a diagram spells a style: ``column-parallel``, ``row-parallel`` (else the style name)."""
-    return labels.STYLE_LABELS.get(name, name)
+from pytest_distcheck.diagram.difference import Difference, style_words
+from pytest_distcheck.diagram.flow import flow_diffs
+from pytest_distcheck.diagram.graph import Graph
+from pytest_distcheck.diagram.mermaid import Flowchart
+from pytest_distcheck.diagram.names import Namer
+from pytest_distcheck.diagram.plan import LayerNames
+from pytest_distcheck.tp.plan import Style, validate_plan
 
 
 def _ids(nodes: list[str]) -> str:
     return ("node " if len(nodes) == 1 else "nodes ") + ", ".join(nodes)
 
 
-class _Graph:
-    """The flowchart as forward adjacency, with the rank of each node."""
+@dataclass
+class Layout:
+    """Which nodes draw which plan layers, as :func:`compare` found them.
 
-    def __init__(self, fc: Flowchart) -> None:
-        self.fc = fc
-        self.out: dict[str, list[Edge]] = defaultdict(list)
-        for e in fc.edges:
-            if e.stroke != "invisible":  # ~~~ links only steer the layout
-                self.out[e.start].append(e)
-        parent: dict[str, str] = {}
-        for sg in fc.subgraphs:
-            for member in sg.members:
-                parent.setdefault(member, sg.id)
-        titles = {sg.id: (sg.title or sg.id) for sg in fc.subgraphs}
-        self.rank: dict[str, int] = {}
-        for vid in fc.vertices:
-            cur, seen = parent.get(vid), set()
-            while cur is not None and cur not in seen:
-                seen.add(cur)
-                r = labels.rank_of_title(titles.get(cur, cur))
-                if r is not None:
-                    self.rank[vid] = r
-                    break
-                cur = parent.get(cur)
+    Attributes:
+        graph: the expanded graph.
+        styles: module path -> its :class:`Style` (plan order).
+        by_layer: module path -> ids of the nodes naming it.
+        layers_of: node id -> the module paths it names (several for a fused node).
+        per_rank: whether some layer node sits in a rank subgraph.
+    """
 
-    def text(self, vid: str) -> str:
-        v = self.fc.vertices.get(vid)
-        if v is not None:
-            return v.text
-        return next((sg.title for sg in self.fc.subgraphs if sg.id == vid), vid)
+    graph: Graph
+    styles: dict[str, Style]
+    by_layer: dict[str, list[str]]
+    layers_of: dict[str, list[str]]
+    per_rank: bool
 
-    def walk(self, start: str, stops: set[str]) -> tuple[list[str], list[str]]:
-        """Forward from ``start`` up to the first all-reduce on each path.
+    def style_of(self, vid: str) -> Style:
+        """The planned style of a layer node (fused members share one)."""
+        return self.styles[self.layers_of[vid][0]]
 
-        Returns (all-reduces met, as node ids or ``edge a->b``; where paths ended without one: a node
-        of ``stops`` or a node with no forward edge).
-        """
-        met: list[str] = []
-        ends: list[str] = []
-        todo, seen = [start], {start}
-        while todo:
-            node = todo.pop()
-            edges = self.out.get(node, [])
-            if not edges:
-                ends.append(node)
-            for e in edges:
-                if labels.forward_all_reduce(e.text):
-                    met.append(f"edge {e.start}->{e.end}")
-                elif labels.forward_all_reduce(self.text(e.end)):
-                    met.append(e.end)
-                elif e.end in stops:
-                    ends.append(e.end)
-                elif e.end not in seen:
-                    seen.add(e.end)
-                    todo.append(e.end)
-        return met, ends
+    def name_of(self, vid: str) -> str:
+        """A layer node's module path(s), for messages."""
+        return " + ".join(self.layers_of[vid])
 
 
-def compare(fc: Flowchart, plan: Mapping[str, str], world_size: int | None = None) -> list[Difference]:
+def compare(
+    fc: Flowchart,
+    plan: Mapping[str, str],
+    world_size: int | None = None,
+    names: LayerNames | None = None,
+) -> list[Difference]:
     """Every difference between a flowchart and a TP plan, in plan order; ``[]`` when it matches.
 
     Args:
         fc: the parsed flowchart.
-        plan: module path -> style name (``colwise``/``rowwise``), as in ``tp_plan``.
-        world_size: number of ranks the diagram must show each layer on; ``None`` skips that check.
+        plan: module path -> style name (``colwise``/``rowwise``), as in ``pytest_distcheck.tp.plan``, in forward order.
+        world_size: ranks a per-rank diagram must show each layer on; ``None``: the ranks it draws.
+        names: aliases, fused groups and residual sublayers declared with the plan.
 
     Raises:
-        ValueError: the plan names an unknown style (from :func:`validate_plan`).
+        ValueError: the plan names an unknown style (from :func:`validate_plan`), or ``names`` does
+            not fit the plan (:meth:`LayerNames.validate`).
     """
     styles: dict[str, Style] = validate_plan(plan)
-    graph = _Graph(fc)
+    names = (names or LayerNames()).validate(plan)
+    namer = Namer.of(styles, names)
+    graph = Graph(fc)
     diffs: list[Difference] = []
     by_layer: dict[str, list[str]] = {path: [] for path in styles}
-    for vid, v in fc.vertices.items():
-        named = [path for path in styles if labels.names_layer(v.text, path)]
-        if len(named) > 1:
+    layers_of: dict[str, list[str]] = {}
+    ambiguous = False
+    for vid, text in graph.nodes.items():
+        named = namer.layers(text)
+        if len(named) > 1 and namer.fused_group(named) is None:
+            ambiguous = True
             diffs.append(Difference(
                 "ambiguous-node", "",
-                f"node {vid} names several layers ({', '.join(named)}); draw each layer as its own node",
+                f"node {vid} names several layers ({', '.join(named)}); draw each layer as its own node"
+                + (" or declare them fused with the plan" if len({plan[p] for p in named}) == 1 else ""),
             ))
         elif named:
-            by_layer[named[0]].append(vid)
-        elif drawn := labels.styles_in_label(v.text) | labels.styles_in_classes(v.classes):
+            layers_of[vid] = named
+            for path in named:
+                by_layer[path].append(vid)
+        elif drawn := labels.styles_in_label(text) | labels.styles_in_classes(fc.vertices[vid].classes):
             diffs.append(Difference(
                 "unplanned-style", "",
                 f"node {vid} is drawn {' and '.join(style_words(s) for s in sorted(drawn))} but names no "
                 f"layer of the plan ({', '.join(styles)})",
             ))
-    layer_nodes = {vid for nodes in by_layer.values() for vid in nodes}
+    layout = Layout(graph, styles, by_layer, layers_of, per_rank=any(v in graph.rank for v in layers_of))
+    drawn_ranks = {graph.rank[v] for v in layers_of if v in graph.rank}
+    ranks = world_size if world_size is not None else (max(drawn_ranks) + 1 if drawn_ranks else 1)
+    missing = False
     for path, style in styles.items():
         nodes = by_layer[path]
-        want = style_words(style.name)
         if not nodes:
+            missing = True
             diffs.append(Difference(
-                "missing", path, f"layer {path} missing: no node's label names it (the plan says {want})"
+                "missing", path,
+                f"layer {path} missing: no node's label names it (the plan says {style_words(style.name)})",
             ))
             continue
-        diffs.extend(_style_diffs(fc, path, style, nodes))
-        if world_size is not None:
-            diffs.extend(_rank_diffs(graph, path, nodes, world_size))
-        diffs.extend(_comm_diffs(graph, path, style, nodes, layer_nodes))
+        diffs.extend(_style_diffs(layout, path, style, nodes))
+        if layout.per_rank:
+            diffs.extend(_rank_diffs(graph, path, nodes, ranks))
+    if not missing and not ambiguous:
+        diffs.extend(flow_diffs(layout, names))
     return diffs
 
 
-def _style_diffs(fc: Flowchart, path: str, style: Style, nodes: list[str]) -> list[Difference]:
+def node_styles(layout: Layout, vid: str) -> tuple[set[str], str]:
+    """The styles a node is drawn with and where they were read: ``label``/``class`` (the node's
+    own), ``edge`` (the labels of the edges into it) or ``subgraph`` (the nearest enclosing title
+    stating one style); ``(set(), "")`` when none says."""
+    graph = layout.graph
+    v = graph.fc.vertices[vid]
+    own = labels.styles_in_label(v.text) | labels.styles_in_classes(v.classes)
+    if own:
+        return own, "label"
+    on_edges = {s for link in graph.pred.get(vid, []) for s in labels.styles_in_label(link.text)}
+    if on_edges:
+        return on_edges, "edge"
+    for title in graph.enclosing.get(vid, []):
+        if len(found := labels.styles_in_label(title)) == 1:
+            return found, "subgraph"
+    return set(), ""
+
+
+def _style_diffs(layout: Layout, path: str, style: Style, nodes: list[str]) -> list[Difference]:
     want = style_words(style.name)
     wrong: dict[str, list[str]] = defaultdict(list)
     out = []
     for vid in nodes:
-        v = fc.vertices[vid]
+        v = layout.graph.fc.vertices[vid]
         in_label, in_class = labels.styles_in_label(v.text), labels.styles_in_classes(v.classes)
         if in_label and in_class and in_label != in_class:
             out.append(Difference(
@@ -175,7 +165,7 @@ def _style_diffs(fc: Flowchart, path: str, style: Style, nodes: list[str]) -> li
                 f"but its class says {' and '.join(map(style_words, sorted(in_class)))}",
             ))
             continue
-        drawn = in_label | in_class
+        drawn, _ = node_styles(layout, vid)
         if drawn != {style.name}:
             wrong[" and ".join(style_words(s) for s in sorted(drawn))].append(vid)
     for drawn_words, vids in wrong.items():
@@ -183,7 +173,8 @@ def _style_diffs(fc: Flowchart, path: str, style: Style, nodes: list[str]) -> li
             out.append(Difference(
                 "no-style", path,
                 f"{path} is drawn without a parallel style ({_ids(vids)}): the plan says {want}; "
-                f"write {want} in its label",
+                f"write {want} (or a class name such as {_CLASS_HINT[style.name]}) in its label, on the "
+                f"edge into it or in the title of its subgraph",
             ))
         else:
             out.append(Difference(
@@ -192,7 +183,10 @@ def _style_diffs(fc: Flowchart, path: str, style: Style, nodes: list[str]) -> li
     return out
 
 
-def _rank_diffs(graph: _Graph, path: str, nodes: list[str], world_size: int) -> list[Difference]:
+_CLASS_HINT = {"colwise": "ColumnParallelLinear", "rowwise": "RowParallelLinear"}
+
+
+def _rank_diffs(graph: Graph, path: str, nodes: list[str], world_size: int) -> list[Difference]:
     drawn = {graph.rank[v] for v in nodes if v in graph.rank}
     missing = [r for r in range(world_size) if r not in drawn]
     extra = sorted(r for r in drawn if r >= world_size)
@@ -202,41 +196,10 @@ def _rank_diffs(graph: _Graph, path: str, nodes: list[str], world_size: int) -> 
         out.append(Difference(
             "rank", path,
             f"{path} is not drawn on rank {', '.join(map(str, missing))} of {world_size} ({where}); "
-            f"put one node naming it in each subgraph titled 'rank N'",
+            f"put one node naming it in each rank's subgraph (titled 'rank N' or 'GPU N')",
         ))
     if extra:
         out.append(Difference(
             "rank", path, f"{path} is drawn on rank {', '.join(map(str, extra))} but the world size is {world_size}"
         ))
     return out
-
-
-def _comm_diffs(
-    graph: _Graph, path: str, style: Style, nodes: list[str], layer_nodes: set[str]
-) -> list[Difference]:
-    styled = f"{path} ({style_words(style.name)})"
-    if style.forward_comm == "all-reduce":
-        for vid in nodes:
-            _, ends = graph.walk(vid, layer_nodes - {vid})
-            if ends == [vid]:
-                return [Difference(
-                    "missing-all-reduce", path,
-                    f"no all-reduce after {styled}: node {vid} has no forward edge; draw its partial "
-                    f"output going into an all-reduce",
-                )]
-            if ends:
-                return [Difference(
-                    "missing-all-reduce", path,
-                    f"no all-reduce after {styled}: from node {vid} the forward path reaches "
-                    f"{ends[0]} ({labels.plain(graph.text(ends[0]))!r}) without one",
-                )]
-    elif style.forward_comm == "none":
-        for vid in nodes:
-            met, _ = graph.walk(vid, layer_nodes - {vid})
-            if met:
-                return [Difference(
-                    "extra-all-reduce", path,
-                    f"all-reduce drawn after {styled} at {met[0]}, but a {style_words(style.name)} layer "
-                    f"needs none in forward: its output stays sharded until the next layer consumes it",
-                )]
-    return []

@@ -5,9 +5,13 @@
 page = "docs/tp-sharding.md"                        # relative to the workspace root
 plan = "experiments.tp_inference.plan:BLOCK_PLAN"   # module:attribute, importable from the root
 world_size = 2                                      # ranks the diagram shows
+# optional: more names diagrams give a layer, added to those declared with the plan
+aliases = { "attn.qkv" = ["Wqkv"], "mlp.down" = ["W2"] }
 ```
 
-The rendered SVG lives beside the page, with the same name and ``.svg``.
+The rendered SVG lives beside the page, with the same name and ``.svg``. Besides the plan, its module
+may declare ``<NAME>_ALIASES``, ``<NAME>_FUSED`` and ``<NAME>_RESIDUAL``
+(:func:`pytest_distcheck.diagram.plan.layer_names_of`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_distcheck.errors import ConfigError
-from pytest_distcheck.tp_plan import validate_plan
+from pytest_distcheck.diagram.plan import LayerNames, layer_names_of
+from pytest_distcheck.tp.plan import validate_plan
 from pytest_distcheck.workspace import Workspace
 
 SECTION = "diagram"
@@ -36,6 +41,7 @@ class DiagramConfig:
         plan_ref: ``module:attribute`` of the plan.
         plan: the loaded plan, module path -> style name.
         world_size: ranks the diagram must show.
+        names: aliases, fused groups and residual sublayers declared with the plan and in ``aliases``.
     """
 
     page_rel: str
@@ -44,6 +50,7 @@ class DiagramConfig:
     plan_ref: str
     plan: dict[str, str]
     world_size: int
+    names: LayerNames = LayerNames()
 
     @property
     def svg_rel(self) -> str:
@@ -70,7 +77,19 @@ def diagram_config(ws: Workspace) -> DiagramConfig:
             )
     if sec["world_size"] < 1:
         raise ConfigError(ws.path, f"{SECTION}.world_size", f"must be >= 1, found {sec['world_size']}")
-    plan = load_plan(sec["plan"], ws.root, ws.path, f"{SECTION}.plan")
+    plan, names = load_plan_names(sec["plan"], ws.root, ws.path, f"{SECTION}.plan")
+    extra = sec.get("aliases", {})
+    if not isinstance(extra, Mapping) or not all(
+        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in extra.values()
+    ):
+        raise ConfigError(ws.path, f"{SECTION}.aliases", f"expected a table of module path = [names], found {extra!r}")
+    merged = {**names.aliases}
+    for path, more in extra.items():
+        merged[path] = (*merged.get(path, ()), *more)
+    try:
+        names = LayerNames(merged, names.fused, names.residual).validate(plan)
+    except ValueError as exc:
+        raise ConfigError(ws.path, f"{SECTION}.aliases", str(exc)) from None
     page = ws.resolve(sec["page"])
     return DiagramConfig(
         page_rel=sec["page"],
@@ -79,11 +98,18 @@ def diagram_config(ws: Workspace) -> DiagramConfig:
         plan_ref=sec["plan"],
         plan=plan,
         world_size=sec["world_size"],
+        names=names,
     )
 
 
 def load_plan(ref: str, root: Path, file: Path, field: str) -> dict[str, str]:
-    """Import a plan named ``module:attribute``, with ``root`` first on the import path.
+    """The plan of :func:`load_plan_names`, without its layer names."""
+    return load_plan_names(ref, root, file, field)[0]
+
+
+def load_plan_names(ref: str, root: Path, file: Path, field: str) -> tuple[dict[str, str], LayerNames]:
+    """Import a plan named ``module:attribute``, with ``root`` first on the import path, and the
+    layer names declared beside it (``<attribute>_ALIASES``, ``_FUSED``, ``_RESIDUAL``).
 
     Args:
         ref: e.g. ``experiments.tp_inference.plan:BLOCK_PLAN``.
@@ -92,7 +118,7 @@ def load_plan(ref: str, root: Path, file: Path, field: str) -> dict[str, str]:
 
     Raises:
         ConfigError: malformed ``ref``, import failure (with the exception's text), missing attribute,
-            not a mapping of str -> str, or an unknown style.
+            not a mapping of str -> str, an unknown style, or layer names that do not fit the plan.
     """
     module_name, _, attr = ref.partition(":")
     if not module_name or not attr:
@@ -120,6 +146,7 @@ def load_plan(ref: str, root: Path, file: Path, field: str) -> dict[str, str]:
         raise ConfigError(file, field, f"{ref} is empty")
     try:
         validate_plan(plan)
+        names = layer_names_of(module, attr).validate(plan)
     except ValueError as exc:
         raise ConfigError(file, field, f"{ref}: {exc}") from None
-    return dict(plan)
+    return dict(plan), names

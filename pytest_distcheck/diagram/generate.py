@@ -20,7 +20,7 @@ import re
 from typing import Mapping
 
 from pytest_distcheck.diagram.labels import STYLE_CLASSES, STYLE_LABELS
-from pytest_distcheck.tp_plan import validate_plan
+from pytest_distcheck.tp.plan import validate_plan
 
 # The local work between a sublayer's sharded outputs and its row-parallel layer, by common names.
 _LOCAL_WORK = (

@@ -4,18 +4,27 @@ A person writes labels; this module reads them from the parsed diagram's vertice
 subgraphs (it never scans the diagram's source text). The convention, also explained on the page
 the generator's output and ``docs/tp-sharding.md`` follow:
 
-- **Layer**: a node whose label contains the plan's module path (``attn.qkv``), one layer per node.
-- **Style**: the same node's label says ``column-parallel`` or ``row-parallel`` (also accepted:
-  ``colwise``, ``column-wise``, ``col-parallel``, ``ColwiseParallel``, ``rowwise``, ``row-wise``,
-  ``RowwiseParallel``, any case, with space, ``-`` or ``_``), or the node has a class of such a name
-  (``:::colwise``). Label and class must not disagree.
+- **Layer**: a node whose label names a module path of the plan, whole or qualified
+  (``attn.qkv``, ``layers.0.attn.qkv``), or one of its other names (:mod:`.names`: the common
+  names ``qkv_proj``, ``c_attn``, ``o_proj``, ``down_proj``, ..., and aliases declared with the plan).
+- **Style**: ``column-parallel`` or ``row-parallel`` (also ``colwise``, ``column-wise``,
+  ``col-parallel``, ``rowwise``, ``row-wise``, any case, with space, ``-`` or ``_``) or a framework's
+  class name: ``ColumnParallelLinear``/``RowParallelLinear`` (Megatron-LM, picotron, vLLM),
+  ``MergedColumnParallelLinear``/``QKVParallelLinear`` (vLLM), ``ColwiseParallel``/``RowwiseParallel``
+  (``torch.distributed.tensor.parallel``). Read from the node's label or class (which must not
+  disagree), else from the label of the edge into it, else from the title of its nearest enclosing
+  subgraph that states one style.
 - **All-reduce**: a node or edge label containing ``all-reduce`` (or ``allreduce``, ``all_reduce``,
   ``AllReduce``). One directly followed by ``backward``/``bwd`` (``all-reduce in backward``,
   ``all-reduce (backward)``) names a backward collective, e.g. Megatron's ``f`` operator, and does
   not count as a forward all-reduce. Every edge is read as forward data flow (an edge labelled
   ``f: identity (all-reduce in backward)`` still carries the forward activations).
-- **Rank**: a subgraph whose title (or, untitled, whose id) says ``rank N`` (``rank 0``,
-  ``Rank 1 (GPU 1)``, ``rank1``); a node belongs to the rank of its nearest such subgraph.
+- **All-gather**: a node labelled ``all-gather`` (or ``gather``, ``concat``) makes shards whole.
+- **Split**: an edge labelled ``split``, ``slice``, ``scatter`` or ``chunk`` hands each rank its own
+  slice of a replicated tensor.
+- **Rank**: a subgraph whose title (or, untitled, whose id) says ``rank N``, ``GPU N``,
+  ``device N``, ``tp_rank N`` or ``cuda:N`` (``Rank 1 (GPU 1)``, ``tp_rank=1``, ``rank1``); a node
+  belongs to the rank of its nearest such subgraph.
 """
 
 from __future__ import annotations
@@ -23,20 +32,27 @@ from __future__ import annotations
 import html
 import re
 
-# Style name (as in pytest_distcheck.tp_plan.STYLES) -> the words a diagram uses for it.
+# Style name (as in pytest_distcheck.tp.plan.STYLES) -> the words a diagram uses for it.
 STYLE_LABELS: dict[str, str] = {"colwise": "column-parallel", "rowwise": "row-parallel"}
 STYLE_CLASSES: dict[str, str] = {"colwise": "colwise", "rowwise": "rowwise"}
 
 _SEP = r"[\s_-]*"
+_LINEAR = rf"(?:{_SEP}linear)?"
 _STYLE_PATTERNS: dict[str, re.Pattern[str]] = {
     "colwise": re.compile(
-        rf"(?<![a-z])col(?:umn)?{_SEP}(?:wise{_SEP}(?:parallel)?|parallel)(?![a-z])", re.IGNORECASE
+        rf"(?<![a-z])(?:(?:merged{_SEP})?col(?:umn)?{_SEP}(?:wise{_SEP}(?:parallel)?|parallel){_LINEAR}"
+        rf"|qkv{_SEP}parallel{_LINEAR})(?![a-z])",
+        re.IGNORECASE,
     ),
-    "rowwise": re.compile(rf"(?<![a-z])row{_SEP}(?:wise{_SEP}(?:parallel)?|parallel)(?![a-z])", re.IGNORECASE),
+    "rowwise": re.compile(
+        rf"(?<![a-z])row{_SEP}(?:wise{_SEP}(?:parallel)?|parallel){_LINEAR}(?![a-z])", re.IGNORECASE
+    ),
 }
 _ALL_REDUCE = re.compile(r"all[\s_-]?reduce", re.IGNORECASE)
 _BACKWARD_QUALIFIER = re.compile(r"\W*(?:(?:in|on|during|for)\s+(?:the\s+)?)?(?:backward|bwd)\b", re.IGNORECASE)
-_RANK = re.compile(r"(?<![a-z])rank[\s_#:-]*(\d+)", re.IGNORECASE)
+_RANK = re.compile(r"(?<![a-z])(?:tp[\s_-]?)?(?:rank|gpu|device|cuda)[\s_#:=-]*(\d+)(?![\w.])", re.IGNORECASE)
+_ALL_GATHER = re.compile(r"all[\s_-]?gather|(?<![a-z])(?:gather|concat(?:enate)?)(?![a-z])", re.IGNORECASE)
+_SPLIT = re.compile(r"(?<![a-z])(?:split|slice|scatter|chunk)", re.IGNORECASE)
 _TAG = re.compile(r"<[^>]*>")
 
 
@@ -58,10 +74,17 @@ def styles_in_classes(classes: tuple[str, ...]) -> set[str]:
     return {name for name, pat in _STYLE_PATTERNS.items() for c in classes if pat.fullmatch(c)}
 
 
+def name_spans(text: str, name: str) -> list[tuple[int, int]]:
+    """Where a label names ``name`` as a whole, any case, possibly qualified: ``attn.qkv`` is named by
+    ``attn.qkv`` and ``layers.0.attn.qkv`` but not by ``attn.qkv_bias``, ``xattn.qkv`` or
+    ``attn.qkv.weight``. Spans index :func:`plain` of the label."""
+    pat = rf"(?<!\w){re.escape(name)}(?!\w|\.\w)"
+    return [m.span() for m in re.finditer(pat, plain(text), re.IGNORECASE)]
+
+
 def names_layer(text: str, path: str) -> bool:
-    """Whether a label names the module path ``path`` as a whole (``attn.qkv`` but not
-    ``attn.qkv_bias`` or ``xattn.qkv``)."""
-    return re.search(rf"(?<![\w.]){re.escape(path)}(?!\w|\.\w)", plain(text)) is not None
+    """Whether a label names the module path ``path`` (see :func:`name_spans`)."""
+    return bool(name_spans(text, path))
 
 
 def forward_all_reduce(text: str) -> bool:
@@ -71,7 +94,17 @@ def forward_all_reduce(text: str) -> bool:
 
 
 
+def all_gather(text: str) -> bool:
+    """Whether a node label names an all-gather (or a gather/concat that makes shards whole)."""
+    return _ALL_GATHER.search(plain(text)) is not None
+
+
+def split(text: str) -> bool:
+    """Whether an edge label says the edge hands a rank its slice (``split``, ``slice``, ...)."""
+    return _SPLIT.search(plain(text)) is not None
+
+
 def rank_of_title(title: str) -> int | None:
-    """The rank a subgraph title names (``rank 1`` -> 1), or ``None``."""
+    """The rank a subgraph title names (``rank 1``, ``GPU 1``, ``tp_rank=1`` -> 1), or ``None``."""
     match = _RANK.search(plain(title))
     return int(match.group(1)) if match else None

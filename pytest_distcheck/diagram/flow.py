@@ -1,0 +1,274 @@
+"""The data flow of a sharding diagram, checked against the plan: what each layer reads and where its
+output goes.
+
+Every node's output gets a *layout*, propagated along the edges in topological order (Megatron-LM,
+Shoeybi et al. 2019, arXiv:1909.08053, sec. 3, Fig. 3; ``pytest_distcheck.tp.plan``):
+
+- a node with no input, LayerNorms, adds and the like: ``replicated`` (every rank holds it whole);
+- a column-parallel layer on rank r: ``shard`` of rank r (its output is split on the last dim);
+- a row-parallel layer on rank r: ``partial`` sum of rank r;
+- an all-reduce node, or an edge labelled all-reduce: ``replicated`` (the ``g`` operator);
+- an all-gather (gather, concat) node: ``replicated``;
+- an edge labelled split/slice/scatter: rank r's ``shard`` of a replicated tensor;
+- any other node: its inputs' layout (element-wise work keeps a shard a shard).
+
+In a summary diagram (no rank subgraphs) every node has the same unknown rank. Then, for each
+planned layer node, and each message naming the edge or node at fault:
+
+- ``no-input``: a layer node with no edge into it;
+- ``input``: a column-parallel layer must read a replicated tensor (through ``f``), not a shard; a
+  row-parallel layer must read its own rank's shard (the same rank's column-parallel output,
+  possibly through element-wise nodes, or a split), not the replicated, unsplit tensor;
+- ``missing-all-reduce``: a partial sum read by anything but an all-reduce, or going nowhere;
+- ``all-reduce-ranks``: an all-reduce outside the rank subgraphs must take every rank's partial sum;
+- ``extra-all-reduce``: an all-reduce fed a column-parallel shard (none is needed in forward);
+- ``dead-end``: a layer's output, or a shard a later row-parallel layer needs, that goes nowhere;
+- ``order``: following the edges from one layer reaches a layer the plan puts earlier (other than
+  the plan's first layer, which starts the next block);
+- ``residual``: for a sublayer the plan declares residual, some node after its last layer adds in a
+  tensor that does not come from that layer (the sublayer's input).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pytest_distcheck.diagram import labels
+from pytest_distcheck.diagram.difference import Difference, style_words
+from pytest_distcheck.diagram.graph import Link
+from pytest_distcheck.diagram.plan import LayerNames
+
+if TYPE_CHECKING:
+    from pytest_distcheck.diagram.compare import Layout
+
+
+@dataclass(frozen=True)
+class Value:
+    """The layout of a tensor on an edge: ``kind`` (``replicated``, ``shard``, ``partial``),
+    ``rank`` (``None``: any, as in a summary diagram) and ``origin`` (the layer node that made it)."""
+
+    kind: str
+    rank: int | None = None
+    origin: str = ""
+
+
+REPLICATED = Value("replicated")
+
+
+def _edges(links: list[Link]) -> str:
+    drawn = list(dict.fromkeys(link.drawn for link in links))
+    return ("edge " if len(drawn) == 1 else "edges ") + ", ".join(drawn)
+
+
+def _where(layout: Layout, links: list[Link]) -> str:
+    """``edge ln2 --> down0`` or, when drawn to a subgraph, ``edge x --> gpu0 (node d0, rank 0)``."""
+    parts = []
+    for link in dict.fromkeys(links):
+        at = "" if link.drawn == f"{link.start} --> {link.end}" else f" (into node {link.end}"
+        if at:
+            r = layout.graph.rank.get(link.end)
+            at += f", rank {r})" if r is not None else ")"
+        parts.append(link.drawn + at)
+    parts = list(dict.fromkeys(parts))
+    return ("edge " if len(parts) == 1 else "edges ") + ", ".join(parts)
+
+
+def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
+    """The flow differences of a diagram whose layers are all found (see the module docstring),
+    in plan order.
+
+    Args:
+        layout: the nodes naming each layer, from :func:`.compare.compare`.
+        names: the plan's declared residual sublayers (``names.residual``).
+    """
+    graph = layout.graph
+    is_ar = {n: labels.forward_all_reduce(t) for n, t in graph.nodes.items()}
+    out: dict[str, Value] = {}
+    found: dict[tuple[str, str], list] = defaultdict(list)  # (path, kind) -> evidence
+    consumed_partial: set[str] = set()
+    ar_inputs: list[tuple[str, str, set]] = []  # all-reduce outside the ranks, layer, ranks feeding it
+
+    def transform(v: Value, link: Link) -> Value:
+        if labels.forward_all_reduce(link.text):
+            if v.kind == "shard" and v.origin in layout.layers_of:
+                found[(layout.layers_of[v.origin][0], "extra-all-reduce")].append(f"edge {link.drawn}")
+                return v  # reported once; read on as if it were not there
+            return REPLICATED
+        if v.kind == "replicated" and labels.split(link.text):
+            return Value("shard", graph.rank.get(link.end), "")
+        return v
+
+    for n in graph.order():
+        ins = [(link, transform(out.get(link.start, REPLICATED), link)) for link in graph.pred.get(n, [])]
+        for link, v in ins:
+            if v.kind == "partial" and not is_ar[n] and link.start not in consumed_partial:
+                found[(layout.layers_of[v.origin][0], "missing-all-reduce")].append((n, link))
+        if any(v.kind == "partial" for _, v in ins) and not is_ar[n]:
+            consumed_partial.add(n)
+        if n in layout.layers_of:
+            path, style = layout.layers_of[n][0], layout.style_of(n)
+            if not ins:
+                found[(path, "no-input")].append(n)
+            for link, v in ins:
+                if style.input_layout == "replicated" and v.kind == "shard":
+                    found[(path, "input-shard")].append(link)
+                if style.input_layout != "replicated" and v.kind == "replicated":
+                    found[(path, "input-replicated")].append(link)
+                if (style.input_layout != "replicated" and v.kind == "shard" and v.rank is not None
+                        and graph.rank.get(n) is not None and v.rank != graph.rank[n]):
+                    found[(path, "input-rank")].append((link, v.rank))
+            kind = "shard" if style.output_layout != "replicated" else "partial"
+            out[n] = Value(kind, graph.rank.get(n), n)
+        elif is_ar[n] or labels.all_gather(graph.nodes[n]):
+            partial_ranks = {v.rank for _, v in ins if v.kind == "partial"}
+            if is_ar[n]:
+                for _, v in ins:
+                    if v.kind == "shard" and v.origin in layout.layers_of:
+                        found[(layout.layers_of[v.origin][0], "extra-all-reduce")].append(n)
+            if is_ar[n] and layout.per_rank and n not in graph.rank and partial_ranks:
+                origin = next(v.origin for _, v in ins if v.kind == "partial")
+                ar_inputs.append((n, layout.layers_of[origin][0], partial_ranks))
+            shards = [v for _, v in ins if v.kind == "shard"]
+            # an all-reduce of shards is reported above; read on as if it were not there
+            out[n] = shards[0] if is_ar[n] and shards and not partial_ranks else REPLICATED
+        else:
+            vals = [v for _, v in ins]
+            out[n] = next((v for v in vals if v.kind == "partial"), None) or next(
+                (v for v in vals if v.kind == "shard"), REPLICATED)
+        if not graph.succ.get(n):
+            v = out[n]
+            if n in layout.layers_of:
+                found[(layout.layers_of[n][0], "dead-end-layer")].append(n)
+            elif v.kind == "partial" and n not in consumed_partial:
+                found[(layout.layers_of[v.origin][0], "missing-all-reduce-end")].append(n)
+            elif v.kind == "shard" and v.origin in layout.layers_of and _row_parallel_after(layout, v.origin):
+                found[(layout.layers_of[v.origin][0], "dead-end")].append(n)
+
+    for n, path, got in ar_inputs:
+        # ranks whose partial sum went nowhere or elsewhere are reported above, at their own node
+        strayed = {graph.rank.get(v) for v in layout.by_layer[path]
+                   if not graph.succ.get(v) or any(link.end in consumed_partial for link in graph.succ[v])}
+        missing = [r for r in sorted({graph.rank.get(v) for v in layout.by_layer[path]} - got - strayed)
+                   if r is not None]
+        if missing:
+            found[(path, "all-reduce-ranks")].append((n, missing, got))
+    _order(layout, found)
+    _residual(layout, names, found)
+
+    diffs: list[Difference] = []
+    for path, style in layout.styles.items():
+        styled = f"{path} ({style_words(style.name)})"
+        ev = {kind: items for (p, kind), items in found.items() if p == path}
+        if "no-input" in ev:
+            diffs.append(Difference("no-input", path, (
+                f"{styled} has no input: no edge goes into {_node_list(ev['no-input'])}; draw the tensor "
+                f"that feeds it")))
+        if "input-replicated" in ev:
+            diffs.append(Difference("input", path, (
+                f"{styled} is fed the replicated, unsplit tensor by {_where(layout, ev['input-replicated'])}: "
+                f"a row-parallel layer reads its own rank's shard (the same rank's column-parallel output, "
+                f"through element-wise nodes only, or a slice taken by an edge labelled split)")))
+        if "input-rank" in ev:
+            links = [link for link, _ in ev["input-rank"]]
+            diffs.append(Difference("input", path, (
+                f"{styled} is fed another rank's shard by {_where(layout, links)}: a row-parallel layer "
+                f"reads its own rank's shard")))
+        if "input-shard" in ev:
+            diffs.append(Difference("input", path, (
+                f"{styled} is fed a sharded tensor by {_where(layout, ev['input-shard'])}: a column-"
+                f"parallel layer reads its whole input, replicated on every rank (Megatron-LM's f); "
+                f"all-gather the shards first")))
+        if "dead-end-layer" in ev:
+            nodes = ev["dead-end-layer"]
+            if style.forward_comm == "all-reduce":
+                diffs.append(Difference("missing-all-reduce", path, (
+                    f"no all-reduce after {styled}: {_node_list(nodes)} {'has' if len(nodes) == 1 else 'have'} "
+                    f"no forward edge; draw its partial output going into an all-reduce")))
+            else:
+                diffs.append(Difference("dead-end", path, (
+                    f"the output of {styled} goes nowhere: no edge leaves {_node_list(nodes)}; draw the "
+                    f"edge to what consumes it")))
+        if "dead-end" in ev:
+            diffs.append(Difference("dead-end", path, (
+                f"the sharded output of {styled} goes nowhere: it ends at {_node_list(ev['dead-end'])} "
+                f"instead of reaching the row-parallel layer after it")))
+        if "missing-all-reduce" in ev:
+            consumers = list(dict.fromkeys(n for n, _ in ev["missing-all-reduce"]))
+            links = [link for _, link in ev["missing-all-reduce"]]
+            first = consumers[0]
+            diffs.append(Difference("missing-all-reduce", path, (
+                f"no all-reduce after {styled}: {_node_list(consumers)} ({graph.label(first)!r}) "
+                f"{'reads' if len(consumers) == 1 else 'read'} its partial sum by {_where(layout, links)}; "
+                f"sum every rank's partial output in an all-reduce (g) first")))
+        if "missing-all-reduce-end" in ev:
+            diffs.append(Difference("missing-all-reduce", path, (
+                f"no all-reduce after {styled}: its partial sum ends at "
+                f"{_node_list(ev['missing-all-reduce-end'])} without one")))
+        if "all-reduce-ranks" in ev:
+            n, missing, got = ev["all-reduce-ranks"][0]
+            diffs.append(Difference("all-reduce-ranks", path, (
+                f"the all-reduce after {styled}, node {n}, takes the partial sum of rank "
+                f"{', '.join(map(str, sorted(got)))} only: rank {', '.join(map(str, missing))} must go into it "
+                f"too, before anything reads its result")))
+        if "extra-all-reduce" in ev:
+            diffs.append(Difference("extra-all-reduce", path, (
+                f"all-reduce drawn after {styled} at {ev['extra-all-reduce'][0]}, but a "
+                f"{style_words(style.name)} layer needs none in forward: its output stays sharded until "
+                f"the next layer consumes it")))
+        if "order" in ev:
+            v, w, earlier = ev["order"][0]
+            diffs.append(Difference("order", path, (
+                f"{earlier} (node {w}) comes after {path} (node {v}) along the edges from {v}, but the "
+                f"plan puts {earlier} before {path}")))
+        if "residual" in ev:
+            parent, nodes = ev["residual"][0]
+            diffs.append(Difference("residual", path, (
+                f"no residual add after {parent}: nothing after {path} ({_node_list(nodes)}) and before "
+                f"the next layer adds {parent}'s input back, and the plan declares {parent} residual; draw "
+                f"an add fed by the all-reduce after {path} and by {parent}'s input")))
+    return diffs
+
+
+def _node_list(nodes: list[str]) -> str:
+    nodes = list(dict.fromkeys(nodes))
+    return ("node " if len(nodes) == 1 else "nodes ") + ", ".join(nodes)
+
+
+def _row_parallel_after(layout: Layout, vid: str) -> bool:
+    paths = list(layout.styles)
+    i = max(paths.index(p) for p in layout.layers_of[vid])
+    return any(s.input_layout != "replicated" for s in list(layout.styles.values())[i + 1:])
+
+
+def _order(layout: Layout, found: dict) -> None:
+    paths = list(layout.styles)
+    index = {v: min(paths.index(p) for p in ps) for v, ps in layout.layers_of.items()}
+    stop = set(layout.layers_of)
+    for v in layout.layers_of:
+        for w in sorted(layout.graph.reachable([v], stop) & stop):
+            if w != v and 0 < index[w] < index[v] and not set(layout.layers_of[w]) & set(layout.layers_of[v]):
+                found[(layout.name_of(v).split(" + ")[0], "order")].append((v, w, layout.name_of(w)))
+
+
+def _residual(layout: Layout, names: LayerNames, found: dict) -> None:
+    graph = layout.graph
+    paths = list(layout.styles)
+    stop = set(layout.layers_of)
+    for parent in names.residual:
+        members = [p for p in paths if p.startswith(parent + ".")]
+        last = members[-1]
+        missing = []
+        for v in layout.by_layer[last]:
+            after = graph.reachable([v], stop) - stop
+            ok = any(
+                not labels.forward_all_reduce(graph.nodes[a])
+                and any(link.start not in after and link.start != v and link.start not in stop
+                        for link in graph.pred.get(a, []))
+                for a in after
+            )
+            if not ok:
+                missing.append(v)
+        if missing:
+            found[(last, "residual")].append((parent, missing))

@@ -1,0 +1,129 @@
+"""Which plan layers a node's label names: module paths, common names, declared aliases, fused nodes.
+
+A plan names layers by module path relative to a block (``attn.qkv``); diagrams drawn from other
+code bases call the same layers by that code's names. A label names a plan layer when it contains:
+
+- the module path, whole or qualified (``attn.qkv``, ``layers.0.attn.qkv``);
+- a *common name* of the path's last part, alone when that name is distinctive (``qkv_proj``,
+  ``c_attn``, ``o_proj``, ``down_proj``) or after a name of its parent (``self_attn.q``): the module
+  names of Hugging Face GPT-2 (``c_attn``, ``c_fc``, ``c_proj``), Llama (``q_proj`` ... ``down_proj``),
+  GPT-NeoX / Megatron-LM (``query_key_value``, ``dense_h_to_4h``, ``dense_4h_to_h``), and the
+  textbook ``Wq``/``Wk``/``Wv`` (parts of a fused QKV projection);
+- an alias declared with the plan or in the workspace (:class:`~pytest_distcheck.diagram.plan.LayerNames`);
+- the name of a fused group (``gate_up_proj``), which names every member.
+
+When one label names several layers and one name lies inside another (``c_proj`` inside
+``mlp.c_proj``), the longer, more qualified one wins. A label that still names several layers is
+ambiguous unless they are one declared fused group.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from pytest_distcheck.diagram import labels
+from pytest_distcheck.diagram.plan import LayerNames
+
+# Families of names for one kind of layer (lower case): (names that are distinctive alone, names
+# that count only after a parent's name). Sources: Hugging Face transformers' GPT-2, Llama and
+# GPT-NeoX modules, Megatron-LM's ParallelAttention/ParallelMLP, vLLM's LlamaForCausalLM.
+_QKV_PARTS = ("q_proj", "k_proj", "v_proj", "wq", "wk", "wv", "w_q", "w_k", "w_v")
+_LEAF_FAMILIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("qkv_proj", "c_attn", "query_key_value", "qkv", "wqkv", "w_qkv", "in_proj", *_QKV_PARTS), ("qkv",)),
+    (("q_proj", "wq", "w_q"), ("q", "query")),
+    (("k_proj", "wk", "w_k"), ("k", "key")),
+    (("v_proj", "wv", "w_v"), ("v", "value")),
+    (("o_proj", "out_proj", "c_proj", "wo", "w_o"), ("out", "o", "proj", "dense")),
+    (("up_proj", "c_fc", "fc1", "fc_in", "dense_h_to_4h"), ("up", "fc")),
+    (("gate_proj",), ("gate",)),
+    (("gate_up_proj",), ("gate_up",)),
+    (("down_proj", "c_proj", "fc2", "fc_out", "dense_4h_to_h"), ("down",)),
+)
+_PARENT_FAMILIES: tuple[tuple[str, ...], ...] = (
+    ("attn", "attention", "self_attn", "self_attention", "selfattention"),
+    ("mlp", "ffn", "feed_forward", "feedforward"),
+)
+
+
+def common_names(path: str) -> tuple[str, ...]:
+    """Names diagrams commonly give the layer at ``path`` (besides the path), most specific first."""
+    parent, _, leaf = path.rpartition(".")
+    leaf_l = leaf.lower()
+    alone: list[str] = []
+    qualified: list[str] = [leaf_l]
+    for distinct, generic in _LEAF_FAMILIES:
+        if leaf_l in distinct or leaf_l in generic:
+            alone += distinct
+            qualified += [*distinct, *generic]
+    parents = next((f for f in _PARENT_FAMILIES if parent.lower() in f), (parent.lower(),)) if parent else ()
+    out = [f"{p}.{q}" for p in parents for q in dict.fromkeys(qualified)]
+    return tuple(dict.fromkeys([*out, *(n for n in alone if n != path.lower())]))
+
+
+@dataclass(frozen=True)
+class Namer:
+    """Finds the plan layers a label names.
+
+    Args (of the constructor): the plan's module paths in order, and its :class:`LayerNames`.
+    """
+
+    paths: tuple[str, ...]
+    names: Mapping[str, tuple[str, ...]]
+    fused: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, plan: Iterable[str], extra: LayerNames | None = None) -> Namer:
+        """A namer for ``plan``'s module paths with ``extra`` aliases and fused groups."""
+        extra = extra or LayerNames()
+        paths = tuple(plan)
+        names: dict[str, tuple[str, ...]] = {}
+        for path in paths:
+            own = [path, *extra.aliases.get(path, ()),
+                   *(name for name, members in extra.fused.items() if path in members)]
+            names[path] = tuple(dict.fromkeys([*own, *common_names(path)]))
+        return cls(paths, names, dict(extra.fused))
+
+    def layers(self, text: str) -> list[str]:
+        """The plan layers ``text`` names, in plan order (see the module docstring)."""
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for path in self.paths:
+            found = [s for n in self.names[path] for s in labels.name_spans(text, n)]
+            if found:
+                spans[path] = found
+        every = [s for found in spans.values() for s in found]
+
+        def inside(s: tuple[int, int]) -> bool:
+            return any(o[0] <= s[0] and s[1] <= o[1] and (o[1] - o[0]) > (s[1] - s[0]) for o in every)
+
+        return [p for p, found in spans.items() if not all(inside(s) for s in found)]
+
+    def fused_group(self, layers: list[str]) -> str | None:
+        """The declared fused group holding all of ``layers``, or ``None``."""
+        return next((name for name, members in self.fused.items() if set(layers) <= set(members)), None)
+
+    def looked_for(self) -> str:
+        """The names searched for, for a message: each path with a few of its other names."""
+        parts = []
+        for path in self.paths:
+            others = [n for n in self.names[path] if n != path and "." not in n][:3]
+            parts.append(f"{path} ({', '.join(others)}, ...)" if others else path)
+        return "; ".join(parts)
+
+    def closest(self, found_labels: Iterable[str], n: int = 3) -> list[tuple[str, str]]:
+        """(path, label) pairs: for each plan layer, the labels most like one of its names
+        (:func:`difflib.get_close_matches`, ratio >= 0.6), best first."""
+        shown = list(dict.fromkeys(labels.plain(t) for t in found_labels if labels.plain(t)))
+        words = {w: t for t in shown for w in re.findall(r"[\w.]+", t)}
+        out = []
+        for path in self.paths:
+            best = []
+            for name in self.names[path]:
+                best += difflib.get_close_matches(name.lower(), [w.lower() for w in words], n=n, cutoff=0.6)
+            lower = {w.lower(): t for w, t in words.items()}
+            for w in dict.fromkeys(best):
+                out.append((path, lower[w]))
+                break
+        return out
