@@ -102,8 +102,11 @@ def test_ranks_left_out_of_step_are_detected_and_replaced(dist_world):
             dist.all_reduce(torch.ones(1), async_op=True)  # never waited on, never matched
 
     pids = [p for p, _ in dist_world.run(pid_and_parent)]
-    with pytest.warns(RanksOutOfStepWarning, match=r"rank 0: \d+, rank 1: \d+"):
+    with pytest.warns(RanksOutOfStepWarning, match=r"rank 0: \d+, rank 1: \d+") as record:
         assert dist_world.run(only_rank_0_starts_an_all_reduce) == [None, None]
+    # the warning proposes the exact re-run that makes torch name the unmatched collective
+    assert "TORCH_DISTRIBUTED_DEBUG=DETAIL pytest" in str(record[0].message)
+    assert "test_ranks_left_out_of_step_are_detected_and_replaced" in str(record[0].message)
     assert dist_world.run(in_step_all_reduce) == [3.0, 3.0]
     assert set(p for p, _ in dist_world.run(pid_and_parent)).isdisjoint(pids)
 

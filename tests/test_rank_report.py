@@ -8,8 +8,8 @@ import time
 import pytest
 
 from pytest_distcheck.ranks.errors import RankError, RankOutcome
-from pytest_distcheck.ranks.group import SESSION_PREFIX, sweep_dead_sessions
 from pytest_distcheck.ranks.report import STOPPED, blame, detail_rerun, known_crash
+from pytest_distcheck.ranks.tempdirs import SESSION_PREFIX, sweep_dead_sessions
 
 
 def test_a_setup_failure_after_a_peer_raised_is_reported_as_stopped():

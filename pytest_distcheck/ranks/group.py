@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
-import shutil
-import tempfile
-import time
-from pathlib import Path
 from typing import Any, Callable
 
 from pytest_distcheck.ranks.pool import RankPool
+from pytest_distcheck.ranks.tempdirs import SessionFolder
 from pytest_distcheck.ranks.zygote import Zygote
-
-DEBUG_LEVELS = ("OFF", "INFO", "DETAIL")
-SESSION_PREFIX = "distcheck-session-"
-# A session folder younger than this is never swept: its owner may not hold its lock yet.
-SWEEP_MIN_AGE_S = 60.0
 
 
 class RankGroup:
@@ -127,17 +118,13 @@ class PoolRegistry:
         self._zygotes: dict[str, Zygote] = {}
         self.base_env = dict(os.environ)
         self._watch_pid = watch_pid
-        self._dir: str | None = None
-        self._lock: int | None = None
+        self._folder: SessionFolder | None = None
 
     def folder(self) -> str:
         """The session folder (made, locked, and dead sessions' folders swept, on first use)."""
-        if self._dir is None or not os.path.isdir(self._dir):
-            sweep_dead_sessions()
-            self._dir = tempfile.mkdtemp(prefix=SESSION_PREFIX)
-            self._lock = os.open(os.path.join(self._dir, ".lock"), os.O_WRONLY | os.O_CREAT, 0o600)
-            fcntl.flock(self._lock, fcntl.LOCK_EX)
-        return self._dir
+        if self._folder is None:
+            self._folder = SessionFolder()
+        return self._folder.path
 
     def zygote(self, debug: str | None = None) -> Zygote:
         """The zygote of this debug level, started (not waited for) if it is not running."""
@@ -173,12 +160,9 @@ class PoolRegistry:
         """Stop every rank and zygote, and remove the session folder (end of session; ``get`` starts anew)."""
         for level in list(self._zygotes):
             self._drop_level(level)
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-        if self._lock is not None:
-            os.close(self._lock)
-            self._lock = None
+        if self._folder is not None:
+            self._folder.remove()
+            self._folder = None
 
     def _drop_level(self, level: str) -> None:
         for key in [k for k in self._pools if k[2] == level]:
@@ -187,28 +171,3 @@ class PoolRegistry:
         if zygote is not None:
             zygote.close()
 
-
-def sweep_dead_sessions(root: str | None = None, min_age_s: float = SWEEP_MIN_AGE_S) -> list[str]:
-    """Remove session folders of this user whose owner is gone (their lock is free); return their paths.
-
-    A folder is left alone while its lock is held (its session runs), when it is younger than
-    ``min_age_s`` seconds (its owner may be about to lock it), or when it is not this user's.
-    """
-    removed = []
-    for path in Path(root or tempfile.gettempdir()).glob(SESSION_PREFIX + "*"):
-        try:
-            st = path.stat()
-            if st.st_uid != os.getuid() or time.time() - st.st_mtime < min_age_s:
-                continue
-            fd = os.open(path / ".lock", os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            continue  # held: a live session
-        finally:
-            os.close(fd)
-        shutil.rmtree(path, ignore_errors=True)
-        removed.append(str(path))
-    return removed

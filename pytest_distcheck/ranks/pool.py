@@ -45,10 +45,8 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import time
 import warnings
 from multiprocessing.connection import Connection, wait
@@ -66,6 +64,7 @@ from pytest_distcheck.ranks.errors import (
 from pytest_distcheck.ranks.payload import dump_call, origin_file
 from pytest_distcheck.ranks.rank_warnings import reissue
 from pytest_distcheck.ranks.report import STOPPED, blame, detail_rerun, known_crash
+from pytest_distcheck.ranks.tempdirs import SessionFolder
 from pytest_distcheck.ranks.zygote import Zygote, ZygoteError, pidfd_exited
 
 # After the first rank fails, how long its peers get to report before they are stopped.
@@ -147,7 +146,8 @@ class RankPool:
         start_timeout: seconds to wait for the zygote to import torch, and for every rank to join.
         base_env: the environment the ranks start with, against which each call's environment is
             diffed (default: this process's, now).
-        folder: where the rank files go (default: a new temporary folder, removed by :meth:`close`).
+        folder: where the rank files go (default: a locked session folder of its own, made at start and
+            removed by :meth:`close`; :mod:`pytest_distcheck.ranks.tempdirs`).
         debug_level: the ranks' ``TORCH_DISTRIBUTED_DEBUG`` (``OFF``/``INFO``/``DETAIL``), for the report.
 
     Attributes:
@@ -175,8 +175,9 @@ class RankPool:
         self.started_s = 0.0
         self.base_env = dict(os.environ if base_env is None else base_env)
         self._env = EnvTracker(self.base_env)
-        self._own_dir = folder is None
-        self._dir = tempfile.mkdtemp(prefix="distcheck-ranks-") if folder is None else folder
+        self._own_folder = folder is None
+        self._session: SessionFolder | None = None  # the folder of a pool used on its own (a script)
+        self._dir = folder or ""
         self._own_zygote = zygote is None
         self._zygote = zygote
         self._pids: list[int] = []
@@ -192,7 +193,10 @@ class RankPool:
             return
         self.kill()
         t0 = time.perf_counter()
-        os.makedirs(self._dir, exist_ok=True)  # close() removed it
+        if self._own_folder and self._session is None:
+            self._session = SessionFolder()
+            self._dir = self._session.path
+        os.makedirs(self._dir, exist_ok=True)
         if self._zygote is None or not self._zygote.alive:
             if not self._own_zygote:
                 raise ZygoteError("the rank zygote this pool forks from is gone")
@@ -273,8 +277,9 @@ class RankPool:
         if self._own_zygote and self._zygote is not None:
             self._zygote.close()
             self._zygote = None
-        if self._own_dir:
-            shutil.rmtree(self._dir, ignore_errors=True)
+        if self._session is not None:
+            self._session.remove()
+            self._session = None
 
     def kill(self) -> None:
         """SIGKILL every rank's process group and wait until the ranks are gone (the zygote stays)."""
