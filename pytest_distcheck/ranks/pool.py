@@ -35,9 +35,21 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
   (test_rank_recovery::test_ranks_left_out_of_step_are_detected_and_replaced);
 - a rank whose group set-up failed because a peer failed in user code is reported "stopped after a peer
   failed", not with gloo's connect error (:func:`pytest_distcheck.ranks.report.blame`; test_rank_report);
-- a timeout or an out-of-step call proposes the exact re-run with ``TORCH_DISTRIBUTED_DEBUG=DETAIL``;
-  debug levels run on ranks of their own zygote, started with the variable set before ``import torch``
-  (test_rank_context::test_debug_marker_runs_on_ranks_with_that_level).
+- a timeout or an out-of-step call proposes the exact re-run with ``TORCH_DISTRIBUTED_DEBUG=DETAIL``
+  (test_rank_context::test_a_lone_collective_always_ends_as_rank_timeout); debug levels run on ranks of
+  their own zygote, started with the variable set before ``import torch``, because torch reads it only
+  at import (test_rank_context::test_debug_marker_runs_on_ranks_with_that_level); a rank that dies in
+  DDP's constructor under DETAIL is named as torch 2.13.0's own crash (reproduced without the kit;
+  test_rank_context::test_ddp_segfault_under_detail_is_explained);
+- test modules are imported in the ranks through pytest's own ``rewrite_asserts``, so an ``assert`` in
+  rank code fails with its values (test_rank_compat::test_a_failing_assert_in_a_rank_shows_its_values);
+- ``mp.spawn`` suites: ``fn(rank, *args)`` and the user's own ``init_process_group`` /
+  ``destroy_process_group`` are served on the pool's group and store, never ``env://``, so hard-coded
+  ports cannot collide (test_rank_compat::test_ported_mp_spawn_course_test);
+- under xdist the zygotes watch the controller (a pidfd): a worker notices a dead controller only
+  seconds later (test_rank_processes::test_a_killed_xdist_controller_takes_zygotes_and_ranks_with_it);
+  session folders are locked while used and swept when dead (:mod:`pytest_distcheck.ranks.tempdirs`;
+  test_rank_report::test_dead_session_folders_are_swept_and_live_ones_kept).
 - warnings raised in the ranks are re-issued in the test process under the test's filters
   (:mod:`pytest_distcheck.ranks.rank_warnings`; tests/test_rank_warnings.py).
 """
