@@ -74,3 +74,42 @@ def subfolder_checks(config: Any, checks_dir: Path, root: Path) -> list[str] | N
     if here == root or root not in here.parents:
         return None
     return [str(checks_dir)]
+
+
+def unknown_markers(markexpr: str, registered: list[str]) -> list[str]:
+    """Marker names a ``-m`` expression uses that are not registered (ini ``markers`` lines).
+
+    Args:
+        markexpr: the ``-m`` expression, e.g. ``"local and not gpu"``.
+        registered: the ini ``markers`` lines (``"name(args): help"``).
+    """
+    import re
+
+    known = {re.match(r"[\w-]+", line.strip()).group(0) for line in registered if re.match(r"[\w-]+", line.strip())}
+    names = re.findall(r"[A-Za-z_][\w]*", re.sub(r"\([^)]*\)", " ", markexpr))
+    return [n for n in dict.fromkeys(names) if n not in {"and", "or", "not"} and n not in known]
+
+
+def bad_markexpr(config: Any) -> str | None:
+    """A message when ``-m`` names a marker that is not registered and markers are strict; else ``None``."""
+    import difflib
+
+    expr = getattr(config.option, "markexpr", "") or ""
+    strict = bool(getattr(config.option, "strict_markers", False))
+    for key in ("strict_markers", "strict"):
+        try:
+            strict = strict or bool(config.getini(key))
+        except ValueError:  # no such ini key in this pytest
+            pass
+    if not expr or not strict:
+        return None
+    registered = config.getini("markers")
+    unknown = unknown_markers(expr, registered)
+    if not unknown:
+        return None
+    known = sorted({line.split(":", 1)[0].split("(", 1)[0].strip() for line in registered})
+    hints = [f"did you mean {close[0]!r} for {name!r}?" for name in unknown
+             if (close := difflib.get_close_matches(name, known, n=1))]
+    return (f"-m {expr!r} selects nothing: {', '.join(map(repr, unknown))} "
+            f"{'is not a marker' if len(unknown) == 1 else 'are not markers'} "
+            f"({' '.join(hints) or 'see pytest --markers'}); the DoD was not checked")

@@ -22,6 +22,7 @@ pytest_plugins: list[str] = [
     "pytest_distcheck.budget.plugin",
     "pytest_distcheck.pods.plugin",
     "pytest_distcheck.ranks.plugin",
+    "pytest_distcheck.paid",
 ]
 
 MARKERS = {
@@ -68,6 +69,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from pytest_distcheck.deps import missing_dependencies, missing_message
+
+    missing = missing_dependencies()
+    if missing:  # a pytest outside the kit's venv: one line, not an INTERNALERROR at the first import
+        raise pytest.UsageError(missing_message(missing))
     for line in MARKERS.values():
         config.addinivalue_line("markers", line)
     TIMEOUT.positive_float(config)  # a bad value is a usage error now, not at the first test
@@ -76,6 +82,15 @@ def pytest_configure(config: pytest.Config) -> None:
     paths = subfolder_checks(config, ws.checks_dir, ws.root) if ws else None
     if paths:  # --gate / --dod from a subfolder: check the workspace, not the subfolder's tests
         config.args = paths
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    from pytest_distcheck.cmdline import bad_markexpr
+
+    problem = bad_markexpr(session.config)  # all markers are registered by now (conftests included)
+    if problem:
+        raise pytest.UsageError(problem)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -73,12 +73,17 @@ def test_stale_is_reported_and_fails_the_gate(workspace_dir):
 
 def test_item_with_no_check_is_not_run(workspace_dir):
     workspace_dir.makepyfile(test_other="def test_x(): pass")
-    result = workspace_dir.runpytest("-p", "no:cacheprovider")
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--gate")
     result.stdout.fnmatch_lines([
         "NOT RUN  alpha  not collected: no test marked @pytest.mark.dod('alpha') under checks/",
         "*rerun: pytest --dod alpha",
-        "0/2 items done, 2 not checked in this run (not gated; use --gate to require every item)",
+        "gate: FAILED (0/2 items done, 2 not checked in this run)",
     ])
+    # Without the gate, a run with no DoD check at all (the kit's own tests) says so in one line.
+    result = workspace_dir.runpytest("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["distcheck: the DoD of phase t1 was not checked in this run (none of its checks "
+                                 "under checks/ was collected); `pytest -m local` checks it"])
+    assert "NOT RUN" not in result.stdout.str()
     assert result.ret == 0
 
 
@@ -111,7 +116,7 @@ def test_distcheck_log_is_printed_above_the_table(workspace_dir):
     result.stdout.fnmatch_lines([
         "*- all-reduce sweep (test_distcheck_log_is_printed_above_the_table.py::test_measure) -*",
         "4096 B  1.0 us",
-        "*Definition of Done*",
+        "distcheck: the DoD of phase t1 was not checked in this run*",
     ])
 
 

@@ -1,0 +1,137 @@
+"""The first hour of a new learner (issue 12): each stumble found on a fresh clone, kept as a test."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pytest
+from dod_support import write_checks
+
+from pytest_distcheck.cmdline import unknown_markers
+from pytest_distcheck.deps import missing_dependencies
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text()
+
+
+def _bash_blocks(text: str) -> list[tuple[int, str]]:
+    return [(m.start(), m.group(1)) for m in re.finditer(r"```(?:bash)?\n(.*?)```", text, re.S)]
+
+
+def test_the_readme_activates_the_venv_before_its_first_bare_command():
+    activate = README.find("source .venv/bin/activate")
+    assert activate != -1, "the README never says to activate the venv"
+    bare = [pos for pos, block in _bash_blocks(README)
+            if re.search(r"^(\$ )?(pytest|distcheck|torchrun) ", block, re.M)]
+    assert bare and activate < bare[0], "a bare pytest/distcheck command comes before the venv is activated"
+    assert README.count("source .venv/bin/activate") == 1  # stated once
+
+
+def test_the_main_command_installs_the_paid_path_client():
+    main = next(block for _, block in _bash_blocks(README) if "pytest -m local" in block and "pip install" in block)
+    extras = re.search(r"-e '\.\[([\w,]+)\]'", main).group(1).split(",")
+    assert "gpu" in extras and "torch==2.13.0" in main
+    gpu = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
+    assert {re.split(r"[=<>]", r)[0] for r in gpu} >= {"runpod", "asyncssh"}
+
+
+def test_missing_dependencies_reads_the_required_ones_only():
+    requires = ["pytest>=8", "no-such-dist-for-distcheck>=1", "runpod==1.12.0; extra == 'gpu'"]
+    assert missing_dependencies(requires) == ["no-such-dist-for-distcheck"]
+
+
+def test_a_pytest_without_the_kit_s_dependencies_says_so_in_one_line(workspace_dir, monkeypatch):
+    """A system pytest that finds the plugin (through the repo's egg-info) but not filelock: not an
+    INTERNALERROR but a usage error naming the venv."""
+    import pytest_distcheck.deps as deps
+
+    monkeypatch.setattr(deps, "missing_dependencies", lambda: ["filelock"])
+    write_checks(workspace_dir)
+    result = workspace_dir.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-distcheck: this Python (*) lacks the kit's dependencies filelock: "
+                                 "this pytest is not the kit's. Activate the kit's venv (source .venv/bin/activate)*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_unknown_markers():
+    lines = ["local: free", "gpu: paid", "world_size(n): ranks"]
+    assert unknown_markers("locl", lines) == ["locl"]
+    assert unknown_markers("local and not (gpu or world_size)", lines) == []
+    assert unknown_markers("local or nope(x=1)", lines) == ["nope"]
+
+
+def test_a_misspelled_marker_expression_is_named_and_no_table_blames_a_crash(workspace_dir):
+    write_checks(workspace_dir)
+    workspace_dir.makeini("[pytest]\naddopts = --strict-markers\n")
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "-m", "locl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: -m 'locl' selects nothing: 'locl' is not a marker (did you mean 'local' "
+                                 "for 'locl'?); the DoD was not checked"])
+    assert "Definition of Done" not in result.stdout.str() and "crash" not in result.stdout.str()
+
+
+def test_a_kit_test_run_prints_one_line_instead_of_the_dod_table(workspace_dir):
+    write_checks(workspace_dir)
+    workspace_dir.makepyfile(**{"tests/test_kit": "def test_kit():\n    pass\n"})
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "tests")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["distcheck: the DoD of phase t1 was not checked in this run (none of its checks "
+                                 "under checks/ was collected); `pytest -m local` checks it"])
+    assert "NOT RUN" not in result.stdout.str() and "Definition of Done" not in result.stdout.str()
+
+
+PAID_WORKSPACE = """
+[phase]
+id = "p"
+title = "paid path"
+
+[[items]]
+id = "spend"
+title = "spend within budget"
+how = "distcheck budget"
+
+[[items]]
+id = "paid"
+title = "a result from a paid run"
+how = "pytest -m gpu --max-usd 3"
+requires = ["spend"]
+"""
+
+
+def test_the_paid_command_explains_itself_and_checks_its_free_prerequisites(pytester):
+    """`pytest -m gpu` (no budget): the paid test's skip reason is shown without -rs, and the table says
+    what is missing (the result) instead of "blocked by spend (not-run)": the items whose `how` is this
+    command, and their prerequisites, get their free checks run."""
+    pytester.makefile(".toml", **{"checks/distcheck": PAID_WORKSPACE})
+    pytester.makepyfile(**{"checks/test_checks": textwrap.dedent("""
+        import pytest, pytest_distcheck
+
+        @pytest.mark.local
+        @pytest.mark.dod("spend")
+        def test_spend():
+            pass
+
+        @pytest.mark.local
+        @pytest.mark.dod("paid")
+        def test_paid():
+            pytest_distcheck.pending("no result yet", "pytest -m gpu --max-usd 3")
+        """), "checks/test_pod": textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.gpu
+        def test_on_a_pod():
+            pass
+        """)})
+    result = pytester.runpytest("-p", "no:cacheprovider", "-m", "gpu")
+    out = result.stdout.str()
+    assert "blocked" not in out.lower()
+    result.stdout.fnmatch_lines([
+        "distcheck: paid test skipped: checks/test_pod.py::test_on_a_pod: paid GPU test: give this session a "
+        "budget to run it: pytest -m gpu --max-usd 3*",
+        "DONE     spend  evidence checked",
+        "PENDING  paid   no result yet",
+    ])
