@@ -161,3 +161,116 @@ def test_the_plan_is_read_not_assumed():
 def test_an_unknown_style_in_the_plan_is_an_error():
     with pytest.raises(ValueError, match="plan entry 'attn.qkv': unknown style 'diagonal'"):
         compare(chart(), {"attn.qkv": "diagonal"})
+
+
+# ---- data flow (pytest_distcheck.diagram.flow) ------------------------------------------------
+
+
+def test_edges_to_and_from_a_subgraph_reach_its_entry_and_exit_nodes():
+    """Valid Mermaid: `x --> s0` and `s0 --> ar` where s0 is a subgraph (its id is also a vertex)."""
+    fc = chart(drop_edges=(("x", "q0"), ("o0", "ar")),
+               extra_vertices=(Vertex("s0", "s0"),), extra_edges=(Edge("x", "s0"), Edge("s0", "ar")))
+    assert messages(fc) == []
+
+
+def test_a_row_parallel_layer_fed_the_replicated_input_names_the_edge():
+    fc = chart(drop_edges=(("att1", "o1"),), extra_edges=(Edge("x", "o1"),))
+    assert messages(fc) == [
+        "the sharded output of attn.qkv (column-parallel) goes nowhere: it ends at node att1 instead of "
+        "reaching the row-parallel layer after it",
+        "attn.out (row-parallel) is fed the replicated, unsplit tensor by edge x --> o1: a row-parallel layer "
+        "reads its own rank's shard (the same rank's column-parallel output, through element-wise nodes only, "
+        "or a slice taken by an edge labelled split)",
+    ]
+
+
+def test_a_row_parallel_layer_fed_another_ranks_shard():
+    fc = chart(drop_edges=(("att1", "o1"),), extra_edges=(Edge("att0", "o1"), Edge("att1", "o0")))
+    assert messages(fc) == [
+        "attn.out (row-parallel) is fed another rank's shard by edges att0 --> o1, att1 --> o0: a row-parallel "
+        "layer reads its own rank's shard"
+    ]
+
+
+def test_a_column_parallel_layer_fed_a_shard():
+    plan = {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise"}
+    fc = chart(extra_vertices=(Vertex("u0", "mlp.up colwise"), Vertex("u1", "mlp.up colwise")),
+               extra_edges=(Edge("att0", "u0"), Edge("ar", "u1"), Edge("u0", "y"), Edge("u1", "y")))
+    fc.subgraphs[0].members  # u0/u1 stay outside the rank boxes: the rank check reports that, not the flow
+    msgs = messages(fc, plan, world_size=None)
+    assert ("mlp.up (column-parallel) is fed a sharded tensor by edge att0 --> u0: a column-parallel layer reads "
+            "its whole input, replicated on every rank (Megatron-LM's f); all-gather the shards first") in msgs
+
+
+def test_an_all_reduce_must_take_every_ranks_partial_sum():
+    fc = chart(drop_edges=(("o1", "ar"),), extra_vertices=(Vertex("ar1", "all-reduce"),),
+               extra_edges=(Edge("o1", "ar1"), Edge("ar1", "y")))
+    assert messages(fc) == [
+        "the all-reduce after attn.out (row-parallel), node ar, takes the partial sum of rank 0 only: rank 1 must "
+        "go into it too, before anything reads its result",
+        "the all-reduce after attn.out (row-parallel), node ar1, takes the partial sum of rank 1 only: rank 0 must "
+        "go into it too, before anything reads its result",
+    ][:1]
+
+
+def test_per_rank_all_reduce_nodes_are_accepted():
+    fc = chart(drop_edges=(("o0", "ar"), ("o1", "ar"), ("ar", "y")),
+               extra_vertices=(Vertex("g0", "AllReduce"), Vertex("g1", "AllReduce")),
+               extra_edges=(Edge("o0", "g0"), Edge("o1", "g1"), Edge("g0", "y"), Edge("g1", "y")))
+    fc = Flowchart(fc.vertices, fc.edges, (Subgraph("s0", "GPU 0", ("q0", "att0", "o0", "g0")),
+                                           Subgraph("s1", "GPU 1", ("q1", "att1", "o1", "g1"))))
+    assert messages(fc) == []
+
+
+def test_layers_out_of_plan_order():
+    plan = {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise", "mlp.down": "rowwise"}
+    v = {x.id: x for x in (Vertex("x", "x"), Vertex("d", "mlp.down row-parallel"), Vertex("a1", "all-reduce"),
+                           Vertex("q", "attn.qkv colwise"), Vertex("o", "attn.out rowwise"),
+                           Vertex("a2", "all-reduce"), Vertex("u", "mlp.up colwise"), Vertex("y", "y"))}
+    e = (Edge("x", "q"), Edge("q", "o"), Edge("o", "a2"), Edge("a2", "u"), Edge("u", "d"), Edge("d", "a1"),
+         Edge("a1", "y"), Edge("a2", "y"))
+    assert messages(Flowchart(v, e, ()), plan) == []  # a summary diagram, in order
+    e2 = (Edge("x", "u"), Edge("u", "d"), Edge("d", "a1"), Edge("a1", "q"), Edge("q", "o"), Edge("o", "a2"),
+          Edge("a2", "y"))
+    assert messages(Flowchart(v, e2, ()), plan) == [
+        "mlp.up (node u) is drawn first: no layer of the plan comes before it along the edges, but the plan "
+        "starts with attn.qkv"
+    ]
+    e3 = (Edge("x", "q"), Edge("q", "u"), Edge("u", "o"), Edge("o", "a2"), Edge("a2", "d"), Edge("d", "a1"),
+          Edge("a1", "y"))
+    assert "mlp.up (node u) comes after attn.out (node o)" not in messages(Flowchart(v, e3, ()), plan)
+    assert ("attn.out (node o) comes after mlp.up (node u) along the edges from u, but the plan puts attn.out "
+            "before mlp.up") in messages(Flowchart(v, e3, ()), plan)
+
+
+def test_residual_adds_where_the_plan_declares_them():
+    from pytest_distcheck.diagram.plan import LayerNames
+
+    fc = chart(drop_edges=(("ar", "y"),), extra_vertices=(Vertex("add", "+"),),
+               extra_edges=(Edge("ar", "add"), Edge("x", "add", "residual"), Edge("add", "y")))
+    residual = LayerNames(residual=("attn",))
+    assert [d.message for d in compare(fc, PLAN, 2, residual)] == []
+    [msg] = [d.message for d in compare(chart(), PLAN, 2, residual)]
+    assert msg.startswith(
+        "no residual add after attn: nothing after attn.out (nodes o0, o1) and before the next layer adds "
+        "attn's input back"
+    )
+
+
+def test_summary_diagrams_skip_the_rank_check():
+    v = {x.id: x for x in (Vertex("x", "x"), Vertex("q", "attn.qkv: ColumnParallelLinear"),
+                           Vertex("o", "attn.out: RowParallelLinear"), Vertex("g", "g: all-reduce"), Vertex("y", "y"))}
+    e = (Edge("x", "q"), Edge("q", "o"), Edge("o", "g"), Edge("g", "y"))
+    assert messages(Flowchart(v, e, ()), world_size=2) == []
+    e_no_ar = (Edge("x", "q"), Edge("q", "o"), Edge("o", "y"))
+    assert messages(Flowchart(v, e_no_ar, ()), world_size=2)[0].startswith(
+        "no all-reduce after attn.out (row-parallel): node y ('y') reads its partial sum by edge o --> y")
+
+
+def test_style_from_the_edge_into_the_node_or_its_subgraph_title():
+    fc = chart(qkv="attn.qkv", out="attn.out", drop_edges=(("x", "q0"), ("x", "q1")),
+               extra_edges=(Edge("x", "q0", "ColwiseParallel"), Edge("x", "q1", "ColwiseParallel")))
+    fc = Flowchart(fc.vertices, fc.edges, (
+        Subgraph("r0", "RowwiseParallel", ("o0",)), Subgraph("r1", "row-parallel", ("o1",)),
+        Subgraph("s0", "rank 0", ("q0", "att0", "r0")), Subgraph("s1", "rank 1", ("q1", "att1", "r1"))))
+    assert messages(fc, world_size=None) == []

@@ -65,3 +65,96 @@ def test_rank_titles():
     assert labels.rank_of_title("rank0") == 0
     assert labels.rank_of_title("tensor-parallel ranks") is None
     assert labels.rank_of_title("cranky 3") is None
+
+
+@pytest.mark.parametrize(
+    "text, styles",
+    [
+        ("ColumnParallelLinear", {"colwise"}),  # Megatron-LM, picotron, vLLM
+        ("RowParallelLinear", {"rowwise"}),
+        ("MergedColumnParallelLinear", {"colwise"}),  # vLLM
+        ("QKVParallelLinear", {"colwise"}),  # vLLM
+        ("o_proj: RowParallelLinear(input_is_parallel=True)", {"rowwise"}),
+        ("ColwiseParallel()", {"colwise"}),  # torch.distributed.tensor.parallel
+        ("VocabParallelEmbedding", set()),
+        ("ReplicatedLinear", set()),
+    ],
+)
+def test_framework_class_names_are_styles(text, styles):
+    assert labels.styles_in_label(text) == styles
+
+
+@pytest.mark.parametrize(
+    "title, rank",
+    [("GPU 0", 0), ("tp_rank=1", 1), ("Rank 0 (GPU 0)", 0), ("device 3", 3), ("cuda:1", 1), ("TP rank 2", 2),
+     ("GPU", None), ("2 GPUs", None), ("layers.0.mlp", None)],
+)
+def test_rank_titles_of_public_diagrams(title, rank):
+    assert labels.rank_of_title(title) == rank
+
+
+def test_qualified_module_paths_name_the_layer():
+    assert labels.names_layer("layers.0.attn.qkv", "attn.qkv")
+    assert labels.names_layer("model.layers.11.attn.qkv: colwise", "attn.qkv")
+
+
+@pytest.mark.parametrize(
+    "text, layers",
+    [
+        ("self_attn.qkv_proj", ["attn.qkv"]),
+        ("c_attn (GPT-2)", ["attn.qkv"]),
+        ("Wq", ["attn.qkv"]),  # a part of the fused QKV projection
+        ("query_key_value", ["attn.qkv"]),
+        ("o_proj", ["attn.out"]),
+        ("mlp.c_proj", ["mlp.down"]),  # the qualified name wins over c_proj alone
+        ("attn.c_proj", ["attn.out"]),
+        ("c_proj", ["attn.out", "mlp.down"]),  # ambiguous alone
+        ("up_proj", ["mlp.up"]),
+        ("dense_4h_to_h", ["mlp.down"]),
+        ("out: partial sum [B, T, d]", []),  # a bare 'out' is not a name
+        ("q, k, v of those heads", []),
+        ("attn.qkv_bias", []),
+    ],
+)
+def test_common_names_of_layers(text, layers):
+    from pytest_distcheck.diagram.names import Namer
+
+    assert Namer.of(["attn.qkv", "attn.out", "mlp.up", "mlp.down"]).layers(text) == layers
+
+
+def test_declared_aliases_and_fused_groups_name_layers():
+    from pytest_distcheck.diagram.names import Namer
+    from pytest_distcheck.diagram.plan import LayerNames
+
+    names = LayerNames(aliases={"mlp.down": ("W2",)}, fused={"gate_up_proj": ("mlp.gate", "mlp.up")})
+    namer = Namer.of(["mlp.gate", "mlp.up", "mlp.down"], names)
+    assert namer.layers("W2 shard 0") == ["mlp.down"]
+    assert namer.layers("gate_up_proj") == ["mlp.gate", "mlp.up"]
+    assert namer.fused_group(["mlp.gate", "mlp.up"]) == "gate_up_proj"
+    assert namer.fused_group(["mlp.up", "mlp.down"]) is None
+
+
+@pytest.mark.parametrize(
+    "names, error",
+    [
+        ({"aliases": {"mlp.side": ("x",)}}, "alias entry 'mlp.side': not a module path of the plan"),
+        ({"fused": {"gu": ("mlp.up",)}}, "fused entry 'gu': needs two or more module paths of the plan"),
+        ({"fused": {"ud": ("mlp.up", "mlp.down")}}, "fused entry 'ud': mlp.up, mlp.down do not share one style"),
+        ({"residual": ("attn",)}, "residual entry 'attn': no module path of the plan is inside it"),
+    ],
+)
+def test_layer_names_that_do_not_fit_the_plan(names, error):
+    from pytest_distcheck.diagram.plan import LayerNames
+
+    with pytest.raises(ValueError, match=error):
+        LayerNames(**names).validate({"mlp.up": "colwise", "mlp.down": "rowwise"})
+
+
+def test_inline_plans():
+    from pytest_distcheck.diagram.plan import parse_inline
+
+    assert parse_inline("qkv=colwise, out=row") == {"qkv": "colwise", "out": "rowwise"}
+    for bad, error in (("qkv", "expected path=style"), ("a=colwise,a=rowwise", "a given twice"),
+                       ("a=diag", "unknown style 'diag'"), (" , ", "no plan entries")):
+        with pytest.raises(ValueError, match=error):
+            parse_inline(bad)

@@ -4,6 +4,13 @@
   distcheck diagram --check [PAGE]   compare PAGE's diagram (default [diagram].page) with the plan
   distcheck diagram --render [PAGE]  write PAGE's diagram as SVG beside it (PAGE with .svg)
 
+With --plan the workspace file is not read: a plan of one's own, either module:NAME (importable from
+the current folder; NAME_ALIASES, NAME_FUSED, NAME_RESIDUAL beside it are read too) or inline:
+
+  distcheck diagram --check my-block.md --plan mymodel.plan:PLAN
+  distcheck diagram --check my-block.md --plan 'attn.qkv=colwise,attn.out=rowwise' --world-size 2
+
+Without --world-size a per-rank diagram must draw each layer on every rank it draws.
 The labelling convention the check reads is in pytest_distcheck.diagram.labels and on the page.
 Exit status: 0 right, 1 the diagram differs from the plan or does not parse, 2 bad input.
 """
@@ -11,6 +18,7 @@ Exit status: 0 right, 1 the diagram differs from the plan or does not parse, 2 b
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_distcheck.commands import add_config_argument
@@ -21,42 +29,82 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", nargs="?", const="", metavar="PAGE", help="check PAGE against the plan")
     mode.add_argument("--render", nargs="?", const="", metavar="PAGE", help="render PAGE's diagram to SVG")
+    parser.add_argument("--plan", metavar="PLAN",
+                        help="module:NAME or 'path=colwise,path=rowwise,...' instead of the workspace's plan")
+    parser.add_argument("--world-size", type=int, metavar="N", help="ranks the diagram draws (with --plan)")
     add_config_argument(parser)
 
 
+@dataclass(frozen=True)
+class _Own:
+    """A plan given with --plan: what the commands below read of a DiagramConfig."""
+
+    plan_ref: str
+    plan: dict
+    names: object
+    world_size: int | None
+
+
+def _own_plan(args: argparse.Namespace) -> _Own:
+    from pytest_distcheck.diagram.config import load_plan_names
+    from pytest_distcheck.diagram.plan import LayerNames, parse_inline
+    from pytest_distcheck.errors import ConfigError
+
+    if args.world_size is not None and args.world_size < 1:
+        raise ConfigError("--world-size", "", f"must be >= 1, found {args.world_size}")
+    if "=" in args.plan:
+        try:
+            plan = parse_inline(args.plan)
+        except ValueError as exc:
+            raise ConfigError("--plan", "", str(exc)) from None
+        return _Own("the plan given inline", plan, LayerNames(), args.world_size)
+    plan, names = load_plan_names(args.plan, Path.cwd(), Path("--plan"), "")
+    return _Own(args.plan, plan, names, args.world_size)
+
+
 def run(args: argparse.Namespace) -> int:
-    from pytest_distcheck.diagram.config import diagram_config
-    from pytest_distcheck.workspace import load_workspace
+    from pytest_distcheck.errors import ConfigError
 
-    ws = load_workspace(Path(args.config))
-    cfg = diagram_config(ws)
-    if args.check is None and args.render is None:
-        return _print_start(cfg)
-    page_arg = args.check if args.check is not None else args.render
-    page = Path(page_arg) if page_arg else cfg.page
-    shown = page_arg or cfg.page_rel  # as the user would type it, for messages
+    if args.plan is not None:
+        cfg = _own_plan(args)
+        page_arg = args.check if args.check is not None else args.render
+        if page_arg is None:
+            return _print_start(cfg, cfg.world_size or 2, "diagram.svg")
+        if not page_arg:
+            raise ConfigError("--plan", "", "with --plan give the page too: distcheck diagram --check PAGE --plan ...")
+        page, shown = Path(page_arg), page_arg
+    else:
+        from pytest_distcheck.diagram.config import diagram_config
+        from pytest_distcheck.workspace import load_workspace
+
+        if args.world_size is not None:
+            raise ConfigError("--world-size", "", "only with --plan (the workspace's [diagram] world_size applies)")
+        cfg = diagram_config(load_workspace(Path(args.config)))
+        if args.check is None and args.render is None:
+            return _print_start(cfg, cfg.world_size, cfg.svg.name)
+        page_arg = args.check if args.check is not None else args.render
+        page = Path(page_arg) if page_arg else cfg.page
+        shown = page_arg or cfg.page_rel  # as the user would type it, for messages
     if not page.is_file():
-        from pytest_distcheck.errors import ConfigError
-
         raise ConfigError(shown, "", f"page not found (start one with: distcheck diagram > {shown})")
     if args.check is not None:
         return _check(page, shown, cfg)
     return _render(page, shown, cfg)
 
 
-def _print_start(cfg) -> int:
+def _print_start(cfg, world_size: int, svg_name: str) -> int:
     from pytest_distcheck.diagram.generate import starting_diagram
 
     print(
-        f"<!-- Drawn by `distcheck diagram` from {cfg.plan_ref} on {cfg.world_size} ranks. Edit freely;\n"
+        f"<!-- Drawn by `distcheck diagram` from {cfg.plan_ref} on {world_size} ranks. Edit freely;\n"
         f"     keep each layer's module path and its style (column-parallel / row-parallel) in its label,\n"
         f"     an all-reduce node after each row-parallel layer, and one subgraph titled 'rank N' per rank.\n"
         f"     Then: distcheck diagram --check && distcheck diagram --render -->\n"
     )
     print("```mermaid")
-    print(starting_diagram(cfg.plan, cfg.world_size), end="")
+    print(starting_diagram(cfg.plan, world_size), end="")
     print("```")
-    print(f"\n![The same diagram, rendered]({cfg.svg.name})")
+    print(f"\n![The same diagram, rendered]({svg_name})")
     return 0
 
 
@@ -70,7 +118,8 @@ def _check(page: Path, shown: str, cfg) -> int:
         print(f"{shown}:{f.line}: {f.message}")
     if result.findings:
         return 1
-    print(f"{shown}: the diagram at line {result.diagram.fence_line} matches {cfg.plan_ref} on {cfg.world_size} ranks")
+    ranks = f"{cfg.world_size} ranks" if cfg.world_size is not None else "the ranks it draws"
+    print(f"{shown}: the diagram at line {result.diagram.fence_line} matches {cfg.plan_ref} on {ranks}")
     return 0
 
 

@@ -217,6 +217,10 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
                 f"all-reduce drawn after {styled} at {ev['extra-all-reduce'][0]}, but a "
                 f"{style_words(style.name)} layer needs none in forward: its output stays sharded until "
                 f"the next layer consumes it")))
+        if "first" in ev:
+            diffs.append(Difference("order", path, (
+                f"{path} ({_node_list(ev['first'])}) is drawn first: no layer of the plan comes before it "
+                f"along the edges, but the plan starts with {next(iter(layout.styles))}")))
         if "order" in ev:
             v, w, earlier = ev["order"][0]
             diffs.append(Difference("order", path, (
@@ -246,6 +250,14 @@ def _order(layout: Layout, found: dict) -> None:
     paths = list(layout.styles)
     index = {v: min(paths.index(p) for p in ps) for v, ps in layout.layers_of.items()}
     stop = set(layout.layers_of)
+    styles = list(layout.styles.values())
+    # the plan's leading layers of one style (attn.q, attn.k, attn.v) may all be drawn first
+    lead = next((i for i, s in enumerate(styles) if s != styles[0]), len(styles))
+    downstream = {w for v in layout.layers_of for w in layout.graph.reachable([v], stop)}
+    fed_whole = {link.end for (_, kind), links in found.items() if kind == "input-replicated" for link in links}
+    for v in layout.layers_of:
+        if v not in downstream and index[v] >= lead and v not in fed_whole:  # the input finding says it
+            found[(layout.layers_of[v][0], "first")].append(v)
     for v in layout.layers_of:
         for w in sorted(layout.graph.reachable([v], stop) & stop):
             if w != v and 0 < index[w] < index[v] and not set(layout.layers_of[w]) & set(layout.layers_of[v]):
