@@ -86,7 +86,7 @@ def test_zygote_starts_at_collection(pytester):
     result.stdout.fnmatch_lines(["*ZYGOTE-STARTED*OFF*"])
 
 
-def test_collect_only_starts_nothing(pytester):
+def test_collect_only_or_deselected_tests_leave_no_zygote(pytester):
     pytester.makeconftest("""
         def pytest_collection_finish(session):
             from pytest_distcheck.ranks.plugin import _REGISTRY
@@ -95,3 +95,10 @@ def test_collect_only_starts_nothing(pytester):
     pytester.makepyfile("def test_a(dist_world):\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "--collect-only")
     result.stdout.fnmatch_lines(["*REGISTRY None*"])
+    pytester.makeconftest("""
+        def pytest_collection_finish(session):
+            from pytest_distcheck.ranks.plugin import _REGISTRY
+            print("ZYGOTES", dict(session.config.stash[_REGISTRY]._zygotes))
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "-k", "nothing_matches")
+    result.stdout.fnmatch_lines(["*ZYGOTES {}*"])  # started while collecting, stopped once deselected

@@ -49,6 +49,14 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     registry.zygote(_debug_level(item, fail=False))  # starts importing torch now; waited for at first use
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # -k, -m or --dod left no dist_world test: stop the zygote started while collecting.
+    registry = config.stash.get(_REGISTRY, None)
+    if registry is not None and not any("dist_world" in getattr(i, "fixturenames", ()) for i in items):
+        registry.close()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     registry = config.stash.get(_REGISTRY, None)
     if registry is not None:

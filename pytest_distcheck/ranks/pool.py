@@ -459,8 +459,8 @@ class RankPool:
         time.sleep(0.3)
         # Code sent by value has lost its file name (cloudpickle); the line numbers are the source's.
         origin = f'File "{self._origin}"' if self._origin else 'File "<dynamic-code>"'
-        return {r: Path(self._path(r, "stack")).read_text(errors="replace").replace('File "<dynamic-code>"', origin)
-                for r in ranks}
+        return {r: _user_frames(Path(self._path(r, "stack")).read_text(errors="replace")
+                                .replace('File "<dynamic-code>"', origin)) for r in ranks}
 
     def _finish(self, outcomes: list[RankOutcome], results: list[bytes], live: bool) -> list[Any]:
         __tracebackhide__ = True
@@ -486,6 +486,14 @@ class RankPool:
             return [cloudpickle.loads(r) for r in results]
         except Exception as exc:  # noqa: BLE001
             raise PicklingError(f"a rank's return value could not be unpickled here: {exc}") from exc
+
+
+_KIT_FRAMES = (f'File "{os.path.dirname(os.path.abspath(__file__))}{os.sep}', 'File "<frozen runpy>"')
+
+
+def _user_frames(stack: str) -> str:
+    """A faulthandler dump without the frames of the rank's own machinery (zygote, worker, runpy)."""
+    return "\n".join(line for line in stack.splitlines() if not line.strip().startswith(_KIT_FRAMES))
 
 
 def _echo(o: RankOutcome) -> None:

@@ -56,6 +56,8 @@ def _format_traceback(exc: BaseException, origin: str) -> str:
     """The traceback text, with the file name and source line of code that travelled by value."""
     tb = traceback.TracebackException.from_exception(exc)
     for te in _chain(tb):
+        # The kit's own frame (this module, calling fn) says nothing about the test: start at fn.
+        te.stack = traceback.StackSummary.from_list([fs for fs in te.stack if fs.filename != __file__])
         for i, fs in enumerate(te.stack):
             if fs.filename == "<dynamic-code>" and origin:
                 te.stack[i] = traceback.FrameSummary(origin, fs.lineno, fs.name,
