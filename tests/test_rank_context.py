@@ -178,3 +178,22 @@ def test_the_env_tracker_sees_every_kind_of_change(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setenv("DISTCHECK_T_KEEP", "1")
     assert tracker.diff() == ({}, [])
+
+
+def test_live_tail_keeps_lines_and_characters_whole(tmp_path, capsys):
+    from pytest_distcheck.ranks.pool import _Output
+
+    out, err = tmp_path / "out", tmp_path / "err"
+    out.touch()
+    err.touch()
+    tail = _Output(str(out), str(err))
+    tail.mark()
+    with open(out, "ab") as f:
+        for byte in "héllo wörld\nλ-line".encode():  # one byte at a time, tailing after each
+            f.write(bytes([byte]))
+            f.flush()
+            tail.tail(0)
+    tail.tail(0, final=True)
+    assert capsys.readouterr().out == "[rank 0] héllo wörld\n[rank 0] λ-line\n"
+    assert tail.call_text() == ("héllo wörld\nλ-line", "")
+    tail.close()

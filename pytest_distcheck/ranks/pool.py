@@ -56,6 +56,7 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
 
 from __future__ import annotations
 
+import codecs
 import os
 import signal
 import sys
@@ -106,11 +107,13 @@ class _Output:
         self.start = [0, 0]
         self.pos = [0, 0]
         self.partial = ["", ""]
+        self.decoders: list[codecs.IncrementalDecoder] = []
 
     def mark(self) -> None:
         self.start = [os.fstat(fd).st_size for fd in self.fds]
         self.pos = list(self.start)
         self.partial = ["", ""]
+        self.decoders = [codecs.getincrementaldecoder("utf-8")("replace") for _ in self.fds]
 
     def _read(self, i: int, frm: int) -> str:
         end = os.fstat(self.fds[i]).st_size
@@ -128,8 +131,11 @@ class _Output:
         for i, stream in enumerate((sys.stdout, sys.stderr)):
             end = os.fstat(self.fds[i]).st_size
             if end > self.pos[i]:
-                self.partial[i] += os.pread(self.fds[i], end - self.pos[i], self.pos[i]).decode(errors="replace")
+                # a character cut in two by a read waits in the decoder for its other half
+                self.partial[i] += self.decoders[i].decode(os.pread(self.fds[i], end - self.pos[i], self.pos[i]))
                 self.pos[i] = end
+            if final:
+                self.partial[i] += self.decoders[i].decode(b"", final=True)
             lines = self.partial[i].split("\n")
             self.partial[i] = lines.pop()  # an unfinished line waits for its end, or for the call's end
             if final and self.partial[i]:
