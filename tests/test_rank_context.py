@@ -160,6 +160,13 @@ def test_ddp_segfault_under_detail_is_explained(dist_world):
         pytest.skip("DDP under DETAIL works with this torch: the known crash is gone")
 
 
+def test_torch_distributed_debug_set_by_the_test_selects_ranks_of_that_level(dist_world, monkeypatch):
+    monkeypatch.setenv("TORCH_DISTRIBUTED_DEBUG", "DETAIL")  # as before mp.spawn: the children import with it
+    assert dist_world.run(debug_level) == ["DebugLevel.DETAIL"] * 2
+    monkeypatch.undo()
+    assert dist_world.run(debug_level) == [f"DebugLevel.{os.environ.get('TORCH_DISTRIBUTED_DEBUG', 'OFF')}"] * 2
+
+
 def test_an_unmarked_test_keeps_the_session_level(dist_world):
     assert dist_world.run(debug_level) == [f"DebugLevel.{os.environ.get('TORCH_DISTRIBUTED_DEBUG', 'OFF')}"] * 2
 

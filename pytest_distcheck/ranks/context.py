@@ -4,11 +4,13 @@ Carried on every call (and undone after it, in the rank): ``os.environ`` as a di
 environment the session started with (so ``monkeypatch.setenv``/``delenv`` and ``chdir`` act on the
 ranks as in the test), the working directory, ``sys.path`` and the modules pytest assertion-rewrote.
 Not carried: what a process reads once, at ``import torch`` or when a process group is built. Of the
-first kind ``TORCH_DISTRIBUTED_DEBUG`` (use ``@pytest.mark.dist_debug(level)``), ``TORCH_CPP_LOG_LEVEL``,
+first kind ``TORCH_CPP_LOG_LEVEL``,
 ``TORCH_SHOW_CPP_STACKTRACES``, ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` (ranks run with 1 thread);
 of the second ``GLOO_SOCKET_IFNAME``, ``TORCH_GLOO_*`` and ``NCCL_*`` act only on the next new group
 (``@pytest.mark.fresh_ranks``); ``MASTER_ADDR``/``MASTER_PORT``/``RANK``/``WORLD_SIZE`` are never
-read (the ranks meet on their own store).
+read (the ranks meet on their own store). ``TORCH_DISTRIBUTED_DEBUG`` is the one import-time variable
+honoured: a test that sets it runs on ranks of a zygote started with it (as does
+``@pytest.mark.dist_debug(level)``; :class:`pytest_distcheck.ranks.group.RankGroup`).
 """
 
 from __future__ import annotations
@@ -16,9 +18,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-
-# Read once by torch at import: a test's value cannot reach ranks forked from a zygote that imported it.
-IMPORT_TIME_VARS = ("TORCH_DISTRIBUTED_DEBUG", "TORCH_CPP_LOG_LEVEL", "TORCH_SHOW_CPP_STACKTRACES")
 
 
 def env_diff(base: Mapping[str, str], now: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:

@@ -9,6 +9,8 @@ from pytest_distcheck.ranks.pool import RankPool
 from pytest_distcheck.ranks.tempdirs import SessionFolder
 from pytest_distcheck.ranks.zygote import Zygote
 
+DEBUG_LEVELS = ("OFF", "INFO", "DETAIL")
+
 
 class RankGroup:
     """A process group of ``world_size`` ranks that a test runs functions on.
@@ -18,7 +20,8 @@ class RankGroup:
         backend: the ``torch.distributed`` backend (``gloo`` on CPU).
         timeout: default seconds a ``run`` may take.
         debug: the ranks' ``TORCH_DISTRIBUTED_DEBUG`` level (``OFF``, ``INFO``, ``DETAIL``), or ``None``
-            for the session's (the environment pytest started with).
+            for the session's (the environment pytest started with) unless the test itself set the
+            variable (``monkeypatch.setenv``): then each call runs on ranks started with that level.
     """
 
     def __init__(self, registry: PoolRegistry, world_size: int, backend: str, timeout: float,
@@ -91,7 +94,12 @@ class RankGroup:
         __tracebackhide__ = True
         if self._check is not None:
             self._check()
-        pool = self._registry.get(size, self.backend, self.debug)
+        debug = self.debug
+        if debug is None:  # set by the test itself (monkeypatch): ranks that imported torch with it
+            env = os.environ.get("TORCH_DISTRIBUTED_DEBUG")
+            if env != self._registry.base_env.get("TORCH_DISTRIBUTED_DEBUG") and env:
+                debug = env.upper() if env.upper() in DEBUG_LEVELS else None
+        pool = self._registry.get(size, self.backend, debug)
         return pool.run(fn, args, kwargs, timeout=self.timeout if timeout is None else timeout,
                         live=self._live, pass_rank=pass_rank, nodeid=self._nodeid)
 
