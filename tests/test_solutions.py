@@ -80,6 +80,9 @@ def test_the_reference_workspace_is_green(tmp_path):
         "quiz-passed": "pending",
     }, proc.stdout[-4000:]
     assert proc.returncode == 0
+    # Every command the table gives checks the same (reference) workspace again.
+    assert "rerun: pytest --dod quiz-passed --workspace checks/solutions.toml" in proc.stdout
+    assert "-> distcheck quiz 35 --config checks/solutions.toml" in proc.stdout
 
 
 def test_lab3_counts_of_the_reference_notes_are_the_tools():

@@ -34,6 +34,7 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool) -> None:
                       f"under {ws.checks_dir.name}/ was collected); `pytest -m local` checks it")
         return
     tr.write_sep("=", f"Definition of Done: phase {ws.phase_id}")
+    named = workspace_option(ws)
     state_w = max(7, *(len(r.state.label) for r in results))
     width = max(len(r.item_id) for r in results)
     for r in results:
@@ -42,7 +43,7 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool) -> None:
         if r.state in NEEDS_EVIDENCE:
             tr.write_line(f"{'':<{state_w}}  {'':<{width}}  -> {r.command}")
         if r.state is not State.DONE:
-            tr.write_line(f"{'':<{state_w}}  {'':<{width}}  rerun: {r.rerun}")
+            tr.write_line(f"{'':<{state_w}}  {'':<{width}}  rerun: {r.rerun}{named}")
     done = sum(r.state is State.DONE for r in results)
     ran = sum(r.ran for r in results)
     summary = f"{done}/{len(results)} items done"
@@ -62,3 +63,12 @@ def not_checked_at_all(results: list[ItemResult]) -> bool:
         reasons += [o.reason for o in r.outcomes] if r.outcomes else ([] if r.state is State.BLOCKED else [r.reason])
     return (not any(r.ran for r in results) and bool(reasons)
             and all(reason.startswith("not collected") for reason in reasons))
+
+
+def workspace_option(ws: Workspace) -> str:
+    """`` --workspace FILE`` for a workspace file that is not found by default (not ``checks/distcheck.toml``
+    under its root, e.g. ``checks/solutions.toml``), so the rerun lines check the same workspace; else ``""``."""
+    from pytest_distcheck.workspace import DEFAULT_PATH, display_path
+
+    rel = display_path(ws.path, ws.root)
+    return "" if rel == DEFAULT_PATH else f" --workspace {rel}"
