@@ -114,7 +114,7 @@ def test_the_command_prints_a_starting_page_that_passes_and_renders(phase, monke
     (phase.path / PAGE).write_text(page)
     assert main(["diagram", "--check"]) == 0
     assert capsys.readouterr().out == (
-        "docs/tp-sharding.md: the diagram at line 6 matches experiments.tp_inference.plan:BLOCK_PLAN on 2 ranks\n"
+        "docs/tp-sharding.md: the diagram at line 7 matches experiments.tp_inference.plan:BLOCK_PLAN on 2 ranks\n"
     )
     assert main(["diagram", "--render"]) == 0
     assert capsys.readouterr().out == (

@@ -98,7 +98,8 @@ def _print_start(cfg, world_size: int, svg_name: str) -> int:
     print(
         f"<!-- Drawn by `distcheck diagram` from {cfg.plan_ref} on {world_size} ranks. Edit freely;\n"
         f"     keep each layer's module path and its style (column-parallel / row-parallel) in its label,\n"
-        f"     an all-reduce node after each row-parallel layer, and one subgraph titled 'rank N' per rank.\n"
+        f"     the edges that carry each tensor, an all-reduce after each row-parallel layer, and one\n"
+        f"     subgraph titled 'rank N' (or 'GPU N') per rank.\n"
         f"     Then: distcheck diagram --check && distcheck diagram --render -->\n"
     )
     print("```mermaid")
