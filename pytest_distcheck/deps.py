@@ -13,11 +13,13 @@ import sys
 DIST = "pytest-distcheck"
 
 
-def missing_dependencies(requires: list[str] | None = None) -> list[str]:
-    """Names of the kit's required distributions (no extras) not installed in this Python.
+def missing_dependencies(requires: list[str] | None = None, extra: str = "") -> list[str]:
+    """Names of the kit's required distributions not installed in this Python: those of no extra, or,
+    with ``extra``, those the extra adds.
 
     Args:
         requires: requirement strings (default: the installed metadata's ``Requires-Dist``).
+        extra: an extra's name (``"gpu"``), or ``""`` for the plain requirements.
     """
     from packaging.requirements import Requirement
 
@@ -29,8 +31,10 @@ def missing_dependencies(requires: list[str] | None = None) -> list[str]:
     missing = []
     for text in requires:
         req = Requirement(text)
-        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-            continue  # an extra's requirement
+        in_extra = req.marker is not None and req.marker.evaluate({"extra": extra}) if extra else False
+        if (extra and not in_extra) or (not extra and req.marker is not None
+                                        and not req.marker.evaluate({"extra": ""})):
+            continue
         try:
             importlib.metadata.version(req.name)
         except importlib.metadata.PackageNotFoundError:
@@ -44,3 +48,10 @@ def missing_message(missing: list[str]) -> str:
             f"{', '.join(missing)}: this pytest is not the kit's. Activate the kit's venv "
             f"(source .venv/bin/activate) or run .venv/bin/pytest; to use this Python instead: "
             f"{sys.executable} -m pip install -e '.[notes,gpu]'")
+
+
+def missing_extra_message(extra: str, missing: list[str]) -> str:
+    """The one line for a paid test whose extra is not installed: what is missing and the install line."""
+    return (f"the `{extra}` extra of pytest-distcheck is not installed in this Python (missing: "
+            f"{', '.join(missing)}); install it with: {sys.executable} -m pip install -e '.[{extra}]' "
+            f"(or pip install 'pytest-distcheck[{extra}]')")

@@ -62,6 +62,22 @@ class PaidPath:
         self.followup = [it for it in wanted if any(_item_of(t) == it for t in back)]
         return result
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        # A paid test on rented pods needs the gpu extra (runpod, asyncssh): say so before any setup runs.
+        from pytest_distcheck.budget.plugin import max_usd
+        from pytest_distcheck.deps import missing_dependencies, missing_extra_message
+        from pytest_distcheck.pods.plugin import GPU_PROVIDER
+
+        if item.get_closest_marker("gpu") is None or max_usd(item.config) is None:
+            return  # skipped anyway, with its reason
+        if GPU_PROVIDER.raw(item.config)[0] != "runpod":
+            return
+
+        missing = missing_dependencies(extra="gpu")
+        if missing:
+            pytest.fail(missing_extra_message("gpu", missing), pytrace=False)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.skipped and report.when in ("setup", "call") and "gpu" in report.keywords:
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)

@@ -135,3 +135,27 @@ def test_the_paid_command_explains_itself_and_checks_its_free_prerequisites(pyte
         "DONE     spend  evidence checked",
         "PENDING  paid   no result yet",
     ])
+
+
+def test_missing_dependencies_of_an_extra():
+    requires = ["pytest>=8", "no-such-dist-for-distcheck>=1; extra == 'gpu'", "also-not-here; extra == 'notes'"]
+    assert missing_dependencies(requires, extra="gpu") == ["no-such-dist-for-distcheck"]
+    assert missing_dependencies(requires) == []
+
+
+def test_a_paid_test_without_the_gpu_extra_names_the_install_line(pytester, monkeypatch):
+    """With a budget and the runpod provider but no runpod/asyncssh: one line with the exact install
+    command, not a raw ModuleNotFoundError from the pod fixture."""
+    import pytest_distcheck.deps as deps
+
+    real = deps.missing_dependencies
+    monkeypatch.setattr(deps, "missing_dependencies", lambda requires=None, extra="": ["asyncssh"] if extra else
+                        real(requires, extra))
+    pytester.makefile(".toml", **{"checks/distcheck": PAID_WORKSPACE + "\n[budget]\nledger = 'ledger.md'\n"
+                                  "phase_ceiling_usd = 5.0\n"})
+    pytester.makepyfile(**{"checks/test_pod": "import pytest\n\n@pytest.mark.gpu\ndef test_on_a_pod():\n"
+                                              "    raise ModuleNotFoundError(\"No module named 'asyncssh'\")\n"})
+    result = pytester.runpytest("-p", "no:cacheprovider", "-m", "gpu", "--max-usd", "3", "checks/test_pod.py")
+    result.stdout.fnmatch_lines(["*the `gpu` extra of pytest-distcheck is not installed in this Python (missing: "
+                                 "asyncssh); install it with: * -m pip install -e '.[[]gpu]'*"])
+    assert "ModuleNotFoundError" not in result.stdout.str()
