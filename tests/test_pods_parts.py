@@ -140,10 +140,10 @@ def test_terminate_gives_up_after_its_timeout_and_says_so():
 
 # -- the dead-man switch, run by the fake pod ------------------------------------------------------
 def test_start_command_is_safe_for_the_sdk_and_valid_bash():
-    cmd = deadman.start_command(1_900_000_000, 300, 15)
+    cmd = deadman.start_command(3600, 1.18, 60, 300, 15)
     assert re.fullmatch(r"[A-Za-z0-9+/= '~.&>|;_-]+", cmd), cmd
     runpod_api.check_value("dockerArgs", cmd)
-    script = deadman.script(1_900_000_000, 300, 15)
+    script = deadman.script(3600, 1.18, 60, 300, 15)
     assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
     assert "runpodctl remove pod" in script and "podTerminate" in script
 
@@ -151,22 +151,22 @@ def test_start_command_is_safe_for_the_sdk_and_valid_bash():
 def test_dead_man_switch_ends_the_pod_at_its_deadline(fake, provider, timings):  # noqa: F811
     """No client at all: only the pod's own loop (kill path b) ends it, with the pod's own key."""
     pod_id = provider.create(GpuRequest(1, GPU, 60, "img"), "distcheck-5e55101d-000001-1900000000",
-                             deadline_epoch=time.time() + 2)
+                             limit_s=2, budget_usd=1.0, margin_s=0)
     (pod,) = fake.pods
     assert fake.wait_until(lambda: not pod.alive, 30), "the pod was not ended by its switch"
     assert pod.id == pod_id and pod.terminated_by == "api"
     assert f"remove pod {pod_id}" in (fake.root / "runpodctl.log").read_text()
-    assert "deadline=" in (pod.home / "distcheck" / "deadman.log").read_text()
+    assert "limit=2s" in (pod.home / "distcheck" / "deadman.log").read_text()
 
 
 def test_dead_man_switch_ends_a_pod_whose_heartbeat_stops(fake, timings):  # noqa: F811
     from pytest_distcheck.pods.runpod import RunPodProvider
     from pytest_distcheck.pods.ssh import new_key_pair
 
-    quick = dataclasses.replace(timings, heartbeat_every=0.2, heartbeat_stale=1.0)
+    quick = dataclasses.replace(timings, heartbeat_every=0.2, heartbeat_stale=1.0, ready_timeout=0.5)
     prov = RunPodProvider(quick, *new_key_pair())
     pod_id = prov.create(GpuRequest(1, GPU, 60, "img"), "distcheck-5e55101d-000002-1900000000",
-                         deadline_epoch=time.time() + 3600)
+                         limit_s=3600, budget_usd=1.0, margin_s=0)
     ready = prov.wait_ready(pod_id, 10)
     for _ in range(5):
         ready.heartbeat()  # alive while the client beats
@@ -196,7 +196,7 @@ def test_the_sdk_quoting_bug_shows_on_the_fake(fake):  # noqa: F811
 
 def test_provider_refuses_unsafe_image_without_calling_the_api(fake, provider):  # noqa: F811
     with pytest.raises(ValueError, match="image contains a double quote"):
-        provider.create(GpuRequest(1, GPU, 60, 'img"x'), "distcheck-5e55101d-000003-1900000000", time.time())
+        provider.create(GpuRequest(1, GPU, 60, 'img"x'), "distcheck-5e55101d-000003-1900000000", 60, 1.0, 0)
     assert fake.api.log == []
 
 
@@ -292,7 +292,10 @@ def test_timings_parse_and_errors():
     with pytest.raises(ValueError, match="src: 'warp=1' is not name=seconds"):
         Timings.parse("warp=1", "src")
     with pytest.raises(ValueError, match="heartbeat_stale .* must exceed heartbeat_every"):
-        Timings.parse("heartbeat_every=10 heartbeat_stale=5")
+        Timings.parse("ready_timeout=1 heartbeat_every=10 heartbeat_stale=5")
+    with pytest.raises(ValueError, match=r"heartbeat_stale \(300\) must exceed ready_timeout \(600\)"):
+        Timings.parse("heartbeat_stale=300")  # the old defaults: a pod with slow SSH ended itself
+    assert Timings().heartbeat_stale > Timings().ready_timeout
 
 
 # -- distcheck pods -------------------------------------------------------------------------------

@@ -175,11 +175,12 @@ class Provider(ABC):
         """
 
     @abstractmethod
-    def create(self, request: GpuRequest, name: str, deadline_epoch: float) -> str:
+    def create(self, request: GpuRequest, name: str, limit_s: float, budget_usd: float, margin_s: float) -> str:
         """Ask for a pod named ``name``; return its id as soon as the provider gives one.
 
-        ``deadline_epoch`` (Unix time, seconds) is when a remote pod must end itself (its dead-man
-        switch, kill path b) even if this machine is gone: shortly before the reservation runs out.
+        A remote pod must end itself (its dead-man switch, kill path b) even if this machine is gone:
+        ``limit_s`` seconds after it starts, or sooner when ``budget_usd`` (the reservation) less
+        ``margin_s`` seconds runs out at the pod's own rate. Durations only: no date crosses machines.
 
         Raises:
             NoCapacity: nothing was created.

@@ -2,13 +2,23 @@
 
 The switch is a shell loop started in the background before the image's own start script
 (``/start.sh`` on RunPod's images, which installs ``PUBLIC_KEY`` and starts sshd). Every
-``every`` seconds it ends the pod when the reserved time is up (``deadline``, Unix seconds) or when
-the client's heartbeat file ``~/distcheck/heartbeat`` (touched over SSH) is older than ``stale``
-seconds; it keeps trying until it succeeds. It terminates with the pod's own credentials
+``every`` seconds it ends the pod when
+
+- the pod has lived ``limit_s`` seconds since the switch started, or the fewer seconds that
+  ``budget_usd`` buys at the pod's own ``costPerHr`` (read from the API with the pod's key right
+  after boot and every minute after; 0 or no answer keeps the priced limit), less ``margin_s``; or
+- the client's heartbeat file ``~/distcheck/heartbeat`` (touched over SSH) has not changed for
+  ``stale`` seconds.
+
+Time on the pod is ``/proc/uptime`` (monotonic, untouched by wall-clock jumps); nothing compares
+the client's clock with the pod's: the client sends durations, never a date. The heartbeat is
+judged by when the switch saw its mtime change, on the same clock. It keeps trying to terminate
+until it succeeds (an API outage only delays it). It terminates with the pod's own credentials
 (``RUNPOD_POD_ID``, the pod-scoped ``RUNPOD_API_KEY``): ``runpodctl remove pod`` (runpodctl 1.x,
 GraphQL podTerminate), else ``runpodctl pod delete`` (2.x, REST), else a plain ``curl`` podTerminate.
 Sources: RunPod docs pods/templates/environment-variables.mdx; runpodctl cmd/pod/removePod.go and
-cmd/pod/delete.go (see /work/shared/notes/runpod.md section 2).
+cmd/pod/delete.go (see /work/shared/notes/runpod.md section 2). Boot time before the switch starts
+is not counted by it: the client's watchdog and the reservation's ready timeout cover it.
 
 The script travels base64-encoded inside ``bash -c '...'`` so the ``dockerArgs`` value holds no
 double quote, backslash or newline: the runpod SDK 1.12.0 pastes it into the GraphQL text unescaped.
@@ -17,36 +27,65 @@ double quote, backslash or newline: the runpod SDK 1.12.0 pastes it into the Gra
 from __future__ import annotations
 
 import base64
+import math
 
 HEARTBEAT = "distcheck/heartbeat"  # relative to the pod's home folder, as SSH sessions see it
 LOG = "distcheck/deadman.log"
 
 _SCRIPT = r"""#!/bin/bash
-# distcheck dead-man switch (kill path b). Ends this pod at the reserved deadline or when the
-# client's heartbeat goes stale, with the pod's own key. Written by pytest-distcheck.
-DEADLINE=__DEADLINE__
+# distcheck dead-man switch (kill path b). Ends this pod when its reserved seconds are used (at the
+# pod's own costPerHr if that is dearer) or when the client's heartbeat stops. Written by pytest-distcheck.
+LIMIT_S=__LIMIT_S__
+BUDGET_USD=__BUDGET_USD__
+MARGIN_S=__MARGIN_S__
 STALE=__STALE__
 EVERY=__EVERY__
+API="${RUNPOD_API_BASE_URL:-https://api.runpod.io}/graphql"
 # The home SSH logins get (the heartbeat is touched there); Docker sets HOME, passwd is the fallback.
 HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 mkdir -p "$HOME/distcheck"
 HB="$HOME/__HEARTBEAT__"
 LOG="$HOME/__LOG__"
 touch "$HB"
+up() { cut -d' ' -f1 /proc/uptime | cut -d. -f1; }
+gql() {
+  curl -fsS -m 20 -X POST "$API" -H "Content-Type: application/json" -H "Authorization: Bearer $RUNPOD_API_KEY" \
+    -d "{\"query\": \"$1\"}"
+}
 terminate_self() {
   runpodctl remove pod "$RUNPOD_POD_ID" && return 0
   runpodctl pod delete "$RUNPOD_POD_ID" && return 0
-  curl -fsS -X POST "${RUNPOD_API_BASE_URL:-https://api.runpod.io}/graphql" \
-    -H "Content-Type: application/json" -H "Authorization: Bearer $RUNPOD_API_KEY" \
-    -d "{\"query\": \"mutation { podTerminate(input: {podId: \\\"$RUNPOD_POD_ID\\\"}) }\"}"
+  gql "mutation { podTerminate(input: {podId: \\\"$RUNPOD_POD_ID\\\"}) }"
+}
+cost_per_hr() {
+  gql "query { pod(input: {podId: \\\"$RUNPOD_POD_ID\\\"}) { costPerHr } }" 2>/dev/null \
+    | sed -n 's/.*"costPerHr": *\([0-9][0-9.eE+-]*\).*/\1/p'
 }
 (
+  T0=$(up)
+  limit=$LIMIT_S
+  seen=""
+  changed=$T0
+  asked=-100000
   while true; do
-    now=$(date +%s)
-    beat=$(stat -c %Y "$HB" 2>/dev/null || echo 0)
-    age=$((now - beat))
-    if [ "$now" -ge "$DEADLINE" ] || [ "$age" -gt "$STALE" ]; then
-      echo "$(date -u +%FT%TZ) ending pod $RUNPOD_POD_ID: now=$now deadline=$DEADLINE heartbeat age=${age}s" >> "$LOG"
+    now=$(up)
+    if [ $((now - asked)) -ge 60 ]; then
+      rate=$(cost_per_hr)
+      if [ -n "$rate" ]; then
+        asked=$now
+        cap=$(awk -v b="$BUDGET_USD" -v r="$rate" -v m="$MARGIN_S" 'BEGIN { if (r > 0) printf "%d", b * 3600 / r - m }')
+        if [ -n "$cap" ] && [ "$cap" -lt "$limit" ]; then
+          limit=$cap
+          echo "$(date -u +%FT%TZ) costPerHr $rate: $BUDGET_USD USD lasts ${cap}s, limit now ${limit}s" >> "$LOG"
+        fi
+      fi
+    fi
+    mtime=$(stat -c %Y "$HB" 2>/dev/null || echo 0)
+    if [ "$mtime" != "$seen" ]; then seen=$mtime; changed=$now; fi
+    age=$((now - changed))
+    lived=$((now - T0))
+    if [ "$lived" -ge "$limit" ] || [ "$age" -gt "$STALE" ]; then
+      echo "$(date -u +%FT%TZ) ending pod $RUNPOD_POD_ID: lived=${lived}s limit=${limit}s heartbeat age=${age}s" >> "$LOG"
       terminate_self >> "$LOG" 2>&1
     fi
     sleep "$EVERY"
@@ -57,20 +96,29 @@ exec sleep infinity
 """
 
 
-def script(deadline_epoch: float, stale_s: float, every_s: float) -> str:
-    """The switch's shell script (also the documentation of exactly what runs on the pod)."""
-    return (_SCRIPT.replace("__DEADLINE__", str(int(deadline_epoch)))
+def script(limit_s: float, budget_usd: float, margin_s: float, stale_s: float, every_s: float) -> str:
+    """The switch's shell script (also the documentation of exactly what runs on the pod).
+
+    Args:
+        limit_s: seconds the pod may live after the switch starts (at the priced rate, margin taken).
+        budget_usd: the reservation, USD: at the pod's own costPerHr it may buy fewer seconds.
+        margin_s: taken off the seconds the budget buys (the client cuts this much earlier too).
+        stale_s: heartbeat age that ends the pod; every_s: seconds between looks.
+    """
+    return (_SCRIPT.replace("__LIMIT_S__", str(max(1, int(limit_s))))
+            .replace("__BUDGET_USD__", f"{float(budget_usd):.6f}")
+            .replace("__MARGIN_S__", str(max(0, math.ceil(margin_s))))
             .replace("__STALE__", str(max(1, round(stale_s))))
             .replace("__EVERY__", f"{max(every_s, 0.1):g}")
             .replace("__HEARTBEAT__", HEARTBEAT).replace("__LOG__", LOG))
 
 
-def start_command(deadline_epoch: float, stale_s: float, every_s: float) -> str:
+def start_command(limit_s: float, budget_usd: float, margin_s: float, stale_s: float, every_s: float) -> str:
     """The pod's start command (RunPod ``dockerArgs``): decode the switch into ~/distcheck and run it.
 
     Only letters, digits, ``+/=``, spaces and ``-'~/.&>|;`` appear in it, so it is safe in the SDK's
     unescaped GraphQL string and is shlex-split by RunPod into ``bash -c '<...>'``.
     """
-    b64 = base64.b64encode(script(deadline_epoch, stale_s, every_s).encode()).decode()
+    b64 = base64.b64encode(script(limit_s, budget_usd, margin_s, stale_s, every_s).encode()).decode()
     return (f"bash -c 'mkdir -p ~/distcheck && echo {b64} | base64 -d > ~/distcheck/deadman.sh "
             f"&& exec bash ~/distcheck/deadman.sh'")

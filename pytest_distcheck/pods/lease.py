@@ -77,7 +77,6 @@ class Lease:
         self.name: str | None = None
         self.deadline: float = 0.0
         self.started: float = 0.0
-        self._started_wall: float = 0.0
         self.usd_per_hour: float | None = None
         self.termination: Termination | None = None
         self.cut_reason: str | None = None
@@ -113,9 +112,9 @@ class Lease:
         margin = min(t.teardown, float(res.max_seconds) / 4)
         self._status(f"creating {self.name}")
         self.started = time.monotonic()
-        self._started_wall = time.time()
         try:
-            self.pod_id = self.provider.create(self.request, self.name, self.deadline - margin / 2)
+            self.pod_id = self.provider.create(self.request, self.name, float(res.max_seconds) - margin / 2,
+                                               float(res.usd), margin / 2)
         except NoCapacity:
             raise
         except ProviderError as exc:
@@ -139,7 +138,7 @@ class Lease:
             self._watchdog = res.watchdog(terminate=self._cut, teardown_s=margin)
             self._watchdog.__enter__()
         self._status(f"waiting for {self.pod_id}")
-        wait = min(t.ready_timeout, self.deadline - t.teardown - time.time())
+        wait = min(t.ready_timeout, float(res.max_seconds) - t.teardown - (time.monotonic() - self.started))
         inner = self.provider.wait_ready(self.pod_id, max(wait, 1.0), self.on_status)
         self.pod = LeasedPod(inner, self)
         if self.provider.remote:
@@ -218,11 +217,10 @@ class Lease:
             raise budget_error
 
     def _billed_seconds(self, term: Termination) -> float:
-        """Create call to confirmed termination. The larger of the monotonic and the wall-clock spans:
-        the monotonic clock stops while this machine sleeps, the pod's billing does not."""
-        mono = term.ended_at - self.started if term.ended_at is not None else 0.0
-        wall = time.time() - (time.monotonic() - term.ended_at) - self._started_wall if term.ended_at else 0.0
-        return max(mono, wall, 0.0)
+        """Create call to confirmed termination, on the monotonic clock: a wall-clock jump on this
+        machine changes nothing. (The monotonic clock stops while this machine sleeps; the provider's
+        bill, appended by ``distcheck budget --reconcile``, is what counts in the end.)"""
+        return max(term.ended_at - self.started, 0.0) if term.ended_at is not None else 0.0
 
     def adopt(self, info: PodInfo) -> Termination:
         """A pod whose create answer was lost turned up later (a sweep found ``lost_name``): record it
@@ -260,8 +258,9 @@ class LeasedPod(Pod):
         self.echo: OutputSink | None = None
 
     def seconds_left(self) -> float:
-        """Seconds until the reservation runs out (the watchdog cuts a teardown margin before that)."""
-        return self.deadline - time.time()
+        """Seconds until the reservation runs out (the watchdog cuts a teardown margin before that), on
+        the monotonic clock since the create call."""
+        return float(self._lease.reservation.max_seconds) - (time.monotonic() - self._lease.started)
 
     def _lost(self, exc: BaseException) -> BaseException:
         if self._lease.cut_reason:

@@ -166,7 +166,7 @@ class LocalProvider(Provider):
                               "(nvidia-smi -L); use --gpu-provider runpod to rent them")
         return self.usd_per_gpu_hour
 
-    def create(self, request: GpuRequest, name: str, deadline_epoch: float) -> str:
+    def create(self, request: GpuRequest, name: str, limit_s: float, budget_usd: float, margin_s: float) -> str:
         pod_id = f"local-{os.getpid()}-{next(self._ids)}"
         workdir = Path(tempfile.mkdtemp(prefix=f"distcheck-{pod_id}-"))
         self._pods[pod_id] = LocalPod(pod_id, workdir, request.gpus)

@@ -96,11 +96,11 @@ class RunPodProvider(Provider):
     def rate(self, request: GpuRequest) -> float | None:
         return None  # the budget guard prices RunPod itself (live through the SDK, else its table)
 
-    def create(self, request: GpuRequest, name: str, deadline_epoch: float) -> str:
+    def create(self, request: GpuRequest, name: str, limit_s: float, budget_usd: float, margin_s: float) -> str:
         t = self.timings
         if self._ssh_key is None or self._public_key is None:
             raise ValueError("RunPodProvider was made without an SSH key pair; it cannot create pods")
-        start = deadman.start_command(deadline_epoch, t.heartbeat_stale, t.deadman_every)
+        start = deadman.start_command(limit_s, budget_usd, margin_s, t.heartbeat_stale, t.deadman_every)
         for field, value in (("name", name), ("image", request.image), ("gpu_type", request.gpu_type),
                              ("dockerArgs", start)):
             runpod_api.check_value(field, value)

@@ -23,7 +23,9 @@ class Timings:
         teardown: added to the reservation for terminating, and the dead-man switch fires this much
             before the reservation runs out.
         heartbeat_every: how often the client tells the pod it is alive.
-        heartbeat_stale: the pod's dead-man switch ends the pod when the heartbeat is older than this.
+        heartbeat_stale: the pod's dead-man switch ends the pod when the heartbeat is older than this;
+            above ``ready_timeout``, so a pod whose SSH is slow to come up is not ended while the client
+            still waits for it (the first beat comes only once SSH answers).
         deadman_every: how often the dead-man switch looks.
         run_grace: a command's client-side limit is its time limit plus this (the pod's own
             ``timeout`` stops it first).
@@ -36,7 +38,7 @@ class Timings:
     confirm_timeout: float = 300.0
     teardown: float = 120.0
     heartbeat_every: float = 20.0
-    heartbeat_stale: float = 300.0
+    heartbeat_stale: float = 900.0
     deadman_every: float = 15.0
     run_grace: float = 30.0
 
@@ -45,6 +47,10 @@ class Timings:
             value = getattr(self, f.name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
                 raise ValueError(f"{f.name} must be a number of seconds > 0, got {value!r}")
+        if self.heartbeat_stale <= self.ready_timeout:
+            raise ValueError(f"heartbeat_stale ({self.heartbeat_stale:g}) must exceed ready_timeout "
+                             f"({self.ready_timeout:g}): the first heartbeat comes only once SSH answers, so the "
+                             "pod would end itself while the client still waits for it")
         if self.heartbeat_stale <= self.heartbeat_every:
             raise ValueError(f"heartbeat_stale ({self.heartbeat_stale:g}) must exceed heartbeat_every "
                              f"({self.heartbeat_every:g}), or the pod ends itself while the client is alive")

@@ -13,9 +13,9 @@ from .server import FakeRunPod
 API_KEY = "rpa_TESTKEY_d0n0tl34k_7f3c9a"  # distinctive, so a leak is easy to grep for
 SESSION = "5e55101d"
 
-# Short waits so faults end in seconds; heartbeat_stale stays well above heartbeat_every.
+# Short waits so faults end in seconds; heartbeat_stale stays above ready_timeout and heartbeat_every.
 FAST_TIMINGS = ("api_timeout=2 ready_timeout=10 poll_every=0.1 create_grace=4 confirm_timeout=10 teardown=2 "
-                "heartbeat_every=0.3 heartbeat_stale=6 deadman_every=0.2 run_grace=3")
+                "heartbeat_every=0.3 heartbeat_stale=12 deadman_every=0.2 run_grace=3")
 
 WORKSPACE = """
 [phase]

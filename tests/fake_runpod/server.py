@@ -175,6 +175,7 @@ class FakeRunPod:
         path = os.pathsep.join([str(self.root / "bin"), os.path.dirname(sys.executable), "/usr/bin", "/bin"])
         return {**pod.env, "PATH": path, "HOME": str(pod.home), "LANG": "C.UTF-8",
                 "RUNPOD_POD_ID": pod.id, "RUNPOD_API_KEY": pod.pod_key, "RUNPOD_GPU_COUNT": str(pod.gpu_count),
+                "RUNPOD_API_BASE_URL": self.url,
                 "RUNPOD_PUBLIC_IP": "127.0.0.1"}
 
     def _boot(self, pod: FakePod) -> None:

@@ -94,6 +94,10 @@ class Account:
         self.clock = clock
         self.pods: dict[str, FakePod] = {}
         self.lock = threading.RLock()
+        # Billing knobs: pods cost rate_multiplier x the catalogue price; reported_cost_per_hr (e.g. 0,
+        # runpod-python issue 438) is what the API shows instead of the rate it bills.
+        self.rate_multiplier = 1.0
+        self.reported_cost_per_hr: float | None = None
         self._ids = itertools.count(1)
 
     def new_pod(self, inp: dict[str, Any], boot_seconds: float) -> FakePod:
@@ -108,7 +112,7 @@ class Account:
         now = self.clock.now()
         pod = FakePod(
             id=pod_id, name=inp["name"], image=inp.get("imageName", ""), gpu_type_id=inp["gpuTypeId"],
-            gpu_count=count, cloud_type=cloud, cost_per_hr=round(per_gpu * count, 4), env=env,
+            gpu_count=count, cloud_type=cloud, cost_per_hr=round(per_gpu * count * self.rate_multiplier, 4), env=env,
             docker_args=inp.get("dockerArgs") or "", ports=inp.get("ports") or "", input=dict(inp),
             created_at=now, ready_at=now + boot_seconds, pod_key="podkey-" + secrets.token_hex(8),
             home=home,
@@ -133,7 +137,8 @@ class Account:
                            "publicPort": pod.ssh_port, "type": "tcp"}],
             }
         return {
-            "id": pod.id, "name": pod.name, "imageName": pod.image, "costPerHr": pod.cost_per_hr,
+            "id": pod.id, "name": pod.name, "imageName": pod.image,
+            "costPerHr": pod.cost_per_hr if self.reported_cost_per_hr is None else self.reported_cost_per_hr,
             "desiredStatus": pod.desired_status, "containerDiskInGb": pod.input.get("containerDiskInGb", 10),
             "dockerArgs": pod.docker_args, "dockerId": None, "env": [f"{k}={v}" for k, v in pod.env.items()],
             "gpuCount": pod.gpu_count, "lastStatusChange": "synthetic", "machineId": "m-" + pod.id,

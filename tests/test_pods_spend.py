@@ -1,0 +1,105 @@
+"""Spend that cannot hide (issue 18), on the fake RunPod API with the real SDK: each scenario with its
+figure asserted (pods leaked 0; billed at most the reservation plus one billing step)."""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+
+import pytest
+from fake_runpod.fixtures import fake, guard, provider, timings  # noqa: F401 - fixtures
+
+from pytest_distcheck.budget.errors import BudgetRefused
+from pytest_distcheck.pods import deadman
+from pytest_distcheck.pods.base import GpuRequest
+from pytest_distcheck.pods.lease import Lease
+from pytest_distcheck.pods.reaper import Reaper
+
+GPU = "NVIDIA GeForce RTX 4090"
+REQ = GpuRequest(gpus=2, gpu_type=GPU, seconds=60, image="fake/image:1")
+STEP_S = 1  # RunPod bills per second (pytest_distcheck/data/prices.json)
+
+
+def lease_for(provider, guard, timings, experiment="tp-inference"):  # noqa: F811
+    def reserve(max_seconds, rate):
+        return guard.reserve("runpod", REQ.gpu_type, REQ.gpus, max_seconds, "tests::spend", experiment=experiment,
+                             cloud=REQ.cloud, usd_per_gpu_hour=rate)
+
+    return Lease(provider, REQ, reserve, Reaper(timings.confirm_timeout), timings)
+
+
+def test_a_3x_rate_with_no_client_left_is_ended_by_the_pod_within_its_reservation(fake, provider):  # noqa: F811
+    """The pod's costPerHr is 3x the priced rate and its client is gone (frozen, partitioned): the pod's
+    own switch re-arms from its costPerHr and ends itself before the reservation is spent."""
+    fake.account.rate_multiplier = 3.0  # 3 x 1.18 = 3.54 $/h
+    budget = 0.005  # $0.005 = 15.25 s at the priced 1.18 $/h, but 5.08 s at 3.54 $/h
+    provider.create(REQ, "distcheck-5e55101d-00aa01-1900000000", limit_s=15, budget_usd=budget, margin_s=2)
+    (pod,) = fake.pods
+    assert fake.wait_until(lambda: not pod.alive, 30), "the pod did not end itself"
+    billed = pod.billed_usd(fake.clock.now())
+    assert billed <= budget + pod.cost_per_hr * STEP_S / 3600, (billed, budget)
+    assert pod.terminated_by == "api" and not fake.live_pods()  # pods leaked: 0
+    assert "costPerHr 3.54" in (pod.home / "distcheck" / "deadman.log").read_text()
+
+
+def test_the_switch_carries_durations_never_the_clients_date():
+    script = deadman.script(1800, 0.59, 60, 900, 15)
+    assert "LIMIT_S=1800" in script and "/proc/uptime" in script and "date +%s" not in script
+
+
+@pytest.mark.parametrize("jump_s", [7200, -7200])
+def test_a_client_clock_two_hours_off_neither_disables_nor_fires_the_pods_switch(fake, provider, guard, timings,  # noqa: F811
+                                                                                 monkeypatch, jump_s):
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + jump_s)
+    lease = lease_for(provider, guard, timings)
+    with lease as pod:
+        (created,) = fake.pods
+        assert f"LIMIT_S={int(lease.reservation.max_seconds - min(timings.teardown, 15) / 2)}" in \
+            deadman_script(created)
+        time.sleep(1.0)
+        assert created.alive and pod.seconds_left() > 60  # not ended at boot, not timed out by the jump
+    assert not fake.live_pods() and lease.termination.confirmed
+
+
+def deadman_script(pod) -> str:
+    import base64
+    import re
+
+    b64 = re.search(r"echo (\S+) \| base64 -d", pod.docker_args).group(1)
+    return base64.b64decode(b64).decode()
+
+
+@pytest.mark.parametrize("reported", [0.0, None])
+def test_a_reported_rate_of_zero_is_metered_at_the_priced_rate_and_the_watchdog_arms(fake, provider, guard,  # noqa: F811
+                                                                                      timings, reported):
+    fake.account.reported_cost_per_hr = reported if reported is not None else 0.0
+    lease = lease_for(provider, guard, timings)
+    with lease:
+        started = [r for r in guard.ledger.read() if r.status == "started"]
+        assert [r.rate_per_hour for r in started] == [Decimal("1.18")]  # 2 x 0.59, not $0/h
+        assert lease._watchdog is not None and lease.reservation.usd_per_hour == Decimal("1.18")
+    assert not fake.live_pods()
+
+
+@pytest.mark.parametrize("bad", ["tp inference", "tp_inference"])
+def test_an_invalid_or_misspelt_experiment_creates_nothing_and_writes_nothing(fake, provider, guard, timings, bad):  # noqa: F811
+    with pytest.raises(BudgetRefused, match="is not declared"):
+        with lease_for(provider, guard, timings, experiment=bad):
+            pass
+    assert fake.pods == [] and not guard.ledger.path.exists()
+
+
+def test_the_open_row_is_in_the_ledger_before_the_create_call(fake, provider, guard, timings):  # noqa: F811
+    seen = []
+    create = provider.create
+
+    def spy(*args, **kwargs):
+        seen.append([(r.status, r.resource_id) for r in guard.ledger.read()])
+        return create(*args, **kwargs)
+
+    provider.create = spy
+    with lease_for(provider, guard, timings):
+        pass
+    assert seen == [[("open", "-")]]
+    assert [r.status for r in guard.ledger.read()] == ["open", "started", "settled"]
