@@ -1,8 +1,14 @@
 """DoD item spend-within-budget: the phase's cloud spend, recomputed from the ledger's rows, is within
-the phase ceiling and every experiment's ceiling (both from [budget] of the workspace file)."""
+the phase ceiling and every experiment's ceiling (both from [budget] of the workspace file).
+
+The ledger must parse (its hash chain included: an edited, deleted or inserted row is named). When
+RUNPOD_API_KEY is set, the ledger is first reconciled with what RunPod billed for its pods; a
+reconciled run counts the provider's bill, and every difference is shown. Overruns count in full.
+"""
 
 from __future__ import annotations
 
+import os
 from decimal import Decimal
 
 import pytest
@@ -11,7 +17,21 @@ import pytest_distcheck
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.budget.config import budget_config
 from pytest_distcheck.budget.errors import usd
-from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.errors import ConfigError, DistcheckError
+
+
+def _reconcile(cfg) -> list[str]:
+    """Reconcile with RunPod when a key is set; lines for the log (a failure is shown, not fatal)."""
+    if not os.environ.get("RUNPOD_API_KEY", "").strip():
+        return ["not reconciled with the provider (RUNPOD_API_KEY not set): amounts are self-reported"]
+    from pytest_distcheck.budget.guard import BudgetGuard
+    from pytest_distcheck.pods.runpod_api import pod_bills
+
+    try:
+        findings = BudgetGuard.from_config(cfg).reconcile(pod_bills)
+    except DistcheckError as exc:
+        return [f"reconciliation with RunPod failed ({exc}); amounts are self-reported"]
+    return [f"reconciled: {f.line()}" for f in findings]
 
 
 @pytest.mark.local
@@ -29,7 +49,8 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log):
         pytest_distcheck.pending(f"no spend ledger at {cfg.ledger_rel} (it records every paid run, or that "
                                  "there was none)", item.how)
     try:
-        # parse() checks every row, including that cost == rate_per_hour x billed_s / 3600.
+        notes = _reconcile(cfg)
+        # parse() checks every row, the chain, and that cost == rate_per_hour x billed_s / 3600.
         rows = cfg.open_ledger().read()
     except ConfigError as exc:
         pytest_distcheck.broken(str(exc))
@@ -49,7 +70,13 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log):
     unsettled = [c.run_id for c in charges if not c.settled]
     if unsettled:
         lines.append(f"open runs counted at their worst case: {', '.join(unsettled)}")
+    for c in charges:
+        if c.overran:
+            lines.append(f"OVERRUN: run {c.run_id} billed {c.overrun.billed_s} s beyond its reservation (line "
+                         f"{c.overrun.line}, {usd(c.overrun.recomputed_cost)})")
+    lines += notes
+    lines.append(f"ledger: {accounting.confirmation(rows)}")
     if over:
         pytest_distcheck.broken(f"{cfg.ledger_rel}: " + "; ".join(over) + " (amounts recomputed from rate x "
-                                "billed seconds of each row)")
+                                "billed seconds of each row; a reconciled run counts the provider's bill)")
     distcheck_log(f"Cloud spend, {cfg.ledger_rel}", "\n".join(lines))

@@ -113,3 +113,53 @@ def test_estimate_refuses_an_unknown_gpu_and_flags_what_does_not_fit(phase: pyte
     assert "no secure price for GPU type 'B300'" in capsys.readouterr().err
     assert main(["estimate", "--gpu", "H100", "--count", "2", "--minutes", "120"]) == 1
     assert "NOT ENOUGH, short $4.56" in capsys.readouterr().out
+
+
+SUPERSCRIPT = ("| 2026-12-01T10:00:00Z | zzzz1111-01 | open | runpod | RTX 4090 x 2 | 9\u00b2 | 1.18 | 0.0295 | USD "
+               "| tp-inference | tests/test_tp.py::test_speedup | podA |\n")
+
+
+def test_a_superscript_digit_is_a_clear_error_never_an_internal_error(phase: pytest.Pytester, monkeypatch, capsys):
+    ledger = use(phase, "ledger-within.md")  # an old-format ledger, read as it is
+    with open(ledger, "a", encoding="utf-8") as fh:
+        fh.write(SUPERSCRIPT)
+    line = ledger.read_text().count("\n")
+    result = phase.runpytest_subprocess("checks/test_spend_within_budget.py", "-p", "no:cacheprovider", "--gate")
+    assert result.ret not in (3, 4) and "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines([f"distcheck budget: *35-cloud-budget.md, line {line}: billed_s '9\u00b2' is not a "
+                                 "whole number*(paid tests will be refused)*",
+                                 f"BROKEN*spend-within-budget*line {line}: billed_s '9\u00b2'*"])
+    monkeypatch.chdir(phase.path)
+    assert main(["budget"]) == 2
+    err = capsys.readouterr().err
+    assert f"line {line}: billed_s '9\u00b2' is not a whole number" in err and "Traceback" not in err
+
+
+def test_a_paid_run_is_refused_on_a_corrupt_ledger_naming_the_line(phase: pytest.Pytester):
+    ledger = use(phase, "ledger-within.md")
+    with open(ledger, "a", encoding="utf-8") as fh:
+        fh.write(SUPERSCRIPT)
+    phase.makepyfile(test_paid="""
+        import pytest
+
+        @pytest.mark.gpu
+        def test_paid(budget):
+            budget.reserve("runpod", "RTX 4090", 2, 600, experiment="tp-inference")
+    """)
+    result = phase.runpytest_subprocess("test_paid.py", "--max-usd", "1", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*LedgerError*35-cloud-budget.md, line *: billed_s '9\u00b2'*"])
+
+
+def test_an_overrun_past_a_ceiling_is_broken_and_named(phase: pytest.Pytester):
+    from pytest_distcheck.budget.guard import BudgetGuard
+    from pytest_distcheck.workspace import load_workspace
+
+    use(phase, LEDGER)
+    g = BudgetGuard.from_workspace(load_workspace(phase.path / "checks" / "distcheck.toml"), session_id="abcd0001")
+    res = g.reserve("runpod", "RTX 4090", 2, 7200, "t::paid", experiment="tp-inference")  # $2.36 reserved
+    res.record_pod("podX", usd_per_hour=1.18, started_at=0)
+    res.settle(3 * 3600)  # the pod ran an hour past its reservation: $3.54 in all
+    result = run_check(phase)
+    result.stdout.fnmatch_lines(["*BROKEN*spend-within-budget*tp-inference rows (lines *) total $3.54 > its ceiling "
+                                 "$3.00*"])

@@ -18,8 +18,9 @@ from decimal import Decimal
 
 from pytest_distcheck.budget.ledger import LedgerRow
 
-# A provider's amount and the ledger's are "the same" within this (one second at $3.60/h).
-MATCH_USD = Decimal("0.001")
+# A provider's amount confirms the kit's within this many seconds at the pod's rate (the kit counts from
+# its create call to confirmed termination: a few polls more than the provider).
+MATCH_S = 10
 
 
 @dataclass(frozen=True)
@@ -93,9 +94,11 @@ class Charge:
 
     @property
     def confirmed(self) -> bool:
-        """The provider's bill for the pod matches what the kit measured (within ``MATCH_USD``)."""
+        """The provider's bill for the pod matches what the kit measured (within ``MATCH_S`` seconds at
+        the pod's rate, plus a hundredth of a cent of rounding)."""
         diff = self.difference
-        return diff is not None and self.self_reported is not None and abs(diff) <= MATCH_USD
+        tolerance = self.pod_row.rate_per_hour * MATCH_S / 3600 + Decimal("0.0001")
+        return diff is not None and self.self_reported is not None and abs(diff) <= tolerance
 
     @property
     def overran(self) -> bool:
@@ -154,6 +157,16 @@ def totals(rows: Iterable[LedgerRow], run_prefix: str | None = None) -> Totals:
         if ch.difference is not None and not ch.confirmed:
             diffs[ch.run_id] = ch.difference
     return Totals(total, by_exp, tuple(unsettled), tuple(overruns), diffs)
+
+
+def confirmation(rows: Iterable[LedgerRow]) -> str:
+    """For the DoD table's confirmed/self-reported column: "confirmed by the provider" when every paid
+    run with a pod has a reconciled row matching what the kit measured; "self-reported" when some run
+    is not reconciled or its bill differs; "nothing spent" for a ledger without runs."""
+    runs = [ch for ch in charges(rows) if ch.pod_row.has_pod and ch.pod_row.recomputed_cost > 0]
+    if not runs:
+        return "nothing spent"
+    return "confirmed by the provider" if all(ch.confirmed for ch in runs) else "self-reported"
 
 
 def provider_confirmed(rows: Iterable[LedgerRow], run_id: str) -> bool | None:

@@ -402,6 +402,35 @@ class BudgetGuard:
             self._drop_held(run_id)
         return written
 
+    def reconcile(self, fetch, provider: str = "runpod") -> list:
+        """Ask the provider what it billed for the ledger's pods (``fetch``: pod ids -> {pod id: (USD,
+        seconds)}, e.g. :func:`pytest_distcheck.pods.runpod_api.pod_bills`) and append a ``reconciled``
+        row for each bill that is new (:mod:`pytest_distcheck.budget.reconcile`). The bills are fetched
+        outside the ledger lock; the rows are planned and appended under it.
+
+        Returns:
+            the :class:`~pytest_distcheck.budget.reconcile.Finding` of every run with a pod.
+
+        Raises:
+            whatever ``fetch`` raises (nothing is written then); LedgerError for a malformed ledger.
+        """
+        from pytest_distcheck.budget.reconcile import Finding, plan
+
+        pods = sorted({ch.pod_row.resource_id for ch in accounting.charges(self.ledger.read())
+                       if ch.pod_row.provider == provider and ch.pod_row.has_pod})
+        bills = fetch(pods) if pods else {}
+        with self.ledger.locked():
+            planned = plan(self.ledger.read(), bills, provider)
+            new = [row for _, row in planned if row is not None]
+            written = {(r.run_id, r.billed_s, r.rate_per_hour): r for r in (self.ledger.append(*new) if new else [])}
+        out = []
+        for finding, row in planned:
+            if row is not None:
+                finding = Finding(finding.run_id, finding.pod_id, finding.state, finding.kit_usd, finding.provider_usd,
+                                  written[(row.run_id, row.billed_s, row.rate_per_hour)])
+            out.append(finding)
+        return out
+
     def settle_open_run(self, run_id: str, billed_s: int, now: datetime | None = None) -> LedgerRow:
         """:meth:`settle_rows` for a run left open by a crash; returns its settled row (an overrun row,
         if any, follows it)."""

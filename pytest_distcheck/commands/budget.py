@@ -1,6 +1,8 @@
 """Show the spend ledger: its rows, totals by experiment, and what is left under each ceiling.
 
   distcheck budget                 the workspace's ledger ([budget] ledger of checks/distcheck.toml)
+  distcheck budget --reconcile     ask RunPod what it billed for the ledger's pods, append reconciled
+                                   rows, show every difference (exit 1 when one differs)
   distcheck budget --settle RUN_ID --seconds S
                                    settle a run left open by a crash: S = the pod's billed seconds
                                    from the provider's billing page (all of them: seconds beyond the
@@ -29,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="append the settled row of a run that has only its open row (its process died)")
     parser.add_argument("--seconds", metavar="S",
                         help="with --settle: the pod's billed seconds, from the provider's billing page")
+    parser.add_argument("--reconcile", action="store_true",
+                        help="ask RunPod what it billed for the ledger's pods (needs RUNPOD_API_KEY), append "
+                             "reconciled rows and show every difference")
 
 
 def load_guard(config: str):
@@ -50,6 +55,15 @@ def run(args: argparse.Namespace) -> int:
     guard = load_guard(args.config)
     if args.settle is not None or args.seconds is not None:
         return settle(guard, args)
+    differ = False
+    if args.reconcile:
+        from pytest_distcheck.pods.runpod_api import pod_bills
+
+        findings = guard.reconcile(pod_bills)
+        print(f"Reconciled with RunPod's bill: {len(findings)} run(s) with a pod")
+        for f in findings:
+            print(f"  {f.line()}")
+        differ = any(f.state == "difference" for f in findings)
     status = guard.status()
     rows = status.rows
     print(f"Ledger {guard.ledger.path}: {len(rows)} row(s)" + ("; nothing spent yet" if not rows else ""))
@@ -100,10 +114,11 @@ def run(args: argparse.Namespace) -> int:
                 r = ch.pod_row
                 print(f"  distcheck budget{config} --settle {r.run_id} --seconds S"
                       f"    # S: billed seconds of pod {r.resource_id} (reserved {r.billed_s})")
+    print(f"Ledger: {accounting.confirmation(rows)}")
     if over:
         print("OVER a ceiling: the spend-within-budget item is broken")
         return 1
-    return 0
+    return 1 if differ else 0
 
 
 def settle(guard, args: argparse.Namespace) -> int:

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import threading
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from pytest_distcheck.pods.base import NoCapacity, ProviderError, Unavailable
@@ -124,3 +126,45 @@ def _is_json_error(exc: BaseException) -> bool:
     import requests
 
     return isinstance(exc, requests.exceptions.JSONDecodeError)
+
+
+REST_URL_ENV = "DISTCHECK_RUNPOD_REST_URL"
+REST_URL = "https://rest.runpod.io/v1"
+_POD_ID = re.compile(r"^[A-Za-z0-9]{1,64}$")
+
+
+def pod_bills(pod_ids: list[str], timeout: float = 30.0) -> dict[str, tuple[Decimal, float]]:
+    """What RunPod billed for each pod: pod id -> (USD, billed seconds), summed over its billing records.
+
+    Source: RunPod REST API v1 ``GET /billing/pods?podId=...&grouping=podId`` (docs.runpod.io
+    api-reference/billing/GET/billing/pods): records of ``amount`` (USD) and ``timeBilledMs``. The SDK
+    1.12.0 has no billing call, so this is a plain HTTPS GET with the same key (``Authorization: Bearer``).
+    Pods with no record are left out (the provider may not have billed them yet: it debits every 5
+    minutes). ``$DISTCHECK_RUNPOD_REST_URL`` points it elsewhere (the tests' fake).
+
+    Raises:
+        Unavailable: no key. ProviderError: HTTP or JSON failure (text without the key).
+        ValueError: a pod id that is not letters and digits (it goes into the URL).
+    """
+    import requests
+
+    key = api_key()
+    base = os.environ.get(REST_URL_ENV, REST_URL).rstrip("/")
+    out: dict[str, tuple[Decimal, float]] = {}
+    for pod_id in pod_ids:
+        if not _POD_ID.match(pod_id):
+            raise ValueError(f"pod id {pod_id!r} is not letters and digits")
+        try:
+            resp = requests.get(f"{base}/billing/pods", params={"podId": pod_id, "grouping": "podId",
+                                                                 "bucketSize": "day"},
+                                headers={"Authorization": f"Bearer {key}"}, timeout=timeout)
+            resp.raise_for_status()
+            records = resp.json()
+            usd = sum((Decimal(str(r["amount"])) for r in records if r.get("podId") == pod_id), Decimal(0))
+            ms = sum(float(r.get("timeBilledMs") or 0) for r in records if r.get("podId") == pod_id)
+        except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
+            raise ProviderError("billing", redact(f"RunPod's billing answer for pod {pod_id} failed "
+                                                  f"({type(exc).__name__}: {exc})"[:300])) from None
+        if any(r.get("podId") == pod_id for r in records):
+            out[pod_id] = (usd, ms / 1000.0)
+    return out

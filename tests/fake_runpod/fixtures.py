@@ -46,6 +46,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     fake = FakeRunPod(tmp_path / "fake", api_key=API_KEY).start()
     monkeypatch.setenv("RUNPOD_API_BASE_URL", fake.url)
     monkeypatch.setenv("RUNPOD_API_KEY", API_KEY)
+    monkeypatch.setenv("DISTCHECK_RUNPOD_REST_URL", fake.url + "/v1")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     yield fake
     fake.stop()

@@ -23,7 +23,7 @@ HTML_502 = b"<html><head><title>502 Bad Gateway</title></head><body><center><h1>
 
 # Short names tests use for the top-level fields.
 OPS = {"create": "podFindAndDeployOnDemand", "get": "pod", "list": "myself", "terminate": "podTerminate",
-       "stop": "podStop", "gpu": "gpuTypes"}
+       "stop": "podStop", "gpu": "gpuTypes", "billing": "billing"}
 FAULT_KINDS = ("no_capacity", "http_502", "http_500", "timeout", "reply_lost")
 
 

@@ -233,6 +233,30 @@ def _handler(api: Api) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
             pass
 
+        def do_GET(self) -> None:  # noqa: N802 - stdlib name
+            # REST billing (docs.runpod.io api-reference/billing/GET/billing/pods): records of
+            # {amount (USD), timeBilledMs, podId, gpuTypeId, time, diskSpaceBilledGb}.
+            from urllib.parse import parse_qs, urlparse
+
+            url = urlparse(self.path)
+            if url.path.rstrip("/") != "/v1/billing/pods":
+                self._send(404, b"<html><body>404 Not Found</body></html>")
+                return
+            auth = self.headers.get("Authorization") or ""
+            if auth != f"Bearer {api.account.api_key}":
+                self._send(401, {"error": "unauthorized"})
+                return
+            if api.faults["billing"] and api.faults["billing"].popleft() == "http_502":
+                self._send(502, b"<html>502</html>")
+                return
+            wanted = parse_qs(url.query).get("podId", [None])[0]
+            now = api.account.clock.now()
+            records = [{"amount": round(p.billed_usd(now), 6), "timeBilledMs": int(p.billed_seconds(now) * 1000),
+                        "podId": p.id, "gpuTypeId": p.gpu_type_id, "diskSpaceBilledGb": 0,
+                        "time": "2026-12-01T00:00:00Z"}
+                       for p in api.account.pods.values() if wanted in (None, p.id)]
+            self._send(200, records)
+
         def do_POST(self) -> None:  # noqa: N802 - stdlib name
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)

@@ -71,6 +71,7 @@ class FakePod:
     terminated_by: str = ""
     ssh_port: int | None = None
     hide_polls_left: int = 0  # get_pod still shows RUNNING this many times after terminate
+    billing_extra_s: float = 0.0  # the provider's billing clock is off by this much (bills more, or less)
     process: Any = None
     sessions: list[Any] = field(default_factory=list)
 
@@ -79,10 +80,14 @@ class FakePod:
         """Billing compute: created and not terminated (a stopped pod still bills its disk)."""
         return self.terminated_at is None
 
-    def billed_usd(self, now: float) -> float:
-        """costPerHr x (end - create) / 3600, on the fake clock; stop does not end it here."""
+    def billed_seconds(self, now: float) -> float:
+        """Seconds the provider bills: create to terminate on the fake clock, plus its clock error."""
         end = self.terminated_at if self.terminated_at is not None else now
-        return self.cost_per_hr * (end - self.created_at) / 3600.0
+        return max(end - self.created_at + self.billing_extra_s, 0.0)
+
+    def billed_usd(self, now: float) -> float:
+        """costPerHr x billed seconds / 3600; stop does not end it here."""
+        return self.cost_per_hr * self.billed_seconds(now) / 3600.0
 
 
 class Account:
