@@ -118,9 +118,9 @@ def test_the_command_prints_a_starting_page_that_passes_and_renders(phase, monke
     )
     assert main(["diagram", "--render"]) == 0
     assert capsys.readouterr().out == (
-        "wrote tp-sharding.svg beside docs/tp-sharding.md, from its Mermaid block at line 6\n"
+        "wrote tp-sharding.svg beside docs/tp-sharding.md, from its Mermaid block at line 7\n"
     )
-    assert (phase.path / SVG).read_text().startswith("<!-- distcheck diagram: tp-sharding.md, Mermaid block at line 6")
+    assert (phase.path / SVG).read_text().startswith("<!-- distcheck diagram: tp-sharding.md, Mermaid block at line 7")
     result = run_check(phase)
     result.stdout.fnmatch_lines(["DONE*tp-diagram-committed*"])
 
