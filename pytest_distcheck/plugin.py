@@ -84,15 +84,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args = paths
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    from pytest_distcheck.cmdline import bad_markexpr
-
-    problem = bad_markexpr(session.config)  # all markers are registered by now (conftests included)
-    if problem:
-        raise pytest.UsageError(problem)
-
-
 def pytest_report_header(config: pytest.Config) -> list[str]:
     ws = get_workspace(config)
     where = f"workspace {workspace_label(config)}"

@@ -27,8 +27,17 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool) -> None:
     stale, blocked) the command that produces it (``->``); under every item not done, the command
     that checks it again (``rerun:``). Broken rows say what to fix in their reason.
 
+    A ``-m`` expression naming no registered marker (strict markers) gets one line naming it instead.
     A run that collected none of the DoD's checks (``pytest tests``: the kit's own tests) and no gate
     gets one line instead: nothing was claimed, and six NOT RUN rows would read as a failure."""
+    from pytest_distcheck.cmdline import bad_markexpr
+
+    problem = bad_markexpr(tr.config)  # read after collection: markers of every conftest are registered
+    if problem:
+        tr.write_line(f"distcheck: {problem}", red=True, bold=True)
+        if gate:
+            tr.write_line("gate: FAILED (the DoD was not checked)", red=True, bold=True)
+        return
     if not gate and not_checked_at_all(results):
         tr.write_line(f"distcheck: the DoD of phase {ws.phase_id} was not checked in this run (none of its checks "
                       f"under {ws.checks_dir.name}/ was collected); `pytest -m local` checks it")
