@@ -59,6 +59,10 @@ class PaidPath:
                 info.selected, info.not_run = True, ""
         order_prerequisites_first(ws, back, _item_of)
         items.extend(back)  # after the paid tests, whose evidence they check
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and back:  # so "N deselected" counts only what did not run
+            again = set(map(id, back))
+            reporter.stats["deselected"] = [t for t in reporter.stats.get("deselected", []) if id(t) not in again]
         self.followup = [it for it in wanted if any(_item_of(t) == it for t in back)]
         return result
 

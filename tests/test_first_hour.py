@@ -145,6 +145,7 @@ def test_the_paid_command_explains_itself_and_checks_its_free_prerequisites(pyte
         "DONE     spend  evidence checked",
         "PENDING  paid   no result yet",
     ])
+    result.assert_outcomes(passed=1, skipped=2, deselected=0)
 
 
 def test_missing_dependencies_of_an_extra():
