@@ -80,3 +80,5 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log):
         pytest_distcheck.broken(f"{cfg.ledger_rel}: " + "; ".join(over) + " (amounts recomputed from rate x "
                                 "billed seconds of each row; a reconciled run counts the provider's bill)")
     distcheck_log(f"Cloud spend, {cfg.ledger_rel}", "\n".join(lines))
+    # The ledger is written on the learner's machine: self-reported until a provider confirms it (issue 18).
+    pytest_distcheck.done(f"evidence checked, self-reported: {lines[0]}")

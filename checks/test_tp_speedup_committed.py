@@ -3,7 +3,10 @@
 Done only when a committed result in ``[tp_inference] results_dir`` was produced on CUDA with at least
 2 GPUs, measures TP 1 and TP 2, has speedups that agree with its own latencies, has its PNG beside it,
 and its run id has ledger rows (``[budget] ledger``) counted against ``[tp_inference] experiment``
-whose cost is within ``[budget.experiment_ceilings_usd]`` for it. It is stale when a code file of the
+whose cost is within ``[budget.experiment_ceilings_usd]`` for it, and names the pod (provider, id) those
+rows name. The kit's own synthetic fixtures are never evidence. The result and the ledger are typed or
+copied on the learner's machine, so a pass is *self-reported* unless the provider confirms the pod
+(:mod:`pytest_distcheck.dod.provenance`). It is stale when a code file of the
 lab (``[tp_inference] code``, ``*.py``) changed since the result was produced (or the result does not
 record it). CPU results are read (and must be valid) but are not evidence for this item.
 """
@@ -51,10 +54,15 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
     """Return a one-line summary, or stop the check with broken/pending naming what is wrong."""
     from pytest_distcheck.budget.accounting import charges
     from pytest_distcheck.budget.config import budget_config
+    from pytest_distcheck.dod import provenance
     from pytest_distcheck.evidence import require_fresh
     from pytest_distcheck.tp_result import problems
 
     rel = _rel(path, ws.root)
+    fixture = provenance.fixture_result(path, result)
+    if fixture:
+        pytest_distcheck.broken(f"{rel}: not evidence: {fixture}; a GPU result must come from your own paid run "
+                                f"({how})")
     degrees = sorted({m["tp"] for m in result["measurements"]})
     if not {1, 2} <= set(degrees):
         pytest_distcheck.broken(f"{rel}: measures TP degrees {degrees}; expected at least 1 and 2")
@@ -91,7 +99,19 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
             f"{rel}: run_id {run_id!r} has no row in the ledger {ledger_rel}; a paid result must come "
             f"from a run under the budget guard ({how})"
         )
+    fake = provenance.fixture_rows([c.row for c in mine])
+    if fake:
+        pytest_distcheck.broken(f"{ledger_rel} line {fake[0].line}: run {run_id!r} is a row of the kit's own "
+                                "synthetic fixtures, never evidence of a paid run")
     charge = mine[0]
+    pod = result.get("pod")
+    if not pod:
+        pytest_distcheck.broken(f"{rel}: names no pod (provider, id), so it cannot be tied to the ledger rows of "
+                                f"run {run_id!r}; results written by {how} record it")
+    named = {(c.row.provider, c.row.resource_id) for c in mine}
+    if named != {(pod["provider"], pod["id"])}:
+        pytest_distcheck.broken(f"{rel}: ran on {pod['provider']} pod {pod['id']!r}, but the ledger rows of run "
+                                f"{run_id!r} name {', '.join(f'{p} pod {i!r}' for p, i in sorted(named))}")
     if charge.row.experiment != experiment:
         pytest_distcheck.broken(
             f"{ledger_rel} line {charge.row.line}: run {run_id!r} is counted against experiment "
@@ -111,7 +131,8 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
         pytest_distcheck.pending(f"the GPU result is not committed: {why}",
                                  f"git add {rel} {_rel(png, ws.root)} && git commit")
     best = max(result["speedups"], key=lambda s: s["decode"])
-    return (f"{rel}: {result['device']['count']} x {result['device']['name']} ({result['backend']}), "
+    label = provenance.pod_label(pod["provider"], pod["id"], run_id)
+    return (f"{label}: {rel}: {result['device']['count']} x {result['device']['name']} ({result['backend']}), "
             f"run {run_id} cost ${charge.usd:.4f} of ${ceiling} ({'settled' if charge.settled else 'open'}); "
             f"best decode speedup {best['decode']:.2f}x at TP {best['tp']}, batch {best['batch_size']}, "
             f"prompt {best['prompt_len']}")
@@ -145,3 +166,6 @@ def test_tp_speedup_committed(distcheck_workspace, distcheck_log):
         pytest_distcheck.pending(f"no result produced on CUDA with >= 2 GPUs yet (found: {found})", how)
     summaries = [_check_gpu_result(p, r, ws, how) for p, r in gpu]
     distcheck_log("TP inference speedup, committed GPU result(s)", "\n".join(summaries))
+    labels = sorted({s.split(":", 1)[0] for s in summaries})
+    pytest_distcheck.done(f"evidence checked, {' and '.join(labels)}: {len(summaries)} GPU result(s) tied to "
+                          "their ledger rows by run id and pod")

@@ -19,6 +19,7 @@ which the committed-result check judges. Extra arguments for ``speedup.py`` may 
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 from pathlib import Path
@@ -71,7 +72,9 @@ def test_tp_speedup_on_two_gpus(gpu_pod, distcheck_workspace, distcheck_log, tmp
         assert data["run_id"] == gpu_pod.run_id, f"{path.name}: run_id {data['run_id']!r}, expected {gpu_pod.run_id!r}"
         png = back / data["plot"]
         assert png.is_file(), f"{path.name}: its plot {data['plot']!r} did not come back"
-        shutil.copy2(path, results_dir / path.name)
+        # The pod, as the ledger rows of this run name it: the committed-result check ties them together.
+        data["pod"] = {"provider": gpu_pod.provider, "id": gpu_pod.id}
+        (results_dir / path.name).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         shutil.copy2(png, results_dir / png.name)
         wrote += [results_dir / path.name, results_dir / png.name]
     rel = " ".join(str(p.relative_to(ws.root)) if p.is_relative_to(ws.root) else str(p) for p in wrote)

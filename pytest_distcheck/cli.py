@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "memory": "memory",
     "pods": "pods",
     "init": "init",
+    "gate": "gate",
 }
 
 

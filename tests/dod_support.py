@@ -23,3 +23,17 @@ def test_beta():
 def write_checks(pytester: pytest.Pytester, alpha: str = "pass", beta: str = "pass") -> None:
     """Put the two checks in checks/, beside the workspace file, where the gate trusts them."""
     pytester.makepyfile(**{"checks/test_checks": CHECKS.format(alpha=alpha, beta=beta)})
+
+
+# The gate in this very process (the sub-session's mode) instead of the isolated sub-session: for the tests
+# of what the kit detects in-process. Use with the ``in_process_gate`` fixture, which lets such a process
+# (pytester's, with conftests and plugins) pass the gate although it is not isolated.
+IN_PROCESS_GATE = ("--gate", "--distcheck-subsession")
+
+
+@pytest.fixture(autouse=True)
+def in_process_gate(monkeypatch):
+    """Let this test's in-process gate runs pass without the sub-session's isolation (see IN_PROCESS_GATE)."""
+    from pytest_distcheck.dod import isolation
+
+    monkeypatch.setattr(isolation, "REQUIRED", False)

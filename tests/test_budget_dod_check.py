@@ -39,7 +39,7 @@ def run_check(pytester: pytest.Pytester):
 def test_committed_empty_ledger_is_done(phase: pytest.Pytester):
     use(phase, LEDGER)
     result = run_check(phase)
-    result.stdout.fnmatch_lines(["DONE*spend-within-budget*evidence checked"])
+    result.stdout.fnmatch_lines(["DONE*spend-within-budget*evidence checked, self-reported: *"])
 
 
 def test_within_budget_ignores_a_written_total_and_counts_open_runs(phase: pytest.Pytester):

@@ -9,7 +9,11 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from dod_support import write_checks
+from dod_support import (
+    IN_PROCESS_GATE,
+    in_process_gate,  # noqa: F401  (autouse)
+    write_checks,
+)
 
 FAILED = pytest.ExitCode.TESTS_FAILED
 
@@ -19,7 +23,7 @@ def checks(pytester, alpha="pass", beta="pass"):
 
 
 def gate(pytester, *args):
-    return pytester.runpytest("-p", "no:cacheprovider", "--gate", "-rs", *args)
+    return pytester.runpytest("-p", "no:cacheprovider", *IN_PROCESS_GATE, "-rs", *args)
 
 
 def conftest(pytester, text, where=""):
@@ -454,7 +458,7 @@ def test_patching_the_kit_at_import_time_is_untrusted(workspace_dir):
             return None
         pytest_distcheck.broken = _quiet
         """)
-    result = workspace_dir.runpytest_subprocess("-p", "no:cacheprovider", "--gate")
+    result = workspace_dir.runpytest_subprocess("-p", "no:cacheprovider", *IN_PROCESS_GATE)
     result.stdout.fnmatch_lines(["UNTRUSTED  alpha  not the kit's own check: pytest_distcheck.broken is _quiet from "
                                  "conftest.py:3, not the kit's or the checks' own*"])
     assert result.ret == FAILED
@@ -593,9 +597,9 @@ def test_dod_runs_one_item_with_its_prerequisites(workspace_dir):
 
 def test_dod_with_the_gate_still_requires_every_item(workspace_dir):
     three(workspace_dir)
-    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--dod", "beta", "--dod", "gamma", "--gate")
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--dod", "beta", "--dod", "gamma", *IN_PROCESS_GATE)
     result.stdout.fnmatch_lines(["gate: PASSED (3/3 items done)"])
-    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--dod", "gamma", "--gate")
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--dod", "gamma", *IN_PROCESS_GATE)
     result.stdout.fnmatch_lines(["gate: FAILED (1/3 items done, 2 not checked in this run)"])
 
 

@@ -7,7 +7,11 @@ import json
 
 import jsonschema
 import pytest
-from dod_support import write_checks
+from dod_support import (
+    IN_PROCESS_GATE,
+    in_process_gate,  # noqa: F401  (autouse)
+    write_checks,
+)
 
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.schemas import load_schema, validate
@@ -30,10 +34,10 @@ def test_schema_is_a_valid_draft_2020_12_schema():
 
 
 def test_json_report_of_a_passing_gate(workspace_dir):
-    result = run(workspace_dir, "pass", "pass", "--gate")
+    result = run(workspace_dir, "pass", "pass", *IN_PROCESS_GATE)
     assert result.ret == 0
     doc = load(workspace_dir)
-    assert doc["gate"] == {"requested": True, "passed": True, "failing": []}
+    assert doc["gate"] == {"requested": True, "passed": True, "isolated": False, "failing": []}
     assert doc["summary"]["done"] == doc["summary"]["ran"] == doc["summary"]["total"] == 2
     assert doc["phase"] == {"id": "t1", "title": "test phase"}
     assert doc["workspace"]["path"] == "checks/distcheck.toml"
@@ -46,11 +50,11 @@ def test_json_report_of_a_passing_gate(workspace_dir):
 
 
 def test_json_report_names_every_failing_item_and_its_commands(workspace_dir):
-    result = run(workspace_dir, "pytest_distcheck.pending('no log | yet', 'run the lab')", "pass", "--gate", "-k",
-                 "alpha")
+    result = run(workspace_dir, "pytest_distcheck.pending('no log | yet', 'run the lab')", "pass",
+                 *IN_PROCESS_GATE, "-k", "alpha")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     doc = load(workspace_dir)
-    assert doc["gate"] == {"requested": True, "passed": False, "failing": ["alpha", "beta"]}
+    assert doc["gate"] == {"requested": True, "passed": False, "isolated": False, "failing": ["alpha", "beta"]}
     alpha, beta = doc["items"]
     assert (alpha["state"], alpha["reason"], alpha["command"], alpha["ran"]) == (
         "pending", "no log | yet", "run the lab", True)
@@ -70,7 +74,7 @@ def test_shipped_validator_rejects_a_report_with_an_unknown_state(workspace_dir)
 
 
 def test_markdown_summary(workspace_dir):
-    result = run(workspace_dir, "pytest_distcheck.broken('spend $5.20 | $5.00')", "pass", "--gate")
+    result = run(workspace_dir, "pytest_distcheck.broken('spend $5.20 | $5.00')", "pass", *IN_PROCESS_GATE)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     md = (workspace_dir.path / "out" / "summary.md").read_text()
     lines = md.splitlines()
@@ -94,7 +98,7 @@ def test_markdown_of_an_ungated_run_does_not_claim_a_gate(workspace_dir):
 
 def test_reports_are_written_by_the_xdist_controller(workspace_dir):
     result = run(workspace_dir, "pass", "pytest_distcheck.stale('older than model.py', 'rerun lab')", "-n", "2",
-                 "--gate")
+                 *IN_PROCESS_GATE)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     doc = load(workspace_dir)
     assert [(i["id"], i["state"]) for i in doc["items"]] == [("alpha", "done"), ("beta", "stale")]

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from dod_support import write_checks
+from dod_support import (
+    IN_PROCESS_GATE,
+    in_process_gate,  # noqa: F401  (autouse)
+    write_checks,
+)
 
 
 def run(pytester, alpha="pass", beta="pass", *args):
@@ -40,13 +44,13 @@ def test_pending_is_a_skip_with_the_command_and_not_a_failure(workspace_dir):
 
 
 def test_pending_fails_the_gate(workspace_dir):
-    result = run(workspace_dir, "pytest_distcheck.pending('no log yet')", "pass", "--gate")
+    result = run(workspace_dir, "pytest_distcheck.pending('no log yet')", "pass", *IN_PROCESS_GATE)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["gate: FAILED (0/2 items done)"])
 
 
 def test_gate_passes_when_every_item_is_done(workspace_dir):
-    result = run(workspace_dir, "pass", "pass", "--gate")
+    result = run(workspace_dir, "pass", "pass", *IN_PROCESS_GATE)
     assert result.ret == 0
     result.stdout.fnmatch_lines(["gate: PASSED (2/2 items done)"])
 
@@ -66,7 +70,7 @@ def test_failed_assert_is_broken_other_exceptions_are_errors(workspace_dir):
 
 
 def test_stale_is_reported_and_fails_the_gate(workspace_dir):
-    result = run(workspace_dir, "pytest_distcheck.stale('result older than config', 'rerun')", "pass", "--gate")
+    result = run(workspace_dir, "pytest_distcheck.stale('result older than config', 'rerun')", "pass", *IN_PROCESS_GATE)
     result.stdout.fnmatch_lines(["STALE    alpha  result older than config", "*-> rerun"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
@@ -88,7 +92,7 @@ def test_item_with_no_check_is_not_run(workspace_dir):
 
 
 def test_deselected_check_fails_the_gate(workspace_dir):
-    result = run(workspace_dir, "pass", "pass", "--gate", "-k", "beta")
+    result = run(workspace_dir, "pass", "pass", *IN_PROCESS_GATE, "-k", "beta")
     result.stdout.fnmatch_lines(["NOT RUN  alpha  deselected (-k 'beta')",
                                  "gate: FAILED (0/2 items done, 1 not checked in this run)"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -68,7 +68,7 @@ def test_answers_are_shown_only_after_the_attempt_is_logged(tmp_path):
     make_workspace(tmp_path)
     child = _spawn(tmp_path, "35")
     child.expect(r"10 items, graded attempt")
-    for i in range(10):
+    for _ in range(10):
         child.expect("answer> ")
         child.sendline("skip")
     child.expect(pexpect.EOF)
@@ -84,7 +84,7 @@ def test_ctrl_c_after_an_answer_logs_the_attempt_as_abandoned(tmp_path):
     make_workspace(tmp_path)
     child = _spawn(tmp_path, "35")
     child.expect("answer> ")
-    child.sendline("A")
+    child.sendline("skip")  # accepted for any item (the graded draw is random)
     child.expect("answer> ")
     child.sendintr()
     child.expect(rf"interrupted; attempt logged as abandoned in {LOG_REL} \(line 1\)")

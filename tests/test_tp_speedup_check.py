@@ -39,6 +39,13 @@ tp-inference = 3.0
 """
 
 
+def learners(text: str) -> str:
+    """The fixture's text as if a learner's own run had produced it: the kit's fixtures are never evidence
+    (their run ids, marker and numbers are recognised, pytest_distcheck/dod/provenance.py)."""
+    return text.replace("s0fixture", "r0learner").replace("SYNTHETIC GPU", "TEST GPU").replace(
+        "pod-synthetic", "pod-learner").replace("SYNTHETIC", "test data")
+
+
 def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
                    capture_output=True)
@@ -51,7 +58,7 @@ def workspace(pytester):
     (root / "checks").mkdir()
     shutil.copy(CHECK, root / "checks" / CHECK.name)
     (root / "checks" / "distcheck.toml").write_text(TOML)
-    shutil.copy(FIX / "synthetic-ledger.md", root / "ledger.md")
+    (root / "ledger.md").write_text(learners((FIX / "synthetic-ledger.md").read_text()))
     (root / "results").mkdir()
     pytester.makeini(f"[pytest]\npythonpath = {REPO}\n")
 
@@ -82,17 +89,37 @@ def workspace(pytester):
 
 @pytest.fixture
 def good() -> dict:
-    return json.loads((FIX / "synthetic-cuda-2gpu.json").read_text())
+    result = json.loads(learners((FIX / "synthetic-cuda-2gpu.json").read_text()))
+    for m in result["measurements"]:  # other numbers than the fixture's (not checked against the rest)
+        m["prefill_allreduce_s"] += 1e-6
+    result["pod"] = {"provider": "runpod", "id": "pod-learner"}
+    return result
 
 
 def test_a_committed_2gpu_result_within_the_ceiling_is_done(workspace, good):
     result = workspace(good)
     result.stdout.fnmatch_lines([
-        "*results/synthetic-cuda-2gpu.json: 2 x SYNTHETIC GPU (nccl), run s0fixture-0001 cost $0.6950 of $3.0 "
+        "*results/synthetic-cuda-2gpu.json: 2 x TEST GPU (nccl), run r0learner-0001 cost $0.6950 of $3.0 "
         "(settled); best decode speedup 1.60x at TP 2, batch 1, prompt 128*",
-        "DONE     tp-speedup-committed  evidence checked",
+        "DONE     tp-speedup-committed  evidence checked, self-reported: 1 GPU result(s) tied to their ledger rows "
+        "by run id and pod",
     ])
     assert result.ret == 0
+
+
+@pytest.mark.parametrize(("pod", "message"), [
+    (None, "results/synthetic-cuda-2gpu.json: names no pod (provider, id), so it cannot be tied to the ledger rows "
+           "of run 'r0learner-0001'*"),
+    ({"provider": "runpod", "id": "pod-other"}, "results/synthetic-cuda-2gpu.json: ran on runpod pod 'pod-other', "
+                                                "but the ledger rows of run 'r0learner-0001' name runpod pod "
+                                                "'pod-learner'"),
+])
+def test_a_result_must_name_the_pod_its_ledger_rows_name(workspace, good, pod, message):
+    if pod is None:
+        del good["pod"]
+    else:
+        good["pod"] = pod
+    _broken(workspace(good), message)
 
 
 def test_no_result_is_pending_with_the_command(workspace):
@@ -154,8 +181,8 @@ def test_a_result_without_ledger_rows_is_broken(workspace, good):
 
 
 def test_a_run_above_the_ceiling_is_broken(workspace, good):
-    _broken(workspace({**good, "run_id": "s0fixture-0002"}),
-            "ledger.md line 9: run 's0fixture-0002' cost $5.5600, above the tp-inference ceiling $3.0")
+    _broken(workspace({**good, "run_id": "r0learner-0002", "pod": {"provider": "runpod", "id": "pod-learner-2"}}),
+            "ledger.md line 9: run 'r0learner-0002' cost $5.5600, above the tp-inference ceiling $3.0")
 
 
 def test_an_invalid_result_file_is_broken_naming_file_and_field(workspace, good):

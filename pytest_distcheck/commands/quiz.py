@@ -23,8 +23,8 @@ from pytest_distcheck.errors import DistcheckError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("bank", metavar="BANK", help="the quiz to take (the bank id, e.g. 35)")
-    parser.add_argument("--seed", type=int, help="practice on the draw of this seed (logged as practice, never counted; "
-                        "default: a graded attempt with a seed the kit draws)")
+    parser.add_argument("--seed", type=int, help="practice on the draw of this seed (logged as practice, never "
+                        "counted; default: a graded attempt with a seed the kit draws)")
     add_config_argument(parser)
 
 

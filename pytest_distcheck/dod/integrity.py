@@ -226,6 +226,12 @@ class Observer:
 _WATCHED = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type, functools.partial)
 
 
+def _reimported(before: Any, now: Any) -> bool:
+    """A package's submodule attribute rebinds when the submodule is imported again: not tampering."""
+    return (isinstance(before, types.ModuleType) and isinstance(now, types.ModuleType)
+            and before.__name__ == now.__name__ and sys.modules.get(now.__name__) is now)
+
+
 class ModuleSnapshot:
     """The callables, classes and modules of the kit's and the checks' modules, as at collection.
 
@@ -233,8 +239,10 @@ class ModuleSnapshot:
     whose code is foreign, and checks' attributes defined in a ``conftest.py`` outside the checks folder.
     """
 
-    def __init__(self, origins: Origins, check_modules: list[types.ModuleType]) -> None:
+    def __init__(self, origins: Origins, check_modules: list[types.ModuleType],
+                 since: str = "while the checks ran") -> None:
         self.origins = origins
+        self.since = since
         self.modules: dict[str, types.ModuleType] = {}
         for name, mod in list(sys.modules.items()):
             if mod is not None and (name == "pytest_distcheck" or name.startswith("pytest_distcheck.")):
@@ -257,8 +265,8 @@ class ModuleSnapshot:
                 what = f"{name}.{attr}"
                 if mock is not None and isinstance(value, mock.NonCallableMock):
                     out.append(f"{what} is a mock")
-                elif before is not None and value is not before:
-                    out.append(f"{what} was replaced while the checks ran (now {self._describe(value)})")
+                elif before is not None and value is not before and not _reimported(before, value):
+                    out.append(f"{what} was replaced {self.since} (now {self._describe(value)})")
                 elif isinstance(value, types.FunctionType) and self._foreign(name, value):
                     out.append(f"{what} is {self._describe(value)}, not the kit's or the checks' own")
         return out

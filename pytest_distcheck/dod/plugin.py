@@ -92,6 +92,29 @@ class DodPlugin:
         self.recorded: dict[tuple[str, str], str] = {}  # (nodeid, when) -> the property we attached
         self.seen_reports: dict[str, list[tuple[str, str, bool]]] = defaultdict(list)
         self.write_errors: list[str] = []
+        self.subsession = bool(config.getoption("distcheck_subsession", False)) and not self.is_worker
+        self.isolation: list[str] | None = None  # problems with this process's isolation; None: not the gate's
+        self.early: ModuleSnapshot | None = None
+        self.canonical: dict[str, Any] | None = None  # how the workspace matches the shipped DoD of its phase
+        if self.workspace is not None and not self.is_worker:
+            from pytest_distcheck.dod import manifest
+
+            canon = manifest.shipped(self.workspace.phase_id)
+            if canon is not None:
+                self.canonical = manifest.compare(self.workspace.path, config.rootpath, self.workspace.raw, canon)
+        if self.subsession and self.workspace is not None:
+            self._start_isolated()
+
+    def _start_isolated(self) -> None:
+        """In the gate's sub-session, before any of the learner's code loads: check the isolation, import
+        the kit modules the registered checks use and snapshot them."""
+        from pytest_distcheck.dod import isolation
+
+        assert self.workspace is not None and self.origins is not None
+        self.isolation = isolation.problems(self.config)
+        files = {self.config.rootpath / c.split("::", 1)[0] for it in self.workspace.items for c in it.checks}
+        isolation.preimport(sorted(f for f in files if f.is_file()))
+        self.early = ModuleSnapshot(self.origins, [], since="after the gate's sub-session started")
 
     # -- collection ------------------------------------------------------------------------------
 
@@ -250,6 +273,9 @@ class DodPlugin:
         problems = self.static.get(item.nodeid, []) + self.runtime.pop(item.nodeid, [])
         if self.snapshot is not None:
             problems += self.snapshot.problems({getattr(getattr(item, "module", None), "__name__", "")})
+        if self.early is not None:
+            named = {p.split(" ", 1)[0] for p in problems}
+            problems += [p for p in self.early.problems() if p.split(" ", 1)[0] not in named]
         if problems:
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             outcome = CheckOutcome(item_id, item.nodeid, State.UNTRUSTED,
@@ -313,13 +339,40 @@ class DodPlugin:
                     elif any(when == "call" for when, _, _ in reports):
                         self.record.unclassified[nodeid] = "passed"
                     # setup and teardown alone (--setup-only): the check did not run
-        self.results = combine(self.workspace, self.outcomes, self.record)
+        self.results = combine(self.workspace, self.outcomes + self._isolation_outcomes(), self.record)
         self._write_reports()
         failing = self.config.getoption("distcheck_gate") and not all(r.state is State.DONE for r in self.results)
         untrusted = any(r.state is State.UNTRUSTED for r in self.results)
         if (failing or untrusted or self.write_errors) and session.exitstatus in (
                 pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _isolation_facts(self) -> dict[str, Any]:
+        """The report's ``isolation`` section: whether the checks ran in the gate's isolated sub-session."""
+        from pytest_distcheck.dod import isolation
+
+        ok = self.isolation is not None and not self.isolation
+        return {"subsession": self.isolation is not None, "isolated": ok, "problems": list(self.isolation or []),
+                "what": list(isolation.WHAT) if ok else []}
+
+    def _isolation_outcomes(self) -> list[CheckOutcome]:
+        """Untrusted for every item when the gate's process is not isolated or the workspace is not the
+        shipped DoD of its phase (only under ``--gate``: a learner editing a check sees its own result)."""
+        from pytest_distcheck.dod import isolation
+
+        if self.workspace is None:
+            return []
+        whys = []
+        if self.isolation and isolation.REQUIRED:
+            whys.append("the gate's sub-session is not isolated: " + "; ".join(self.isolation))
+        if self.canonical is not None and not self.canonical["trusted"] and self.config.getoption("distcheck_gate"):
+            more = len(self.canonical["problems"]) - 3
+            whys.append(f"the workspace is not the shipped DoD of phase {self.canonical['phase']}: "
+                        + "; ".join(self.canonical["problems"][:3]) + (f" (and {more} more)" if more > 0 else ""))
+        if not whys:
+            return []
+        return [CheckOutcome(it.id, "<distcheck gate>", State.UNTRUSTED, "; ".join(whys))
+                for it in self.workspace.items]
 
     def _write_reports(self) -> None:
         json_path = self.config.getoption("distcheck_dod_json")
@@ -329,7 +382,7 @@ class DodPlugin:
         from pytest_distcheck.dod import markdown, report
 
         assert self.workspace is not None and self.results is not None
-        doc = report.build(self.workspace, self.results, self.config)
+        doc = report.build(self.workspace, self.results, self.config, self._isolation_facts(), self.canonical)
         outputs = ((json_path, lambda: json.dumps(doc, indent=2) + "\n"), (md_path, lambda: markdown.render(doc)))
         for path, text in outputs:
             if not path:

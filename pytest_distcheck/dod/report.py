@@ -23,7 +23,7 @@ from pytest_distcheck.dod.state import ItemResult, State
 from pytest_distcheck.workspace import Workspace
 
 FORMAT = "pytest-distcheck/dod-report"
-VERSION = 1
+VERSION = 2  # 2: gate.isolated, isolation, canonical, workspace.root (issue 13)
 
 
 def sha256_file(path: Path) -> str:
@@ -51,8 +51,16 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def build(ws: Workspace, results: list[ItemResult], config: pytest.Config) -> dict[str, Any]:
-    """The report document for ``results`` (one per workspace item, from :func:`~.state.combine`)."""
+def build(ws: Workspace, results: list[ItemResult], config: pytest.Config, isolation: dict[str, Any] | None = None,
+          canonical: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The report document for ``results`` (one per workspace item, from :func:`~.state.combine`).
+
+    ``isolation``: whether the checks ran in the gate's isolated sub-session, and what it shut out
+    (:mod:`~pytest_distcheck.dod.isolation`); ``canonical``: the workspace against the DoD the kit ships
+    for its phase (:func:`~pytest_distcheck.dod.manifest.compare`), ``None`` when it ships none. With
+    both, a grader can re-verify the workspace and the check files from the report alone.
+    """
+    isolation = isolation or {"subsession": False, "isolated": False, "problems": [], "what": []}
     root = config.rootpath
     args = list(config.invocation_params.args)
     check_files = sorted({nodeid.split("::", 1)[0] for r in results for nodeid in r.checks})
@@ -62,7 +70,7 @@ def build(ws: Workspace, results: list[ItemResult], config: pytest.Config) -> di
         "version": VERSION,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "phase": {"id": ws.phase_id, "title": ws.phase_title},
-        "workspace": {"path": _rel(ws.path, root), "sha256": sha256_file(ws.path)},
+        "workspace": {"path": _rel(ws.path, root), "sha256": sha256_file(ws.path), "root": str(root)},
         "run": {
             "command": shlex.join(["pytest", *map(str, args)]),
             "ci": bool(os.environ.get("CI")),
@@ -74,6 +82,7 @@ def build(ws: Workspace, results: list[ItemResult], config: pytest.Config) -> di
         "gate": {
             "requested": bool(config.getoption("distcheck_gate")),
             "passed": gate_passes(results),
+            "isolated": isolation["isolated"],
             "failing": [r.item_id for r in results if r.state is not State.DONE],
         },
         "summary": {
@@ -84,6 +93,8 @@ def build(ws: Workspace, results: list[ItemResult], config: pytest.Config) -> di
         },
         "items": [_item(r) for r in results],
         "check_files": [{"path": f, "sha256": sha256_file(root / f)} for f in check_files if (root / f).is_file()],
+        "isolation": isolation,
+        "canonical": canonical,
     }
 
 

@@ -17,7 +17,6 @@ from pytest_distcheck.quiz.draw import DrawnItem, draw_attempt
 from pytest_distcheck.quiz.grade import grade
 from pytest_distcheck.quiz.log import bad_line, read_attempts
 
-
 # Reading a question and typing an answer takes longer than this; the numeric items need arithmetic.
 # A flag for a person to look at, not a verdict (a fast expert exists; a pasted key also looks like this).
 MIN_SECONDS_PER_ITEM = 5.0

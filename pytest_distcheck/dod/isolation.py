@@ -1,0 +1,223 @@
+"""The gate's isolated sub-session: the DoD checks for ``--gate`` run where no learner code can reach first.
+
+Issue 13 measured that a root ``conftest.py``, a ``-p`` plugin, the ini file, ``-o`` and
+``PYTEST_ADDOPTS`` all load before the kit can snapshot anything, so a check in the same process can be
+talked into a pass (``pytest_distcheck.pending = print``). Design decisions, each with the test that pins it:
+
+- ``pytest --gate`` (and ``distcheck gate``) run the checks in one extra process, launched by
+  :func:`run_gate` (tests/test_gate_bypasses.py, 1-5):
+  ``python -I -m pytest -c <kit ini> --rootdir <root> --noconftest -p pytest_distcheck.plugin
+  -p no:cacheprovider --gate --distcheck-subsession [--dod-json P] [--dod-markdown P] <registered checks>``
+  with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and every ``PYTEST_*``/``DISTCHECK_*`` variable removed.
+  ``-I`` drops ``PYTHON*`` variables, the user site and the current folder from ``sys.path``; no
+  ``conftest.py``, no other plugin, no learner ini, ``addopts`` or ``-o`` reach it.
+- Only the workspace's registered checks are collected (their files, nothing else of ``checks/``), and the
+  workspace is always the default file (:data:`~pytest_distcheck.workspace.DEFAULT_PATH`): the ini key
+  ``distcheck_config`` does not choose what the gate checks.
+- The sub-session checks its own isolation (:func:`problems`) and, before anything of the learner's
+  loads, imports the kit modules the checks use and snapshots them (:func:`kit_modules_used`), so a
+  learner module imported by a check that replaces a kit function is caught even with a builtin or
+  a ``functools.partial`` (tests/test_gate_tamper.py).
+- What is *not* isolated: the checks import the learner's lab code (``experiments/``, on ``sys.path``
+  through the kit ini's ``pythonpath``); the live DDP check runs it. See docs/ci/threat-model.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+
+FLAG = "--distcheck-subsession"
+# The kit's own tests of in-process detection (tests/test_dod_gate.py) turn this off; in the sub-session a
+# problem of :func:`problems` makes every item untrusted.
+REQUIRED = True
+INI_NAME = "distcheck-gate.ini"
+# What the sub-session shuts out, as the JSON report states it when the sub-session checked it held.
+WHAT = ("learner conftest.py files (--noconftest)", "installed plugins (PYTEST_DISABLE_PLUGIN_AUTOLOAD=1)",
+        "-p plugins, -o, -k/-m/--deselect and every other argument of the learner's command line",
+        "the learner's ini file and its addopts (the kit's own ini, pythonpath = rootdir only)",
+        "PYTEST_*, DISTCHECK_* and PYTHON* environment variables (python -I)",
+        "test files other than the registered checks",
+        "kit functions replaced by the learner's modules after the sub-session started (snapshot)")
+# Passed on from the learner's command line to the sub-session (paths made absolute); the rest is ignored.
+CARRIED = ("--gate", "--dod-json", "--dod-markdown", "--color")
+
+
+def ini_text(root: Path, workspace_rel: str) -> str:
+    """The kit's ini file for the sub-session: the rootdir on ``sys.path`` and the workspace file, nothing else."""
+    return (f"# written by pytest-distcheck for the gate's isolated sub-session\n[pytest]\n"
+            f"pythonpath = {root}\ndistcheck_config = {workspace_rel}\naddopts =\n")
+
+
+def clean_env(environ: dict[str, str]) -> dict[str, str]:
+    """``environ`` without ``PYTEST_*``, ``DISTCHECK_*`` and ``PYTHON*`` variables, plugin autoload off."""
+    env = {k: v for k, v in environ.items() if not k.startswith(("PYTEST_", "DISTCHECK_", "PYTHON"))}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    return env
+
+
+def targets(root: Path, workspace_rel: str) -> list[str]:
+    """What the sub-session collects: every registered check (``file::function``); the checks folder for
+    an item that registers none; the checks folder when the workspace file is missing or malformed."""
+    from pytest_distcheck.errors import ConfigError
+    from pytest_distcheck.workspace import load_workspace
+
+    path = root / workspace_rel
+    try:
+        ws = load_workspace(path, root=root)
+    except (ConfigError, OSError):
+        return [str(Path(workspace_rel).parent)]
+    out = list(dict.fromkeys(c for it in ws.items for c in it.checks))
+    if not out or any(not it.checks for it in ws.items):
+        out.append(str(Path(workspace_rel).parent))
+    return out
+
+
+def command(root: Path, ini: Path, nodeids: list[str], json_path: str | None, md_path: str | None,
+            color: str = "auto") -> list[str]:
+    """The sub-session's command line (see the module docstring)."""
+    argv = [sys.executable, "-I", "-m", "pytest", "-c", str(ini), "--rootdir", str(root), "--noconftest",
+            "-p", "pytest_distcheck.plugin", "-p", "no:cacheprovider", "--gate", FLAG, f"--color={color}"]
+    if json_path:
+        argv += ["--dod-json", json_path]
+    if md_path:
+        argv += ["--dod-markdown", md_path]
+    return argv + ["--", *nodeids]
+
+
+def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str | None, color: str,
+             write: Callable[[str], None]) -> int:
+    """Run the DoD checks of the workspace under ``root`` in the isolated sub-session; returns its exit status.
+
+    Args:
+        root: the workspace root (pytest rootdir); ``workspace_rel``: its workspace file, relative.
+        json_path, md_path: absolute report paths, or ``None``.
+        color: ``yes``, ``no`` or ``auto``.
+        write: where the sub-session's output goes, line by line (the terminal).
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="distcheck-gate-") as tmp:
+        ini = Path(tmp) / INI_NAME
+        ini.write_text(ini_text(root, workspace_rel), encoding="utf-8")
+        argv = command(root, ini, targets(root, workspace_rel), json_path, md_path, color)
+        proc = subprocess.Popen(argv, cwd=root, env=clean_env(dict(os.environ)), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, errors="replace")
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            write(line)
+        return proc.wait()
+
+
+def ignored_args(args: Iterable[str]) -> list[str]:
+    """The learner's command-line arguments the sub-session does not receive."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in CARRIED:
+            skip = "=" not in arg and name != "--gate"
+            continue
+        out.append(arg)
+    return out
+
+
+# -- inside the sub-session ----------------------------------------------------------------------------
+
+
+def _imported_kit_names(path: Path) -> set[str]:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names |= {f"{node.module}.{a.name}" for a in node.names}
+    return {n for n in names if n == "pytest_distcheck" or n.startswith("pytest_distcheck.")}
+
+
+def kit_modules_used(files: Iterable[Path]) -> list[str]:
+    """The kit modules ``files`` import, at any depth of the code and through the kit's own imports.
+
+    Found by reading the source (``ast``), so nothing of the learner's runs; a name that is not a module
+    (``from pytest_distcheck import pending``) is skipped.
+    """
+    todo = set().union(*(_imported_kit_names(Path(f)) for f in files)) if files else set()
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            continue
+        seen.add(name)
+        todo |= _imported_kit_names(Path(spec.origin)) - seen
+    return sorted(seen)
+
+
+def preimport(files: Iterable[Path]) -> list[str]:
+    """Import the kit modules ``files`` use (see :func:`kit_modules_used`); names of those that failed."""
+    failed = []
+    for name in kit_modules_used(files):
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # a missing optional dependency: the check itself will say so
+            failed.append(f"{name} ({type(exc).__name__})")
+    return failed
+
+
+def _plugin_file(plugin: object) -> str | None:
+    from pytest_distcheck.dod.integrity import code_file
+
+    return getattr(plugin, "__file__", None) or code_file(type(plugin))
+
+
+def problems(config: pytest.Config) -> list[str]:
+    """Why this process is not the isolated sub-session :func:`run_gate` starts; ``[]`` when it is.
+
+    Checked: Python's ``-I``; ``--noconftest``; plugin autoload off; no ``PYTEST_ADDOPTS``/``PYTEST_PLUGINS``;
+    no ``-o``; the ini file is the kit's, for this rootdir; every registered plugin is pytest's or the kit's.
+    """
+    from pytest_distcheck.dod.integrity import _PYTEST_DIRS, KIT_DIR, _inside
+    from pytest_distcheck.workspace import DEFAULT_PATH
+
+    out = []
+    if not sys.flags.isolated:
+        out.append("Python was not started with -I (PYTHONPATH, the user site or the current folder may load code)")
+    if not config.getoption("noconftest"):
+        out.append("conftest.py files may load (no --noconftest)")
+    if not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        out.append("installed pytest plugins may autoload (PYTEST_DISABLE_PLUGIN_AUTOLOAD not set)")
+    out += [f"{var} is set" for var in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS") if os.environ.get(var)]
+    if config.getoption("override_ini"):
+        out.append(f"-o {' '.join(config.getoption('override_ini'))} was given")
+    ini = config.inipath
+    if ini is None or ini.name != INI_NAME or ini.read_text(encoding="utf-8") != ini_text(config.rootpath,
+                                                                                          DEFAULT_PATH):
+        out.append(f"the ini file {ini} is not the kit's")
+    trusted = (KIT_DIR, *_PYTEST_DIRS)
+    for name, plugin in config.pluginmanager.list_name_plugin():
+        if plugin is None:
+            continue
+        where = _plugin_file(plugin)
+        if not where or not any(_inside(Path(where).resolve(), d) for d in trusted):
+            out.append(f"plugin {name!r} from {where or 'an unknown place'} is loaded")
+    return out
