@@ -71,7 +71,8 @@ def test_pytest_gate_from_a_subfolder_checks_the_workspace(workspace_dir, monkey
     (sub / "test_mine.py").write_text("def test_mine():\n    pass\n")
     monkeypatch.chdir(sub)
     result = workspace_dir.runpytest("-p", "no:cacheprovider", "--gate")
-    result.stdout.fnmatch_lines(["*gate on; started in a subfolder without paths: collecting checks*",
+    # --gate runs the checks in the isolated sub-session (pytest_distcheck/dod/isolation.py), at the root
+    result.stdout.fnmatch_lines(["distcheck gate: the DoD checks of checks/distcheck.toml run in an isolated*",
                                  "gate: PASSED (2/2 items done)"])
     assert result.ret == 0
 

@@ -11,9 +11,10 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
   with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and every ``PYTEST_*``/``DISTCHECK_*`` variable removed.
   ``-I`` drops ``PYTHON*`` variables, the user site and the current folder from ``sys.path``; no
   ``conftest.py``, no other plugin, no learner ini, ``addopts`` or ``-o`` reach it.
-- Only the workspace's registered checks are collected (their files, nothing else of ``checks/``), and the
-  workspace is always the default file (:data:`~pytest_distcheck.workspace.DEFAULT_PATH`): the ini key
-  ``distcheck_config`` does not choose what the gate checks.
+- Only the workspace's registered checks are collected (their files, nothing else of ``checks/``). The
+  workspace file is the one the learner's run would use (``--workspace``, the ini key, found walking up);
+  when its phase has a shipped DoD (:mod:`~pytest_distcheck.dod.manifest`), any other file or content is
+  untrusted, so pointing the gate at another file cannot pass it.
 - The sub-session checks its own isolation (:func:`problems`) and, before anything of the learner's
   loads, imports the kit modules the checks use and snapshots them (:func:`kit_modules_used`), so a
   learner module imported by a check that replaces a kit function is caught even with a builtin or
@@ -197,7 +198,6 @@ def problems(config: pytest.Config) -> list[str]:
     no ``-o``; the ini file is the kit's, for this rootdir; every registered plugin is pytest's or the kit's.
     """
     from pytest_distcheck.dod.integrity import _PYTEST_DIRS, KIT_DIR, _inside
-    from pytest_distcheck.workspace import DEFAULT_PATH
 
     out = []
     if not sys.flags.isolated:
@@ -210,8 +210,8 @@ def problems(config: pytest.Config) -> list[str]:
     if config.getoption("override_ini"):
         out.append(f"-o {' '.join(config.getoption('override_ini'))} was given")
     ini = config.inipath
-    if ini is None or ini.name != INI_NAME or ini.read_text(encoding="utf-8") != ini_text(config.rootpath,
-                                                                                          DEFAULT_PATH):
+    expected = ini_text(config.rootpath, str(config.getini("distcheck_config")))
+    if ini is None or ini.name != INI_NAME or ini.read_text(encoding="utf-8") != expected:
         out.append(f"the ini file {ini} is not the kit's")
     trusted = (KIT_DIR, *_PYTEST_DIRS)
     for name, plugin in config.pluginmanager.list_name_plugin():

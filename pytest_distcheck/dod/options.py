@@ -43,8 +43,14 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     opt = config.option
     if not opt.distcheck_gate or opt.distcheck_subsession or opt.help or opt.version:
         return None
-    from pytest_distcheck.workspace import DEFAULT_PATH
+    from pytest_distcheck import workspace as ws_mod
+    from pytest_distcheck.errors import ConfigError
 
+    try:  # the file this run would check (--workspace, ini, found walking up): the manifest judges it
+        ws_file = ws_mod.run_workspace_file(config)
+    except ConfigError as exc:
+        raise pytest.UsageError(f"distcheck: {exc}") from None
+    rel = ws_mod.display_path(ws_file, config.rootpath)
     ignored = isolation.ignored_args(config.invocation_params.args)
     color = {"yes": "yes", "no": "no"}.get(getattr(opt, "color", "auto"), "auto")
 
@@ -52,10 +58,10 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    write(f"distcheck gate: the DoD checks of {DEFAULT_PATH} run in an isolated pytest sub-session (python -I, "
+    write(f"distcheck gate: the DoD checks of {rel} run in an isolated pytest sub-session (python -I, "
           "--noconftest, plugin autoload off, the kit's own ini; no PYTEST_*/DISTCHECK_* variables)"
           + (f"; not passed on: {' '.join(ignored)}" if ignored else "") + "\n")
-    return isolation.run_gate(config.rootpath, DEFAULT_PATH, _absolute(config, opt.distcheck_dod_json),
+    return isolation.run_gate(config.rootpath, rel, _absolute(config, opt.distcheck_dod_json),
                               _absolute(config, opt.distcheck_dod_markdown), color, write)
 
 
