@@ -156,10 +156,13 @@ class _Rank:
             torch.set_num_threads(threads)
         if self.dist.get_debug_level() != debug:
             self.dist.set_debug_level(debug)
-        if os.environ._data != env:  # (os.environb shares that mapping and calls putenv/unsetenv)
-            for key in [k for k in os.environb if k not in env]:
-                del os.environb[key]
-            os.environb.update(env)
+        raw = os.environ._data
+        if raw != env:  # only the keys that differ: pytest changes PYTEST_CURRENT_TEST for every test
+            for key in [k for k in raw if k not in env]:
+                del os.environb[key]  # (os.environb shares the raw mapping and calls unsetenv/putenv)
+            for key, value in env.items():
+                if raw.get(key) != value:
+                    os.environb[key] = value
         os.chdir(cwd)
         warnings.filters[:] = filters
 
