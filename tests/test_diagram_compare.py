@@ -206,11 +206,15 @@ def test_an_all_reduce_must_take_every_ranks_partial_sum():
     fc = chart(drop_edges=(("o1", "ar"),), extra_vertices=(Vertex("ar1", "all-reduce"),),
                extra_edges=(Edge("o1", "ar1"), Edge("ar1", "y")))
     assert messages(fc) == [
-        "the all-reduce after attn.out (row-parallel), node ar, takes the partial sum of rank 0 only: rank 1 must "
-        "go into it too, before anything reads its result",
-        "the all-reduce after attn.out (row-parallel), node ar1, takes the partial sum of rank 1 only: rank 0 must "
-        "go into it too, before anything reads its result",
-    ][:1]
+        "the all-reduce after attn.out (row-parallel): node ar takes the partial sum of rank 0 only; node ar1 "
+        "takes the partial sum of rank 1 only; one all-reduce must take every rank's, before anything reads "
+        "its result"
+    ]
+    fc = chart(drop_edges=(("o1", "ar"),), extra_vertices=(Vertex("n1", "norm"),),
+               extra_edges=(Edge("o1", "n1"), Edge("n1", "y")))
+    assert messages(fc)[0].startswith(  # rank 1's partial sum is read unsummed: said once, at its reader
+        "no all-reduce after attn.out (row-parallel): node n1 ('norm') reads its partial sum by edge o1 --> n1")
+    assert len(messages(fc)) == 1
 
 
 def test_per_rank_all_reduce_nodes_are_accepted():

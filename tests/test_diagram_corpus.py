@@ -29,7 +29,9 @@ FED_REPLICATED = (
     "is fed the replicated, unsplit tensor by {edges}: a row-parallel layer reads its own rank's shard"
 )
 
-# page -> (plan, names, world size, expected messages: [] = passes)
+# page -> (plan, names, world size, expected messages: [] = passes). On the code before the flow
+# check, row-parallel-reads-ln2.md, row-parallel-fed-replicated.md, cross-rank-shard.md and
+# all-reduce-per-rank-split.md passed, and every ok-* page failed.
 CORPUS: dict[str, tuple[dict, LayerNames | None, int | None, list[str]]] = {
     "ok-gpu-subgraph-edges.md": (BLOCK, RESIDUAL, 2, []),
     "ok-summary-class-names.md": (BLOCK, RESIDUAL, 2, []),
@@ -39,7 +41,7 @@ CORPUS: dict[str, tuple[dict, LayerNames | None, int | None, list[str]]] = {
     "ok-single-row-parallel.md": (DOWN, None, None, []),
     "row-parallel-fed-replicated.md": (DOWN, None, None, [
         "mlp.down (row-parallel) " + FED_REPLICATED.format(
-            edges="edges X --> gpu0 (into node d0, rank 0), X --> gpu1 (into node d1, rank 1)"),
+            edges="edges X --> d0, X --> d1"),
     ]),
     "row-parallel-reads-ln2.md": (BLOCK, RESIDUAL, 2, [
         "the output of mlp.up (column-parallel) goes nowhere: no edge leaves nodes up0, up1",
@@ -51,6 +53,14 @@ CORPUS: dict[str, tuple[dict, LayerNames | None, int | None, list[str]]] = {
         "no all-reduce after mlp.down (row-parallel): node add2 ('+') reads its partial sum by edges "
         "down0 --> add2, down1 --> add2",
     ]),
+    "cross-rank-shard.md": (BLOCK, RESIDUAL, 2, [
+        "mlp.down (row-parallel) is fed another rank's shard by edges act0 --> down1, act1 --> down0",
+    ]),
+    "all-reduce-per-rank-split.md": (BLOCK, RESIDUAL, 2, [
+        "the all-reduce after mlp.down (row-parallel): node ar2 takes the partial sum of rank 0 only; node ar2b "
+        "takes the partial sum of rank 1 only; one all-reduce must take every rank's, before anything reads its result",
+    ]),
+    "ok-single-column-parallel.md": (parse_inline("mlp.up=colwise"), None, None, []),
     # the first fixtures: the committed diagram broken one way each
     "qkv-row-parallel.md": (BLOCK, RESIDUAL, 2, [
         "attn.qkv is drawn row-parallel but the plan says column-parallel (nodes qkv0, qkv1)",

@@ -196,3 +196,18 @@ def test_check_and_render_exclude_each_other(phase, monkeypatch, capsys):
         main(["diagram", "--check", "--render"])
     assert info.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_workspace_aliases_name_layers(phase, monkeypatch, capsys):
+    """[diagram] aliases adds names to those declared with the plan; a wrong one is a config error."""
+    monkeypatch.chdir(phase.path)
+    toml = phase.path / "checks" / "distcheck.toml"
+    base = toml.read_text()
+    toml.write_text(base.replace("world_size = 2\n", 'world_size = 2\naliases = { "mlp.up" = ["W1"], "mlp.down" = ["W2"] }\n', 1))
+    page = (ROOT / "solutions" / PAGE).read_text().replace("mlp.up:", "W1:").replace("mlp.down:", "W2:")
+    (phase.path / PAGE).write_text(page)
+    assert main(["diagram", "--check"]) == 0
+    capsys.readouterr()
+    toml.write_text(base.replace("world_size = 2\n", 'world_size = 2\naliases = { "mlp.side" = ["W3"] }\n', 1))
+    assert main(["diagram", "--check"]) == 2
+    assert "diagram.aliases: alias entry 'mlp.side': not a module path of the plan" in capsys.readouterr().err

@@ -207,11 +207,14 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
                 f"no all-reduce after {styled}: its partial sum ends at "
                 f"{_node_list(ev['missing-all-reduce-end'])} without one")))
         if "all-reduce-ranks" in ev:
-            n, missing, got = ev["all-reduce-ranks"][0]
+            parts = [f"node {n} takes the partial sum of rank {', '.join(map(str, sorted(got)))} only"
+                     for n, _, got in ev["all-reduce-ranks"]]
+            missing = ev["all-reduce-ranks"][0][1]
             diffs.append(Difference("all-reduce-ranks", path, (
-                f"the all-reduce after {styled}, node {n}, takes the partial sum of rank "
-                f"{', '.join(map(str, sorted(got)))} only: rank {', '.join(map(str, missing))} must go into it "
-                f"too, before anything reads its result")))
+                f"the all-reduce after {styled}: {'; '.join(parts)}; "
+                + (f"rank {', '.join(map(str, missing))} must go into it too"
+                   if len(parts) == 1 else "one all-reduce must take every rank's")
+                + ", before anything reads its result")))
         if "extra-all-reduce" in ev:
             diffs.append(Difference("extra-all-reduce", path, (
                 f"all-reduce drawn after {styled} at {ev['extra-all-reduce'][0]}, but a "
