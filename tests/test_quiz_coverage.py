@@ -1,0 +1,76 @@
+"""Each item of the phase quiz names the page and the section that teach it, and they exist (issue 21)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+ROOT = Path(__file__).resolve().parents[1]
+BANK = ROOT / "checks" / "quiz" / "35.json"
+ITEMS = json.loads(BANK.read_text())["items"]
+
+
+def headings(markdown: str) -> list[str]:
+    """The text of every heading of a Markdown page (fenced code is not read as headings)."""
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    return [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+
+
+def missing_sections(items: list[dict], root: Path) -> list[str]:
+    """One line per item whose `taught_in` is absent or names a page or heading that does not exist."""
+    problems = []
+    for item in items:
+        where = item.get("taught_in")
+        if where is None:
+            problems.append(f"{item['id']}: no taught_in")
+            continue
+        page = root / where["page"]
+        if not page.is_file():
+            problems.append(f"{item['id']}: page {where['page']} does not exist")
+        elif where["section"] not in headings(page.read_text()):
+            problems.append(f"{item['id']}: {where['page']} has no heading {where['section']!r}")
+    return problems
+
+
+def test_every_item_names_an_existing_page_and_section():
+    assert not missing_sections(ITEMS, ROOT)
+
+
+def test_a_renamed_heading_is_caught(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "p.md").write_text("# Title\n\n## Pipeline parallelism\n\n```\n## not a heading\n```\n")
+    item = {"id": "x", "taught_in": {"page": "docs/p.md", "section": "Pipeline parallelism"}}
+    assert missing_sections([item], tmp_path) == []
+    for section in ("Pipeline parallelism (PP)", "not a heading"):
+        item["taught_in"]["section"] = section
+        assert missing_sections([item], tmp_path) == [f"x: docs/p.md has no heading {section!r}"]
+    assert missing_sections([{"id": "y"}], tmp_path) == ["y: no taught_in"]
+    item["taught_in"]["page"] = "docs/gone.md"
+    assert missing_sections([item], tmp_path) == ["x: page docs/gone.md does not exist"]
+
+
+@pytest.mark.parametrize("item_id, words", [
+    # the two items no page taught before issue 21
+    ("gpt-params", ["12 l h² (1 + 13/(12h) + (V + s)/(12 l h))"]),
+    ("inf-pp-latency", ["does not cut one token's latency", "same compute\ntime as on one GPU"]),
+])
+def test_the_formerly_untaught_items_are_taught(item_id, words):
+    item = next(i for i in ITEMS if i["id"] == item_id)
+    text = (ROOT / item["taught_in"]["page"]).read_text()
+    for w in words:
+        assert w in text, f"{item_id}: {item['taught_in']['page']} does not say {w!r}"
+
+
+def test_taught_in_changes_no_item_as_loaded_for_grading(tmp_path):
+    """taught_in is metadata: the bank loads to the same items with it as without it."""
+    from pytest_distcheck.quiz.bank import load_bank
+
+    raw = json.loads(BANK.read_text())
+    for item in raw["items"]:
+        del item["taught_in"]
+    stripped = tmp_path / "35.json"
+    stripped.write_text(json.dumps(raw))
+    assert load_bank(BANK).items == load_bank(stripped).items
