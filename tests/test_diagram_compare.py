@@ -278,3 +278,20 @@ def test_style_from_the_edge_into_the_node_or_its_subgraph_title():
         Subgraph("r0", "RowwiseParallel", ("o0",)), Subgraph("r1", "row-parallel", ("o1",)),
         Subgraph("s0", "rank 0", ("q0", "att0", "r0")), Subgraph("s1", "rank 1", ("q1", "att1", "r1"))))
     assert messages(fc, world_size=None) == []
+
+
+def test_sequence_parallel_reduce_scatter_and_all_gather():
+    """Megatron-LM's sequence parallelism: reduce-scatter after the row-parallel layer, all-gather
+    before the next column-parallel one (Korthikanti et al. 2022, sec. 4.2.2)."""
+    plan = {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise", "mlp.down": "rowwise"}
+    ids = ["x", "ag1", "q", "att", "o", "rs1", "add1", "ag2", "u", "act", "d", "rs2", "add2"]
+    text = {"ag1": "all-gather", "q": "attn.qkv colwise", "o": "attn.out rowwise", "rs1": "reduce-scatter",
+            "add1": "+", "ag2": "all-gather", "u": "mlp.up colwise", "d": "mlp.down rowwise",
+            "rs2": "reduce-scatter", "add2": "+"}
+    v = {i: Vertex(i, text.get(i, i)) for i in ids}
+    e = tuple(Edge(a, b) for a, b in zip(ids, ids[1:]) if (a, b) != ("add1", "ag2")) + (
+        Edge("add1", "ag2"), Edge("x", "add1"), Edge("add1", "add2"))
+    assert messages(Flowchart(v, e, ()), plan) == []
+    e_no_gather = tuple(x for x in e if (x.start, x.end) not in {("add1", "ag2"), ("ag2", "u")}) + (Edge("add1", "u"),)
+    assert messages(Flowchart(v, e_no_gather, ()), plan)[0].startswith(
+        "mlp.up (column-parallel) is fed a sharded tensor by edge add1 --> u")

@@ -8,7 +8,9 @@ Shoeybi et al. 2019, arXiv:1909.08053, sec. 3, Fig. 3; ``pytest_distcheck.tp.pla
 - a column-parallel layer on rank r: ``shard`` of rank r (its output is split on the last dim);
 - a row-parallel layer on rank r: ``partial`` sum of rank r;
 - an all-reduce node, or an edge labelled all-reduce: ``replicated`` (the ``g`` operator);
-- an all-gather (gather, concat) node: ``replicated``;
+- an all-gather (gather, concat) node or edge: ``replicated``;
+- a reduce-scatter node (sequence parallelism): rank r's ``shard`` of the summed tensor, from every
+  rank's partial sum;
 - an edge labelled split/slice/scatter: rank r's ``shard`` of a replicated tensor;
 - any other node: its inputs' layout (element-wise work keeps a shard a shard).
 
@@ -84,7 +86,8 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
         names: the plan's declared residual sublayers (``names.residual``).
     """
     graph = layout.graph
-    is_ar = {n: labels.forward_all_reduce(t) for n, t in graph.nodes.items()}
+    # nodes that may read partial sums: all-reduces and reduce-scatters
+    is_ar = {n: labels.forward_all_reduce(t) or labels.reduce_scatter(t) for n, t in graph.nodes.items()}
     out: dict[str, Value] = {}
     found: dict[tuple[str, str], list] = defaultdict(list)  # (path, kind) -> evidence
     consumed_partial: set[str] = set()
@@ -96,7 +99,9 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
                 found[(layout.layers_of[v.origin][0], "extra-all-reduce")].append(f"edge {link.drawn}")
                 return v  # reported once; read on as if it were not there
             return REPLICATED
-        if v.kind == "replicated" and labels.split(link.text):
+        if v.kind == "shard" and labels.all_gather(link.text):
+            return REPLICATED
+        if v.kind == "replicated" and labels.split(link.text) and not labels.reduce_scatter(link.text):
             return Value("shard", graph.rank.get(link.end), "")
         return v
 
@@ -131,8 +136,12 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
                 origin = next(v.origin for _, v in ins if v.kind == "partial")
                 ar_inputs.append((n, layout.layers_of[origin][0], partial_ranks))
             shards = [v for _, v in ins if v.kind == "shard"]
-            # an all-reduce of shards is reported above; read on as if it were not there
-            out[n] = shards[0] if is_ar[n] and shards and not partial_ranks else REPLICATED
+            if is_ar[n] and shards and not partial_ranks:
+                out[n] = shards[0]  # an all-reduce of shards is reported above; read on as if it were not there
+            elif labels.reduce_scatter(graph.nodes[n]) and partial_ranks:
+                out[n] = Value("shard", graph.rank.get(n), "")  # a sequence shard, whole after an all-gather
+            else:
+                out[n] = REPLICATED
         else:
             vals = [v for _, v in ins]
             out[n] = next((v for v in vals if v.kind == "partial"), None) or next(

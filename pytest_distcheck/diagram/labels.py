@@ -19,7 +19,10 @@ the generator's output and ``docs/tp-sharding.md`` follow:
   ``all-reduce (backward)``) names a backward collective, e.g. Megatron's ``f`` operator, and does
   not count as a forward all-reduce. Every edge is read as forward data flow (an edge labelled
   ``f: identity (all-reduce in backward)`` still carries the forward activations).
-- **All-gather**: a node labelled ``all-gather`` (or ``gather``, ``concat``) makes shards whole.
+- **All-gather**: a node or edge labelled ``all-gather`` (or ``gather``, ``concat``) makes shards whole.
+- **Reduce-scatter**: a node labelled ``reduce-scatter`` sums partial sums into one shard per rank
+  (Megatron-LM's sequence parallelism, Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2, in
+  place of the all-reduce; an all-gather later makes the tensor whole).
 - **Split**: an edge labelled ``split``, ``slice``, ``scatter`` or ``chunk`` hands each rank its own
   slice of a replicated tensor.
 - **Rank**: a subgraph whose title (or, untitled, whose id) says ``rank N``, ``GPU N``,
@@ -52,6 +55,7 @@ _ALL_REDUCE = re.compile(r"all[\s_-]?reduce", re.IGNORECASE)
 _BACKWARD_QUALIFIER = re.compile(r"\W*(?:(?:in|on|during|for)\s+(?:the\s+)?)?(?:backward|bwd)\b", re.IGNORECASE)
 _RANK = re.compile(r"(?<![a-z])(?:tp[\s_-]?)?(?:rank|gpu|device|cuda)[\s_#:=-]*(\d+)(?![\w.])", re.IGNORECASE)
 _ALL_GATHER = re.compile(r"all[\s_-]?gather|(?<![a-z])(?:gather|concat(?:enate)?)(?![a-z])", re.IGNORECASE)
+_REDUCE_SCATTER = re.compile(r"reduce[\s_-]?scatter", re.IGNORECASE)
 _SPLIT = re.compile(r"(?<![a-z])(?:split|slice|scatter|chunk)", re.IGNORECASE)
 _TAG = re.compile(r"<[^>]*>")
 
@@ -97,6 +101,11 @@ def forward_all_reduce(text: str) -> bool:
 def all_gather(text: str) -> bool:
     """Whether a node label names an all-gather (or a gather/concat that makes shards whole)."""
     return _ALL_GATHER.search(plain(text)) is not None
+
+
+def reduce_scatter(text: str) -> bool:
+    """Whether a node label names a reduce-scatter."""
+    return _REDUCE_SCATTER.search(plain(text)) is not None
 
 
 def split(text: str) -> bool:
