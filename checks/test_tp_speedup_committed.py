@@ -5,8 +5,8 @@ Done only when a committed result in ``[tp_inference] results_dir`` was produced
 and its run id has ledger rows (``[budget] ledger``) counted against ``[tp_inference] experiment``
 whose cost is within ``[budget.experiment_ceilings_usd]`` for it, and names the pod (provider, id) those
 rows name. The kit's own synthetic fixtures are never evidence. The result and the ledger are typed or
-copied on the learner's machine, so a pass is *self-reported* unless the provider confirms the pod
-(:mod:`pytest_distcheck.dod.provenance`). It is stale when a code file of the
+copied on the learner's machine, so a pass is *self-reported* unless the provider's bill confirms the
+run (``distcheck budget --reconcile``; :mod:`pytest_distcheck.dod.provenance`). It is stale when a code file of the
 lab (``[tp_inference] code``, ``*.py``) changed since the result was produced (or the result does not
 record it). CPU results are read (and must be valid) but are not evidence for this item.
 """
@@ -131,7 +131,9 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
         pytest_distcheck.pending(f"the GPU result is not committed: {why}",
                                  f"git add {rel} {_rel(png, ws.root)} && git commit")
     best = max(result["speedups"], key=lambda s: s["decode"])
-    label = provenance.pod_label(pod["provider"], pod["id"], run_id)
+    from pytest_distcheck.budget.accounting import provider_confirmed
+
+    label = provenance.label(provider_confirmed(rows, run_id))
     return (f"{label}: {rel}: {result['device']['count']} x {result['device']['name']} ({result['backend']}), "
             f"run {run_id} cost ${charge.usd:.4f} of ${ceiling} ({'settled' if charge.settled else 'open'}); "
             f"best decode speedup {best['decode']:.2f}x at TP {best['tp']}, batch {best['batch_size']}, "

@@ -124,7 +124,8 @@ def test_a_superscript_digit_is_a_clear_error_never_an_internal_error(phase: pyt
     with open(ledger, "a", encoding="utf-8") as fh:
         fh.write(SUPERSCRIPT)
     line = ledger.read_text().count("\n")
-    result = phase.runpytest_subprocess("checks/test_spend_within_budget.py", "-p", "no:cacheprovider", "--gate")
+    # (no --gate: this partial copy of the phase, one check of six, is not the shipped DoD the gate requires)
+    result = phase.runpytest_subprocess("checks/test_spend_within_budget.py", "-p", "no:cacheprovider")
     assert result.ret not in (3, 4) and "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines([f"distcheck budget: *35-cloud-budget.md, line {line}: billed_s '9\u00b2' is not a "
                                  "whole number*(paid tests will be refused)*",

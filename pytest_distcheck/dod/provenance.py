@@ -10,24 +10,22 @@ either *confirmed* or only *self-reported* (issue 13, point 3).
   the installed sources, a diagram compared with the plan) or a provider confirmed it.
   *self-reported*: the check can only verify that files typed or copied by the learner agree with each
   other (the quiz log, the spend ledger, a GPU result tied to ledger rows by run id and pod).
-- Provider confirmation of a pod belongs to the spend-integrity work (issue 18): :data:`POD_CONFIRMERS`
-  is the hook; a confirmer returns True when the provider says that pod ran for that run.
+- Provider confirmation belongs to the spend-integrity work (issue 18): a run whose ledger rows the
+  provider's bill confirms (:func:`pytest_distcheck.budget.accounting.provider_confirmed`, after
+  ``distcheck budget --reconcile``) is *confirmed*; :func:`label` turns that answer into the table's word.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 CONFIRMED, SELF_REPORTED = "confirmed", "self-reported"
 MARKER = "SYNTHETIC"
-
-# provider name -> fn(pod_id, run_id) -> bool: the provider confirms that pod ran for that run (issue 18).
-POD_CONFIRMERS: dict[str, Callable[[str, str], bool]] = {}
 
 
 def measurements_hash(result: Mapping[str, Any]) -> str:
@@ -96,7 +94,6 @@ def fixture_rows(rows: Iterable[Any]) -> list[Any]:
     return [r for r in rows if r.run_id in fp["run_ids"] or MARKER in f"{r.resource} {r.resource_id}".upper()]
 
 
-def pod_label(provider: str, pod_id: str, run_id: str) -> str:
-    """``confirmed`` when a provider confirmer (issue 18) says the pod ran for the run, else ``self-reported``."""
-    confirm = POD_CONFIRMERS.get(provider)
-    return CONFIRMED if confirm is not None and confirm(pod_id, run_id) else SELF_REPORTED
+def label(confirmed: bool | None) -> str:
+    """The table's word for evidence: ``confirmed`` only when a provider (or a live run) confirmed it."""
+    return CONFIRMED if confirmed else SELF_REPORTED
