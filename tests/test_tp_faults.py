@@ -21,12 +21,18 @@ def _check(name: str, correct: bool) -> str:
     return ""
 
 
-@pytest.mark.parametrize("fault", sorted(ZOO))
-def test_each_fault_is_named(dist_world, fault):
-    message, other = dist_world.run(_check, fault, False)
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_each_fault_is_named(dist_world, name):
+    fault = ZOO[name].fault
+    message, other = dist_world.run(_check, name, False)
     headline = message.splitlines()[0] if message else ""
     assert fault in headline, message
     assert fault in other  # the other rank fails too, pointing at rank 0
+
+
+def test_an_activation_that_differs_across_ranks_is_named_at_its_layer(dist_world):
+    message, _ = dist_world.run(_check, "non-replicated-activation", False)
+    assert "- non-replicated-input [up]: the input of up differs across ranks: rank 1 vs rank 0" in message
 
 
 @pytest.mark.parametrize("name", sorted(CORRECT))
