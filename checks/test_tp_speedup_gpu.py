@@ -6,15 +6,25 @@
 What it does: the ``gpu_pod`` fixture reserves the worst case with the budget guard, creates a pod
 (``[pods]`` in checks/distcheck.toml: GPU type, image, cloud), records it in the ledger
 (``[budget] ledger``), and waits for SSH. This test copies the lab (``experiments/tp_inference``) and
-the kit's package to the pod, runs ``torchrun --nproc_per_node 2 -m experiments.tp_inference.speedup
---run-id <the reservation's run id>`` there (NCCL on the GPUs), and copies the result JSON and its PNG
-back into ``[tp_inference] results_dir``. Then the fixture terminates the pod until RunPod confirms and
-settles the ledger row. Commit the two files; the check ``test_tp_speedup_committed.py`` then finds
-them tied by run id to the ledger.
+the kit's package to the pod, runs the preflight there (``pytest_distcheck.pods.preflight``: 2 GPUs
+visible, torch >= 2.5 with CUDA usable, a 2-rank NCCL all-reduce, free memory for the gpu preset as
+the kit's memory calculator counts it; any miss stops the run before the experiment), then ``torchrun
+--nproc_per_node 2 -m experiments.tp_inference.speedup --run-id <the reservation's run id> --backend
+nccl --device cuda --preset gpu`` (the backend and device are given, never inferred: a pod that cannot
+use CUDA fails instead of falling back to gloo), and copies the result JSON and its PNG back into
+``[tp_inference] results_dir`` under a name of their own (it contains the run id; an existing file is
+never overwritten, and a result that is not CUDA/NCCL on 2 GPUs is refused). Then the fixture
+terminates the pod until RunPod confirms and settles the ledger row. Commit the two files; the check
+``test_tp_speedup_committed.py`` then finds them tied by run id to the ledger.
+
+In a rehearsal (``distcheck rehearse``: the bundled fake RunPod API, a scratch copy of the workspace,
+nothing paid) the same path runs with ``--backend gloo --device cpu --preset cpu``, and the
+preflight's misses are recorded (what the rehearsal could not cover) instead of stopping the run.
 
 Not marked ``dod``: when it is skipped (no ``--max-usd``) it says nothing about committed evidence,
 which the committed-result check judges. Extra arguments for ``speedup.py`` may be given as
-``[tp_inference] pod_args`` (the kit's own tests use it for a tiny CPU run against a fake RunPod).
+``[tp_inference] pod_args`` (the kit's own tests use it for a tiny run against the fake RunPod); they may
+not name ``--backend``, ``--device``, ``--preset``, ``--run-id``, ``--out`` or ``--preflight``.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ import json
 import shlex
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +41,9 @@ import pytest_distcheck
 
 EXPERIMENT = "tp-inference"
 RUN_SECONDS = 20 * 60  # the sweep's time limit on the pod (the gpu preset takes a few minutes)
+GPUS = 2
+FIXED = ("--backend", "--device", "--preset", "--run-id", "--out", "--preflight")  # set here, per mode
+MODES = {False: ("cuda", "nccl", "gpu"), True: ("cpu", "gloo", "cpu")}  # rehearsal -> device, backend, preset
 DEPS = "'jsonschema>=4.20' 'matplotlib>=3.8'"  # what speedup.py needs beyond torch (in RunPod's image)
 
 
@@ -45,38 +59,112 @@ def _stage(root: Path, to: Path) -> Path:
     return to
 
 
+def gpu_preset_bytes() -> tuple[float, str]:
+    """Bytes rank 0 needs on its GPU for speedup.py's gpu preset, and how they were counted.
+
+    At TP 1 rank 0 holds the dense model and its TP-1 copy (2 x weights), the KV cache of the largest
+    batch at the full context (``pytest_distcheck.calc.inference.serving_bytes_per_gpu``: Pope et al.
+    2022 sec. 2), the logits of the largest prefill (batch x prompt x vocab) and 1 GiB for the CUDA
+    context and NCCL buffers (an allowance, not a measurement).
+    """
+    import torch
+
+    from experiments.tp_inference.model import GPT
+    from experiments.tp_inference.speedup import PRESETS
+    from pytest_distcheck.calc.inference import serving_bytes_per_gpu
+
+    preset = PRESETS["gpu"]
+    cfg, b, s = preset["model"], max(preset["batch_sizes"]), max(preset["prompt_lens"])
+    with torch.device("meta"):
+        params = sum(p.numel() for p in GPT(cfg).parameters())
+    dtype = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[preset["dtype"]]
+    weights, cache = serving_bytes_per_gpu(params, cfg.n_layers, b, cfg.max_seq_len, cfg.d_model, cfg.n_heads,
+                                           weight_dtype=dtype, kv_dtype=dtype)
+    logits = b * s * cfg.vocab_size * preset["dtype"].itemsize
+    total = 2 * weights + cache + logits + 1024**3
+    gb = lambda x: f"{x / 1e9:.1f} GB"  # noqa: E731
+    return total, (f"gpu preset at TP 1: 2 x {gb(weights)} weights + {gb(cache)} KV cache (batch {b}, context "
+                   f"{cfg.max_seq_len}) + {gb(logits)} logits + 1 GiB CUDA context")
+
+
+def pod_arguments(text: str) -> str:
+    """``[tp_inference] pod_args``, refused when it names an argument this check sets itself."""
+    args = shlex.split(text)
+    bad = sorted({a.split("=", 1)[0] for a in args} & set(FIXED))
+    if bad:
+        pytest.fail(f"[tp_inference] pod_args may not give {', '.join(bad)}: the paid run sets the backend, device, "
+                    "preset, run id and output name itself (a paid run never falls back to the CPU)")
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def accept(data: dict[str, Any], name: str, run_id: str, rehearsal: bool) -> None:
+    """Fail unless the result is what this run had to produce: its run id, and CUDA/NCCL on 2 GPUs (a
+    rehearsal: CPU/gloo, marked as a rehearsal)."""
+    if data["run_id"] != run_id:
+        pytest.fail(f"{name}: run_id {data['run_id']!r}, expected {run_id!r}")
+    device, backend, _ = MODES[rehearsal]
+    got = (data["device"]["type"], data["backend"], data["world_size"])
+    if got != (device, backend, GPUS) or (not rehearsal and data["device"]["count"] < GPUS):
+        pytest.fail(f"{name}: a {got[0]}/{got[1]} result on {data['device']['count']} device(s), {got[2]} ranks; "
+                    f"this run must produce {device}/{backend} on {GPUS}. Nothing was copied: a paid run never "
+                    "yields a CPU result")
+    if bool((data.get("preflight") or {}).get("rehearsal")) != rehearsal:
+        pytest.fail(f"{name}: its preflight record does not say rehearsal={rehearsal}")
+
+
+def write_new(dst: Path, content: bytes) -> None:
+    """Write ``dst``, which must not exist: a committed result is never overwritten."""
+    try:
+        with dst.open("xb") as fh:
+            fh.write(content)
+    except FileExistsError:
+        pytest.fail(f"{dst} exists already; results are never overwritten (this run's copy is left on the pod's "
+                    "side only)")
+
+
 @pytest.mark.gpu
 @pytest.mark.budget(usd=3)
-@pytest.mark.pod(gpus=2, minutes=25, experiment=EXPERIMENT)
-def test_tp_speedup_on_two_gpus(gpu_pod, distcheck_workspace, distcheck_log, tmp_path):
+@pytest.mark.pod(gpus=GPUS, minutes=25, experiment=EXPERIMENT)
+def test_tp_speedup_on_two_gpus(gpu_pod, distcheck_workspace, distcheck_log, distcheck_rehearsal, tmp_path):
+    from pytest_distcheck.pods.preflight import Expect, run_preflight, summary
     from pytest_distcheck.tp_result import load_result
 
-    ws = distcheck_workspace
+    ws, rehearsal = distcheck_workspace, distcheck_rehearsal
     section = ws.section("tp_inference")
     results_dir = ws.resolve(section.get("results_dir", "experiments/tp_inference/results"))
+    extra = pod_arguments(str(section.get("pod_args", "")))
+    need, how = gpu_preset_bytes()
     gpu_pod.put(_stage(ws.root, tmp_path / "stage"), "code")
+    facts = run_preflight(gpu_pod, Expect(gpus=GPUS, min_free_bytes=need, need=how), rehearsal=rehearsal)
+    (tmp_path / "preflight.json").write_text(json.dumps(facts), encoding="utf-8")
+    gpu_pod.put(tmp_path / "preflight.json", "code/preflight.json")
+    device, backend, preset = MODES[rehearsal]
+    name = f"speedup-{device}-{backend}-{GPUS}-{gpu_pod.run_id}.json"
     command = (f"cd code && (python -c 'import jsonschema, matplotlib' 2>/dev/null || python -m pip install -q {DEPS})"
-               f" && torchrun --nproc_per_node 2 -m experiments.tp_inference.speedup "
-               f"--run-id {shlex.quote(gpu_pod.run_id)} {section.get('pod_args', '')}")
+               f" && torchrun --nproc_per_node {GPUS} -m experiments.tp_inference.speedup "
+               f"--run-id {shlex.quote(gpu_pod.run_id)} --backend {backend} --device {device} --preset {preset} "
+               f"--preflight preflight.json --out experiments/tp_inference/results/{shlex.quote(name)} {extra}")
     result = gpu_pod.run(command, timeout=RUN_SECONDS)
     assert result.ok, (f"speedup.py on pod {gpu_pod.id} exited with {result.exit_status}; last lines:\n"
                        + "\n".join(result.tail))
     back = tmp_path / "back"
-    gpu_pod.get("code/experiments/tp_inference/results", back)
-    made = sorted(back.glob("*.json"))
-    assert made, f"speedup.py wrote no result JSON on pod {gpu_pod.id} (looked in experiments/tp_inference/results)"
+    gpu_pod.get(f"code/experiments/tp_inference/results/{name}", back / name)
+    data = load_result(back / name)
+    accept(data, name, gpu_pod.run_id, rehearsal)
+    png = back / data["plot"]
+    gpu_pod.get(f"code/experiments/tp_inference/results/{data['plot']}", png)
     results_dir.mkdir(parents=True, exist_ok=True)
-    wrote = []
-    for path in made:
-        data = load_result(path)
-        assert data["run_id"] == gpu_pod.run_id, f"{path.name}: run_id {data['run_id']!r}, expected {gpu_pod.run_id!r}"
-        png = back / data["plot"]
-        assert png.is_file(), f"{path.name}: its plot {data['plot']!r} did not come back"
-        # The pod, as the ledger rows of this run name it: the committed-result check ties them together.
-        data["pod"] = {"provider": gpu_pod.provider, "id": gpu_pod.id}
-        (results_dir / path.name).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        shutil.copy2(png, results_dir / png.name)
-        wrote += [results_dir / path.name, results_dir / png.name]
+    # The pod, as the ledger rows of this run name it: the committed-result check ties them together.
+    data["pod"] = {"provider": gpu_pod.provider, "id": gpu_pod.id}
+    wrote = [results_dir / name, results_dir / png.name]
+    write_new(wrote[0], (json.dumps(data, indent=2) + "\n").encode())
+    write_new(wrote[1], png.read_bytes())
     rel = " ".join(str(p.relative_to(ws.root)) if p.is_relative_to(ws.root) else str(p) for p in wrote)
-    distcheck_log("TP speedup on 2 GPUs", f"run {gpu_pod.run_id} on {gpu_pod.provider} pod {gpu_pod.id} wrote "
-                  f"{rel}\ncommit them: git add {rel} && git commit")
+    if rehearsal:
+        distcheck_log("REHEARSAL of the paid TP run", f"run {gpu_pod.run_id} on the fake RunPod pod {gpu_pod.id} "
+                      f"(nothing paid) wrote {rel} in the rehearsal's scratch copy: not evidence, not to commit.\n"
+                      f"pod preflight: {summary(facts)}; not covered here: "
+                      + "; ".join(facts["problems"]))
+    else:
+        distcheck_log("TP speedup on 2 GPUs", f"run {gpu_pod.run_id} on {gpu_pod.provider} pod {gpu_pod.id} wrote "
+                      f"{rel}\npod preflight: {summary(facts)}\ncommit them: git add {rel} && git commit")

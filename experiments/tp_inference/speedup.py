@@ -4,10 +4,14 @@ Run from the repository root, on CPU with gloo (2 processes; how the committed C
 
     torchrun --nproc_per_node 2 -m experiments.tp_inference.speedup
 
-and, unchanged, on 2 GPUs with NCCL (the backend follows ``torch.cuda.is_available()``; the paid run
-passes the budget reservation's run id so the result ties to its ledger rows)::
+and, unchanged, on 2 GPUs with NCCL (without arguments the backend follows ``torch.cuda.is_available()``;
+the paid run passes the budget reservation's run id, so the result ties to its ledger rows, and then
+must name the backend and device: a run that cannot use CUDA stops instead of falling back to gloo)::
 
-    torchrun --nproc_per_node 2 -m experiments.tp_inference.speedup --run-id <run id>
+    torchrun --nproc_per_node 2 -m experiments.tp_inference.speedup --run-id <run id> --backend nccl --device cuda
+
+Results are written under a new name per run (``speedup-<device>-<backend>-<world>-<run id>.json``)
+and an existing file is never overwritten.
 
 What it does: every rank builds the same seeded dense model (``model.py``; preset ``cpu`` or ``gpu``
 by backend), then for each TP degree ``t`` ranks ``0..t-1`` shard it with the plan (``shard.py``)
@@ -40,6 +44,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import socket
 import sys
 from datetime import UTC, datetime
@@ -97,7 +102,9 @@ def _ints(text: str) -> list[int]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backend", choices=["gloo", "nccl"],
-                   help="default: nccl when CUDA is available, else gloo; the device follows the backend")
+                   help="default: nccl when CUDA is available, else gloo (given explicitly with --run-id)")
+    p.add_argument("--device", choices=["cpu", "cuda"],
+                   help="default: cuda under nccl, else cpu (given explicitly with --run-id); never falls back")
     p.add_argument("--preset", choices=sorted(PRESETS), help="model and sweep (default: gpu under nccl, else cpu)")
     p.add_argument("--tp-degrees", type=_ints, help="default: 1, 2, 4, ... up to the world size")
     p.add_argument("--batch-sizes", type=_ints, help="override the preset's batch sizes")
@@ -108,7 +115,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed of the weights and prompts")
     p.add_argument("--run-id", default=os.environ.get("DISTCHECK_RUN_ID"),
                    help="the budget reservation's run id (env DISTCHECK_RUN_ID); default local-<UTC time>")
-    p.add_argument("--out", type=Path, help="result JSON (default: results/speedup-<device>-<backend>-<world>.json)")
+    p.add_argument("--out", type=Path, help="result JSON, never overwritten "
+                   "(default: results/speedup-<device>-<backend>-<world>-<run id>.json)")
+    p.add_argument("--preflight", type=Path,
+                   help="JSON facts of the pod's preflight (pytest_distcheck.pods.preflight), stored in the result")
     p.add_argument("--torch-tp", action="store_true",
                    help="also time PyTorch's parallelize_module (DTensor) on the same model and plan, at TP > 1")
     p.add_argument("--notes", default="", help="free text stored in the result")
@@ -251,6 +261,8 @@ def run(args: argparse.Namespace, device: torch.device) -> Path | None:
     rank, world = dist.get_rank(), dist.get_world_size()
     st = _settings(args, backend, world)
     started, load = datetime.now(UTC), os.getloadavg()[0]
+    run_id = args.run_id or "local-" + started.strftime("%Y%m%dT%H%M%SZ")
+    preflight = json.loads(args.preflight.read_text(encoding="utf-8")) if args.preflight else None
     groups = {t: dist.new_group(list(range(t))) for t in st["tp_degrees"] if t > 1}  # every rank, same order
     dense = build_model(st["model"], seed=args.seed, device=device, dtype=st["dtype"])
     world_sync = torch.zeros(1, device=device)
@@ -282,10 +294,10 @@ def run(args: argparse.Namespace, device: torch.device) -> Path | None:
     if rank != 0:
         return None
     env = _environment(backend, device, world)
-    out = args.out or RESULTS_DIR / f"speedup-{device.type}-{backend}-{world}.json"
+    out = args.out or RESULTS_DIR / result_name(device.type, backend, world, run_id)
     result = {
         "schema": SCHEMA_ID, "experiment": EXPERIMENT,
-        "run_id": args.run_id or "local-" + started.strftime("%Y%m%dT%H%M%SZ"),
+        "run_id": run_id,
         "started_utc": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
         "finished_utc": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         **env,
@@ -301,16 +313,44 @@ def run(args: argparse.Namespace, device: torch.device) -> Path | None:
         + f"measured on {env['device']['count']} x {env['device']['name']} with {backend}, {world} ranks, "
         f"host {env['host']['name']} ({env['host']['logical_cpus']} logical CPUs, load average {load:.2f} at start, "
         f"{os.getloadavg()[0]:.2f} at the end)",
-    }
+    } | ({"preflight": preflight} if preflight is not None else {})
     validate(result, SCHEMA, out)
     bad = problems(result)
     if bad:
         raise RuntimeError("the result disagrees with itself: " + "; ".join(bad))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    with out.open("x", encoding="utf-8") as fh:  # "x": an existing (committed) result is never overwritten
+        fh.write(json.dumps(result, indent=1) + "\n")
     plot_speedups(result, out.with_suffix(".png"))
     print(f"wrote {out} and {out.with_suffix('.png')}", flush=True)
     return out
+
+
+def result_name(device: str, backend: str, world: int, run_id: str) -> str:
+    """``speedup-<device>-<backend>-<world>-<run id>.json``: a new name per run (unsafe characters -> ``_``)."""
+    return f"speedup-{device}-{backend}-{world}-{re.sub(r'[^A-Za-z0-9_.-]', '_', run_id)}.json"
+
+
+def backend_and_device(args: argparse.Namespace) -> tuple[str, str]:
+    """(backend, device type) of this run. With ``--run-id`` (a run tied to a budget reservation) both
+    must be given: a paid run never infers them. ``cuda`` must be usable: nothing falls back to the CPU.
+
+    Raises:
+        SystemExit: naming the missing argument, the mismatch or why CUDA is not usable.
+    """
+    if args.run_id and (args.backend is None or args.device is None):
+        raise SystemExit("--run-id ties this run to a budget reservation: give --backend and --device "
+                         "explicitly (a paid run never infers them)")
+    backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    device = args.device or ("cuda" if backend == "nccl" else "cpu")
+    if (backend == "nccl") != (device == "cuda"):
+        raise SystemExit(f"--backend {backend} with --device {device}: nccl runs on cuda, gloo on cpu here")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit(f"--device cuda, but CUDA is not usable here: torch {torch.__version__} (built for CUDA "
+                         f"{torch.version.cuda}), torch.cuda.is_available() is False; not falling back to the CPU")
+    if args.out is not None and args.out.exists():
+        raise SystemExit(f"{args.out} exists; results are never overwritten: give another --out")
+    return backend, device
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -319,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         print("run under torchrun, e.g. torchrun --nproc_per_node 2 -m experiments.tp_inference.speedup",
               file=sys.stderr)
         return 2
-    backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    backend, _ = backend_and_device(args)
     device = device_for(backend, int(os.environ["LOCAL_RANK"]))
     if device.type == "cuda":
         if torch.cuda.device_count() <= device.index:

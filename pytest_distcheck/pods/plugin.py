@@ -32,6 +32,9 @@ LOCAL_RATE = Setting(
     default="0",
 )
 TIMINGS_INI = "distcheck_pod_timings"
+# Set only by `distcheck rehearse` (pytest_distcheck.pods.rehearsal), which starts the bundled fake RunPod
+# API; accepted only while the SDK points at a loopback address, so a real paid run can never be a rehearsal.
+REHEARSAL_ENV = "DISTCHECK_REHEARSAL"
 MARKER = ("pod(gpus=1, minutes=30, gpu_type=None, image=None, cloud=None, experiment=None): what gpu_pod rents "
           "for this test; unset values come from the workspace's [pods] section, then the kit's defaults")
 _MARKER_KEYS = {"gpus", "minutes", "gpu_type", "image", "cloud", "experiment"}
@@ -76,8 +79,27 @@ def _timings(config: pytest.Config):
         raise pytest.UsageError(str(exc)) from None
 
 
+def rehearsal(config: pytest.Config) -> bool:
+    """Whether this session is a rehearsal (``DISTCHECK_REHEARSAL=1``, set by ``distcheck rehearse``).
+
+    Raises:
+        pytest.UsageError: it is set while the RunPod API is not on this machine (a real account).
+    """
+    import os
+    from urllib.parse import urlparse
+
+    if os.environ.get(REHEARSAL_ENV, "") != "1":
+        return False
+    host = urlparse(os.environ.get("RUNPOD_API_BASE_URL", "https://api.runpod.io")).hostname or ""
+    if _provider_name(config) != "runpod" or host not in ("127.0.0.1", "localhost", "::1"):
+        raise pytest.UsageError(f"{REHEARSAL_ENV}=1 is for `distcheck rehearse` only (provider runpod, the bundled "
+                                f"fake API on this machine); here the API is {host or '?'}: unset {REHEARSAL_ENV}")
+    return True
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
+    rehearsal(config)
     _provider_name(config)  # bad values are usage errors now, not at the first paid test
     _local_rate(config)
     _timings(config)
@@ -88,6 +110,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     import os
 
     name = _provider_name(config)
+    if rehearsal(config):
+        return ["distcheck pods: REHEARSAL against the bundled fake RunPod API on this machine: nothing is paid, "
+                "results are not evidence"]
     if name == "runpod":
         key = "RUNPOD_API_KEY set" if os.environ.get("RUNPOD_API_KEY", "").strip() else "RUNPOD_API_KEY not set"
         return [f"distcheck pods: provider runpod ({key}); pods named distcheck-<run id>-<deadline>, "
@@ -140,6 +165,12 @@ def _request(item: pytest.Item, config: pytest.Config):
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.pod / [pods]: {exc}") from None
     experiment = pick("experiment", None)
     return request, (str(experiment) if experiment is not None else None)
+
+
+@pytest.fixture
+def distcheck_rehearsal(pytestconfig: pytest.Config) -> bool:
+    """True in a rehearsal (``distcheck rehearse``: the fake RunPod API, a scratch copy, nothing paid)."""
+    return rehearsal(pytestconfig)
 
 
 @pytest.fixture

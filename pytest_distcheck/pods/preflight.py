@@ -1,0 +1,264 @@
+"""Pod preflight: is this pod fit for the experiment? Asked over the pod's own SSH session, before
+anything is run there, so a pod that cannot do the work costs a minute, not the whole reservation.
+
+Design decisions (why, and the test that pins each):
+
+- One probe, one command: a Python script sent on the SSH session the experiment will use
+  (:meth:`Pod.run`), printing one JSON line of facts. Nothing is installed. Pinned by
+  ``tests/test_pods_preflight.py::test_probe_on_this_machine_reports_no_gpu``.
+- Facts, then judgement: the probe only reports (GPUs from ``nvidia-smi``: count, names, driver,
+  the CUDA version the driver supports, free memory; torch's version, the CUDA it was built for,
+  ``torch.cuda.is_available()``, its devices' free memory; NCCL's version and a 2-rank all-reduce of
+  4 floats with ``device_id`` given to ``init_process_group``). :func:`problems` compares them with
+  :class:`Expect`, a pure function tested on synthetic facts
+  (``tests/test_pods_preflight.py::test_problems_*``).
+- Why each check: a host whose driver is older than the image's CUDA never starts it
+  (runpod/containers issue 98); an image whose pip install fell back ships an older torch
+  (runpod/containers issue 114); a torch that cannot see CUDA makes a run fall back to gloo on the
+  CPU. Free memory is compared with the experiment's own estimate (from :mod:`pytest_distcheck.calc`).
+- Any miss raises :class:`PreflightFailed` naming every miss; the ``gpu_pod`` fixture's exit then
+  terminates the pod and settles the ledger row (``tests/test_pods_tp_check.py``). In a rehearsal
+  (fake RunPod, nothing paid) the misses are recorded instead, as what the rehearsal could not cover.
+- The facts (with ``problems``) are saved into the result (``preflight``), so a result says what
+  hardware and software it ran on as the pod reported them before the run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_distcheck.pods.base import Pod, PodError
+
+MARKER = "DISTCHECK-PREFLIGHT "
+TIMEOUT_S = 120.0  # the probe imports torch, then 2 more processes do for the all-reduce
+GIB = 1024**3
+
+# Runs in a child process per rank: NCCL init with device_id (guarded: added in torch 2.3), an
+# all-reduce of 4 floats, checked. argv: rank, world size, TCP port.
+_CHILD = r"""
+import datetime, inspect, sys
+import torch, torch.distributed as dist
+rank, world, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+dev = torch.device("cuda", rank)
+torch.cuda.set_device(dev)
+kw = {"device_id": dev} if "device_id" in inspect.signature(dist.init_process_group).parameters else {}
+dist.init_process_group("nccl", init_method="tcp://127.0.0.1:" + port, rank=rank, world_size=world,
+                        timeout=datetime.timedelta(seconds=60), **kw)
+t = torch.full((4,), float(rank + 1), device=dev)
+dist.all_reduce(t)
+torch.cuda.synchronize(dev)
+want = world * (world + 1) / 2
+assert t.tolist() == [want] * 4, "all-reduce gave %r, expected %r" % (t.tolist(), [want] * 4)
+dist.destroy_process_group()
+"""
+
+# The probe (argv: GPUs wanted). Every step catches its own failure, so one missing piece never hides
+# the others. NCCL runs before this process touches CUDA (children get clean devices).
+PROBE = r"""
+import json, os, re, shutil, socket, subprocess, sys
+MARKER, CHILD = %(marker)r, %(child)r
+wanted = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+facts = {"python": sys.version.split()[0], "host": socket.gethostname()}
+smi = shutil.which("nvidia-smi")
+if smi is None:
+    facts["nvidia_smi"] = {"error": "nvidia-smi not found"}
+else:
+    try:
+        q = subprocess.run([smi, "--query-gpu=index,name,driver_version,memory.total,memory.free",
+                            "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30)
+        if q.returncode:
+            facts["nvidia_smi"] = {"error": (q.stderr or q.stdout).strip()[-300:] or "exit %%d" %% q.returncode}
+        else:
+            gpus = []
+            for line in q.stdout.strip().splitlines():
+                i, name, driver, total, free = [c.strip() for c in line.split(",")]
+                gpus.append({"index": int(i), "name": name, "driver": driver,
+                             "total_bytes": int(float(total)) * 2**20, "free_bytes": int(float(free)) * 2**20})
+            head = subprocess.run([smi], capture_output=True, text=True, timeout=30).stdout
+            m = re.search(r"CUDA Version:\s*([0-9.]+)", head)
+            facts["nvidia_smi"] = {"gpus": gpus, "driver_cuda": m.group(1) if m else None}
+    except Exception as exc:
+        facts["nvidia_smi"] = {"error": repr(exc)[-300:]}
+try:
+    import torch
+    t = {"version": torch.__version__, "cuda": torch.version.cuda, "available": bool(torch.cuda.is_available())}
+    t["count"] = torch.cuda.device_count() if t["available"] else 0
+    try:
+        v = torch.cuda.nccl.version() if t["available"] else None
+        t["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else (str(v) if v is not None else None)
+    except Exception as exc:
+        t["nccl"] = None
+        t["nccl_error"] = repr(exc)[-300:]
+    facts["torch"] = t
+except Exception as exc:
+    facts["torch"] = {"error": repr(exc)[-300:]}
+    t = {}
+world = min(2, wanted, t.get("count", 0))
+if world < 1:
+    facts["allreduce"] = {"skipped": "no CUDA device usable by torch"}
+else:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = str(s.getsockname()[1])
+    s.close()
+    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(r), str(world), port], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for r in range(world)]
+    outs, codes = [], []
+    for p in procs:
+        try:
+            outs.append(p.communicate(timeout=90)[0])
+        except subprocess.TimeoutExpired:
+            p.kill()
+            outs.append("timed out after 90 s")
+        codes.append(p.returncode)
+    ok = all(c == 0 for c in codes)
+    facts["allreduce"] = {"backend": "nccl", "ranks": world, "ok": ok}
+    if not ok:
+        facts["allreduce"]["error"] = " | ".join(o.strip().splitlines()[-1] if o.strip() else "exit %%s" %% c
+                                                 for o, c in zip(outs, codes))[-600:]
+if t.get("available"):
+    devices = []
+    for i in range(t["count"]):
+        try:
+            free, total = torch.cuda.mem_get_info(i)
+            devices.append({"index": i, "name": torch.cuda.get_device_name(i), "free_bytes": int(free),
+                            "total_bytes": int(total)})
+        except Exception as exc:
+            devices.append({"index": i, "error": repr(exc)[-300:]})
+    t["devices"] = devices
+print(MARKER + json.dumps(facts), flush=True)
+""" % {"marker": MARKER, "child": _CHILD}
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the experiment needs of the pod.
+
+    Attributes:
+        gpus: GPUs it uses (all must be visible, usable by torch and in the all-reduce when >= 2).
+        min_free_bytes: free memory each GPU must have (bytes); 0 to skip.
+        need: what ``min_free_bytes`` is for, in words (shown when it does not fit).
+        min_torch: the oldest torch the experiment runs with, "MAJOR.MINOR".
+    """
+
+    gpus: int
+    min_free_bytes: float = 0.0
+    need: str = ""
+    min_torch: str = "2.5"
+
+
+class PreflightFailed(PodError):
+    """The pod is not fit for the experiment; the message lists every miss. Attributes: facts, problems."""
+
+    def __init__(self, pod_id: str, problems: list[str], facts: dict[str, Any]) -> None:
+        self.facts = facts
+        self.problems = problems
+        super().__init__(f"pod {pod_id} failed its preflight, so the experiment was not started; the pod is "
+                         "terminated and its ledger row settled now:\n" + "\n".join(f"  - {p}" for p in problems)
+                         + "\nThese are facts about the pod's host or image, not about your code.")
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", text.split("+")[0])[:2])
+
+
+def problems(facts: dict[str, Any], expect: Expect) -> list[str]:
+    """What about the pod does not fit ``expect``, one sentence each; ``[]`` when it fits.
+
+    Args:
+        facts: the probe's JSON (see :data:`PROBE`); missing parts count as misses.
+    """
+    out: list[str] = []
+    smi = facts.get("nvidia_smi") or {"error": "not reported"}
+    gpus = smi.get("gpus") or []
+    if "error" in smi:
+        out.append(f"no GPU visible: nvidia-smi: {smi['error']}")
+    elif len(gpus) < expect.gpus:
+        names = ", ".join(g["name"] for g in gpus) or "none"
+        out.append(f"{len(gpus)} GPU(s) visible ({names}); the experiment needs {expect.gpus}")
+    t = facts.get("torch") or {"error": "not reported"}
+    if "error" in t:
+        out.append(f"torch does not import on the pod: {t['error']}")
+        return out
+    if _version(t["version"]) < _version(expect.min_torch):
+        out.append(f"torch {t['version']} on the pod; the experiment needs torch >= {expect.min_torch} (an image "
+                   "whose pip install fell back can ship an older torch than its tag says: runpod/containers#114)")
+    if not t.get("available"):
+        driver = f"; the driver supports CUDA {smi['driver_cuda']}" if smi.get("driver_cuda") else ""
+        out.append(f"torch.cuda.is_available() is False (torch {t['version']} built for CUDA {t.get('cuda')}"
+                   f"{driver}): a run here would not use the GPUs")
+        return out
+    if t.get("count", 0) < expect.gpus:
+        out.append(f"torch sees {t.get('count', 0)} CUDA device(s); the experiment needs {expect.gpus}")
+    ar = facts.get("allreduce") or {}
+    if ar.get("skipped"):
+        out.append(f"no NCCL all-reduce was tried: {ar['skipped']}")
+    elif not ar.get("ok"):
+        out.append(f"a {ar.get('ranks', '?')}-rank NCCL all-reduce of 4 floats failed (NCCL "
+                   f"{t.get('nccl')}): {ar.get('error', 'not reported')}")
+    if expect.min_free_bytes > 0:
+        for d in (t.get("devices") or [])[:expect.gpus]:
+            if "error" in d:
+                out.append(f"GPU {d['index']}: free memory unknown ({d['error']})")
+            elif d["free_bytes"] < expect.min_free_bytes:
+                out.append(f"GPU {d['index']} ({d['name']}) has {d['free_bytes'] / GIB:.1f} GiB free; the experiment "
+                           f"needs about {expect.min_free_bytes / GIB:.1f} GiB ({expect.need or 'its estimate'})")
+    return out
+
+
+def summary(facts: dict[str, Any]) -> str:
+    """One line of what the pod has, e.g. ``2 x NVIDIA GeForce RTX 4090, driver 570.1 (CUDA 12.8), torch
+    2.8.0+cu128 (CUDA 12.8, available), NCCL 2.27.3, all-reduce ok``."""
+    smi, t, ar = facts.get("nvidia_smi") or {}, facts.get("torch") or {}, facts.get("allreduce") or {}
+    gpus = smi.get("gpus") or []
+    parts = [f"{len(gpus)} x {gpus[0]['name']}, driver {gpus[0]['driver']} (CUDA {smi.get('driver_cuda')})"
+             if gpus else "no GPU visible"]
+    if "version" in t:
+        usable = "available" if t.get("available") else "NOT available"
+        parts.append(f"torch {t['version']} (CUDA {t.get('cuda')}, {usable})")
+        if t.get("nccl"):
+            parts.append(f"NCCL {t['nccl']}")
+    parts.append("all-reduce " + ("ok" if ar.get("ok") else "skipped" if ar.get("skipped") else "FAILED"))
+    return ", ".join(parts)
+
+
+def probe_command(gpus: int) -> str:
+    """The shell command that runs the probe with the pod's ``python3`` (or ``python``)."""
+    return (f"PY=$(command -v python3 || command -v python) && \"$PY\" - {int(gpus)} <<'DISTCHECK_PROBE'\n"
+            f"{PROBE}\nDISTCHECK_PROBE")
+
+
+def parse(lines: list[str]) -> dict[str, Any] | None:
+    """The facts from the probe's output lines (the last line starting with :data:`MARKER`), or None."""
+    for line in reversed(lines):
+        if line.startswith(MARKER):
+            try:
+                return json.loads(line[len(MARKER):])
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def run_preflight(pod: Pod, expect: Expect, rehearsal: bool = False) -> dict[str, Any]:
+    """Probe ``pod`` and judge it against ``expect``.
+
+    Returns:
+        The facts, with ``problems`` (list of str; empty unless ``rehearsal``) and ``rehearsal`` (bool).
+    Raises:
+        PreflightFailed: a miss (and not a rehearsal), or the probe gave no facts (always).
+        RunTimeout, PodLost: from :meth:`Pod.run`.
+    """
+    lines: list[str] = []
+    result = pod.run(probe_command(expect.gpus), TIMEOUT_S, on_output=lines.append)
+    facts = parse([ln.rstrip("\n") for ln in lines])
+    if facts is None:
+        tail = "".join(lines[-5:]).strip() or "no output"
+        raise PreflightFailed(pod.id, [f"the probe gave no facts (exit {result.exit_status}): {tail}"], {})
+    found = problems(facts, expect)
+    facts["problems"], facts["rehearsal"] = found, rehearsal
+    if found and not rehearsal:
+        raise PreflightFailed(pod.id, found, facts)
+    return facts
