@@ -109,11 +109,11 @@ def test_a_page_whose_diagrams_name_no_layer(plan, parser):
 
 def test_when_nothing_matches_the_closest_labels_are_named(plan, parser):
     page = ("```mermaid\nflowchart LR\n  A[attn_qkv colwise] --> B[attention] --> C[att.out]\n"
-            "  C --> D[ffn.upper] --> E[GeLU] --> F[mlp_down]\n```\n")
+            "  C --> D[MLP up] --> E[GeLU] --> F[mlp_down]\n```\n")
     [f] = check_page(page, plan, 2, parser).findings
-    assert ("closest labels: 'attn_qkv colwise' for attn.qkv, 'att.out' for attn.out, 'ffn.upper' for "
+    assert ("closest labels: 'attn_qkv colwise' for attn.qkv, 'att.out' for attn.out, 'MLP up' for "
             "mlp.up, 'mlp_down' for mlp.down; labels found: 'attn_qkv colwise', 'attention', 'att.out', "
-            "'ffn.upper', 'GeLU', 'mlp_down'.") in f.message
+            "'MLP up', 'GeLU', 'mlp_down'.") in f.message
 
 
 def test_every_block_must_parse_and_close(plan, parser):

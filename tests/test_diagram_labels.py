@@ -158,3 +158,15 @@ def test_inline_plans():
                        ("a=diag", "unknown style 'diag'"), (" , ", "no plan entries")):
         with pytest.raises(ValueError, match=error):
             parse_inline(bad)
+
+
+def test_closest_labels_spell_a_name_nearly():
+    from pytest_distcheck.diagram.names import Namer
+
+    found = ["X", "Q K V projection (ColumnParallelLinear)", "Attention", "Output proj (RowParallelLinear)",
+             "AllReduce", "MLP fc 1 (column)", "MLP fc 2 (row)"]
+    assert Namer.of(["attn.qkv", "attn.out", "mlp.up", "mlp.down"]).closest(found) == [
+        ("attn.qkv", "Q K V projection (ColumnParallelLinear)"), ("attn.out", "Output proj (RowParallelLinear)"),
+        ("mlp.up", "MLP fc 1 (column)"), ("mlp.down", "MLP fc 2 (row)"),
+    ]
+    assert Namer.of(["attn.qkv"]).closest(["Attention", "LayerNorm"]) == []  # nothing close: nothing said

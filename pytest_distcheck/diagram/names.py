@@ -112,18 +112,27 @@ class Namer:
             parts.append(f"{path} ({', '.join(others)}, ...)" if others else path)
         return "; ".join(parts)
 
-    def closest(self, found_labels: Iterable[str], n: int = 3) -> list[tuple[str, str]]:
-        """(path, label) pairs: for each plan layer, the labels most like one of its names
-        (:func:`difflib.get_close_matches`, ratio >= 0.6), best first."""
+    def closest(self, found_labels: Iterable[str]) -> list[tuple[str, str]]:
+        """(path, label) pairs: for each plan layer, the label that spells one of its names most
+        nearly, ignoring case, spaces and punctuation (``'Q K V projection'`` for ``qkv_proj``).
+
+        A name counts as spelled when :class:`difflib.SequenceMatcher`'s matching blocks cover at
+        least 85% of it, in order; among those the label with the highest ``ratio()`` wins.
+        """
         shown = list(dict.fromkeys(labels.plain(t) for t in found_labels if labels.plain(t)))
-        words = {w: t for t in shown for w in re.findall(r"[\w.]+", t)}
+        squashed = {t: re.sub(r"[\W_]", "", t.lower()) for t in shown}
         out = []
         for path in self.paths:
-            best = []
+            best: tuple[float, float, str] | None = None
             for name in self.names[path]:
-                best += difflib.get_close_matches(name.lower(), [w.lower() for w in words], n=n, cutoff=0.6)
-            lower = {w.lower(): t for w, t in words.items()}
-            for w in dict.fromkeys(best):
-                out.append((path, lower[w]))
-                break
+                if "." in name and name != path:
+                    continue  # qualified common names: their parent part matches too easily
+                n = re.sub(r"[\W_]", "", name.lower())
+                for label, flat in squashed.items():
+                    m = difflib.SequenceMatcher(None, n, flat, autojunk=False)
+                    cover = sum(b.size for b in m.get_matching_blocks()) / max(len(n), 1)
+                    if cover >= 0.85 and (best is None or (cover, m.ratio()) > best[:2]):
+                        best = (cover, m.ratio(), label)
+            if best is not None:
+                out.append((path, best[2]))
         return out
