@@ -92,7 +92,7 @@ def test_corpus_page_gets_its_verdict(parser, page):
     result = check_page((FIXTURES / page).read_text(encoding="utf-8"), plan, world_size, parser, names)
     found = [f.message for f in result.findings]
     assert len(found) == len(expected), found
-    for message, prefix in zip(found, expected):
+    for message, prefix in zip(found, expected, strict=True):
         assert message.startswith(prefix), message
 
 

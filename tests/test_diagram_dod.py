@@ -203,7 +203,8 @@ def test_workspace_aliases_name_layers(phase, monkeypatch, capsys):
     monkeypatch.chdir(phase.path)
     toml = phase.path / "checks" / "distcheck.toml"
     base = toml.read_text()
-    toml.write_text(base.replace("world_size = 2\n", 'world_size = 2\naliases = { "mlp.up" = ["W1"], "mlp.down" = ["W2"] }\n', 1))
+    aliases = 'aliases = { "mlp.up" = ["W1"], "mlp.down" = ["W2"] }\n'
+    toml.write_text(base.replace("world_size = 2\n", "world_size = 2\n" + aliases, 1))
     page = (ROOT / "solutions" / PAGE).read_text().replace("mlp.up:", "W1:").replace("mlp.down:", "W2:")
     (phase.path / PAGE).write_text(page)
     assert main(["diagram", "--check"]) == 0

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Mapping
 
 from pytest_distcheck.diagram.compare import Difference, compare
+from pytest_distcheck.diagram.labels import plain as labels_plain
 from pytest_distcheck.diagram.markdown import MermaidBlock, links_to, mermaid_blocks
 from pytest_distcheck.diagram.mermaid import (
     MermaidParser,
@@ -23,7 +24,6 @@ from pytest_distcheck.diagram.mermaid import (
     ParsedDiagram,
     render_svg,
 )
-from pytest_distcheck.diagram.labels import plain as labels_plain
 from pytest_distcheck.diagram.names import Namer
 from pytest_distcheck.diagram.plan import LayerNames
 

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.diagram.plan import LayerNames, layer_names_of
+from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.tp.plan import validate_plan
 from pytest_distcheck.workspace import Workspace
 

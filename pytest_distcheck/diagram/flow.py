@@ -59,13 +59,8 @@ class Value:
 REPLICATED = Value("replicated")
 
 
-def _edges(links: list[Link]) -> str:
-    drawn = list(dict.fromkeys(link.drawn for link in links))
-    return ("edge " if len(drawn) == 1 else "edges ") + ", ".join(drawn)
-
-
 def _where(layout: Layout, links: list[Link]) -> str:
-    """``edge ln2 --> down0`` or, when drawn to a subgraph, ``edge x --> gpu0 (node d0, rank 0)``."""
+    """``edge ln2 --> down0`` or, when drawn to a subgraph, ``edge x --> gpu0 (into node d0, rank 0)``."""
     parts = []
     for link in dict.fromkeys(links):
         at = "" if link.drawn == f"{link.start} --> {link.end}" else f" (into node {link.end}"
@@ -150,8 +145,6 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
             v = out[n]
             if n in layout.layers_of:
                 found[(layout.layers_of[n][0], "dead-end-layer")].append(n)
-            elif v.kind == "partial" and n not in consumed_partial:
-                found[(layout.layers_of[v.origin][0], "missing-all-reduce-end")].append(n)
             elif v.kind == "shard" and v.origin in layout.layers_of and _row_parallel_after(layout, v.origin):
                 found[(layout.layers_of[v.origin][0], "dead-end")].append(n)
 
@@ -211,10 +204,6 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
                 f"no all-reduce after {styled}: {_node_list(consumers)} ({graph.label(first)!r}) "
                 f"{'reads' if len(consumers) == 1 else 'read'} its partial sum by {_where(layout, links)}; "
                 f"sum every rank's partial output in an all-reduce (g) first")))
-        if "missing-all-reduce-end" in ev:
-            diffs.append(Difference("missing-all-reduce", path, (
-                f"no all-reduce after {styled}: its partial sum ends at "
-                f"{_node_list(ev['missing-all-reduce-end'])} without one")))
         if "all-reduce-ranks" in ev:
             parts = [f"node {n} takes the partial sum of rank {', '.join(map(str, sorted(got)))} only"
                      for n, _, got in ev["all-reduce-ranks"]]

@@ -45,7 +45,9 @@ class LayerNames:
         for name, members in self.fused.items():
             unknown = [m for m in members if m not in plan]
             if unknown or len(members) < 2:
-                raise ValueError(f"fused entry {name!r}: needs two or more module paths of the plan, found {list(members)}")
+                raise ValueError(
+                    f"fused entry {name!r}: needs two or more module paths of the plan, found {list(members)}"
+                )
             if len({plan[m] for m in members}) > 1:
                 raise ValueError(f"fused entry {name!r}: {', '.join(members)} do not share one style")
         for parent in self.residual:
