@@ -170,3 +170,12 @@ def test_closest_labels_spell_a_name_nearly():
         ("mlp.up", "MLP fc 1 (column)"), ("mlp.down", "MLP fc 2 (row)"),
     ]
     assert Namer.of(["attn.qkv"]).closest(["Attention", "LayerNorm"]) == []  # nothing close: nothing said
+
+
+@pytest.mark.parametrize(
+    "text, splits",
+    [("split", True), ("rank 1's slice", True), ("scatter", True), ("Shard(-1)", True), ("torch.chunk", True),
+     ("partial sum", False), ("Replicate()", False), ("shard 0 of 2", False)],
+)
+def test_split_edges(text, splits):
+    assert labels.split(text) is splits

@@ -23,8 +23,8 @@ the generator's output and ``docs/tp-sharding.md`` follow:
 - **Reduce-scatter**: a node labelled ``reduce-scatter`` sums partial sums into one shard per rank
   (Megatron-LM's sequence parallelism, Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2, in
   place of the all-reduce; an all-gather later makes the tensor whole).
-- **Split**: an edge labelled ``split``, ``slice``, ``scatter`` or ``chunk`` hands each rank its own
-  slice of a replicated tensor.
+- **Split**: an edge labelled ``split``, ``slice``, ``scatter``, ``chunk`` or ``Shard(-1)`` (a DTensor
+  placement) hands each rank its own slice of a replicated tensor.
 - **Rank**: a subgraph whose title (or, untitled, whose id) says ``rank N``, ``GPU N``,
   ``device N``, ``tp_rank N`` or ``cuda:N`` (``Rank 1 (GPU 1)``, ``tp_rank=1``, ``rank1``); a node
   belongs to the rank of its nearest such subgraph.
@@ -56,7 +56,7 @@ _BACKWARD_QUALIFIER = re.compile(r"\W*(?:(?:in|on|during|for)\s+(?:the\s+)?)?(?:
 _RANK = re.compile(r"(?<![a-z])(?:tp[\s_-]?)?(?:rank|gpu|device|cuda)[\s_#:=-]*(\d+)(?![\w.])", re.IGNORECASE)
 _ALL_GATHER = re.compile(r"all[\s_-]?gather|(?<![a-z])(?:gather|concat(?:enate)?)(?![a-z])", re.IGNORECASE)
 _REDUCE_SCATTER = re.compile(r"reduce[\s_-]?scatter", re.IGNORECASE)
-_SPLIT = re.compile(r"(?<![a-z])(?:split|slice|scatter|chunk)", re.IGNORECASE)
+_SPLIT = re.compile(r"(?<![a-z])(?:split|slice|scatter|chunk|shard\s*\(\s*-?\d)", re.IGNORECASE)
 _TAG = re.compile(r"<[^>]*>")
 
 
