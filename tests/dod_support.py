@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
+import yaml
+
+WORKFLOW = Path(__file__).resolve().parents[1] / "docs" / "ci" / "distcheck-gate.yml"
 
 # Two DoD checks for MINI_WORKSPACE; each body is filled in by the test (``pass`` means done).
 CHECKS = """
@@ -37,3 +45,21 @@ def in_process_gate(monkeypatch):
     from pytest_distcheck.dod import isolation
 
     monkeypatch.setattr(isolation, "REQUIRED", False)
+
+
+def workflow_verdict() -> str:
+    """The jq expression of the workflow's verdict step."""
+    steps = yaml.safe_load(WORKFLOW.read_text())["jobs"]["gate"]["steps"]
+    run = next(s["run"] for s in steps if s.get("name") == "Check the report's verdict")
+    return run.split("'")[1]
+
+
+def workflow_accepts(report: Path) -> bool:
+    """Whether the workflow's verdict step passes on ``report`` (missing: it fails)."""
+    if not report.is_file():
+        return False
+    jq = shutil.which("jq")
+    if jq is None:
+        doc = json.loads(report.read_text())
+        return bool(doc["gate"]["passed"] and doc["gate"]["isolated"] and (doc["canonical"] or {}).get("trusted"))
+    return subprocess.run([jq, "-e", workflow_verdict(), str(report)], capture_output=True).returncode == 0

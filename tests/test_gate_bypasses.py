@@ -22,7 +22,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from dod_support import write_checks
+from dod_support import workflow_accepts, write_checks
 
 from pytest_distcheck.evidence import record_sources
 
@@ -58,13 +58,17 @@ def phase35(pytester: pytest.Pytester) -> Path:
 
 
 def gate(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "--gate", *args)
+    """The learner's `pytest --gate`, writing the report the example workflow judges (``report.json``)."""
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gate", "--dod-json", "report.json", *args)
+    result.report = pytester.path / "report.json"
+    return result
 
 
 def assert_gate_fails(result: pytest.RunResult) -> None:
     assert result.ret != 0, result.stdout.str()
     result.stdout.fnmatch_lines(["gate: FAILED*"])
     assert "gate: PASSED" not in result.stdout.str()
+    assert not workflow_accepts(result.report)  # the example CI workflow's verdict step fails
 
 
 def test_1_root_conftest_replacing_pending_with_a_builtin(workspace_dir, monkeypatch):
@@ -140,8 +144,8 @@ def test_6_the_kits_synthetic_gpu_result_is_never_evidence(pytester):
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "forged")
-    result = pytester.runpytest("-p", "no:cacheprovider", "checks/test_spend_within_budget.py",
-                                "checks/test_tp_speedup_committed.py")
+    result = gate(pytester)
+    assert_gate_fails(result)
     text = result.stdout.str()
     assert "DONE     tp-speedup-committed" not in text, text
     result.stdout.fnmatch_lines(["BROKEN*tp-speedup-committed*speedup-cuda-2.json: not evidence: its measurements "
@@ -159,7 +163,8 @@ def test_7_a_quiz_line_computed_from_the_key_in_the_old_format(pytester):
         del a["seconds"]
     (root / LOG_REL).parent.mkdir(parents=True)
     (root / LOG_REL).write_text(json.dumps(forged) + "\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", "checks/test_quiz_passed.py")
+    result = gate(pytester)
+    assert_gate_fails(result)
     result.stdout.fnmatch_lines(["BROKEN*quiz-passed*line 1*'mode' is a required property*"])
 
 
@@ -180,7 +185,7 @@ def test_an_edited_check_in_a_phase_35_workspace_is_untrusted(pytester):
     root = phase35(pytester)
     (root / "checks" / "test_quiz_passed.py").write_text(
         'import pytest\n\n@pytest.mark.local\n@pytest.mark.dod("quiz-passed")\ndef test_quiz_passed():\n    pass\n')
-    result = gate(pytester, "--dod-json", "report.json")
+    result = gate(pytester)
     assert_gate_fails(result)
     result.stdout.fnmatch_lines(["UNTRUSTED*quiz-passed*the workspace is not the shipped DoD of phase 35: check "
                                  "file checks/test_quiz_passed.py differs from the shipped one*"])
