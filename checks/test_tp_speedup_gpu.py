@@ -140,7 +140,8 @@ def test_tp_speedup_on_two_gpus(gpu_pod, distcheck_workspace, distcheck_log, dis
     gpu_pod.put(tmp_path / "preflight.json", "code/preflight.json")
     device, backend, preset = MODES[rehearsal]
     name = f"speedup-{device}-{backend}-{GPUS}-{gpu_pod.run_id}.json"
-    command = (f"cd code && (python -c 'import jsonschema, matplotlib' 2>/dev/null || python -m pip install -q {DEPS})"
+    command = (f"# speedup.py: torchrun, {GPUS} ranks, {backend} on {device}\n"
+               f"cd code && (python -c 'import jsonschema, matplotlib' 2>/dev/null || python -m pip install -q {DEPS})"
                f" && torchrun --nproc_per_node {GPUS} -m experiments.tp_inference.speedup "
                f"--run-id {shlex.quote(gpu_pod.run_id)} --backend {backend} --device {device} --preset {preset} "
                f"--preflight preflight.json --out experiments/tp_inference/results/{shlex.quote(name)} {extra}")

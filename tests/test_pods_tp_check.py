@@ -31,6 +31,14 @@ def _workspace(root: Path) -> None:
         f.write(f'\n[tp_inference]\nresults_dir = "experiments/tp_inference/results"\npod_args = "{TINY}"\n')
 
 
+# The status line's steps, one plain line each (pytester is not a terminal), in order.
+STEPS = ["distcheck pods: 2 x NVIDIA GeForce RTX 4090 (runpod): creating distcheck-*",
+         "distcheck pods: 2 x * (runpod): waiting for fake* s since create, $* so far*",
+         "distcheck pods: 2 x * (runpod): ready: SSH 127.0.0.1:*",
+         "distcheck pods: 2 x * (runpod): ready: pod *, run *",
+         "distcheck pods: 2 x * (runpod): staging stage -> pod:code *"]
+
+
 def _rows(root: Path):
     return Ledger(root / "ledger.md", root / ".distcheck" / "budget.lock").read()
 
@@ -44,9 +52,11 @@ def _settled(root: Path, provider: str) -> None:
 
 def test_paid_run_on_a_cpu_only_pod_stops_at_preflight(pod_dir, fake):  # noqa: F811
     _workspace(pod_dir.path)
-    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-m", "gpu", "-p", "no:cacheprovider",
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-m", "gpu", "-p", "no:cacheprovider", "-s",
                                           "checks/test_tp_speedup_gpu.py")
     result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(STEPS[:5] + ["*: running preflight: GPUs, driver, torch, NCCL all-reduce, free memory*",
+                                             "*: terminating pod *", "*: pod * terminated; settled * s x $1.18/h = $*"])
     result.stdout.fnmatch_lines(["*PreflightFailed: pod * failed its preflight, so the experiment was not started*",
                                  "*- no GPU visible: nvidia-smi: nvidia-smi not found*",
                                  "*- torch.cuda.is_available() is False*"])
@@ -64,6 +74,10 @@ def test_rehearsal_runs_the_whole_path_on_the_cpu(pod_dir, fake, monkeypatch):  
     result = pod_dir.runpytest_subprocess("--max-usd", "3", "-m", "gpu", "-p", "no:cacheprovider",
                                           "checks/test_tp_speedup_gpu.py")
     result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(STEPS + ["*: running speedup.py: torchrun, 2 ranks, gloo on cpu*",
+                                         "*: copying back pod:code/experiments/*/results/speedup-cpu-gloo-2-*",
+                                         "*: terminating pod *", "*: pod * terminated; settled * s x $1.18/h = $*"])
+    assert "Captured stderr" not in result.stdout.str() and "Captured stdout" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*REHEARSAL against the bundled fake RunPod API*",
                                  "*REHEARSAL of the paid TP run*", "*not evidence, not to commit*",
                                  "*not covered here: no GPU visible*"])

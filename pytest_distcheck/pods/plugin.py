@@ -184,7 +184,7 @@ def gpu_pod(request: pytest.FixtureRequest, budget):
     Raises BudgetRefused when the worst case does not fit the budget.
     """
     from pytest_distcheck.pods.base import Unavailable
-    from pytest_distcheck.pods.progress import WaitBar
+    from pytest_distcheck.pods.progress import ReportedPod, StatusLine
 
     config = request.config
     ps = pods_session(config)
@@ -200,27 +200,54 @@ def gpu_pod(request: pytest.FixtureRequest, budget):
                               cloud=gpu.cloud, usd_per_gpu_hour=rate)
 
     capman = config.pluginmanager.getplugin("capturemanager")
-    bar = WaitBar(f"{gpu.gpus} x {gpu_type} ({provider.name})", ps.timings.ready_timeout, sys.stderr)
-    lease = ps.lease(gpu, reserve, bar)
-    with capman.global_and_fixture_disabled():
-        try:
-            ps.start()
-            pod = lease.__enter__()
-        except Unavailable as exc:
-            pytest.skip(f"gpu_pod ({provider.name}): {exc}")
-        finally:
-            bar.close()
+    lease: Any = None
 
-    def echo(line: str) -> None:
-        with capman.global_and_fixture_disabled():
-            sys.stderr.write(line)
-            sys.stderr.flush()
+    def meter() -> tuple[float | None, float | None]:
+        res = getattr(lease, "reservation", None)
+        if lease is None or res is None or not lease.started:
+            return None, None
+        return lease.started, lease.usd_per_hour or float(res.usd_per_hour)
 
-    pod.echo = echo
+    line = StatusLine(f"{gpu.gpus} x {gpu_type} ({provider.name})", config.pluginmanager.get_plugin("terminalreporter"),
+                      capman.global_and_fixture_disabled if capman is not None else None, meter)
+    lease = ps.lease(gpu, reserve, line)
     try:
-        yield pod
+        ps.start()
+        pod = lease.__enter__()
+    except Unavailable as exc:
+        line(f"not started ({exc})")
+        line.close()
+        pytest.skip(f"gpu_pod ({provider.name}): {exc}")
+    except BaseException:
+        line(f"failed before it was ready; {_ending(lease)}", metered=False)
+        line.close()
+        raise
+    line(f"ready: pod {pod.id}, run {pod.run_id}")
+    pod.echo = line.output
+    try:
+        yield ReportedPod(pod, line)
     finally:
-        lease.__exit__(None, None, None)
+        line(f"terminating pod {pod.id}")
+        try:
+            lease.__exit__(None, None, None)
+        finally:
+            line(_ending(lease), metered=False)
+            line.close()
+
+
+def _ending(lease: Any) -> str:
+    """How a lease ended, for the status line: terminated or not, and what the ledger settled."""
+    term, res = lease.termination, lease.reservation
+    row = getattr(res, "settled_row", None) if res is not None else None
+    if lease.pod_id is None:
+        return "no pod was created; the reservation is released" if lease.lost_name is None else \
+            f"the create answer was lost; {lease.lost_name} is looked for at session end"
+    if term is None or not term.confirmed:
+        return f"termination of pod {lease.pod_id} NOT confirmed; the ledger keeps its worst case"
+    if row is None:
+        return f"pod {lease.pod_id} terminated; ledger not settled"
+    return (f"pod {lease.pod_id} terminated; settled {row.billed_s} s x ${row.rate_per_hour}/h = ${row.cost} "
+            f"(run {row.run_id})")
 
 
 @pytest.hookimpl(trylast=True)

@@ -227,7 +227,8 @@ def summary(facts: dict[str, Any]) -> str:
 
 def probe_command(gpus: int) -> str:
     """The shell command that runs the probe with the pod's ``python3`` (or ``python``)."""
-    return (f"PY=$(command -v python3 || command -v python) && \"$PY\" - {int(gpus)} <<'DISTCHECK_PROBE'\n"
+    return ("# preflight: GPUs, driver, torch, NCCL all-reduce, free memory\n"
+            f"PY=$(command -v python3 || command -v python) && \"$PY\" - {int(gpus)} <<'DISTCHECK_PROBE'\n"
             f"{PROBE}\nDISTCHECK_PROBE")
 
 

@@ -1,39 +1,142 @@
-"""A progress bar (rich) for the bounded wait on a pod: what it is doing, and time used of the limit."""
+"""What a paid run is doing, on one status line: create, wait (seconds since the create call and USD
+accrued so far), ready, staging, run, copy-back, terminate, settle.
+
+Written through pytest's terminal reporter with capture suspended (as pytest's live logging does), so
+it shows with and without ``-s`` and never lands in a test's captured output. On a terminal the line
+is rewritten in place; elsewhere (a pipe, CI, pytester) each new step is a plain line of its own, and a
+wait that shows no new step still gets a line every :data:`QUIET_EVERY_S` seconds. Output of a command
+on the pod is written above the line. Tests: ``tests/test_pods_progress.py`` (the line) and
+``tests/test_pods_tp_check.py`` (visible in a pytest run with and without ``-s``).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
-from typing import Any, TextIO
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+QUIET_EVERY_S = 30.0
+PREFIX = "distcheck pods: "
 
 
-class WaitBar:
-    """Call it with status texts; the bar shows seconds elapsed out of ``total_s``. ``close()`` ends it.
+class StatusLine:
+    """The status line of one pod. Call it with a status text; :meth:`output` writes a command's line.
 
-    Drawn on ``file`` (a terminal: live; anything else: rich prints the final state only).
+    Args:
+        title: what is rented, e.g. ``"2 x NVIDIA GeForce RTX 4090 (runpod)"``.
+        reporter: pytest's terminal reporter (``write_line``, ``rewrite``, ``isatty``), or None: plain lines
+            on ``sys.__stderr__``.
+        suspend: a context manager factory that suspends output capture while writing (pytest's
+            ``capman.global_and_fixture_disabled``), or None.
+        meter: returns (monotonic seconds of the create call or None, USD per hour of the pod or None);
+            read at each update for the elapsed time and the USD accrued.
+        clock: monotonic seconds (tests pass a fake).
     """
 
-    def __init__(self, title: str, total_s: float, file: TextIO) -> None:
+    def __init__(self, title: str, reporter: Any = None, suspend: Callable[[], Any] | None = None,
+                 meter: Callable[[], tuple[float | None, float | None]] = lambda: (None, None),
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.title = title
-        self.total_s = total_s
-        self.file = file
-        self._progress: Any = None
-        self._task: Any = None
-        self._t0 = time.monotonic()
+        self.reporter = reporter
+        self.suspend = suspend or contextlib.nullcontext
+        self.meter = meter
+        self.clock = clock
+        self.tty = bool(reporter is not None and reporter.isatty())
+        self.lines: list[str] = []  # every line shown (for the plain form: as written)
+        self._text = ""
+        self._last_plain = ""
+        self._last_plain_at = -1e18
+        self._drawn = False
 
-    def __call__(self, text: str) -> None:
-        if self._progress is None:
-            from rich.console import Console
-            from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    def render(self, text: str, metered: bool = True) -> str:
+        started, rate = self.meter()
+        extra = ""
+        if started is not None and metered:
+            elapsed = max(self.clock() - started, 0.0)
+            extra = f" [{elapsed:.0f} s since create" + (f", ${float(rate) * elapsed / 3600:.4f} so far]"
+                                                         if rate is not None else "]")
+        return f"{PREFIX}{self.title}: {text}{extra}"
 
-            self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                      TimeElapsedColumn(), TextColumn(f"of {self.total_s:.0f} s"),
-                                      console=Console(file=self.file), transient=False)
-            self._progress.start()
-            self._task = self._progress.add_task(self.title, total=self.total_s)
-        elapsed = min(time.monotonic() - self._t0, self.total_s)
-        self._progress.update(self._task, description=f"{self.title}: {text}", completed=elapsed)
+    def __call__(self, text: str, metered: bool = True) -> None:
+        """Show ``text`` (with the time since create and USD accrued unless ``metered`` is False)."""
+        self._text = text
+        line = self.render(text, metered)
+        if self.tty:
+            self._write(lambda: self.reporter.rewrite(line, erase=True))
+            self._drawn = True
+            self.lines.append(line)
+            return
+        now = self.clock()
+        if text != self._last_plain or now - self._last_plain_at >= QUIET_EVERY_S:
+            self._last_plain, self._last_plain_at = text, now
+            self._plain(line)
+
+    step = __call__
+
+    def output(self, line: str) -> None:
+        """A line of a command's output (with or without its newline), written above the status line."""
+        line = line.rstrip("\n")
+        if self.tty:
+            def redraw() -> None:
+                self.reporter.rewrite(line, erase=True)
+                self.reporter.write_line("")
+                self.reporter.rewrite(self.render(self._text), erase=True)
+            self._write(redraw)
+        else:
+            self._plain(line, record=False)
 
     def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+        """End the line (a newline on a terminal)."""
+        if self.tty and self._drawn:
+            self._write(lambda: self.reporter.write_line(""))
+            self._drawn = False
+
+    def _plain(self, line: str, record: bool = True) -> None:
+        if record:
+            self.lines.append(line)
+        if self.reporter is None:
+            print(line, file=sys.__stderr__, flush=True)  # noqa: T201 - no terminal reporter (-p no:terminal)
+        else:
+            self._write(lambda: self.reporter.write_line(line))
+
+    def _write(self, fn: Callable[[], None]) -> None:
+        with self.suspend():
+            fn()
+            if self.reporter is not None:
+                self.reporter.flush()
+
+
+def label(command: str) -> str:
+    """How a command is shown: its first line's ``# comment`` if it starts with one, else its first 60
+    characters."""
+    first = command.lstrip().splitlines()[0] if command.strip() else ""
+    if first.startswith("#"):
+        return first.lstrip("# ").strip()
+    return first[:60] + ("..." if len(first) > 60 or "\n" in command.strip() else "")
+
+
+class ReportedPod:
+    """A pod whose ``put``/``run``/``get`` announce their step on a :class:`StatusLine` (staging, running
+    ..., copying back); everything else is the pod's own (``id``, ``run_id``, ``provider``, ...)."""
+
+    def __init__(self, pod: Any, line: StatusLine) -> None:
+        self._pod = pod
+        self._line = line
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pod, name)
+
+    def put(self, local: Path, remote: str) -> None:
+        self._line.step(f"staging {Path(local).name} -> pod:{remote}")
+        self._pod.put(local, remote)
+
+    def run(self, command: str, timeout: float, on_output: Any = None) -> Any:
+        self._line.step(f"running {label(command)}")
+        return self._pod.run(command, timeout, on_output)
+
+    def get(self, remote: str, local: Path) -> None:
+        self._line.step(f"copying back pod:{remote}")
+        self._pod.get(remote, local)
