@@ -206,3 +206,12 @@ def test_a_learner_module_a_check_imports_cannot_replace_kit_functions(workspace
     assert_gate_fails(result)
     result.stdout.fnmatch_lines(["UNTRUSTED*alpha*pytest_distcheck.pending was replaced after the gate's "
                                  "sub-session started (now builtin_function_or_method)*"])
+
+
+def test_claiming_to_be_the_sub_session_by_hand_is_untrusted(workspace_dir):
+    write_checks(workspace_dir)  # both checks done: only the isolation can fail the gate
+    (workspace_dir.path / "conftest.py").write_text("# the learner's\n")
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--gate", "--distcheck-subsession")
+    result.stdout.fnmatch_lines(["UNTRUSTED*alpha*the gate's sub-session is not isolated: Python was not started "
+                                 "with -I*conftest.py files may load (no --noconftest)*", "gate: FAILED*"])
+    assert result.ret == FAILED

@@ -54,8 +54,10 @@ CARRIED = ("--gate", "--dod-json", "--dod-markdown", "--color")
 
 def ini_text(root: Path, workspace_rel: str) -> str:
     """The kit's ini file for the sub-session: the rootdir on ``sys.path`` and the workspace file, nothing else."""
+    import shlex
+
     return (f"# written by pytest-distcheck for the gate's isolated sub-session\n[pytest]\n"
-            f"pythonpath = {root}\ndistcheck_config = {workspace_rel}\naddopts =\n")
+            f"pythonpath = {shlex.quote(str(root))}\ndistcheck_config = {workspace_rel}\naddopts =\n")
 
 
 def clean_env(environ: dict[str, str]) -> dict[str, str]:
