@@ -49,7 +49,8 @@ def test_pod_test_passes_and_settles(pod_dir, fake):  # noqa: F811
     (pod,) = fake.pods
     rows = ledger_rows(pod_dir.path)
     assert [(r.status, r.resource_id, r.experiment) for r in rows] == [
-        ("open", "-", "tp-inference"), ("started", pod.id, "tp-inference"), ("settled", pod.id, "tp-inference")]
+        ("open", "-", "tp-inference"), ("started", pod.id, "tp-inference"), ("settled", pod.id, "tp-inference"),
+        ("reconciled", pod.id, "tp-inference")]
     assert rows[1].run_id in pod.name and pod.name.startswith("distcheck-")
 
 
@@ -58,7 +59,7 @@ def test_without_max_usd_the_test_is_skipped_and_nothing_is_created(pod_dir, fak
     result = pod_dir.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*--max-usd*"])
-    assert fake.pods == [] and fake.api.log == []
+    assert fake.pods == [] and [name for name, _ in fake.api.log] == ["myself"]  # only the start sweep's list
 
 
 def test_without_api_key_it_skips_with_the_reason(pod_dir, fake, monkeypatch):  # noqa: F811
@@ -75,7 +76,7 @@ def test_failing_test_still_terminates(pod_dir, fake):  # noqa: F811
     result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     no_pod_billing(fake)
-    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "started", "settled"]
+    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "started", "settled", "reconciled"]
 
 
 def test_keyboard_interrupt_terminates(pod_dir, fake):  # noqa: F811
@@ -83,7 +84,7 @@ def test_keyboard_interrupt_terminates(pod_dir, fake):  # noqa: F811
     result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     no_pod_billing(fake)
-    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "started", "settled"]
+    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "started", "settled", "reconciled"]
 
 
 def _start_pytest(pod_dir, *args):  # noqa: F811
@@ -104,7 +105,7 @@ def test_sigterm_to_pytest_terminates_and_settles(pod_dir, fake):  # noqa: F811
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     no_pod_billing(fake)
-    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "started", "settled"], out
+    assert [r.status for r in ledger_rows(pod_dir.path)] == ["open", "started", "settled", "reconciled"], out
     assert API_KEY not in out
 
 

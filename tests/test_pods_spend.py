@@ -7,7 +7,7 @@ import time
 from decimal import Decimal
 
 import pytest
-from fake_runpod.fixtures import fake, guard, provider, timings  # noqa: F401 - fixtures
+from fake_runpod.fixtures import fake, guard, pod_dir, provider, timings  # noqa: F401 - fixtures
 
 from pytest_distcheck.budget.errors import BudgetRefused
 from pytest_distcheck.pods import deadman
@@ -103,3 +103,34 @@ def test_the_open_row_is_in_the_ledger_before_the_create_call(fake, provider, gu
         pass
     assert seen == [[("open", "-")]]
     assert [r.status for r in guard.ledger.read()] == ["open", "started", "settled"]
+
+
+def test_orphans_are_swept_at_session_start_without_paid_tests(fake, pod_dir):  # noqa: F811
+    fake.account.new_pod({"name": "distcheck-deadbeef-00aa02-1000000000", "gpuTypeId": GPU, "gpuCount": 1,
+                          "imageName": "x"}, boot_seconds=0.0)  # its reserved time ended in 2001
+    fake.account.new_pod({"name": "somebody-elses-pod", "gpuTypeId": GPU, "gpuCount": 1, "imageName": "x"}, 0.0)
+    pod_dir.makepyfile("def test_free():\n    pass\n")
+    result = pod_dir.runpytest_subprocess("-p", "no:cacheprovider")  # no --max-usd: no paid test at all
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*distcheck pods: start sweep: * distcheck-deadbeef-00aa02-1000000000: terminated*"])
+    assert [p.name for p in fake.live_pods()] == ["somebody-elses-pod"]  # kit's orphans leaked: 0
+
+
+def test_a_paid_session_ends_reconciled_with_the_providers_bill(fake, pod_dir):  # noqa: F811
+    pod_dir.makepyfile("""
+        import pytest
+
+        @pytest.mark.gpu
+        @pytest.mark.pod(gpus=2, minutes=1, experiment="tp-inference")
+        def test_paid(gpu_pod):
+            assert gpu_pod.run("true", timeout=30).ok
+    """)
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*distcheck budget: reconciled * confirmed by the provider*"])
+    from pytest_distcheck.budget import accounting
+    from pytest_distcheck.budget.ledger import Ledger
+
+    rows = Ledger(pod_dir.path / "ledger.md", pod_dir.path / ".distcheck" / "budget.lock").read()
+    assert [r.status for r in rows] == ["open", "started", "settled", "reconciled"]
+    assert abs(accounting.totals(rows).total - Decimal(str(round(fake.billed_usd(), 6)))) <= Decimal("0.0001")

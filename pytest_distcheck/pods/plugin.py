@@ -114,9 +114,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         return ["distcheck pods: REHEARSAL against the bundled fake RunPod API on this machine: nothing is paid, "
                 "results are not evidence"]
     if name == "runpod":
-        key = "RUNPOD_API_KEY set" if os.environ.get("RUNPOD_API_KEY", "").strip() else "RUNPOD_API_KEY not set"
-        return [f"distcheck pods: provider runpod ({key}); pods named distcheck-<run id>-<deadline>, "
-                "orphans swept at session start and end"]
+        has_key = bool(os.environ.get("RUNPOD_API_KEY", "").strip())
+        key = "RUNPOD_API_KEY set" if has_key else "RUNPOD_API_KEY not set"
+        when = "at every session start and after paid sessions" if has_key else "once RUNPOD_API_KEY is set"
+        return [f"distcheck pods: provider runpod ({key}); pods named distcheck-<run id>-<deadline>, orphans swept "
+                f"{when}"]
     return [f"distcheck pods: provider local (this machine's GPUs, ${_local_rate(config):g}/GPU-hour)"]
 
 
@@ -250,6 +252,40 @@ def _ending(lease: Any) -> str:
             f"(run {row.run_id})")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Sweep other sessions' orphaned pods at every session start where a RunPod key is set, paid tests
+    or not (the controller only, under xdist)."""
+    import os
+
+    config = session.config
+    if hasattr(config, "workerinput") or _provider_name(config) != "runpod":
+        return
+    if os.environ.get("RUNPOD_API_KEY", "").strip():
+        pods_session(config).sweep_at_start()
+
+
+def _reconcile_at_end(config: pytest.Config) -> None:
+    """After a paid session on RunPod: append what RunPod billed for the ledger's pods, show differences."""
+    import os
+
+    from pytest_distcheck.budget.plugin import _guard, max_usd, session_id
+    from pytest_distcheck.errors import DistcheckError
+
+    if max_usd(config) is None or _provider_name(config) != "runpod" or not os.environ.get("RUNPOD_API_KEY", "").strip():
+        return
+    from pytest_distcheck.pods.runpod_api import pod_bills
+
+    report = _report(config)
+    try:
+        findings = _guard(config).reconcile(pod_bills)
+    except (DistcheckError, pytest.UsageError) as exc:
+        report(f"distcheck budget: not reconciled with RunPod ({exc}); run `distcheck budget --reconcile` later")
+        return
+    for f in findings:
+        if f.run_id.startswith(f"{session_id(config)}-") or f.state == "difference":
+            report(f"distcheck budget: reconciled {f.line()}")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
@@ -259,6 +295,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if hasattr(config, "workerinput"):
         config.workeroutput["distcheck_pods_used"] = bool(ps is not None and ps.started)
         return
+    used = bool(ps is not None and ps.started) or any(config.stash.get(_workers_key, []))
     if any(config.stash.get(_workers_key, [])) and (ps is None or not ps.started):
         # xdist controller: a worker used pods (or crashed); sweep what the whole session left.
         from pytest_distcheck.pods.base import Unavailable
@@ -268,6 +305,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             ps.sweep_session()
         except Unavailable as exc:
             _report(config)(f"distcheck pods: no final sweep ({exc})")
+    if used:
+        _reconcile_at_end(config)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -1,7 +1,7 @@
 """The pods side of one pytest process: its provider, its reaper, its session lock, its sweeps.
 
-Created on the first ``gpu_pod`` request (so runs without paid tests never touch the provider) and
-finished at session end: leases whose create answer was lost are matched by name and settled, the
+Created on the first ``gpu_pod`` request, or at session start when ``RUNPOD_API_KEY`` is set: then
+other sessions' orphans are swept at every session start, paid tests or not. Finished at session end: leases whose create answer was lost are matched by name and settled, the
 session's leftover pods are swept (kill path c), and whatever is still on the reaper's list is
 terminated (kill path a).
 """
@@ -65,6 +65,7 @@ class PodsSession:
         self._provider: Provider | None = None
         self._unavailable: Unavailable | None = None
         self._lock: SessionLock | None = None
+        self._swept_at_start = False
 
     def provider(self) -> Provider:
         """The provider (made once). Raises Unavailable, remembered for later requests."""
@@ -78,6 +79,17 @@ class PodsSession:
                 raise
         return self._provider
 
+    def sweep_at_start(self) -> None:
+        """Sweep other sessions' orphans now (kill path c), once, for a remote provider whose key is set;
+        a session without paid tests does it too. Raises nothing: a failure is reported."""
+        try:
+            provider = self.provider()
+        except Unavailable:
+            return
+        if provider.remote and not self._swept_at_start:
+            self._swept_at_start = True
+            self._sweep("start", None)
+
     def start(self) -> None:
         """Once per process before the first pod: hold the session lock, install the reaper's exit and
         signal hooks, sweep other sessions' orphans."""
@@ -88,7 +100,9 @@ class PodsSession:
         self.reaper.install()
         if provider.remote:
             self._lock = SessionLock(self.session_id)
-            self._sweep("start", None)
+            if not self._swept_at_start:
+                self._swept_at_start = True
+                self._sweep("start", None)
 
     def lease(self, request: GpuRequest, reserve: Reserve, on_status: Callable[[str], object] | None = None) -> Lease:
         lease = Lease(self.provider(), request, reserve, self.reaper, self.timings, on_status)
