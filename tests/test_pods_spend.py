@@ -134,3 +134,37 @@ def test_a_paid_session_ends_reconciled_with_the_providers_bill(fake, pod_dir): 
     rows = Ledger(pod_dir.path / "ledger.md", pod_dir.path / ".distcheck" / "budget.lock").read()
     assert [r.status for r in rows] == ["open", "started", "settled", "reconciled"]
     assert abs(accounting.totals(rows).total - Decimal(str(round(fake.billed_usd(), 6)))) <= Decimal("0.0001")
+
+
+@pytest.mark.parametrize("gpu", ['RTX 4090") { id } mutation { podTerminate(input: {podId: "x"}) } #',
+                                 "NVIDIA\nA40", "RTX 4090\\"])
+def test_a_gpu_type_that_could_break_graphql_never_reaches_the_api(fake, tmp_path, monkeypatch, capsys, gpu):  # noqa: F811
+    from fake_runpod.fixtures import write_workspace
+
+    from pytest_distcheck.cli import main
+
+    write_workspace(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["estimate", "--gpu", gpu, "--count", "2", "--minutes", "10"]) == 2
+    assert "is not a GPU type id" in capsys.readouterr().err
+    assert fake.api.log == []  # nothing was sent
+    with pytest.raises(ValueError, match="is not a GPU type id"):
+        GpuRequest(gpus=1, gpu_type=gpu, seconds=60)
+
+
+def test_a_pods_section_with_a_quote_in_gpu_type_is_a_usage_error(fake, pod_dir):  # noqa: F811
+    toml = pod_dir.path / "checks" / "distcheck.toml"
+    toml.write_text(toml.read_text().replace('gpu_type = "NVIDIA GeForce RTX 4090"',
+                                             "gpu_type = 'RTX 4090\" x'"))
+    pod_dir.makepyfile("import pytest\n\n@pytest.mark.gpu\ndef test_paid(gpu_pod):\n    pass\n")
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
+    assert "is not a GPU type id" in result.stdout.str() + result.stderr.str()
+    assert fake.pods == [] and not [n for n, _ in fake.api.log if n != "myself"]
+
+
+def test_without_a_live_price_a_paid_run_is_refused(fake, guard, provider, timings):  # noqa: F811
+    fake.inject("gpu", "http_502")
+    with pytest.raises(BudgetRefused, match="no live runpod price .*live RunPod price lookup failed"):
+        with lease_for(provider, guard, timings):
+            pass
+    assert fake.pods == [] and not guard.ledger.path.exists()

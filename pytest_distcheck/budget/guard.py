@@ -296,6 +296,10 @@ class BudgetGuard:
             raise BudgetRefused(f"max_seconds must be a finite number > 0, got {max_seconds!r}")
         self.check_experiment(experiment)
         est = self.estimate(provider, gpu_type, gpu_count, max_seconds, cloud, usd_per_gpu_hour)
+        if est.price.warning:  # a paid pod is priced at the provider's live rate, never a table's guess
+            raise BudgetRefused(f"{purpose}: no live {provider} price for {gpu_count} x {gpu_type} ({cloud}): "
+                                f"{est.price.warning}; the shipped table's {usd(est.price.usd_per_gpu_hour)}/GPU-hour "
+                                "may be below what is billed, so nothing was reserved or created")
         amount, seconds = est.usd, float(max_seconds)
         what = (f"{purpose}: {gpu_count} x {est.price.gpu} on {provider}"
                 + (f" {cloud}" if provider == "runpod" else "")

@@ -77,6 +77,9 @@ def runpod_live_price(provider_gpu_id: str, cloud: str, gpu_count: int) -> Decim
     Raises whatever the SDK raises (``ValueError`` for an unknown GPU id, ``runpod.error.QueryError``,
     ``requests`` errors); :meth:`PriceBook.price` turns those into a refusal or a warning.
     """
+    from pytest_distcheck.pods.base import check_gpu_type
+
+    check_gpu_type(provider_gpu_id, "GPU type")  # the SDK pastes it into GraphQL unescaped
     import runpod  # heavy; only when a key is set and a price is asked for
 
     runpod.api_key = os.environ[API_KEY_ENV]  # the SDK does not read the environment itself
@@ -188,12 +191,19 @@ class PriceBook:
             key = (gpu_id, cloud, gpu_count)
             if key in self._live_cache:
                 return self._live_cache[key]
+            from pytest_distcheck.pods.base import GPU_TYPE
+
+            if not GPU_TYPE.match(gpu_id):
+                raise PriceUnknown(f"GPU type {gpu_id!r} is not a GPU type id (letters, digits, spaces and ._()- "
+                                   "only, e.g. 'NVIDIA GeForce RTX 4090'); nothing was sent to RunPod")
             try:
                 value = self.live_fetch(gpu_id, cloud, gpu_count)
-            except ValueError:  # the SDK's answer for a GPU id RunPod does not know
-                raise PriceUnknown(f"RunPod does not know the GPU type {gpu_id!r} (its ids read like "
-                                   "'NVIDIA GeForce RTX 4090')") from None
-            except Exception as exc:  # any transport or API error: use the table, say so
+            except Exception as exc:  # noqa: BLE001 - sorted below
+                # The SDK raises ValueError for a GPU id RunPod does not know; a 502 HTML page arrives as
+                # requests' JSONDecodeError, also a ValueError, but it says nothing about the GPU.
+                if isinstance(exc, ValueError) and type(exc).__name__ != "JSONDecodeError":
+                    raise PriceUnknown(f"RunPod does not know the GPU type {gpu_id!r} (its ids read like "
+                                       "'NVIDIA GeForce RTX 4090')") from None
                 warning = _redact(f"live RunPod price lookup failed ({type(exc).__name__}: {exc})"[:300])
             else:
                 if value is None:

@@ -9,6 +9,7 @@ budget and the kill paths live in :mod:`pytest_distcheck.pods.lease`; providers 
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,6 +61,20 @@ class PodLost(PodError):
     """The pod went away during use (terminated by a kill path, the budget watchdog or the provider)."""
 
 
+# Values that reach the provider's API text (the runpod SDK pastes them into GraphQL unescaped): GPU type
+# ids read like "NVIDIA GeForce RTX 4090" or "NVIDIA A100-SXM4-80GB"; images like "runpod/pytorch:2.8.0-py3.11".
+GPU_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._()-]{0,79}$")
+IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$")
+
+
+def check_gpu_type(value: str, where: str = "gpu_type") -> str:
+    """``value`` if it is a plausible GPU type id (``GPU_TYPE``). Raises ValueError naming ``where``."""
+    if not isinstance(value, str) or not GPU_TYPE.match(value):
+        raise ValueError(f"{where} {value!r} is not a GPU type id (letters, digits, spaces and ._()- only, "
+                         "e.g. 'NVIDIA GeForce RTX 4090')")
+    return value
+
+
 @dataclass(frozen=True)
 class GpuRequest:
     """What a test asks for.
@@ -85,6 +100,9 @@ class GpuRequest:
             raise ValueError(f"seconds must be > 0, got {self.seconds!r}")
         if self.cloud not in ("secure", "community"):
             raise ValueError(f"cloud must be 'secure' or 'community', got {self.cloud!r}")
+        check_gpu_type(self.gpu_type)
+        if self.image and not IMAGE.match(self.image):
+            raise ValueError(f"image {self.image!r} is not a container image name (letters, digits and ._/:@+- only)")
 
 
 @dataclass(frozen=True)
