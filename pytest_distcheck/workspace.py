@@ -106,9 +106,23 @@ class Workspace:
         """The folder of the workspace file: DoD checks must be defined under it to be trusted."""
         return self.path.parent
 
-    def resolve(self, relpath: str) -> Path:
-        """A path from the file, made absolute against the workspace root."""
-        return (self.root / relpath).resolve()
+    def resolve(self, relpath: str, field: str = "") -> Path:
+        """A path from the file, made absolute against the workspace root.
+
+        The kit reads and writes these paths (the ledger, live logs, the diagram page), so they must
+        stay inside the root: an absolute path or one that climbs out (``../..``, a symlink) is an
+        error naming ``field``, unless the file sets ``allow_paths_outside_root = true`` at its top.
+
+        Raises:
+            ConfigError: the path leaves the root without that permission.
+        """
+        path = (self.root / relpath).resolve()
+        root = self.root.resolve()
+        if path != root and root not in path.parents and self.raw.get("allow_paths_outside_root") is not True:
+            raise ConfigError(self.path, field or relpath, f"{relpath!r} is outside the workspace root {root}; paths "
+                              "in this file are relative to it (set allow_paths_outside_root = true at the top of "
+                              "the file to allow this)")
+        return path
 
 
 def load_workspace(path: Path, root: Path | None = None) -> Workspace:

@@ -195,7 +195,7 @@ def test_the_sdk_quoting_bug_shows_on_the_fake(fake):  # noqa: F811
 
 
 def test_provider_refuses_unsafe_image_without_calling_the_api(fake, provider):  # noqa: F811
-    with pytest.raises(ValueError, match="image contains a double quote"):
+    with pytest.raises(ValueError, match="image 'img\"x' is not a container image name"):
         provider.create(GpuRequest(1, GPU, 60, 'img"x'), "distcheck-5e55101d-000003-1900000000", 60, 1.0, 0)
     assert fake.api.log == []
 
