@@ -168,3 +168,26 @@ def test_without_a_live_price_a_paid_run_is_refused(fake, guard, provider, timin
         with lease_for(provider, guard, timings):
             pass
     assert fake.pods == [] and not guard.ledger.path.exists()
+
+
+def test_a_provider_wide_outage_leaks_no_pod_and_the_bill_settles_the_ledger(fake, provider, guard, timings):  # noqa: F811
+    """Terminate fails for the client AND the pod's own switch (502s for a while): the client retries
+    with backoff until its confirm timeout, the pod's switch keeps trying and has the last word."""
+    from pytest_distcheck.budget import accounting
+    from pytest_distcheck.pods.base import PodError
+    from pytest_distcheck.pods.runpod_api import pod_bills
+
+    lease = lease_for(provider, guard, timings)
+    with pytest.raises(PodError, match="could not confirm"):
+        with lease as pod:
+            pod.run("true", timeout=30)
+            fake.inject("terminate", "http_502", times=60)  # the outage starts
+    (created,) = fake.pods
+    assert lease.termination.attempts > 3  # retried with backoff, not once
+    assert fake.wait_until(lambda: not created.alive, 90), "the pod leaked"
+    assert not fake.live_pods()  # pods leaked: 0
+    assert not fake.api.faults["podTerminate"]  # it ended only after the whole outage
+    assert guard.status().totals.unsettled == (lease.reservation.run_id,)  # counted at its worst case meanwhile
+    guard.reconcile(pod_bills)
+    rows = guard.ledger.read()
+    assert abs(accounting.totals(rows).total - Decimal(str(round(fake.billed_usd(), 6)))) <= Decimal("0.0001")
