@@ -71,8 +71,8 @@ def deadman_script(pod) -> str:
 
 
 @pytest.mark.parametrize("reported", [0.0, None])
-def test_a_reported_rate_of_zero_is_metered_at_the_priced_rate_and_the_watchdog_arms(fake, provider, guard,  # noqa: F811
-                                                                                      timings, reported):
+def test_a_reported_rate_of_zero_is_metered_at_the_priced_rate_and_the_watchdog_arms(  # noqa: F811
+        fake, provider, guard, timings, reported):  # noqa: F811
     fake.account.reported_cost_per_hr = reported if reported is not None else 0.0
     lease = lease_for(provider, guard, timings)
     with lease:

@@ -103,4 +103,5 @@ def budget_config(ws) -> BudgetConfig | None:
     if unknown:
         raise ConfigError(path, f"budget.{unknown[0]}", "unknown key (known: ledger, phase_ceiling_usd, "
                           "experiment_ceilings_usd, uncapped_experiments)")
-    return BudgetConfig(ws.resolve(ledger, "budget.ledger"), ledger, phase, experiments, tuple(uncapped), ws.root / STATE_DIR, path)
+    return BudgetConfig(ws.resolve(ledger, "budget.ledger"), ledger, phase, experiments, tuple(uncapped),
+                        ws.root / STATE_DIR, path)

@@ -85,7 +85,8 @@ cost_per_hr() {
     age=$((now - changed))
     lived=$((now - T0))
     if [ "$lived" -ge "$limit" ] || [ "$age" -gt "$STALE" ]; then
-      echo "$(date -u +%FT%TZ) ending pod $RUNPOD_POD_ID: lived=${lived}s limit=${limit}s heartbeat age=${age}s" >> "$LOG"
+      echo "$(date -u +%FT%TZ) ending pod $RUNPOD_POD_ID: lived=${lived}s limit=${limit}s" \
+        "heartbeat age=${age}s" >> "$LOG"
       terminate_self >> "$LOG" 2>&1
     fi
     sleep "$EVERY"

@@ -271,7 +271,8 @@ def _reconcile_at_end(config: pytest.Config) -> None:
     from pytest_distcheck.budget.plugin import _guard, max_usd, session_id
     from pytest_distcheck.errors import DistcheckError
 
-    if max_usd(config) is None or _provider_name(config) != "runpod" or not os.environ.get("RUNPOD_API_KEY", "").strip():
+    has_key = bool(os.environ.get("RUNPOD_API_KEY", "").strip())
+    if max_usd(config) is None or _provider_name(config) != "runpod" or not has_key:
         return
     from pytest_distcheck.pods.runpod_api import pod_bills
 

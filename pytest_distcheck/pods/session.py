@@ -1,9 +1,9 @@
 """The pods side of one pytest process: its provider, its reaper, its session lock, its sweeps.
 
 Created on the first ``gpu_pod`` request, or at session start when ``RUNPOD_API_KEY`` is set: then
-other sessions' orphans are swept at every session start, paid tests or not. Finished at session end: leases whose create answer was lost are matched by name and settled, the
-session's leftover pods are swept (kill path c), and whatever is still on the reaper's list is
-terminated (kill path a).
+other sessions' orphans are swept at every session start, paid tests or not. Finished at session
+end: leases whose create answer was lost are matched by name and settled, the session's leftover
+pods are swept (kill path c), and whatever is still on the reaper's list is terminated (kill path a).
 """
 
 from __future__ import annotations
