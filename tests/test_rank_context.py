@@ -204,3 +204,19 @@ def test_live_tail_keeps_lines_and_characters_whole(tmp_path, capsys):
     assert capsys.readouterr().out == "[rank 0] héllo wörld\n[rank 0] λ-line\n"
     assert tail.call_text() == ("héllo wörld\nλ-line", "")
     tail.close()
+
+
+def test_the_env_tracker_follows_changes_made_between_calls(monkeypatch):
+    from pytest_distcheck.ranks.context import EnvTracker
+
+    tracker = EnvTracker(dict(os.environ))
+    for i in range(3):  # as pytest does with PYTEST_CURRENT_TEST in every test phase
+        monkeypatch.setenv("DISTCHECK_T_PHASE", str(i))
+        assert tracker.diff() == ({"DISTCHECK_T_PHASE": str(i)}, [])
+    monkeypatch.setenv("PATH", "/nowhere")
+    monkeypatch.delenv("DISTCHECK_T_PHASE")
+    assert tracker.diff() == ({"PATH": "/nowhere"}, [])
+    monkeypatch.delenv("PATH")
+    assert tracker.diff() == ({}, ["PATH"])
+    monkeypatch.undo()
+    assert tracker.diff() == ({}, [])

@@ -30,24 +30,36 @@ class EnvTracker:
     """:func:`env_diff` of ``os.environ`` against ``base``, recomputed only when the environment changed.
 
     Reading ``os.environ`` decodes every entry (about 0.1 ms for 100 variables, per call); its raw bytes
-    mapping compares in microseconds, so an unchanged environment costs one comparison.
+    mapping compares in microseconds, so an unchanged environment costs one comparison and a changed
+    one only the work for the entries that changed since the last call.
     """
 
     def __init__(self, base: Mapping[str, str]) -> None:
         self.base = dict(base)
         self._raw_base = {os.fsencode(k): os.fsencode(v) for k, v in base.items()}
-        self._last: dict[bytes, bytes] | None = None
-        self._diff: tuple[dict[str, str], list[str]] = ({}, [])
+        self._last = dict(self._raw_base)
+        self._changed: dict[str, str] = {}
+        self._unset: set[str] = set()
 
     def diff(self) -> tuple[dict[str, str], list[str]]:
         raw = getattr(os.environ, "_data", None)  # CPython's bytes mapping behind os.environ
         if not isinstance(raw, dict):
             return env_diff(self.base, os.environ)
-        if raw != self._last:
+        if raw != self._last:  # pytest alone changes PYTEST_CURRENT_TEST for every test: update, not redo
+            for key in self._last.keys() - raw.keys():
+                name = os.fsdecode(key)
+                self._changed.pop(name, None)
+                if key in self._raw_base:
+                    self._unset.add(name)
+            for key, value in raw.items() - self._last.items():
+                name = os.fsdecode(key)
+                self._unset.discard(name)
+                if self._raw_base.get(key) == value:
+                    self._changed.pop(name, None)
+                else:
+                    self._changed[name] = os.fsdecode(value)
             self._last = dict(raw)
-            changed = {os.fsdecode(k): os.fsdecode(v) for k, v in raw.items() if self._raw_base.get(k) != v}
-            self._diff = changed, [os.fsdecode(k) for k in self._raw_base if k not in raw]
-        return self._diff
+        return dict(self._changed), sorted(self._unset)
 
 
 _rewritten: tuple[int, int, dict[str, str]] = (0, -1, {})

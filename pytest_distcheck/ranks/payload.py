@@ -17,6 +17,11 @@ import cloudpickle
 
 from pytest_distcheck.ranks.errors import PicklingError
 
+# id(module) -> (module, whether it travels by value): find_spec costs about 0.1 ms, and a test calls
+# dist_world.run with functions of the same few modules again and again. The module is kept so its id
+# is never reused by another object.
+_BY_VALUE: dict[int, tuple[Any, bool]] = {}
+
 
 def _by_value(fn: Callable[..., Any]) -> list[Any]:
     """The module of ``fn`` when the ranks could not import it by name (then it travels by value)."""
@@ -24,16 +29,22 @@ def _by_value(fn: Callable[..., Any]) -> list[Any]:
     module = sys.modules.get(name)
     if module is None:
         return []
+    known = _BY_VALUE.get(id(module))
+    if known is None or known[0] is not module:
+        known = _BY_VALUE[id(module)] = (module, _importable_elsewhere(name, module))
+    return [] if known[1] else [module]
+
+
+def _importable_elsewhere(name: str, module: Any) -> bool:
     if name == "__main__":
-        return [module]
+        return False
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         spec = None
     file = getattr(module, "__file__", None)
-    if spec is None or not spec.origin or not file or os.path.realpath(spec.origin) != os.path.realpath(file):
-        return [module]
-    return []
+    return not (spec is None or not spec.origin or not file
+                or os.path.realpath(spec.origin) != os.path.realpath(file))
 
 
 def origin_file(fn: Callable[..., Any]) -> str:

@@ -22,6 +22,7 @@ MARKERS = {
                   "(OFF, INFO or DETAIL), set before torch is imported; other tests are unaffected",
 }
 _REGISTRY = pytest.StashKey[object]()
+_STARTED = pytest.StashKey[set]()  # debug levels whose zygote collection already started
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -45,8 +46,11 @@ def _registry(config: pytest.Config):
 def pytest_itemcollected(item: pytest.Item) -> None:
     if "dist_world" not in getattr(item, "fixturenames", ()) or item.config.option.collectonly:
         return
-    registry = _registry(item.config)
-    registry.zygote(_debug_level(item, fail=False))  # starts importing torch now; waited for at first use
+    level = _debug_level(item, fail=False)
+    started = item.config.stash.setdefault(_STARTED, set())
+    if level not in started:
+        started.add(level)
+        _registry(item.config).zygote(level)  # starts importing torch now; waited for at first use
 
 
 @pytest.hookimpl(trylast=True)

@@ -99,24 +99,29 @@ def group_timeout(call_timeout: float) -> float:
     return 2 * call_timeout + 10
 
 
+_UTF8 = codecs.getincrementaldecoder("utf-8")
+
+
 class _Output:
     """One rank's stdout and stderr files: where the current call started, and a live tail."""
 
     def __init__(self, out: str, err: str) -> None:
         self.fds = [os.open(out, os.O_RDONLY), os.open(err, os.O_RDONLY)]
         self.start = [0, 0]
+        self.end = [0, 0]  # where the last call's output ended
         self.pos = [0, 0]
         self.partial = ["", ""]
         self.decoders: list[codecs.IncrementalDecoder] = []
 
     def mark(self) -> None:
-        self.start = [os.fstat(fd).st_size for fd in self.fds]
+        """A call starts: its output is what follows what the last call read (no system call here)."""
+        self.start = list(self.end)
         self.pos = list(self.start)
         self.partial = ["", ""]
-        self.decoders = [codecs.getincrementaldecoder("utf-8")("replace") for _ in self.fds]
+        self.decoders = []
 
     def _read(self, i: int, frm: int) -> str:
-        end = os.fstat(self.fds[i]).st_size
+        end = self.end[i] = os.fstat(self.fds[i]).st_size
         skipped = max(end - frm - OUTPUT_MAX, 0)
         data = os.pread(self.fds[i], end - frm - skipped, frm + skipped) if end > frm else b""
         text = data.decode(errors="replace")
@@ -128,6 +133,8 @@ class _Output:
 
     def tail(self, rank: int, final: bool = False) -> None:
         """Write complete new lines (all at the end) to this process's stdout/stderr, tagged with the rank."""
+        if not self.decoders:
+            self.decoders = [_UTF8(errors="replace") for _ in self.fds]
         for i, stream in enumerate((sys.stdout, sys.stderr)):
             end = os.fstat(self.fds[i]).st_size
             if end > self.pos[i]:
