@@ -85,6 +85,9 @@ class GpuRequest:
         seconds: how long the pod may be used once ready (the run's time limit), seconds.
         image: container image (RunPod) or ignored (local).
         cloud: "secure" or "community" (RunPod price tier; always explicit so the price is known).
+        cuda_versions: CUDA versions ("12.8") one of which the host's driver must support (RunPod
+            ``allowedCudaVersions``); empty: any host. An image built for CUDA 12.8 does not start on an
+            older driver (runpod/containers issue 98).
     """
 
     gpus: int
@@ -92,8 +95,13 @@ class GpuRequest:
     seconds: float
     image: str = ""
     cloud: str = "secure"
+    cuda_versions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        for v in self.cuda_versions:  # pasted into GraphQL by the SDK: digits and one dot only
+            parts = v.split(".") if isinstance(v, str) else []
+            if len(parts) != 2 or not all(p.isascii() and p.isdigit() and len(p) <= 2 for p in parts):
+                raise ValueError(f"allowed_cuda_versions: {v!r} is not a CUDA version such as \"12.8\"")
         if not isinstance(self.gpus, int) or isinstance(self.gpus, bool) or self.gpus < 1:
             raise ValueError(f"gpus must be a whole number >= 1, got {self.gpus!r}")
         if not self.seconds > 0:
@@ -114,6 +122,7 @@ class PodInfo:
         status: RUNNING, EXITED, TERMINATED or GONE.
         usd_per_hour: the whole pod's rate (RunPod ``costPerHr``), or None when not reported.
         ssh: (host, port) of a public SSH endpoint once the pod has one, else None.
+        detail: the provider's last word on the pod's state (RunPod ``lastStatusChange``), or "".
     """
 
     id: str
@@ -121,6 +130,7 @@ class PodInfo:
     status: str
     usd_per_hour: float | None = None
     ssh: tuple[str, int] | None = None
+    detail: str = ""
 
     @property
     def ended(self) -> bool:

@@ -159,10 +159,13 @@ def _request(item: pytest.Item, config: pytest.Config):
     ws = get_workspace(config)
     section = ws.section("pods") if ws is not None else {}
     pick = lambda key, default: kwargs.get(key) if kwargs.get(key) is not None else section.get(key, default)  # noqa: E731
+    cuda = section.get("allowed_cuda_versions", [])
     try:
+        if not isinstance(cuda, list):
+            raise ValueError(f"allowed_cuda_versions must be a list such as [\"12.8\", \"12.9\"], got {cuda!r}")
         request = GpuRequest(gpus=pick("gpus", 1), gpu_type=str(pick("gpu_type", DEFAULT_GPU_TYPE)),
                              seconds=float(pick("minutes", 30)) * 60, image=str(pick("image", DEFAULT_IMAGE)),
-                             cloud=str(pick("cloud", "secure")))
+                             cloud=str(pick("cloud", "secure")), cuda_versions=tuple(cuda))
     except (TypeError, ValueError) as exc:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.pod / [pods]: {exc}") from None
     experiment = pick("experiment", None)

@@ -5,13 +5,18 @@ run's public key as ``PUBLIC_KEY`` and the dead-man switch as the start command
 (:mod:`pytest_distcheck.pods.deadman`). ``create_pod`` returns no price: the rate is ``costPerHr``
 from ``runpod.get_pod``. Ready: ``desiredStatus == "RUNNING"`` and ``runtime.ports`` has a public
 TCP mapping of port 22 (as ``runpod/cli/utils/rp_info.py::get_pod_ssh_ip_port`` reads it), and SSH
-answers. Gone: ``get_pod`` returns null (or an error saying the pod is not found), or
+answers. A pod whose ``lastStatusChange`` reports an error before it ever has a runtime cannot start
+on its host (an image built for a newer CUDA than the host's driver: runpod/containers issue 98); the
+wait ends at once, saying it is the host and not the user's code, and ``allowedCudaVersions`` (from
+``[pods] allowed_cuda_versions``) keeps the scheduler off such hosts. Gone: ``get_pod`` returns null
+(or an error saying the pod is not found), or
 ``desiredStatus == "TERMINATED"``. Pods are only ever terminated, never stopped: a stopped pod still
 bills its volume (RunPod docs pods/pricing.mdx).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +38,9 @@ from pytest_distcheck.pods.timings import Timings
 
 CLOUD_TYPES = {"secure": "SECURE", "community": "COMMUNITY"}
 CONTAINER_DISK_GB = 20
+# Words in lastStatusChange that mean the container will not start (e.g. "nvidia-container-cli: requirement
+# error: unsatisfied condition: cuda>=12.8", runpod/containers issue 98); "Rented by User: ..." is normal.
+HOST_FAILURE = re.compile(r"error|unsatisfied|failed|cannot|exited", re.IGNORECASE)
 
 
 def pod_info(raw: dict[str, Any]) -> PodInfo:
@@ -44,7 +52,8 @@ def pod_info(raw: dict[str, Any]) -> PodInfo:
             ssh = (str(port["ip"]), int(port["publicPort"]))
     cost = raw.get("costPerHr")
     return PodInfo(id=str(raw["id"]), name=str(raw.get("name") or ""), status=str(raw.get("desiredStatus") or ""),
-                   usd_per_hour=float(cost) if cost is not None else None, ssh=ssh)
+                   usd_per_hour=float(cost) if cost is not None else None, ssh=ssh,
+                   detail=str(raw.get("lastStatusChange") or ""))
 
 
 class RunPodPod(Pod):
@@ -109,7 +118,8 @@ class RunPodProvider(Provider):
                              gpu_type_id=request.gpu_type, cloud_type=CLOUD_TYPES[request.cloud],
                              gpu_count=request.gpus, support_public_ip=True, start_ssh=True, ports="22/tcp",
                              env={"PUBLIC_KEY": self._public_key}, docker_args=start, volume_in_gb=0,
-                             container_disk_in_gb=CONTAINER_DISK_GB)
+                             container_disk_in_gb=CONTAINER_DISK_GB,
+                             allowed_cuda_versions=list(request.cuda_versions) or None)
         except ValueError as exc:  # the SDK's own check: unknown GPU type id
             raise ProviderError("create", f"{exc} (gpu_type {request.gpu_type!r})") from None
         if not isinstance(pod, dict) or not pod.get("id"):
@@ -147,8 +157,9 @@ class RunPodProvider(Provider):
         while True:
             left = end - time.monotonic()
             if left <= 0:
-                raise NotReady(f"pod {pod_id} not usable after {timeout:g} s (last seen: {last}); RunPod pods "
-                               "can get stuck provisioning (skypilot#7321)")
+                raise NotReady(f"pod {pod_id} not usable after {timeout:g} s (last seen: {last}). This is RunPod's "
+                               "host, not your code: pods can get stuck provisioning (skypilot#7321). The pod is "
+                               "terminated and its ledger row settled; run again to get another host")
             try:
                 info = self.status(pod_id)
             except ProviderError as exc:
@@ -158,6 +169,11 @@ class RunPodProvider(Provider):
             if info is not None:
                 if info.ended:
                     raise PodLost(f"pod {pod_id} is {info.status} while waiting for it to start")
+                if info.ssh is None and HOST_FAILURE.search(info.detail):
+                    raise NotReady(f"pod {pod_id} cannot start on its host: RunPod says {info.detail[:300]!r}. This "
+                                   "is the host (e.g. a driver older than the image's CUDA, runpod/containers#98), "
+                                   "not your code. The pod is terminated and its ledger row settled; run again to "
+                                   "get another host ([pods] allowed_cuda_versions keeps such hosts out)")
                 if info.status != "RUNNING" or info.ssh is None:
                     last = f"{info.status or 'no status'}, port 22 not mapped yet"
                 else:

@@ -59,6 +59,8 @@ class FakeRunPod:
     Attributes:
         boot_seconds: fake-clock seconds from create until a pod is RUNNING with port 22 mapped.
         never_ready: pods never boot (runtime stays null, SSH never reachable).
+        host_error: when set, pods never boot and, once due, show it as ``lastStatusChange`` (a host whose
+            driver is older than the image's CUDA, runpod/containers issue 98).
         gone_as_error: ``pod(...)`` of a terminated pod is an error instead of ``null``.
         terminate_lag_polls: after podTerminate, ``pod(...)`` still shows RUNNING this many times.
     """
@@ -71,6 +73,7 @@ class FakeRunPod:
         self.api = Api(self.account, self)
         self.boot_seconds = boot_seconds
         self.never_ready = False
+        self.host_error = ""
         self.gone_as_error = False
         self.terminate_lag_polls = 0
         self._host_key = asyncssh.generate_private_key("ssh-ed25519")
@@ -212,7 +215,9 @@ class FakeRunPod:
         while not self._stop.wait(0.05):
             now = self.clock.now()
             for pod in self.pods:
-                if pod.alive and not pod.booted and not self.never_ready and now >= pod.ready_at:
+                if pod.alive and not pod.booted and self.host_error and now >= pod.ready_at:
+                    pod.status_change = self.host_error
+                elif pod.alive and not pod.booted and not self.never_ready and now >= pod.ready_at:
                     try:
                         self._boot(pod)
                     except Exception as exc:  # noqa: BLE001 - keep the clock running; visible in the log

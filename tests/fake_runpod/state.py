@@ -71,6 +71,7 @@ class FakePod:
     terminated_by: str = ""
     ssh_port: int | None = None
     hide_polls_left: int = 0  # get_pod still shows RUNNING this many times after terminate
+    status_change: str = "Rented by User: synthetic"  # lastStatusChange
     billing_extra_s: float = 0.0  # the provider's billing clock is off by this much (bills more, or less)
     process: Any = None
     sessions: list[Any] = field(default_factory=list)
@@ -146,7 +147,7 @@ class Account:
             "costPerHr": pod.cost_per_hr if self.reported_cost_per_hr is None else self.reported_cost_per_hr,
             "desiredStatus": pod.desired_status, "containerDiskInGb": pod.input.get("containerDiskInGb", 10),
             "dockerArgs": pod.docker_args, "dockerId": None, "env": [f"{k}={v}" for k, v in pod.env.items()],
-            "gpuCount": pod.gpu_count, "lastStatusChange": "synthetic", "machineId": "m-" + pod.id,
+            "gpuCount": pod.gpu_count, "lastStatusChange": pod.status_change, "machineId": "m-" + pod.id,
             "memoryInGb": 62, "podType": "RESERVED", "port": None, "ports": pod.ports,
             "uptimeSeconds": int(now - pod.ready_at) if running else 0, "vcpuCount": 16,
             "volumeInGb": pod.input.get("volumeInGb", 0), "volumeMountPath": "/workspace",
