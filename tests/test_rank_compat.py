@@ -128,3 +128,26 @@ def test_misplaced_world_sizes_and_levels_are_clear_errors(pytester):
         "*test_bad_level: @pytest.mark.dist_debug needs 'OFF', 'INFO' or 'DETAIL', got 'LOUD'*",
         "*test_adds_marker_late: a world_size marker was added while the test ran*world size 2*",
     ])
+
+
+def test_a_package_rewritten_in_the_parent_keeps_its_resources_in_the_ranks(pytester):
+    """A module pytest rewrote (a plugin, or a package named by register_assert_rewrite) is imported in the
+    ranks through the kit's rewriting loader; importlib.resources must still find the files beside it
+    (the kit's own schemas are read that way)."""
+    pkg = pytester.mkpydir("withdata")
+    (pkg / "data.txt").write_text("payload")
+    pytester.makeconftest("import pytest\npytest.register_assert_rewrite('withdata')\n")
+    pytester.makepyfile(
+        """
+        import withdata  # rewritten here, so the ranks import it through the kit's loader
+
+        def read():
+            import importlib.resources
+            return importlib.resources.files("withdata").joinpath("data.txt").read_text()
+
+        def test_reads(dist_world):
+            assert dist_world.run(read) == ["payload", "payload"]
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)

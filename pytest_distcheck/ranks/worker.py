@@ -40,6 +40,7 @@ import random
 import signal
 import sys
 import traceback
+import types
 import warnings
 from datetime import timedelta
 from multiprocessing.connection import Connection
@@ -90,6 +91,12 @@ class _RewritingFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec):
         return None
+
+    def get_resource_reader(self, name: str):
+        # Without it importlib.resources sees an "orphan" module and cannot read the files beside it.
+        from importlib.readers import FileReader
+
+        return FileReader(types.SimpleNamespace(path=self.paths[name]))
 
     def exec_module(self, module) -> None:
         from _pytest.assertion.rewrite import rewrite_asserts
