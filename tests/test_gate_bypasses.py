@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,10 +102,13 @@ def test_2_p_plugin_replacing_a_kit_function_with_a_partial(workspace_dir, monke
     result.stdout.fnmatch_lines(["PENDING*alpha*quiz below the pass mark"])
 
 
+def _other_workspace_files(root: Path) -> None:
+    (root / "checks" / "mine.toml").write_text(OTHER_TOML)
+    (root / "checks" / "test_mine.py").write_text(MINE)
+
+
 def _other_workspace(pytester: pytest.Pytester) -> None:
-    phase35(pytester)
-    (pytester.path / "checks" / "mine.toml").write_text(OTHER_TOML)
-    (pytester.path / "checks" / "test_mine.py").write_text(MINE)
+    _other_workspace_files(phase35(pytester))
 
 
 def test_3_another_workspace_through_the_ini_file(pytester):
@@ -215,3 +219,40 @@ def test_claiming_to_be_the_sub_session_by_hand_is_untrusted(workspace_dir):
     result.stdout.fnmatch_lines(["UNTRUSTED*alpha*the gate's sub-session is not isolated: Python was not started "
                                  "with -I*conftest.py files may load (no --noconftest)*", "gate: FAILED*"])
     assert result.ret == FAILED
+
+
+def test_the_example_workflow_fails_with_the_bypasses_in_the_repository(pytester, monkeypatch):
+    """The workflow's own two steps (docs/ci/distcheck-gate.yml), run as CI would, on a Phase 35 workspace
+    carrying bypasses 1, 3, 5, 6 and 7 at once (a root conftest patching the kit, an ini file pointing at
+    another workspace, PYTEST_ADDOPTS, the kit's synthetic GPU result, a quiz line in the old format)."""
+    import os
+    import shutil as sh
+
+    import yaml
+    from dod_support import WORKFLOW
+    from quiz_support import LOG_REL, attempt_record
+
+    if sh.which("jq") is None:
+        pytest.skip("jq is not installed")
+    root = phase35(pytester)
+    (root / "conftest.py").write_text("import pytest_distcheck\npytest_distcheck.pending = print\n")
+    _other_workspace_files(root)
+    pytester.makeini(f"[pytest]\ndistcheck_config = checks/mine.toml\naddopts = {OTHERS}\n")
+    results = root / "experiments" / "tp_inference" / "results"
+    results.mkdir(parents=True)
+    sh.copy(REPO / "fixtures" / "tp_inference" / "synthetic-cuda-2gpu.json", results / "speedup-cuda-2.json")
+    forged = attempt_record(7)
+    del forged["mode"], forged["status"]
+    (root / LOG_REL).parent.mkdir(parents=True)
+    (root / LOG_REL).write_text(json.dumps(forged) + "\n")
+    steps = {s.get("name"): s for s in yaml.safe_load(WORKFLOW.read_text())["jobs"]["gate"]["steps"]}
+    env = {**os.environ, "GITHUB_STEP_SUMMARY": str(root / "summary.md"),
+           "PYTEST_ADDOPTS": f"-o distcheck_config=checks/mine.toml {OTHERS}",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    gate_step = subprocess.run(["bash", "-c", steps["Run the gate"]["run"]], cwd=root, env=env, capture_output=True,
+                               text=True)
+    assert gate_step.returncode != 0, gate_step.stdout
+    verdict = subprocess.run(["bash", "-c", steps["Check the report's verdict"]["run"]], cwd=root, env=env,
+                             capture_output=True, text=True)
+    assert verdict.returncode != 0, verdict.stdout
+    assert "gate: FAILED" in gate_step.stdout and "## Definition of Done: phase 35" in (root / "summary.md").read_text()
