@@ -7,10 +7,10 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from fake_runpod.fixtures import fake, guard, provider, timings  # noqa: F401 - fixtures
 
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.pods.base import GpuRequest
+from pytest_distcheck.pods.fake.fixtures import fake, guard, provider, timings  # noqa: F401 - fixtures
 from pytest_distcheck.pods.lease import Lease
 from pytest_distcheck.pods.reaper import Reaper
 from pytest_distcheck.pods.runpod_api import pod_bills
@@ -73,10 +73,9 @@ def test_a_crashed_run_is_settled_by_the_providers_bill(fake, provider, guard, t
 
 
 def test_the_cli_reconciles_and_exits_1_on_a_difference(fake, provider, timings, tmp_path, monkeypatch, capsys):  # noqa: F811
-    from fake_runpod.fixtures import write_workspace
-
     from pytest_distcheck.budget.guard import BudgetGuard
     from pytest_distcheck.cli import main
+    from pytest_distcheck.pods.fake.fixtures import write_workspace
     from pytest_distcheck.workspace import load_workspace
 
     write_workspace(tmp_path)

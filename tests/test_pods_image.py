@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from fake_runpod.fixtures import fake, guard, provider, timings  # noqa: F401 - fixtures
 
 from pytest_distcheck.pods.base import GpuRequest, NotReady
+from pytest_distcheck.pods.fake.fixtures import fake, guard, provider, timings  # noqa: F401 - fixtures
 from pytest_distcheck.pods.lease import Lease
 from pytest_distcheck.pods.reaper import Reaper
 

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_runpod.fixtures import API_KEY, fake, guard, provider, timings  # noqa: F401 - fixtures
 
 from pytest_distcheck.pods.base import GpuRequest, NoCapacity, NotReady, PodLost, ProviderError
+from pytest_distcheck.pods.fake.fixtures import API_KEY, fake, guard, provider, timings  # noqa: F401 - fixtures
 from pytest_distcheck.pods.lease import Lease
 from pytest_distcheck.pods.reaper import Reaper
 

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_runpod.fixtures import API_KEY, SESSION, fake, guard, provider, timings  # noqa: F401 - fixtures
 
 from pytest_distcheck.cli import main
 from pytest_distcheck.pods import deadman, names, runpod_api
 from pytest_distcheck.pods.base import GpuRequest, PodInfo, PodLost, ProviderError, RunTimeout, Unavailable
+from pytest_distcheck.pods.fake.fixtures import API_KEY, SESSION, fake, guard, provider, timings  # noqa: F401 - fixtures
 from pytest_distcheck.pods.lease import Lease
 from pytest_distcheck.pods.local import LocalProvider
 from pytest_distcheck.pods.reaper import Reaper, terminate_and_confirm
@@ -329,7 +329,7 @@ def test_interpreter_exit_terminates_a_pod_left_open(fake, tmp_path):  # noqa: F
     script.write_text(f"""
 import sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
-from fake_runpod.fixtures import FAST_TIMINGS
+from pytest_distcheck.pods.fake.fixtures import FAST_TIMINGS
 from pytest_distcheck.budget.guard import BudgetGuard
 from pytest_distcheck.budget.ledger import Ledger
 from pytest_distcheck.pods.base import GpuRequest

@@ -11,9 +11,9 @@ import sys
 import time
 
 import pytest
-from fake_runpod.fixtures import API_KEY, fake, pod_dir  # noqa: F401 - fixtures
 
 from pytest_distcheck.budget.ledger import Ledger
+from pytest_distcheck.pods.fake.fixtures import API_KEY, fake, pod_dir  # noqa: F401 - fixtures
 
 POD_TEST = """
 import pytest

@@ -7,11 +7,11 @@ import time
 from decimal import Decimal
 
 import pytest
-from fake_runpod.fixtures import fake, guard, pod_dir, provider, timings  # noqa: F401 - fixtures
 
 from pytest_distcheck.budget.errors import BudgetRefused
 from pytest_distcheck.pods import deadman
 from pytest_distcheck.pods.base import GpuRequest
+from pytest_distcheck.pods.fake.fixtures import fake, guard, pod_dir, provider, timings  # noqa: F401 - fixtures
 from pytest_distcheck.pods.lease import Lease
 from pytest_distcheck.pods.reaper import Reaper
 
@@ -139,9 +139,8 @@ def test_a_paid_session_ends_reconciled_with_the_providers_bill(fake, pod_dir): 
 @pytest.mark.parametrize("gpu", ['RTX 4090") { id } mutation { podTerminate(input: {podId: "x"}) } #',
                                  "NVIDIA\nA40", "RTX 4090\\"])
 def test_a_gpu_type_that_could_break_graphql_never_reaches_the_api(fake, tmp_path, monkeypatch, capsys, gpu):  # noqa: F811
-    from fake_runpod.fixtures import write_workspace
-
     from pytest_distcheck.cli import main
+    from pytest_distcheck.pods.fake.fixtures import write_workspace
 
     write_workspace(tmp_path)
     monkeypatch.chdir(tmp_path)

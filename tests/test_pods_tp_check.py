@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_runpod.fixtures import fake, pod_dir  # noqa: F401 - fixtures
 
 from pytest_distcheck.budget.ledger import Ledger
+from pytest_distcheck.pods.fake.fixtures import fake, pod_dir  # noqa: F401 - fixtures
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = "--batch-sizes 1 --prompt-lens 8 --new-tokens 2 --warmup 0 --reps 1"
