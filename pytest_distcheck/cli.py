@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "pods": "pods",
     "init": "init",
     "gate": "gate",
+    "rehearse": "rehearse",
 }
 
 

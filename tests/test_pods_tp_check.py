@@ -1,13 +1,12 @@
 """The paid TP check (checks/test_tp_speedup_gpu.py) end to end, without paying: against the fake
 RunPod API (a real SSH server on loopback; the "pod" is this CPU-only machine) and with the local
 provider on a machine that says it has 2 GPUs. A paid run there stops at the pod preflight with a
-settled ledger row and writes nothing; a rehearsal (DISTCHECK_REHEARSAL=1, what `distcheck rehearse`
-sets) runs the whole path with gloo on the CPU and brings a result marked as a rehearsal back."""
+settled ledger row and writes nothing. The rehearsal of the same path (gloo on the CPU, a result
+marked as a rehearsal) is tested through `distcheck rehearse` in tests/test_rehearse.py."""
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import shutil
 import sys
@@ -67,33 +66,6 @@ def test_paid_run_on_a_cpu_only_pod_stops_at_preflight(pod_dir, fake):  # noqa: 
     assert not [c for c in fake.ssh_commands(pod) if "torchrun" in c]  # the experiment never started
     assert not (pod_dir.path / "experiments" / "tp_inference" / "results").exists()
     assert "TP speedup on 2 GPUs" not in result.stdout.str()
-
-
-def test_rehearsal_runs_the_whole_path_on_the_cpu(pod_dir, fake, monkeypatch):  # noqa: F811
-    monkeypatch.setenv("DISTCHECK_REHEARSAL", "1")
-    _workspace(pod_dir.path)
-    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-m", "gpu", "-p", "no:cacheprovider",
-                                          "checks/test_tp_speedup_gpu.py")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(STEPS + ["*: running speedup.py: torchrun, 2 ranks, gloo on cpu*",
-                                         "*: copying back pod:code/experiments/*/results/speedup-cpu-gloo-2-*",
-                                         "*: terminating pod *", "*: pod * terminated; settled * s x $1.18/h = $*"])
-    assert "Captured stderr" not in result.stdout.str() and "Captured stdout" not in result.stdout.str()
-    result.stdout.fnmatch_lines(["*REHEARSAL against the bundled fake RunPod API*",
-                                 "*REHEARSAL of the paid TP run*", "*not evidence, not to commit*",
-                                 "*not covered here: no GPU visible*"])
-    _settled(pod_dir.path, "runpod")
-    rows = _rows(pod_dir.path)
-    (path,) = sorted((pod_dir.path / "experiments" / "tp_inference" / "results").glob("*.json"))
-    assert path.name == f"speedup-cpu-gloo-2-{rows[0].run_id}.json"  # a new name per run id
-    data = json.loads(path.read_text())
-    assert (data["device"]["type"], data["backend"], data["run_id"]) == ("cpu", "gloo", rows[0].run_id)
-    assert data["preflight"]["rehearsal"] is True and data["preflight"]["torch"]["available"] is False
-    assert (path.parent / data["plot"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert {m["tp"] for m in data["measurements"]} == {1, 2}
-    assert fake.wait_until(lambda: not fake.live_pods(), 20)
-    (pod,) = fake.pods
-    assert pod.gpu_count == 2 and pod.input["gpuTypeId"] == "NVIDIA GeForce RTX 4090"
 
 
 def test_rehearsal_flag_is_refused_against_a_real_api(pytester, monkeypatch):

@@ -291,6 +291,14 @@ def _reconcile_at_end(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if rehearsal(config):  # after the DoD table: say what it was
+        terminalreporter.write_line("REHEARSAL: this run and the Definition of Done above are of a scratch copy of the "
+                                    "workspace, against the bundled fake RunPod API; nothing was paid and nothing "
+                                    "here is evidence", yellow=True, bold=True)
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     ps = config.stash.get(_session_key, None)

@@ -1,0 +1,25 @@
+"""Rehearse the paid GPU run for free: the whole path against a fake RunPod API, in a scratch copy.
+
+Runs what `pytest -m gpu --max-usd 3` runs (pricing, reservation, ledger rows, pod create, SSH,
+staging, the pod preflight, the experiment on the CPU preset, copy-back, termination, settlement, the
+DoD table) against the bundled fake RunPod API, whose pods are this machine over real SSH, in a
+scratch copy of the workspace: $0, and nothing in your workspace is written. Ends with what the
+rehearsal covered and what it could not (what only a real GPU pod shows). Do it before paying.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pytest_distcheck.commands import add_config_argument
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pytest_distcheck.pods.rehearsal import rehearse
+
+    return rehearse(Path(args.config))

@@ -1,0 +1,66 @@
+"""`distcheck rehearse`: the whole paid path against the bundled fake RunPod API with real SSH to this
+machine, in a scratch copy, writing nothing to the workspace; it ends with the DoD table marked as a
+rehearsal and a summary of what it covered and could not."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from test_pods_tp_check import STEPS, _workspace  # noqa: I001 - the same workspace as the paid-check tests
+
+from pytest_distcheck.budget.ledger import Ledger
+from pytest_distcheck.pods.fake.fixtures import FAST_TIMINGS, write_workspace
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_rehearse_runs_the_paid_path_in_a_scratch_copy(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    (ws / "checks").mkdir(parents=True)
+    write_workspace(ws)
+    _workspace(ws)
+    (ws / "tox.ini").write_text(f"[pytest]\ndistcheck_pod_timings = {FAST_TIMINGS}\n")
+    for name in ("RUNPOD_API_KEY", "RUNPOD_API_BASE_URL", "DISTCHECK_REHEARSAL", "DISTCHECK_RUNPOD_REST_URL"):
+        monkeypatch.delenv(name, raising=False)
+    before = _hashes(ws)
+    env = {**os.environ, "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])}
+    proc = subprocess.run([sys.executable, "-m", "pytest_distcheck.cli", "rehearse"], cwd=ws, env=env,
+                          capture_output=True, text=True, timeout=600)
+    out = proc.stdout
+    assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
+    assert _hashes(ws) == before  # nothing in the workspace was written, not even a lock or a cache
+    for pattern in [*STEPS, "*: running speedup.py: torchrun, 2 ranks, gloo on cpu*",
+                    "*: copying back pod:code/experiments/*/results/speedup-cpu-gloo-2-*",
+                    "*: terminating pod *", "*: pod * terminated; settled * s x $1.18/h = $*"]:
+        assert any(fnmatch.fnmatch(line, pattern) for line in out.splitlines()), pattern
+    assert "Captured stderr" not in out and "Captured stdout" not in out  # the status line is not captured output
+    assert "the DoD of phase t7 was not checked in this run" in out  # this test workspace has no DoD checks
+    assert "REHEARSAL: this run and the Definition of Done above are of a scratch copy" in out
+    assert "paid path: PASSED end to end against the fake RunPod API; $0 paid" in out
+    assert "not covered by a rehearsal: no GPU visible: nvidia-smi: nvidia-smi not found" in out
+    assert "pods left on the fake API: none" in out
+    scratch = Path(re.search(r"scratch copy kept at (\S+) ", out).group(1))
+    try:
+        rows = Ledger(scratch / "ledger.md", scratch / ".distcheck" / "budget.lock").read()
+        statuses = [r.status for r in rows]  # a paid RunPod session ends reconciled with the (fake) provider's bill
+        assert statuses[:3] == ["open", "started", "settled"] and set(statuses[3:]) <= {"reconciled"}
+        (path,) = sorted((scratch / "experiments" / "tp_inference" / "results").glob("*.json"))
+        assert path.name == f"speedup-cpu-gloo-2-{rows[0].run_id}.json"  # a new name per run id
+        data = json.loads(path.read_text())
+        assert (data["device"]["type"], data["backend"], data["run_id"]) == ("cpu", "gloo", rows[0].run_id)
+        assert data["preflight"]["rehearsal"] is True and data["preflight"]["torch"]["available"] is False
+        assert (path.parent / data["plot"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert {m["tp"] for m in data["measurements"]} == {1, 2}
+    finally:
+        shutil.rmtree(scratch.parent, ignore_errors=True)
