@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 
+from pytest_distcheck.budget import accounting
 from pytest_distcheck.budget.errors import BudgetRefused
 from pytest_distcheck.pods import deadman
 from pytest_distcheck.pods.base import GpuRequest
@@ -190,3 +191,18 @@ def test_a_provider_wide_outage_leaks_no_pod_and_the_bill_settles_the_ledger(fak
     guard.reconcile(pod_bills)
     rows = guard.ledger.read()
     assert abs(accounting.totals(rows).total - Decimal(str(round(fake.billed_usd(), 6)))) <= Decimal("0.0001")
+
+
+def test_a_live_rate_above_the_reserved_one_is_refused_before_creating(fake, provider, guard, timings,  # noqa: F811
+                                                                        monkeypatch):
+    from fake_runpod.state import CATALOGUE
+
+    with lease_for(provider, guard, timings):  # prices 0.59 $/GPU-hour live, and caches it
+        pass
+    monkeypatch.setitem(CATALOGUE, GPU, {**CATALOGUE[GPU], "securePrice": 0.90})  # the price rose since
+    with pytest.raises(BudgetRefused, match=r"costs \$0.90/GPU-hour now, above the \$0.59 it was reserved at"):
+        with lease_for(provider, guard, timings):
+            pass
+    assert len(fake.pods) == 1  # the second pod was never created
+    runs = accounting.charges(guard.ledger.read())
+    assert runs[-1].settled and runs[-1].usd == 0  # its reservation closed at 0 s

@@ -202,6 +202,11 @@ class Provider(ABC):
             ProviderError: the price lookup failed.
         """
 
+    def live_rate(self, request: GpuRequest) -> float | None:
+        """USD per GPU-hour the provider asks for ``request`` right now (exact GPU type, count, cloud),
+        read just before creating, or None when it has no live price. Raises ProviderError."""
+        return None
+
     @abstractmethod
     def create(self, request: GpuRequest, name: str, limit_s: float, budget_usd: float, margin_s: float) -> str:
         """Ask for a pod named ``name``; return its id as soon as the provider gives one.

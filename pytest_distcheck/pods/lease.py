@@ -110,6 +110,7 @@ class Lease:
         # The watchdog cuts `margin` before the reservation ends; the pod's own switch (kill path b)
         # fires half of it before the end: later than the client, earlier than the money runs out.
         margin = min(t.teardown, float(res.max_seconds) / 4)
+        self._check_live_rate()
         self._status(f"creating {self.name}")
         self.started = time.monotonic()
         try:
@@ -146,6 +147,20 @@ class Lease:
             self._beat = threading.Thread(target=self._heartbeat, args=(inner,), name="distcheck-heartbeat",
                                           daemon=True)
             self._beat.start()
+
+    def _check_live_rate(self) -> None:
+        """Ask the provider's price once more, uncached, just before creating: a reservation priced
+        earlier (a cached price, a table) must not be below what the pod will bill. Raises BudgetRefused."""
+        from decimal import Decimal
+
+        from pytest_distcheck.budget.errors import BudgetRefused, usd
+
+        res = self.reservation
+        live = self.provider.live_rate(self.request)
+        if live is not None and Decimal(str(live)) * self.request.gpus > res.usd_per_hour + Decimal("0.000001"):
+            raise BudgetRefused(f"{self.request.gpus} x {self.request.gpu_type} ({self.request.cloud}) costs "
+                                f"{usd(live)}/GPU-hour now, above the {usd(res.usd_per_hour / self.request.gpus)} "
+                                f"it was reserved at (run {res.run_id}); nothing was created")
 
     def _find_lost(self, name: str) -> PodInfo | None:
         """After an ambiguous create: look for the pod by its unique name for ``create_grace`` seconds."""

@@ -105,6 +105,12 @@ class RunPodProvider(Provider):
     def rate(self, request: GpuRequest) -> float | None:
         return None  # the budget guard prices RunPod itself (live through the SDK, else its table)
 
+    def live_rate(self, request: GpuRequest) -> float | None:
+        from pytest_distcheck.budget.pricing import runpod_live_price
+
+        value = self._call("price", runpod_live_price, request.gpu_type, request.cloud, request.gpus)
+        return None if value is None else float(value)
+
     def create(self, request: GpuRequest, name: str, limit_s: float, budget_usd: float, margin_s: float) -> str:
         t = self.timings
         if self._ssh_key is None or self._public_key is None:
