@@ -221,3 +221,17 @@ def test_a_quote_over_100_characters_fails(tmp_path):
     )
     res = only(verify_note(tmp_path / "n.md"))
     assert (res.code, res.reason) == ("quote-too-long", "quote is 101 characters; 12 to 100 pin a place")
+
+
+def test_a_failing_note_checked_against_another_version_names_the_pinned_install(tmp_path):
+    note = tmp_path / "drift.md"  # SYNTHETIC: version-drift.md plus a citation of a path that does not exist
+    note.write_text((NOTES / "version-drift.md").read_text() + (NOTES / "wrong-path.md").read_text().split("\n", 1)[1])
+    verdict = notes_verdict([verify_note(note, label="notes/drift.md")], minimum=1)
+    assert verdict.state == "broken"
+    first, second, *rest = verdict.reason.splitlines()
+    assert second == ("notes/drift.md was checked against toyparallel 1.1.0, but toyparallel 1.2.0 is installed: its "
+                      "citations hold for 1.1.0 (paths and quotes move between releases); pip install "
+                      "'toyparallel==1.1.0' to check it as written")
+    assert rest[0].startswith("notes/drift.md:") and "toyparallel/layer.py" in rest[0]
+    good = notes_verdict([verify("good.md")], minimum=6).reason.splitlines()
+    assert not [line for line in good if "checked against" in line]

@@ -17,6 +17,23 @@ class Verdict:
     reason: str
 
 
+def version_lines(reports: list[NoteReport]) -> list[str]:
+    """One line per cited package whose installed version is not the one a note was checked against: a
+    likely cause of citations that do not resolve (files and quotes move between releases), with the
+    install that matches the note."""
+    from packaging.utils import canonicalize_name
+
+    out = []
+    for rep in reports:
+        for package, want in sorted((rep.checked_against or {}).items()):
+            have = rep.installed.get(canonicalize_name(package))
+            if have is not None and have != want:
+                out.append(f"{rep.label} was checked against {package} {want}, but {package} {have} is installed: "
+                           f"its citations hold for {want} (paths and quotes move between releases); "
+                           f"pip install '{package}=={want}' to check it as written")
+    return out
+
+
 def notes_verdict(reports: list[NoteReport], minimum: int) -> Verdict:
     """Decide what the reports of all notes mean together.
 
@@ -25,6 +42,9 @@ def notes_verdict(reports: list[NoteReport], minimum: int) -> Verdict:
     - broken: a citation fails or is malformed, or a note has fewer than ``minimum`` cited statements
       (the reason then also lists that note's citations that were not counted, and why);
     - done: otherwise. The reason then lists each note's count.
+
+    A pending or broken reason also names every cited package installed at another version than the
+    note's ``checked-against`` (:func:`version_lines`), right after its first line.
 
     Which names may be cited is decided before (``unknown-package`` failures, see
     :func:`pytest_distcheck.citations.verifier.check_citation`): those are broken, not pending.
@@ -39,8 +59,8 @@ def notes_verdict(reports: list[NoteReport], minimum: int) -> Verdict:
         ]
         head = f"not installed: {', '.join(missing)}; the citations need its sources"
         if others:
-            head += f"; {len(others)} other citation(s) do not resolve\n" + "\n".join(others)
-        return Verdict("pending", head)
+            head += f"; {len(others)} other citation(s) do not resolve"
+        return Verdict("pending", "\n".join([head, *version_lines(reports), *others]))
     failures = [line for rep in reports for line in failure_lines(rep)]
     short = [rep for rep in reports if rep.cited_statements < minimum]
     counts = "; ".join(f"{rep.label}: {summary(rep)}" for rep in reports)
@@ -53,5 +73,5 @@ def notes_verdict(reports: list[NoteReport], minimum: int) -> Verdict:
             heads.append(f"{len(failures)} citation(s) do not resolve")
         # A short note also says why each citation it has did not count.
         uncounted = [line for rep in short for line in uncounted_lines(rep)]
-        return Verdict("broken", "; ".join(heads) + "\n" + "\n".join(failures + uncounted + [counts]))
+        return Verdict("broken", "\n".join(["; ".join(heads), *version_lines(reports), *failures, *uncounted, counts]))
     return Verdict("done", counts)
