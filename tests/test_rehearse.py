@@ -64,3 +64,16 @@ def test_rehearse_runs_the_paid_path_in_a_scratch_copy(tmp_path, monkeypatch):
         assert {m["tp"] for m in data["measurements"]} == {1, 2}
     finally:
         shutil.rmtree(scratch.parent, ignore_errors=True)
+
+
+def test_the_estimate_points_to_the_rehearsal_and_says_what_it_cannot_cover(tmp_path, monkeypatch, capsys):
+    from pytest_distcheck.cli import main
+
+    (tmp_path / "checks").mkdir()
+    write_workspace(tmp_path)
+    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["estimate", "--gpu", "RTX 4090", "--count", "2", "--minutes", "30"]) == 0
+    out = capsys.readouterr().out
+    assert "rehearse the paid path first, for free: `distcheck rehearse`" in out
+    assert "it cannot cover real prices, capacity and how long a real pod takes to start; the image on a real" in out

@@ -52,6 +52,11 @@ def run(args: argparse.Namespace) -> int:
           f"recorded {p.recorded}; confidence {p.confidence})")
     print(f"  billing  per {b.granularity_s:g} s, minimum {b.minimum_s:g} s; billed {est.billed_s:g} s "
           f"(source: {b.source})")
+    if args.provider == "runpod":
+        from pytest_distcheck.pods.rehearsal import NOT_COVERED
+
+        print("  rehearse the paid path first, for free: `distcheck rehearse` (a fake RunPod API, this machine as "
+              "the pod); it cannot cover " + "; ".join(NOT_COVERED))
     status = guard.status()
     fits = True
     keys = ["phase"] + ([f"experiment {args.experiment}"] if args.experiment else [])
