@@ -42,7 +42,7 @@ def test_notes_with_enough_resolved_citations_are_done(notes_workspace):
     result = notes_workspace({"a.md": NOTES / "good.md"})
     result.stdout.fnmatch_lines([
         "*docs/a.md: 5 cited statements; 5 citations: 5 ok, 0 not counted, 0 failed*",
-        "DONE     reading-notes-cited  evidence checked",
+        "DONE     reading-notes-cited  evidence checked, confirmed: every citation resolved in the installed sources",
     ])
     assert result.ret == 0
 
@@ -112,7 +112,7 @@ def test_a_version_drift_is_done_with_a_warning(notes_workspace):
     result = notes_workspace({"a.md": NOTES / "version-drift.md"}, minimum=1)
     result.stdout.fnmatch_lines([
         "*UserWarning: docs/a.md: checked against toyparallel 1.1.0, but 1.2.0 is installed*",
-        "DONE     reading-notes-cited  evidence checked",
+        "DONE     reading-notes-cited  evidence checked, confirmed: every citation resolved in the installed sources",
     ])
 
 

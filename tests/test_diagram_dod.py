@@ -55,7 +55,7 @@ def test_the_committed_diagram_is_done(phase: pytest.Pytester):
     result.stdout.fnmatch_lines([
         "*docs/tp-sharding.md:16 matches experiments.tp_inference.plan:BLOCK_PLAN (attn.qkv colwise, "
         "attn.out rowwise, mlp.up colwise, mlp.down rowwise) on 2 ranks; docs/tp-sharding.svg is current*",
-        "DONE*tp-diagram-committed*evidence checked",
+        "DONE*tp-diagram-committed*evidence checked, confirmed: the diagram matches the plan",
     ])
 
 
