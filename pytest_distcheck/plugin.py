@@ -40,7 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         dest="distcheck_gate",
         default=False,
-        help="fail the run unless every Definition-of-Done item of the workspace is done",
+        help="fail the run unless every Definition-of-Done item of the workspace is done; the DoD checks run "
+        "in an isolated pytest sub-session (no conftest.py, plugins, ini file or -o of yours)",
     )
     group.addoption(
         "--workspace",
