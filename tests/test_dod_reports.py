@@ -58,11 +58,12 @@ def test_json_report_names_every_failing_item_and_its_commands(workspace_dir):
     alpha, beta = doc["items"]
     assert (alpha["state"], alpha["reason"], alpha["command"], alpha["ran"]) == (
         "pending", "no log | yet", "run the lab", True)
-    assert (beta["state"], beta["ran"], beta["blocked_by"]) == ("blocked", False, ["alpha"])
-    assert beta["reason"] == "blocked by alpha (pending); own checks did not run"
+    # beta's check was not selected: nothing was asked of it, so it is not run (not blocked)
+    assert (beta["state"], beta["ran"], beta["blocked_by"]) == ("not-run", False, ["alpha"])
+    assert beta["reason"] == "deselected (-k 'alpha')"
     assert beta["checks"] == [{"nodeid": "checks/test_checks.py::test_beta", "state": "not-run",
                                "reason": "deselected (-k 'alpha')", "command": None}]
-    assert doc["summary"]["by_state"]["blocked"] == 1 and doc["summary"]["ran"] == 1
+    assert doc["summary"]["by_state"]["not-run"] == 1 and doc["summary"]["ran"] == 1
 
 
 def test_shipped_validator_rejects_a_report_with_an_unknown_state(workspace_dir):

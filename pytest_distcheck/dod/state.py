@@ -123,7 +123,7 @@ def combine(
 
     An item no check reported on is not run (with the reason when known); an item whose
     prerequisite is not done is blocked by it (its reason adds what its own checks said), unless
-    they said broken, error or untrusted.
+    they said broken, error or untrusted, or none of its checks was selected (not run).
     """
     by_item: dict[str, list[CheckOutcome]] = {}
     for out in outcomes:
@@ -149,7 +149,9 @@ def combine(
             res = ItemResult(it.id, it.title, bad.state, reason, bad.command or it.how,
                              tuple(dict.fromkeys(o.nodeid for o in outs if o.state is not State.NOT_RUN)))
         blockers = tuple(r for r in it.requires if results[r].state is not State.DONE)
-        if blockers and res.state in (State.DONE, State.NOT_RUN, State.PENDING, State.STALE, State.BLOCKED):
+        # None of its checks selected: nothing was asked of the item, so it is not run, whatever blocks it.
+        unselected = res.state is State.NOT_RUN and collection is not None and not collection.selected(it.id)
+        if blockers and not unselected and res.state in (State.DONE, State.NOT_RUN, State.PENDING, State.STALE, State.BLOCKED):
             own = {State.BLOCKED: "", State.NOT_RUN: "; own checks did not run"}.get(
                 res.state, f"; own checks: {res.state.value}")
             res = ItemResult(
