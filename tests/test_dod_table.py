@@ -140,3 +140,10 @@ def test_not_run_row_gives_no_evidence_command(workspace_dir):
     result = run(workspace_dir, "pass", "pass", "-k", "beta")
     assert "-> make beta" not in result.stdout.str()
     result.stdout.fnmatch_lines(["NOT RUN*alpha*", "*rerun: pytest --dod alpha"])
+
+
+def test_every_line_of_a_reason_is_indented_under_the_reason_column(workspace_dir):
+    result = run(workspace_dir, "pytest_distcheck.pending('a note in progress\\nnotes/a.md:4 not counted', 'cite')")
+    result.stdout.fnmatch_lines(["PENDING  alpha  a note in progress",
+                                 "                notes/a.md:4 not counted",
+                                 "                -> cite"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_distcheck.citations.report import failure_lines, summary, uncounted_lines
@@ -11,10 +12,12 @@ from pytest_distcheck.citations.verifier import NoteReport
 @dataclass(frozen=True)
 class Verdict:
     """``state`` is ``"done"``, ``"pending"`` or ``"broken"``; ``reason`` is for a person: a first line
-    that sums up, then one line per failing citation (``NOTE:LINE [cite: ...]: why``)."""
+    that sums up, then one line per failing (or not counted) citation (``NOTE:LINE [cite: ...]: why``);
+    ``command`` is what to run next when pending (``""``: install the cited packages)."""
 
     state: str
     reason: str
+    command: str = ""
 
 
 def version_lines(reports: list[NoteReport]) -> list[str]:
@@ -34,13 +37,21 @@ def version_lines(reports: list[NoteReport]) -> list[str]:
     return out
 
 
-def notes_verdict(reports: list[NoteReport], minimum: int) -> Verdict:
-    """Decide what the reports of all notes mean together.
+def notes_verdict(reports: list[NoteReport], minimum: int, missing: Sequence[str] = ()) -> Verdict:
+    """Decide what the reports of all notes mean together: is the evidence wrong, or only not enough yet?
+
+    Args:
+        reports: one per note that exists.
+        minimum: cited statements each note needs.
+        missing: labels of the notes that do not exist yet (each counts 0).
 
     - pending: a cited package is not installed (nothing can be checked against it); the reason
       still lists every other failing citation, so installing is not the only fix a person sees;
-    - broken: a citation fails or is malformed, or a note has fewer than ``minimum`` cited statements
-      (the reason then also lists that note's citations that were not counted, and why);
+    - broken: a citation fails or is malformed (wrong evidence); the reason lists each, and what a
+      short note did not count;
+    - pending (``distcheck cite``): every citation resolves but a note has fewer than ``minimum``
+      cited statements or is missing (a note in progress); the first line gives every note's count,
+      then why each citation of a short note that was not counted (hidden, filler) did not count;
     - done: otherwise. The reason then lists each note's count.
 
     A pending or broken reason also names every cited package installed at another version than the
@@ -49,29 +60,35 @@ def notes_verdict(reports: list[NoteReport], minimum: int) -> Verdict:
     Which names may be cited is decided before (``unknown-package`` failures, see
     :func:`pytest_distcheck.citations.verifier.check_citation`): those are broken, not pending.
     """
-    missing = sorted(
+    missing_pkgs = sorted(
         {r.citation.package for rep in reports for r in rep.failures if r.code == "not-installed"}
     )
-    if missing:
+    if missing_pkgs:
         others = [
             line for rep in reports
             for line in failure_lines(rep, skip_codes=("not-installed",))
         ]
-        head = f"not installed: {', '.join(missing)}; the citations need its sources"
+        head = f"not installed: {', '.join(missing_pkgs)}; the citations need its sources"
         if others:
             head += f"; {len(others)} other citation(s) do not resolve"
         return Verdict("pending", "\n".join([head, *version_lines(reports), *others]))
     failures = [line for rep in reports for line in failure_lines(rep)]
     short = [rep for rep in reports if rep.cited_statements < minimum]
     counts = "; ".join(f"{rep.label}: {summary(rep)}" for rep in reports)
-    if failures or short:
-        heads = [
-            f"{rep.label} has {rep.cited_statements} cited statements, at least {minimum} expected"
-            for rep in short
-        ]
-        if failures:
-            heads.append(f"{len(failures)} citation(s) do not resolve")
-        # A short note also says why each citation it has did not count.
-        uncounted = [line for rep in short for line in uncounted_lines(rep)]
-        return Verdict("broken", "\n".join(["; ".join(heads), *version_lines(reports), *failures, *uncounted, counts]))
+    # A short note also says why each citation it has did not count.
+    uncounted = [line for rep in short for line in uncounted_lines(rep)]
+    if failures:
+        heads = [f"{rep.label} has {rep.cited_statements} cited statements, at least {minimum} expected"
+                 for rep in short]
+        heads.append(f"{len(failures)} citation(s) do not resolve")
+        lines = ["; ".join(heads), *version_lines(reports), *failures, *uncounted, counts]
+        return Verdict("broken", "\n".join(lines))
+    if short or missing:
+        parts = [f"{rep.label} {rep.cited_statements} of {minimum}" + (" (enough)" if rep not in short else "")
+                 for rep in reports]
+        if reports and reports[0] in short:
+            parts[0] = f"{reports[0].label} has {reports[0].cited_statements} of {minimum} cited statements"
+        parts += [f"{label}: no note yet (0 of {minimum})" for label in missing]
+        lines = ["; ".join(parts), *version_lines(reports), *uncounted]
+        return Verdict("pending", "\n".join(lines), "distcheck cite")
     return Verdict("done", counts)

@@ -151,7 +151,8 @@ def combine(
         blockers = tuple(r for r in it.requires if results[r].state is not State.DONE)
         # None of its checks selected: nothing was asked of the item, so it is not run, whatever blocks it.
         unselected = res.state is State.NOT_RUN and collection is not None and not collection.selected(it.id)
-        if blockers and not unselected and res.state in (State.DONE, State.NOT_RUN, State.PENDING, State.STALE, State.BLOCKED):
+        waiting = (State.DONE, State.NOT_RUN, State.PENDING, State.STALE, State.BLOCKED)
+        if blockers and not unselected and res.state in waiting:
             own = {State.BLOCKED: "", State.NOT_RUN: "; own checks did not run"}.get(
                 res.state, f"; own checks: {res.state.value}")
             res = ItemResult(

@@ -48,7 +48,10 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool) -> None:
     width = max(len(r.item_id) for r in results)
     for r in results:
         tr.write(f"{r.state.label:<{state_w}}  ", **_COLOURS[r.state])
-        tr.write_line(f"{r.item_id:<{width}}  {r.reason}")
+        first, *more = r.reason.splitlines() or [""]
+        tr.write_line(f"{r.item_id:<{width}}  {first}")
+        for line in more:  # a reason of several lines (one per failing citation) stays in its column
+            tr.write_line(f"{'':<{state_w}}  {'':<{width}}  {line}")
         if r.state in NEEDS_EVIDENCE:
             tr.write_line(f"{'':<{state_w}}  {'':<{width}}  -> {r.command}")
         if r.state is not State.DONE:
