@@ -72,6 +72,9 @@ def pod(name, status="RUNNING"):
     ("distcheck-11111111-aaaaaa-1900000600", "start", "alive", (False, "is still running")),
     ("distcheck-11111111-aaaaaa-1900000600", "manual", "unknown", (False, "not known on this machine")),
     ("distcheck-11111111-aaaaaa-1899999000", "start", "alive", (True, "its reserved time ended")),
+    # another machine's deadline is on its clock: hours of skew never get a live pod swept here
+    ("distcheck-11111111-aaaaaa-1899993000", "start", "unknown", (False, "not known on this machine")),
+    ("distcheck-11111111-aaaaaa-1899980000", "start", "unknown", (True, "its reserved time ended")),
     ("distcheck-11111111-aaaaaa-1900000600", "all", "alive", (True, "--all")),
 ])
 def test_orphan_rules(name, scope, state, expected):

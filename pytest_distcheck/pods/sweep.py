@@ -6,7 +6,10 @@ touched. One of the kit's pods is an orphan when
 - ``finish`` scope: it belongs to this session's runs (a create whose reply was lost, a terminate
   that was never confirmed);
 - any scope: its session has ended (no process holds the session lock on this machine);
-- any scope: its reserved time is over (the name's deadline, plus a minute), whoever made it;
+- any scope: its reserved time is over (the name's deadline, plus a minute), when its session ran on
+  this machine (the name's deadline was written by this clock); for a session of another machine
+  only once the deadline is ``FOREIGN_CLOCK_GRACE_S`` past, since two machines' clocks may differ
+  (its own dead-man switch ends it before, on the pod's clock);
 - ``all`` scope (``distcheck pods --sweep --all``): always.
 
 Pods of this session at ``start``, of live sessions, and of unknown sessions (another machine) before
@@ -24,6 +27,7 @@ from pytest_distcheck.pods.base import PodInfo, Provider
 from pytest_distcheck.pods.reaper import Termination, terminate_and_confirm
 
 DEADLINE_GRACE_S = 60.0
+FOREIGN_CLOCK_GRACE_S = 3 * 3600.0  # a client clock hours off must not get a live pod swept elsewhere
 SCOPES = ("start", "finish", "manual", "all")
 
 
@@ -56,9 +60,9 @@ def orphan_reason(pod: PodInfo, scope: str, *, session: str | None = None, runs:
         if scope == "finish" and (runs is None or parsed.run_id in runs):
             return True, "left over by this session (a lost create reply or an unconfirmed terminate)"
         return False, "belongs to this session, still in use"
-    if parsed.deadline + DEADLINE_GRACE_S < now:
-        return True, f"its reserved time ended at {utc(parsed.deadline)}"
     live = state(parsed.session)
+    if parsed.deadline + (FOREIGN_CLOCK_GRACE_S if live == "unknown" else DEADLINE_GRACE_S) < now:
+        return True, f"its reserved time ended at {utc(parsed.deadline)}"
     if live == "ended":
         return True, f"its pytest session {parsed.session} has ended (no process holds its lock)"
     if live == "alive":
