@@ -195,7 +195,7 @@ def test_a_provider_wide_outage_leaks_no_pod_and_the_bill_settles_the_ledger(fak
 
 def test_a_live_rate_above_the_reserved_one_is_refused_before_creating(fake, provider, guard, timings,  # noqa: F811
                                                                         monkeypatch):
-    from fake_runpod.state import CATALOGUE
+    from pytest_distcheck.pods.fake.state import CATALOGUE
 
     with lease_for(provider, guard, timings):  # prices 0.59 $/GPU-hour live, and caches it
         pass
