@@ -48,3 +48,12 @@ def test_cuda_versions_must_look_like_versions():
     for bad in ("12", "12.8\"", "12.8.1", "x.y", "١٢.٨"):
         with pytest.raises(ValueError, match="is not a CUDA version such as"):
             dataclasses.replace(REQ, cuda_versions=(bad,))
+
+
+def test_a_container_that_exits_before_it_ever_ran_is_named_at_once(fake, provider, timings, monkeypatch):  # noqa: F811
+    from pytest_distcheck.pods.base import PodInfo
+
+    monkeypatch.setattr(provider, "status", lambda pod_id: PodInfo(pod_id, "distcheck-x", "EXITED", 1.18, None, ""))
+    with pytest.raises(NotReady, match=r"pod p1 cannot start on its host: RunPod reports it EXITED \(status EXITED\)\. "
+                                       r"This is the host"):
+        provider.wait_ready("p1", 10)

@@ -5,7 +5,8 @@ run's public key as ``PUBLIC_KEY`` and the dead-man switch as the start command
 (:mod:`pytest_distcheck.pods.deadman`). ``create_pod`` returns no price: the rate is ``costPerHr``
 from ``runpod.get_pod``. Ready: ``desiredStatus == "RUNNING"`` and ``runtime.ports`` has a public
 TCP mapping of port 22 (as ``runpod/cli/utils/rp_info.py::get_pod_ssh_ip_port`` reads it), and SSH
-answers. A pod whose ``lastStatusChange`` reports an error before it ever has a runtime cannot start
+answers. A pod whose ``lastStatusChange`` reports an error, or whose ``desiredStatus`` is ``EXITED``,
+before it ever has a runtime cannot start
 on its host (an image built for a newer CUDA than the host's driver: runpod/containers issue 98); the
 wait ends at once, saying it is the host and not the user's code, and ``allowedCudaVersions`` (from
 ``[pods] allowed_cuda_versions``) keeps the scheduler off such hosts. Gone: ``get_pod`` returns null
@@ -23,6 +24,7 @@ from typing import Any
 
 from pytest_distcheck.pods import deadman, runpod_api
 from pytest_distcheck.pods.base import (
+    EXITED,
     GONE,
     GpuRequest,
     NotReady,
@@ -175,8 +177,9 @@ class RunPodProvider(Provider):
             if info is not None:
                 if info.ended:
                     raise PodLost(f"pod {pod_id} is {info.status} while waiting for it to start")
-                if info.ssh is None and HOST_FAILURE.search(info.detail):
-                    raise NotReady(f"pod {pod_id} cannot start on its host: RunPod says {info.detail[:300]!r}. This "
+                if info.ssh is None and (HOST_FAILURE.search(info.detail) or info.status == EXITED):
+                    said = f"RunPod says {info.detail[:300]!r}" if info.detail else "RunPod reports it EXITED"
+                    raise NotReady(f"pod {pod_id} cannot start on its host: {said} (status {info.status}). This "
                                    "is the host (e.g. a driver older than the image's CUDA, runpod/containers#98), "
                                    "not your code. The pod is terminated and its ledger row settled; run again to "
                                    "get another host ([pods] allowed_cuda_versions keeps such hosts out)")
