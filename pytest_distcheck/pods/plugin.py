@@ -189,7 +189,7 @@ def gpu_pod(request: pytest.FixtureRequest, budget):
     Raises BudgetRefused when the worst case does not fit the budget.
     """
     from pytest_distcheck.pods.base import Unavailable
-    from pytest_distcheck.pods.progress import ReportedPod, StatusLine
+    from pytest_distcheck.pods.progress import ReportedPod, StatusLine, ending
 
     config = request.config
     ps = pods_session(config)
@@ -224,7 +224,7 @@ def gpu_pod(request: pytest.FixtureRequest, budget):
         line.close()
         pytest.skip(f"gpu_pod ({provider.name}): {exc}")
     except BaseException:
-        line(f"failed before it was ready; {_ending(lease)}", metered=False)
+        line(f"failed before it was ready; {ending(lease)}", metered=False)
         line.close()
         raise
     line(f"ready: pod {pod.id}, run {pod.run_id}")
@@ -236,23 +236,8 @@ def gpu_pod(request: pytest.FixtureRequest, budget):
         try:
             lease.__exit__(None, None, None)
         finally:
-            line(_ending(lease), metered=False)
+            line(ending(lease), metered=False)
             line.close()
-
-
-def _ending(lease: Any) -> str:
-    """How a lease ended, for the status line: terminated or not, and what the ledger settled."""
-    term, res = lease.termination, lease.reservation
-    row = getattr(res, "settled_row", None) if res is not None else None
-    if lease.pod_id is None:
-        return "no pod was created; the reservation is released" if lease.lost_name is None else \
-            f"the create answer was lost; {lease.lost_name} is looked for at session end"
-    if term is None or not term.confirmed:
-        return f"termination of pod {lease.pod_id} NOT confirmed; the ledger keeps its worst case"
-    if row is None:
-        return f"pod {lease.pod_id} terminated; ledger not settled"
-    return (f"pod {lease.pod_id} terminated; settled {row.billed_s} s x ${row.rate_per_hour}/h = ${row.cost} "
-            f"(run {row.run_id})")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

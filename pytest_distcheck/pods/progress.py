@@ -52,6 +52,7 @@ class StatusLine:
         self._drawn = False
 
     def render(self, text: str, metered: bool = True) -> str:
+        """The line for ``text``: prefix, title, text and (``metered``) seconds since create and USD so far."""
         started, rate = self.meter()
         extra = ""
         if started is not None and metered:
@@ -140,3 +141,18 @@ class ReportedPod:
     def get(self, remote: str, local: Path) -> None:
         self._line.step(f"copying back pod:{remote}")
         self._pod.get(remote, local)
+
+
+def ending(lease: Any) -> str:
+    """How a lease ended, for the status line: terminated or not, and what the ledger settled."""
+    term, res = lease.termination, lease.reservation
+    row = getattr(res, "settled_row", None) if res is not None else None
+    if lease.pod_id is None:
+        return "no pod was created; the reservation is released" if lease.lost_name is None else \
+            f"the create answer was lost; {lease.lost_name} is looked for at session end"
+    if term is None or not term.confirmed:
+        return f"termination of pod {lease.pod_id} NOT confirmed; the ledger keeps its worst case"
+    if row is None:
+        return f"pod {lease.pod_id} terminated; ledger not settled"
+    return (f"pod {lease.pod_id} terminated; settled {row.billed_s} s x ${row.rate_per_hour}/h = ${row.cost} "
+            f"(run {row.run_id})")
