@@ -66,7 +66,11 @@ class StatusLine:
         self._text = text
         line = self.render(text, metered)
         if self.tty:
-            self._write(lambda: self.reporter.rewrite(line, erase=True))
+            def draw() -> None:
+                if not self._drawn:  # start below pytest's "file.py " line instead of over it
+                    getattr(self.reporter, "ensure_newline", lambda: None)()
+                self.reporter.rewrite(line, erase=True)
+            self._write(draw)
             self._drawn = True
             self.lines.append(line)
             return
