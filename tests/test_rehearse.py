@@ -77,3 +77,15 @@ def test_the_estimate_points_to_the_rehearsal_and_says_what_it_cannot_cover(tmp_
     out = capsys.readouterr().out
     assert "rehearse the paid path first, for free: `distcheck rehearse`" in out
     assert "it cannot cover real prices, capacity and how long a real pod takes to start; the image on a real" in out
+
+
+def test_rehearse_without_the_gpu_extra_says_what_to_install(monkeypatch, capsys):
+    from pytest_distcheck.cli import main
+
+    gone = [m for m in sys.modules if m == "asyncssh" or m.startswith(("asyncssh.", "pytest_distcheck.pods.fake"))]
+    for name in gone:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "asyncssh", None)  # as if the gpu extra were not installed
+    assert main(["rehearse"]) != 0
+    err = capsys.readouterr().err
+    assert "distcheck rehearse: needs the gpu extra (asyncssh is not installed): pip install -e '.[gpu]'" in err

@@ -20,6 +20,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pytest_distcheck.errors import DistcheckError
+
+    try:
+        import pytest_distcheck.pods.fake  # noqa: F401 - needs the gpu extra (runpod, asyncssh, graphql-core)
+    except ImportError as exc:
+        raise DistcheckError(f"needs the gpu extra ({exc.name} is not installed): pip install -e '.[gpu]' "
+                             "(the README's main command installs it)") from None
     from pytest_distcheck.pods.rehearsal import rehearse
 
     return rehearse(Path(args.config))
