@@ -19,8 +19,13 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
   loads, imports the kit modules the checks use and snapshots them (:func:`kit_modules_used`), so a
   learner module imported by a check that replaces a kit function is caught even with a builtin or
   a ``functools.partial`` (tests/test_gate_tamper.py).
-- What is *not* isolated: the checks import the learner's lab code (``experiments/``, on ``sys.path``
-  through the kit ini's ``pythonpath``); the live DDP check runs it. See docs/ci/threat-model.md.
+- The workspace root goes on ``sys.path`` only after that, and last (:func:`expose_root`), and the checks
+  folder is appended too (``--import-mode=append``): a root-level ``statistics.py`` cannot shadow a module
+  the kit imports late (red-team R1, tests/test_gate_redteam.py). Code from the root outside ``checks/``
+  and ``experiments/`` that runs anyway (a name nothing installed provides) is seen by an audit hook and
+  makes every item untrusted, naming the file (:class:`RootWatch`).
+- What is *not* isolated: the checks import the learner's lab code (``experiments/``, reachable through
+  the root at the end of ``sys.path``); the live DDP check runs it. See docs/ci/threat-model.md.
 """
 
 from __future__ import annotations
@@ -44,7 +49,9 @@ INI_NAME = "distcheck-gate.ini"
 # What the sub-session shuts out, as the JSON report states it when the sub-session checked it held.
 WHAT = ("learner conftest.py files (--noconftest)", "installed plugins (PYTEST_DISABLE_PLUGIN_AUTOLOAD=1)",
         "-p plugins, -o, -k/-m/--deselect and every other argument of the learner's command line",
-        "the learner's ini file and its addopts (the kit's own ini, pythonpath = rootdir only)",
+        "the learner's ini file and its addopts (the kit's own ini)",
+        "root-level modules shadowing what the kit imports (the root goes last on sys.path, after the kit "
+        "imported what it uses)",
         "PYTEST_*, DISTCHECK_* and PYTHON* environment variables (python -I)",
         "test files other than the registered checks",
         "kit functions replaced by the learner's modules after the sub-session started (snapshot)")
@@ -53,11 +60,10 @@ CARRIED = ("--gate", "--dod-json", "--dod-markdown", "--color")
 
 
 def ini_text(root: Path, workspace_rel: str) -> str:
-    """The kit's ini file for the sub-session: the rootdir on ``sys.path`` and the workspace file, nothing else."""
-    import shlex
-
+    """The kit's ini file for the sub-session: the workspace file, nothing else (no ``pythonpath``: pytest
+    would put the root first on ``sys.path`` before the kit loads; :func:`expose_root` appends it later)."""
     return (f"# written by pytest-distcheck for the gate's isolated sub-session\n[pytest]\n"
-            f"pythonpath = {shlex.quote(str(root))}\ndistcheck_config = {workspace_rel}\naddopts =\n")
+            f"distcheck_config = {workspace_rel}\naddopts =\n")
 
 
 def clean_env(environ: dict[str, str]) -> dict[str, str]:
@@ -89,7 +95,7 @@ def command(root: Path, ini: Path, nodeids: list[str], json_path: str | None, md
             color: str = "auto") -> list[str]:
     """The sub-session's command line (see the module docstring)."""
     argv = [sys.executable, "-I", "-m", "pytest", "-c", str(ini), "--rootdir", str(root), "--noconftest",
-            "-p", "pytest_distcheck.plugin", "-p", "no:cacheprovider", "--gate", FLAG, f"--color={color}"]
+            "-p", "pytest_distcheck.plugin", "-p", "no:cacheprovider", "--import-mode=append", "--gate", FLAG, f"--color={color}"]
     if json_path:
         argv += ["--dod-json", json_path]
     if md_path:
@@ -210,6 +216,8 @@ def problems(config: pytest.Config) -> list[str]:
     if not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         out.append("installed pytest plugins may autoload (PYTEST_DISABLE_PLUGIN_AUTOLOAD not set)")
     out += [f"{var} is set" for var in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS") if os.environ.get(var)]
+    if config.getoption("importmode") != "append":
+        out.append(f"--import-mode={config.getoption('importmode')} puts test folders first on sys.path")
     if config.getoption("override_ini"):
         out.append(f"-o {' '.join(config.getoption('override_ini'))} was given")
     ini = config.inipath
@@ -224,3 +232,55 @@ def problems(config: pytest.Config) -> list[str]:
         if not where or not any(_inside(Path(where).resolve(), d) for d in trusted):
             out.append(f"plugin {name!r} from {where or 'an unknown place'} is loaded")
     return out
+
+
+def expose_root(root: Path) -> None:
+    """Put the workspace root last on ``sys.path`` (the checks import ``experiments``), once."""
+    if str(root) not in sys.path:
+        sys.path.append(str(root))
+
+
+class RootWatch:
+    """Code from the workspace root, outside ``checks/``, ``experiments/`` and installed packages, that ran
+    in this process: seen by an audit hook (``exec`` of a module's code) and in ``sys.modules``.
+
+    A module that removes itself from ``sys.modules`` after running (red-team R1's shadow) is still seen by
+    the hook. ``problems()`` names each file, relative to the root.
+    """
+
+    _current: RootWatch | None = None
+    _hooked = False
+
+    def __init__(self, root: Path, origins: object) -> None:
+        self.root = root.resolve()
+        self.allowed = (self.root / "checks", self.root / "experiments")
+        self.origins = origins
+        self.seen: dict[str, None] = {}
+        RootWatch._current = self
+        if not RootWatch._hooked:  # audit hooks cannot be removed: one per process, pointing at the current
+            sys.addaudithook(_audit)
+            RootWatch._hooked = True
+
+    def note(self, filename: str | None) -> None:
+        """Record ``filename`` when it is workspace code outside the allowed folders."""
+        if not filename or not os.path.isabs(filename) or filename in self.seen:
+            return  # relative names are code compiled from strings (torch's), not files imported
+        from pytest_distcheck.dod.integrity import _inside
+
+        path = Path(filename).resolve()
+        if (not _inside(path, self.root) or any(_inside(path, d) for d in self.allowed)
+                or self.origins.trusted(filename)):  # type: ignore[attr-defined]
+            return
+        self.seen[filename] = None
+
+    def problems(self) -> list[str]:
+        """One sentence per foreign file that ran (``[]`` if none)."""
+        for mod in list(sys.modules.values()):
+            self.note(getattr(mod, "__file__", None))
+        return [f"{Path(f).resolve().relative_to(self.root).as_posix()} (workspace code outside checks/ and "
+                "experiments/) ran inside the gate's sub-session" for f in self.seen]
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "exec" and RootWatch._current is not None:
+        RootWatch._current.note(getattr(args[0], "co_filename", None))

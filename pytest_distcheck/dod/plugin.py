@@ -95,6 +95,7 @@ class DodPlugin:
         self.subsession = bool(config.getoption("distcheck_subsession", False)) and not self.is_worker
         self.isolation: list[str] | None = None  # problems with this process's isolation; None: not the gate's
         self.early: ModuleSnapshot | None = None
+        self.root_watch: Any = None  # isolation.RootWatch in the gate's sub-session
         self.canonical: dict[str, Any] | None = None  # how the workspace matches the shipped DoD of its phase
         if self.workspace is not None and not self.is_worker:
             from pytest_distcheck.dod import manifest
@@ -112,9 +113,11 @@ class DodPlugin:
 
         assert self.workspace is not None and self.origins is not None
         self.isolation = isolation.problems(self.config)
+        self.root_watch = isolation.RootWatch(self.config.rootpath, self.origins)
         files = {self.config.rootpath / c.split("::", 1)[0] for it in self.workspace.items for c in it.checks}
         isolation.preimport(sorted(f for f in files if f.is_file()))
         self.early = ModuleSnapshot(self.origins, [], since="after the gate's sub-session started")
+        isolation.expose_root(self.config.rootpath)
 
     # -- collection ------------------------------------------------------------------------------
 
@@ -276,6 +279,8 @@ class DodPlugin:
         if self.early is not None:
             named = {p.split(" ", 1)[0] for p in problems}
             problems += [p for p in self.early.problems() if p.split(" ", 1)[0] not in named]
+        if self.root_watch is not None:
+            problems = self.root_watch.problems() + problems
         if problems:
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             outcome = CheckOutcome(item_id, item.nodeid, State.UNTRUSTED,

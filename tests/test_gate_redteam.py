@@ -1,0 +1,83 @@
+"""Bypasses a red-team tester found after issue 13's sub-session landed, each now failing the gate.
+
+R1. a root-level module shadowing one the kit imports late (``statistics.py``) runs in the sub-session
+    before the kit's snapshot and replaces ``pytest_distcheck.pending/broken/stale`` with callable
+    instances;
+R2. ``experiments/__init__.py`` (imported by the live DDP check) replaces ``__new__`` of the outcome classes
+    so that ``pending(...)`` raises ``Done``;
+R6. a workspace file whose phase has no shipped DoD (``id = "36"``) with one trivial item.
+
+Each runs the documented gate (``pytest --gate``, one isolated sub-session) on a bare copy of the Phase 35
+checks folder (nothing done) carrying the bypass.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from dod_support import workflow_accepts
+
+REPO = Path(__file__).resolve().parents[1]
+
+SHADOW = """
+import importlib, sys
+_here = sys.path.pop(0); del sys.modules[__name__]
+_real = importlib.import_module(__name__); sys.path.insert(0, _here); sys.modules[__name__] = _real
+import pytest_distcheck
+from pytest_distcheck.dod.outcome import Done
+class _Done:
+    def __call__(self, reason, command=None): raise Done("evidence checked")
+for _n in ("pending", "broken", "stale"): setattr(pytest_distcheck, _n, _Done())
+"""
+
+NEW_DONE = """
+from pytest_distcheck.dod import outcome as _o
+for _c in (_o.Pending, _o.Broken, _o.Stale):
+    _c.__new__ = staticmethod(lambda cls, *a, **k: _o.Done("evidence checked"))
+"""
+
+
+def phase35(pytester: pytest.Pytester) -> Path:
+    """A bare copy of the Phase 35 workspace (workspace file, checks, quiz bank, lab code): nothing done."""
+    shutil.copytree(REPO / "checks", pytester.path / "checks", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "experiments", pytester.path / "experiments",
+                    ignore=shutil.ignore_patterns("__pycache__", "results"))
+    return pytester.path
+
+
+def gate(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict]:
+    """The learner's `pytest --gate` with the JSON report the example workflow judges."""
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gate", "--dod-json", "report.json", *args)
+    report = pytester.path / "report.json"
+    assert result.ret != 0, result.stdout.str()
+    assert "gate: PASSED" not in result.stdout.str()
+    assert not workflow_accepts(report)
+    return result, json.loads(report.read_text())
+
+
+def test_r1_a_root_module_shadowing_a_late_stdlib_import_is_untrusted(pytester):
+    root = phase35(pytester)
+    (root / "statistics.py").write_text(SHADOW)
+    result, report = gate(pytester)
+    text = result.stdout.str()
+    assert "DONE     quiz-passed" not in text, text  # the shadow never runs: the root is last on sys.path
+    result.stdout.fnmatch_lines(["PENDING*quiz-passed*"])
+
+
+@pytest.mark.xfail(reason="R2 not fixed yet: the snapshot does not cover class attributes (__new__)")
+def test_r2_lab_code_replacing_an_outcome_class_constructor_is_untrusted(pytester):
+    root = phase35(pytester)
+    init = root / "experiments" / "__init__.py"
+    init.write_text(init.read_text() + NEW_DONE + "import zz_helper\n")
+    # R1's second half: root-level code that runs anyway (a name nothing installed provides), even one that
+    # takes itself out of sys.modules, is named.
+    (root / "zz_helper.py").write_text("import sys\ndel sys.modules[__name__]\n")
+    result, report = gate(pytester)
+    text = result.stdout.str()
+    assert "DONE " not in text, text
+    result.stdout.fnmatch_lines(["UNTRUSTED*ddp-allreduce-logged*zz_helper.py (workspace code outside checks/ and "
+                                 "experiments/) ran inside the gate's sub-session*"])
+    result.stdout.fnmatch_lines(["UNTRUSTED*pytest_distcheck.dod.outcome.Pending.__new__*"])
