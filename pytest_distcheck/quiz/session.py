@@ -103,7 +103,8 @@ def run_attempt(
     say("Answer with a letter for multiple choice. Numbers may be typed as 0.375, 37.5%, 3/8, 1.2e9 or 2.1B,\n"
         "with or without the unit; other units of the same kind are converted (3750 MB for GB).\n"
         "'skip' leaves an item unanswered. Right answers and explanations are shown once the attempt is\n"
-        "in the log. Ctrl-C quits: after the first answer the attempt is logged as abandoned.")
+        "in the log. Ctrl-C or Ctrl-D (end of input) quits: after the first answer the attempt is logged\n"
+        "as abandoned: not counted, and no answers are shown.")
     graded: list[Graded] = []
     answers: list[dict[str, Any]] = []
     stopped: BaseException | None = None
