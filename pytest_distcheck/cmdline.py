@@ -59,21 +59,37 @@ def misread_option_paths(config: Any) -> str | None:
 
 
 def subfolder_checks(config: Any, checks_dir: Path, root: Path) -> list[str] | None:
-    """What a DoD run (``--gate`` or ``--dod``) started without paths in a subfolder of the workspace
-    should collect: the workspace's checks folder, as at the root (pytest's ``testpaths`` apply only
-    there, so such a run would otherwise collect the subfolder and check nothing). ``None`` when the run
-    named paths, was started at the root or outside the workspace, or is not a DoD run.
+    """What a run started without paths in a subfolder of the workspace should collect: the workspace's
+    checks folder, as at the root (pytest's ``testpaths`` apply only there, so ``cd docs && pytest -m
+    local`` would collect docs/, find nothing and exit 5). A DoD run (``--gate``, ``--dod``) always
+    checks the workspace; any other run only when the subfolder holds no test file of its own (pytest's
+    ``python_files``), so ``cd tests && pytest`` still runs those tests. ``None`` when the run named
+    paths, was started at the root or outside the workspace, or keeps its subfolder.
     """
     import pytest
 
     if config.args_source is not pytest.Config.ArgsSource.INVOCATION_DIR:
         return None
-    if not (config.getoption("distcheck_gate") or config.getoption("distcheck_dod")):
-        return None
     here, root = Path(config.invocation_params.dir).resolve(), Path(root).resolve()
     if here == root or root not in here.parents:
         return None
+    dod_run = config.getoption("distcheck_gate") or config.getoption("distcheck_dod")
+    if not dod_run and _holds_tests(here, list(config.getini("python_files"))):
+        return None
     return [str(checks_dir)]
+
+
+def _holds_tests(folder: Path, patterns: list[str]) -> bool:
+    """Whether ``folder`` or a folder under it (hidden ones and virtualenvs skipped) holds a file that
+    matches one of pytest's ``python_files`` patterns."""
+    import fnmatch
+    import os
+
+    for _top, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "node_modules", "venv")]
+        if any(fnmatch.fnmatch(f, pat) for f in files for pat in patterns):
+            return True
+    return False
 
 
 def unknown_markers(markexpr: str, registered: list[str]) -> list[str]:

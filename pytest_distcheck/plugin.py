@@ -31,6 +31,8 @@ MARKERS = {
     "budget": "budget(usd): the most this test may spend, in USD",
     "dod": "dod(item_id): the Definition-of-Done item this check covers",
 }
+# The checks folder a run started in a subfolder without paths collects instead (None: the usual paths).
+SUBFOLDER_CHECKS = pytest.StashKey[list]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -81,8 +83,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(DodPlugin(config), "distcheck-dod")
     ws = get_workspace(config)
     paths = subfolder_checks(config, ws.checks_dir, ws.root) if ws else None
-    if paths:  # --gate / --dod from a subfolder: check the workspace, not the subfolder's tests
+    if paths:  # from a subfolder without tests of its own (or --gate/--dod): check the workspace
         config.args = paths
+        config.stash[SUBFOLDER_CHECKS] = paths
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -90,7 +93,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     where = f"workspace {workspace_label(config)}"
     phase = f"phase {ws.phase_id}, {len(ws.items)} DoD items" if ws else "no workspace file"
     gate = "gate on" if config.getoption("distcheck_gate") else "gate off"
-    ws_paths = subfolder_checks(config, ws.checks_dir, ws.root) if ws else None
+    ws_paths = config.stash.get(SUBFOLDER_CHECKS, None)
     if ws_paths:
         gate += f"; started in a subfolder without paths: collecting {display_path(Path(ws_paths[0]), config.rootpath)}"
     return [

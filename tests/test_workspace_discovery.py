@@ -107,3 +107,27 @@ def test_an_existing_report_path_never_moves_the_rootdir(workspace_dir, tmp_path
     assert again.ret == pytest.ExitCode.USAGE_ERROR
     fixed = workspace_dir.runpytest_subprocess("-p", "no:cacheprovider", "--gate", f"--dod-json={out}")
     assert fixed.ret == 0
+
+
+@pytest.mark.parametrize("args", [("-m", "local"), (), ("-m", "gpu", "--max-usd", "3")])
+def test_pytest_from_a_subfolder_without_tests_checks_the_workspace(workspace_dir, monkeypatch, args):
+    """`cd docs && pytest -m local` (or plain pytest, or -m gpu): pytest's testpaths apply only at the
+    rootdir, so it would collect docs/ (nothing, exit 5); the kit collects the workspace's checks as --dod does."""
+    write_checks(workspace_dir, "pass", "pass")
+    workspace_dir.makeini("[pytest]\ntestpaths = checks\n")
+    monkeypatch.chdir(workspace_dir.mkdir("docs"))
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", *args)
+    result.stdout.fnmatch_lines(["*started in a subfolder without paths: collecting checks*",
+                                 "collected 2 items*", "*Definition of Done: phase t1*"])
+    assert result.stdout.str().count("was not checked in this run") <= 1
+
+
+def test_pytest_from_a_subfolder_with_its_own_tests_collects_them(workspace_dir, monkeypatch):
+    write_checks(workspace_dir, "pass", "pass")
+    workspace_dir.makeini("[pytest]\ntestpaths = checks\n")
+    sub = workspace_dir.mkdir("mine")
+    (sub / "test_mine.py").write_text("def test_mine():\n    pass\n")
+    monkeypatch.chdir(sub)
+    result = workspace_dir.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert result.stdout.str().count("was not checked in this run") == 1
