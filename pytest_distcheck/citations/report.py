@@ -59,9 +59,14 @@ def failure_lines(report: NoteReport, skip_codes: tuple[str, ...] = ()) -> list[
 
 
 def uncounted_lines(report: NoteReport) -> list[str]:
-    """``NOTE:LINE [cite: ...]: not counted: reason`` for every citation that resolves but does not count."""
-    return [
+    """``NOTE:LINE [cite: ...]: not counted: reason`` for every citation that resolves but does not count,
+    then one line for the citations a reader cannot see (in HTML comments or code), if any."""
+    out = [
         f"{report.label}:{r.citation.line} {r.citation.text}: not counted: {r.reason}"
         for r in report.results
         if r.status is Status.UNCOUNTED
     ]
+    if report.unseen:
+        out.append(f"{report.label}: {report.unseen} [cite: ...] in HTML comments or code blocks not counted: "
+                   "a reader of the rendered note does not see them")
+    return out

@@ -90,6 +90,7 @@ class ParsedNote:
     checked_against: dict[str, str] | None = None  # package -> version; None when not recorded
     citations: list[Citation] = field(default_factory=list)
     malformed: list[Malformed] = field(default_factory=list)
+    unseen: int = 0  # ``[cite:`` a reader does not see (HTML comments, code): never counted, but told
 
 
 def front_matter(lines: list[str], path: Path) -> tuple[dict[str, str], int]:
@@ -154,6 +155,8 @@ def parse_note(text: str, path: Path) -> ParsedNote:
                 source += "\n" + "\n".join(lines[block.end - 1 : block.end - 1 + extra])
                 consumed_to = block.end + extra
         _scan(note, block, text, source)
+    body_text = "\n".join(lines[body:])
+    note.unseen = max(0, body_text.count("[cite:") - len(note.citations) - len(note.malformed))
     return note
 
 

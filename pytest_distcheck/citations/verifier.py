@@ -103,6 +103,7 @@ class NoteReport:
     checked_against: dict[str, str] | None = None
     installed: dict[str, str] = field(default_factory=dict)  # PEP 503 name -> installed public version
     warnings: list[str] = field(default_factory=list)
+    unseen: int = 0  # citations in HTML comments or code: a reader does not see them, so they never count
 
     def __post_init__(self) -> None:
         self.label = self.label or str(self.path)
@@ -294,7 +295,8 @@ def verify_note(
     parsed = parse_note(text, path)
     resolver = resolver or Resolver()
     malformed = [_url_malformed(resolver, m) for m in parsed.malformed]
-    report = NoteReport(path, label, malformed=malformed, checked_against=parsed.checked_against)
+    report = NoteReport(path, label, malformed=malformed, checked_against=parsed.checked_against,
+                        unseen=parsed.unseen)
     seen: list[tuple[Place, int]] = []
     for cit in parsed.citations:
         res = check_citation(resolver, cit, packages)
