@@ -74,3 +74,16 @@ def test_taught_in_changes_no_item_as_loaded_for_grading(tmp_path):
     stripped = tmp_path / "35.json"
     stripped.write_text(json.dumps(raw))
     assert load_bank(BANK).items == load_bank(stripped).items
+
+
+def test_the_ddp_bucket_default_is_in_mib_as_torch_counts_it():
+    """bucket_cap_mb=25 is 25 MiB (torch/nn/parallel/distributed.py multiplies by 1024 * 1024), so neither
+    the quiz nor a page may call it 25 MB (issue 21, nits)."""
+    import re
+
+    pages = sorted((ROOT / "docs" / "theory").glob("*.md")) + sorted((ROOT / "docs" / "lab").glob("*.md"))
+    texts = {str(BANK.relative_to(ROOT)): BANK.read_text()} | {str(p.relative_to(ROOT)): p.read_text() for p in pages}
+    wrong = [name for name, text in texts.items() if re.search(r"\b25 ?MB\b", text)]
+    assert not wrong, f"'25 MB' for DDP's bucket (25 MiB) in {wrong}"
+    item = next(i for i in ITEMS if i["id"] == "ddp-when-allreduce")
+    assert "25 MiB" in item["explanation"] and "1 MiB" in item["explanation"]
