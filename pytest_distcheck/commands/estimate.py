@@ -2,6 +2,11 @@
 
   distcheck estimate --gpu "RTX 4090" --count 2 --minutes 30
   distcheck estimate --gpu H100 --count 2 --minutes 20 --cloud community --experiment tp-inference
+  distcheck estimate --gpu "RTX 4090" --count 2 --minutes 25 --pod   # what a gpu_pod test reserves
+
+``--pod`` prices what the ``gpu_pod`` fixture reserves for a test marked ``pod(minutes=M)``: M minutes
+of run time plus the time a pod may take to get ready and to terminate (``pytest_distcheck.pods.timings``
+defaults, as ``pods/lease.py`` adds them), and prints that breakdown.
 
 Prices come from the shipped table (each with its source and date) or, when RUNPOD_API_KEY is set,
 live from RunPod. An unknown GPU type is refused, never guessed. Exit status 1 when the run would not
@@ -29,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cloud", default="secure", choices=("secure", "community"),
                         help="RunPod cloud (default secure)")
     parser.add_argument("--experiment", help="also show what is left of this experiment's ceiling")
+    parser.add_argument("--pod", action="store_true",
+                        help="price the worst case a gpu_pod test of MINUTES reserves: MINUTES of run time + the "
+                             "time to get ready + the time to terminate (default pod timings)")
     add_config_argument(parser)
 
 
@@ -41,12 +49,21 @@ def run(args: argparse.Namespace) -> int:
     if args.count < 1 or not args.minutes > 0:
         raise BudgetRefused(f"--count must be >= 1 and --minutes > 0, got {args.count} and {args.minutes:g}")
     guard = load_guard(args.config)
-    est = guard.estimate(args.provider, args.gpu, args.count, args.minutes * 60, args.cloud)
+    seconds, span = args.minutes * 60, f" for {args.minutes:g} min"
+    if args.pod:
+        from pytest_distcheck.pods.timings import Timings
+
+        # The same sum pods/lease.py reserves: run time + ready timeout + teardown.
+        t = Timings()
+        seconds += t.ready_timeout + t.teardown
+        span = (f", reserved as gpu_pod does: {args.minutes:g} min run + {t.ready_timeout / 60:g} min to get ready + "
+                f"{t.teardown / 60:g} min to terminate = {seconds / 60:g} min")
+    est = guard.estimate(args.provider, args.gpu, args.count, seconds, args.cloud)
     p, b = est.price, est.billing
     if p.warning:
         print(f"warning: {p.warning}; using the shipped table", file=sys.stderr)
     where = f"{args.provider} {args.cloud}" if args.provider == "runpod" else args.provider
-    print(f"{args.count} x {p.gpu} on {where} for {args.minutes:g} min: {usd(est.usd)}")
+    print(f"{args.count} x {p.gpu} on {where}{span}: {usd(est.usd)}")
     print(f"  price    {usd(p.usd_per_gpu_hour)}/GPU-hour ({'live' if p.live else 'shipped table'}; "
           f"source: {p.source}; {'undated' if p.date == 'undated' else 'dated ' + p.date}; "
           f"recorded {p.recorded}; confidence {p.confidence})")
