@@ -1,0 +1,113 @@
+"""Every command and kit path the docs show exists (issue 21): each `distcheck SUB --option` names a subcommand
+and options of that subcommand, each `pytest --option` an option pytest or an installed plugin registers,
+and each path into the kit's own folders is there.
+
+The pages are read as CommonMark (markdown-it-py): code spans, fenced and indented code and link targets,
+so a command quoted in prose counts and an example in an HTML comment does not.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+from pytest_distcheck.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+IDS = [str(p.relative_to(ROOT)) for p in PAGES]
+# the pages whose kit paths are checked; README.md also names files of an installed wheel and a learner's own
+PATH_PAGES = [p for p in PAGES if p.parent.name in ("theory", "lab", "notes") or p == ROOT / "docs" / "README.md"]
+
+DISTCHECK = re.compile(r"(?:^|\s)distcheck\s+([a-z][\w-]*)(?![\w:-])((?:\s+[^\s|;&#]+)*)")
+PYTEST = re.compile(r"(?:^|\s)pytest((?:\s+[^\s|;&#]+)*)")
+# the kit's own folders; experiments/ only for code (its results/ are the learner's to write)
+KIT_PATH = re.compile(r"(?<![\w/.-])((?:pytest_distcheck|tests|fixtures|solutions|checks|benchmarks)/[\w./-]*"
+                      r"|experiments/[\w/-]+\.(?:py|sh))")
+
+
+def snippets(markdown: str) -> list[str]:
+    """The code a reader sees: each line of fenced/indented code, each code span, each link target."""
+    out: list[str] = []
+    for token in MarkdownIt("commonmark").parse(markdown):
+        if token.type in ("fence", "code_block"):
+            out += token.content.splitlines()
+        elif token.type == "inline":
+            out += [c.content for c in token.children or [] if c.type == "code_inline"]
+            out += [c.attrs.get("href", "") for c in token.children or [] if c.type == "link_open"]
+    return out
+
+
+def _subparsers() -> dict:
+    parser = build_parser()
+    return next(a for a in parser._actions if isinstance(a, type(parser._subparsers._group_actions[0]))).choices
+
+
+def _pytest_options() -> set[str]:
+    from _pytest.config import get_config
+
+    config = get_config()
+    config.pluginmanager.load_setuptools_entrypoints("pytest11")
+    parser = config._parser
+    return {name for group in [parser._anonymous, *parser._groups] for o in group.options for name in o.names()}
+
+
+def unknown_commands(markdown: str, subparsers: dict, pytest_options: set[str]) -> list[str]:
+    """One line per `distcheck` subcommand or option, or `pytest` option, that does not exist."""
+    problems = []
+    for snippet in snippets(markdown):
+        code = snippet.split(" #")[0]
+        for m in DISTCHECK.finditer(code):
+            sub, args = m.group(1), m.group(2).split()
+            if sub not in subparsers:
+                problems.append(f"`distcheck {sub}`: no such subcommand")
+                continue
+            known = subparsers[sub]._option_string_actions
+            problems += [f"`distcheck {sub} {a.split('=')[0]}`: no such option"
+                         for a in args if a.startswith("-") and a.split("=")[0] not in known]
+        for m in PYTEST.finditer(code):
+            problems += [f"`pytest {a.split('=')[0]}`: no such option"
+                         for a in m.group(1).split() if a.startswith("-") and a.split("=")[0] not in pytest_options]
+    return problems
+
+
+def missing_paths(markdown: str, root: Path) -> list[str]:
+    """The paths into the kit's folders that a page names and that do not exist."""
+    found = {m.group(1).rstrip(".") for s in snippets(markdown) for m in KIT_PATH.finditer(s)}
+    return sorted(p for p in found if "<" not in p and not (root / p).exists())
+
+
+@pytest.fixture(scope="module")
+def known():
+    return _subparsers(), _pytest_options()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_every_command_shown_exists(page, known):
+    problems = unknown_commands(page.read_text(), *known)
+    assert not problems, f"{page.relative_to(ROOT)}: {problems}"
+
+
+@pytest.mark.parametrize("page", PATH_PAGES, ids=[str(p.relative_to(ROOT)) for p in PATH_PAGES])
+def test_every_kit_path_shown_exists(page):
+    missing = missing_paths(page.read_text(), ROOT)
+    assert not missing, f"{page.relative_to(ROOT)} names paths that do not exist: {missing}"
+
+
+def test_a_stale_command_or_path_is_named(known, tmp_path):
+    text = ("Run `distcheck estimate --gpu X --minutes 3` and `distcheck budjet`, then\n\n"
+            "```bash\ndistcheck memory --params 7B --zero3   # comment --not-an-option\n"
+            "pytest -m gpu --max-usd 3 --max-dollars 3\n```\n\n"
+            "The fake is in `tests/fake_runpod/`; the guard in `pytest_distcheck/budget/guard.py`.\n"
+            "<!-- `distcheck hidden` -->\n`distcheck budget: paid GPU tests off` is a header line.\n")
+    assert unknown_commands(text, *known) == [
+        "`distcheck budjet`: no such subcommand",
+        "`distcheck memory --zero3`: no such option",
+        "`pytest --max-dollars`: no such option",
+    ]
+    (tmp_path / "pytest_distcheck" / "budget").mkdir(parents=True)
+    (tmp_path / "pytest_distcheck" / "budget" / "guard.py").touch()
+    assert missing_paths(text, tmp_path) == ["tests/fake_runpod/"]
