@@ -111,3 +111,12 @@ def test_a_stale_command_or_path_is_named(known, tmp_path):
     (tmp_path / "pytest_distcheck" / "budget").mkdir(parents=True)
     (tmp_path / "pytest_distcheck" / "budget" / "guard.py").touch()
     assert missing_paths(text, tmp_path) == ["tests/fake_runpod/"]
+
+
+def test_the_note_template_points_to_the_rule_of_what_counts():
+    """docs/notes/TEMPLATE.md links to lab 03's section 3, and that section exists (issue 21, e)."""
+    from tests.test_quiz_coverage import headings
+
+    template = (ROOT / "docs" / "notes" / "TEMPLATE.md").read_text()
+    assert "(../lab/03-megatron-fsdp-reading.md#3-what-counts)" in template
+    assert "3. What counts" in headings((ROOT / "docs" / "lab" / "03-megatron-fsdp-reading.md").read_text())
