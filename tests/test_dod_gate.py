@@ -18,6 +18,12 @@ from dod_support import (
 FAILED = pytest.ExitCode.TESTS_FAILED
 
 
+def ran(name):
+    """The gate's reason for a workspace file outside checks/ that ran in the process (its audit hook): in these
+    in-process runs a conftest.py or test file is such code. The item's own checks' reason follows it."""
+    return f"{name} (workspace code outside checks/ and experiments/) ran inside the gate's sub-session"
+
+
 def checks(pytester, alpha="pass", beta="pass"):
     write_checks(pytester, alpha, beta)
 
@@ -85,8 +91,9 @@ def test_collecting_only_other_tests_fails_the_gate(workspace_dir):
     checks(workspace_dir)
     workspace_dir.makepyfile(test_mine="def test_x(): pass")
     result = gate(workspace_dir, "test_mine.py")
-    result.stdout.fnmatch_lines(["NOT RUN  alpha  not collected: no test marked @pytest.mark.dod('alpha') "
-                                 "under checks/",
+    result.stdout.fnmatch_lines([f"UNTRUSTED  alpha  {ran('test_mine.py')}",
+                                 "*own checks: not-run (not collected: no test marked @pytest.mark.dod('alpha') "
+                                 "under checks/)",
                                  "gate: FAILED (0/2 items done, 2 not checked in this run)"])
     assert result.ret == FAILED
 
@@ -130,8 +137,10 @@ def test_a_hook_that_removes_checks_silently_is_named(workspace_dir):
             items[:] = [i for i in items if "alpha" not in i.nodeid]
         """)
     result = gate(workspace_dir)
-    result.stdout.fnmatch_lines(["NOT RUN  alpha  removed from the run by a collection hook without being deselected",
-                                 "gate: FAILED*"])
+    result.stdout.fnmatch_lines([f"UNTRUSTED  alpha  {ran('conftest.py')}",
+                                 "*own checks: not-run (removed from the run by a collection hook without being "
+                                 "deselected)", "UNTRUSTED  beta   *", "*own checks: done*",
+                                 "gate: FAILED (0/2 items done, 1 not checked in this run)"])
     assert result.ret == FAILED
 
 
@@ -161,7 +170,9 @@ def test_a_conftest_that_skips_checks_fails_the_gate(workspace_dir):
                 item.add_marker(pytest.mark.skip(reason="not today"))
         """)
     result = gate(workspace_dir)
-    result.stdout.fnmatch_lines(["PENDING  alpha  skipped: not today", "gate: FAILED (0/2 items done)"])
+    result.stdout.fnmatch_lines([f"UNTRUSTED  alpha  {ran('conftest.py')}", "*own checks: pending (skipped: not today)",
+                                 "UNTRUSTED  beta   *", "*own checks: blocked (blocked by alpha (pending: *",
+                                 "gate: FAILED (0/2 items done)"])
     assert result.ret == FAILED
 
 
@@ -173,7 +184,9 @@ def test_a_skip_raised_from_a_conftest_hook_fails_the_gate(workspace_dir):
             pytest.skip("skipped by conftest")
         """)
     result = gate(workspace_dir)
-    result.stdout.fnmatch_lines(["PENDING  alpha  skipped: skipped by conftest", "gate: FAILED*"])
+    result.stdout.fnmatch_lines([f"UNTRUSTED  alpha  {ran('conftest.py')}",
+                                 "*own checks: pending (skipped: skipped by conftest)",
+                                 "gate: FAILED (0/2 items done)"])
     assert result.ret == FAILED
 
 
@@ -210,8 +223,9 @@ def test_xfail_marker_cannot_hide_a_broken_check(workspace_dir):
                 item.add_marker(pytest.mark.xfail(reason="hide it"))
         """)
     result = gate(workspace_dir)
-    result.stdout.fnmatch_lines(["BROKEN   alpha  score 10%"])
-    result.assert_outcomes(failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["DoD item broken: score 10%", f"UNTRUSTED  alpha  {ran('conftest.py')}",
+                                 "*own checks: broken (score 10%)", "gate: FAILED*"])
+    result.assert_outcomes(failed=1, skipped=1)  # not xfailed, not xpassed
 
 
 # -- checks that are not the kit's own -----------------------------------------------------------
@@ -227,6 +241,7 @@ def test_a_check_outside_the_checks_folder_is_untrusted(workspace_dir):
     result = gate(workspace_dir)
     result.stdout.fnmatch_lines(["UNTRUSTED  alpha  not the kit's own check: its function is defined in "
                                  "test_fake.py:2, outside the workspace's checks folder checks/",
+                                 f"*{ran('test_fake.py')}",
                                  "gate: FAILED*"])
     assert result.ret == FAILED
 
@@ -267,7 +282,7 @@ def test_an_overriding_fixture_in_conftest_is_untrusted(workspace_dir):
     result = gate(workspace_dir)
     result.stdout.fnmatch_lines(["UNTRUSTED  alpha  not the kit's own check: it uses fixture 'distcheck_workspace' "
                                  "from conftest.py:7; fixtures a DoD check uses must come from pytest, the kit or "
-                                 "the checks folder"])
+                                 "the checks folder", f"*{ran('conftest.py')}"])
     assert result.ret == FAILED
 
 
@@ -282,7 +297,7 @@ def test_an_autouse_fixture_that_patches_the_kit_is_untrusted(workspace_dir):
     result = gate(workspace_dir)
     result.stdout.fnmatch_lines(["UNTRUSTED  alpha  not the kit's own check: it uses fixture 'quiet' from "
                                  "conftest.py:3*pytest_distcheck.broken was replaced while the checks ran "
-                                 "(now quiet.<locals>.<lambda> from conftest.py:5)"])
+                                 "(now quiet.<locals>.<lambda> from conftest.py:5)", f"*{ran('conftest.py')}"])
     assert result.ret == FAILED
 
 
@@ -307,7 +322,8 @@ def test_patching_a_checks_helper_with_a_mock_is_untrusted(workspace_dir):
                 item.module.score = mock.Mock(return_value=100)
         """)
     result = gate(workspace_dir)
-    result.stdout.fnmatch_lines(["UNTRUSTED  alpha  not the kit's own check: test_checks.score is a mock"])
+    result.stdout.fnmatch_lines(["UNTRUSTED  alpha  not the kit's own check: test_checks.score is a mock",
+                                 f"*{ran('conftest.py')}"])
     assert result.ret == FAILED
 
 
@@ -319,7 +335,8 @@ def test_a_pyfunc_call_hook_that_skips_the_function_is_untrusted(workspace_dir):
         """)
     result = gate(workspace_dir)
     result.stdout.fnmatch_lines(["UNTRUSTED  alpha  the check's function never ran, yet its report says passed: "
-                                 "something replaced it (foreign hooks: conftest.py:2 (pytest_pyfunc_call))"])
+                                 "something replaced it (foreign hooks: conftest.py:2 (pytest_pyfunc_call))",
+                                 f"*{ran('conftest.py')}"])
     assert result.ret == FAILED
 
 
@@ -336,7 +353,7 @@ def test_a_runtest_call_wrapper_that_swallows_the_failure_is_untrusted(workspace
         """)
     result = gate(workspace_dir)
     result.stdout.fnmatch_lines(["UNTRUSTED  alpha  the check raised Broken('quiz 64% (needs >= 70%)') but its report "
-                                 "says passed: something swallowed the exception*"])
+                                 "says passed: something swallowed the exception*", f"*{ran('conftest.py')}"])
     assert result.ret == FAILED
 
 
@@ -352,7 +369,8 @@ def test_a_makereport_wrapper_that_rewrites_the_outcome_is_untrusted(workspace_d
             call.excinfo = None
         """)
     result = gate(workspace_dir)
-    result.stdout.fnmatch_lines(["UNTRUSTED  alpha  the check raised Broken('wrong') but its report says passed*"])
+    result.stdout.fnmatch_lines(["UNTRUSTED  alpha  the check raised Broken('wrong') but its report says passed*",
+                                 f"*{ran('conftest.py')}"])
     assert result.ret == FAILED
 
 
@@ -388,7 +406,7 @@ def test_a_logreport_hook_that_rewrites_the_outcome_is_untrusted(workspace_dir):
         """)
     result = gate(workspace_dir)
     result.stdout.fnmatch_lines(["UNTRUSTED  alpha  its report was changed after the kit classified it broken "
-                                 "(failed; now passed): wrong"])
+                                 "(failed; now passed): wrong", f"*{ran('conftest.py')}"])
     assert result.ret == FAILED
 
 
@@ -401,7 +419,8 @@ def test_a_replaced_test_function_is_untrusted(workspace_dir):
         """)
     result = gate(workspace_dir)
     result.stdout.fnmatch_lines(["UNTRUSTED  alpha  not the kit's own check: its function is defined in "
-                                 "conftest.py:4, outside the workspace's checks folder checks/*"])
+                                 "conftest.py:4, outside the workspace's checks folder checks/*",
+                                 f"*{ran('conftest.py')}"])
     assert result.ret == FAILED
 
 
@@ -427,7 +446,8 @@ def test_a_runtest_protocol_that_runs_nothing_leaves_checks_not_run(workspace_di
             return True
         """)
     result = gate(workspace_dir)
-    result.stdout.fnmatch_lines(["NOT RUN  alpha  selected but did not run*", "gate: FAILED*"])
+    result.stdout.fnmatch_lines([f"UNTRUSTED  alpha  {ran('conftest.py')}", "*own checks: not-run (selected but did "
+                                 "not run*", "gate: FAILED (0/2 items done, 2 not checked*"])
     assert result.ret == FAILED
 
 
@@ -460,7 +480,7 @@ def test_patching_the_kit_at_import_time_is_untrusted(workspace_dir):
         """)
     result = workspace_dir.runpytest_subprocess("-p", "no:cacheprovider", *IN_PROCESS_GATE)
     result.stdout.fnmatch_lines(["UNTRUSTED  alpha  not the kit's own check: pytest_distcheck.broken is _quiet from "
-                                 "conftest.py:3, not the kit's or the checks' own*"])
+                                 "conftest.py:3, not the kit's or the checks' own*", f"*{ran('conftest.py')}"])
     assert result.ret == FAILED
 
 
@@ -505,14 +525,16 @@ def test_a_registered_check_outside_the_run_says_so(workspace_dir):
         """})
     workspace_dir.makepyfile(test_mine="def test_x(): pass")
     result = gate(workspace_dir, "test_mine.py")
-    result.stdout.fnmatch_lines(["NOT RUN  alpha  not collected: registered check checks/test_checks.py::test_alpha "
-                                 "(its file was not among the paths this run collected); not collected: registered "
-                                 "check checks/test_checks.py::test_alpha_live (its file was not among the paths "
-                                 "this run collected)"])
+    result.stdout.fnmatch_lines([f"UNTRUSTED  alpha  {ran('test_mine.py')}",
+                                 "*own checks: not-run (not collected: registered check "
+                                 "checks/test_checks.py::test_alpha (its file was not among the paths this run "
+                                 "collected); not collected: registered check checks/test_checks.py::test_alpha_live "
+                                 "(its file was not among the paths this run collected))"])
     (workspace_dir.path / "checks" / "test_checks.py").unlink()
+    (workspace_dir.path / "test_mine.py").unlink()
     result = gate(workspace_dir)
     result.stdout.fnmatch_lines(["NOT RUN  alpha  not collected: registered check checks/test_checks.py::test_alpha "
-                                 "(file missing)*"])
+                                 "(file missing)*", "gate: FAILED*"])
 
 
 def test_an_unregistered_check_claiming_an_item_is_untrusted(workspace_dir):

@@ -95,7 +95,8 @@ def command(root: Path, ini: Path, nodeids: list[str], json_path: str | None, md
             color: str = "auto") -> list[str]:
     """The sub-session's command line (see the module docstring)."""
     argv = [sys.executable, "-I", "-m", "pytest", "-c", str(ini), "--rootdir", str(root), "--noconftest",
-            "-p", "pytest_distcheck.plugin", "-p", "no:cacheprovider", "--import-mode=append", "--gate", FLAG, f"--color={color}"]
+            "-p", "pytest_distcheck.plugin", "-p", "no:cacheprovider", "--import-mode=append", "--gate", FLAG,
+            f"--color={color}"]
     if json_path:
         argv += ["--dod-json", json_path]
     if md_path:

@@ -31,7 +31,7 @@ from pytest_distcheck.dod.integrity import (
     static_problems,
 )
 from pytest_distcheck.dod.outcome import Blocked
-from pytest_distcheck.dod.state import CheckOutcome, ItemResult, State, combine, worst
+from pytest_distcheck.dod.state import GATE_NODEID, CheckOutcome, ItemResult, State, combine, worst
 from pytest_distcheck.errors import ConfigError
 
 PROPERTY = "distcheck_dod"
@@ -279,8 +279,6 @@ class DodPlugin:
         if self.early is not None:
             named = {p.split(" ", 1)[0] for p in problems}
             problems += [p for p in self.early.problems() if p.split(" ", 1)[0] not in named]
-        if self.root_watch is not None:
-            problems = self.root_watch.problems() + problems
         if problems:
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             outcome = CheckOutcome(item_id, item.nodeid, State.UNTRUSTED,
@@ -370,13 +368,15 @@ class DodPlugin:
         whys = []
         if self.isolation and isolation.REQUIRED:
             whys.append("the gate's sub-session is not isolated: " + "; ".join(self.isolation))
+        if self.root_watch is not None:  # also in the kit's in-process tests: a conftest that got in is named
+            whys += self.root_watch.problems()
         if self.canonical is not None and not self.canonical["trusted"] and self.config.getoption("distcheck_gate"):
             more = len(self.canonical["problems"]) - 3
             whys.append(f"the workspace is not the shipped DoD of phase {self.canonical['phase']}: "
                         + "; ".join(self.canonical["problems"][:3]) + (f" (and {more} more)" if more > 0 else ""))
         if not whys:
             return []
-        return [CheckOutcome(it.id, "<distcheck gate>", State.UNTRUSTED, "; ".join(whys))
+        return [CheckOutcome(it.id, GATE_NODEID, State.UNTRUSTED, "; ".join(whys))
                 for it in self.workspace.items]
 
     def _write_reports(self) -> None:

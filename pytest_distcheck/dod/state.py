@@ -104,6 +104,11 @@ class ItemResult:
 NEEDS_EVIDENCE = frozenset({State.PENDING, State.STALE, State.BLOCKED})
 
 
+# The node id of an outcome that the gate itself sets for every item (the sub-session is not isolated,
+# workspace code outside checks/ and experiments/ ran, the workspace is not the shipped DoD): no check's.
+GATE_NODEID = "<distcheck gate>"
+
+
 def rerun_command(item_id: str) -> str:
     """The command that checks one item again, with its prerequisites (``--dod``)."""
     return f"pytest --dod {item_id}"
@@ -124,10 +129,19 @@ def combine(
     An item no check reported on is not run (with the reason when known); an item whose
     prerequisite is not done is blocked by it (its reason adds what its own checks said), unless
     they said broken, error or untrusted, or none of its checks was selected (not run).
+
+    An outcome the gate set for the item (:data:`GATE_NODEID`) makes it untrusted and keeps what its
+    own checks said, one line each: a specific untrusted diagnosis of its checks (a hook rewrote the
+    outcome) first, then the gate's reason; otherwise the gate's reason first, then
+    ``own checks: pending (no log yet)``.
     """
     by_item: dict[str, list[CheckOutcome]] = {}
+    gate_whys: dict[str, list[str]] = {}
     for out in outcomes:
-        by_item.setdefault(out.item_id, []).append(out)
+        if out.nodeid == GATE_NODEID:
+            gate_whys.setdefault(out.item_id, []).append(out.reason)
+        else:
+            by_item.setdefault(out.item_id, []).append(out)
     results: dict[str, ItemResult] = {}
     for it in _topological(ws):
         outs = list(by_item.get(it.id, []))
@@ -148,6 +162,8 @@ def combine(
                 reason = f"{len(not_run)} of {len(outs)} checks did not run: {bad.nodeid} {bad.reason}"
             res = ItemResult(it.id, it.title, bad.state, reason, bad.command or it.how,
                              tuple(dict.fromkeys(o.nodeid for o in outs if o.state is not State.NOT_RUN)))
+        if it.id in gate_whys:
+            res = _untrusted_by_gate(res, gate_whys[it.id])
         blockers = tuple(r for r in it.requires if results[r].state is not State.DONE)
         # None of its checks selected: nothing was asked of the item, so it is not run, whatever blocks it.
         unselected = res.state is State.NOT_RUN and collection is not None and not collection.selected(it.id)
@@ -166,6 +182,16 @@ def combine(
         results[it.id] = ItemResult(res.item_id, res.title, res.state, res.reason, res.command, res.checks,
                                     rerun_command(it.id), it.requires, blockers, ran, tuple(outs))
     return [results[it.id] for it in ws.items]
+
+
+def _untrusted_by_gate(own: ItemResult, whys: list[str]) -> ItemResult:
+    """``own`` (what the item's checks said) made untrusted by the gate's reasons ``whys``."""
+    gate = "; ".join(dict.fromkeys(whys))
+    if own.state is State.UNTRUSTED:
+        reason = f"{own.reason}\n{gate}"
+    else:
+        reason = f"{gate}\nown checks: {own.state.value} ({own.reason})"
+    return ItemResult(own.item_id, own.title, State.UNTRUSTED, reason, own.command, own.checks)
 
 
 def _unblock(blocker: ItemResult) -> str:
