@@ -89,3 +89,21 @@ def test_decode_allreduce_has_a_bandwidth_term():
     lumped = flops.tp_decode_seconds_per_token(140e9, 3.35e12, 8, 80, allreduce_latency_s=70e-6)
     nvlink = flops.tp_decode_step_seconds(140e9, 3.35e12, 8, 80, 1, 8192, 5e-6, 300e9)
     assert math.isclose(nvlink, lumped, rel_tol=1e-3)
+
+
+def test_in_network_allreduce_sends_the_buffer_once():
+    # SHARP / NVLS: each rank sends S to the switch once and receives the sum once; one step up, one down
+    assert c.in_network_allreduce_seconds(S, 8, A, B) == pytest.approx(2 * A + S / B)
+    assert c.in_network_allreduce_seconds(S, 1, A, B) == 0
+    assert c.allreduce_bytes_sent_per_rank(S, 8) == pytest.approx(2 * 7 / 8 * S)
+    assert c.allreduce_bytes_sent_per_rank(S, 8, in_network=True) == S
+    assert c.allreduce_bytes_sent_per_rank(S, 1) == 0 == c.allreduce_bytes_sent_per_rank(S, 1, in_network=True)
+    # about half the ring's bandwidth term at large n; latency independent of n
+    ring = c.ring_allreduce_seconds(S, 64, 0, B)
+    assert c.in_network_allreduce_seconds(S, 64, 0, B) / ring == pytest.approx(64 / (2 * 63))
+    assert c.in_network_allreduce_seconds(1, 1024, A, B) == c.in_network_allreduce_seconds(1, 2, A, B)
+    # nccl-tests still reports busbw with the ring's 2(n-1)/n: above the link's B
+    t = c.in_network_allreduce_seconds(S, 8, 0, B)
+    assert c.busbw_gbps("all_reduce", S, t, 8) == pytest.approx(B / 1e9 * 2 * 7 / 8)
+    with pytest.raises(ValueError, match="bandwidth"):
+        c.in_network_allreduce_seconds(S, 8, A, 0)

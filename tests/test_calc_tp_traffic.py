@@ -45,3 +45,20 @@ def test_pp_messages_sec_4_1():
     msg = 2048 * 12288 * 2
     assert tt.pp_bytes_sent_per_stage_per_batch(1, 2048, 12288, 8) == 16 * msg
     assert tt.pp_bytes_sent_per_stage_per_batch(1, 2048, 12288, 8, virtual_stages=2) == 32 * msg
+
+
+def test_sp_collectives_paper_and_megatron_core_regather():
+    # Korthikanti et al. 2022 sec. 4.2.2: each all-reduce becomes RS + AG, 4 + 4 per layer
+    assert tt.tp_collectives_per_layer(sequence_parallel=True) == {"reduce_scatter": 4, "all_gather": 4}
+    # megatron-core 0.16.1 re-gathers each column-parallel layer's saved 1/t input in backward (QKV, fc1): 6 + 4
+    assert tt.tp_collectives_per_layer(sequence_parallel=True, regather_input=True) == {
+        "reduce_scatter": 4, "all_gather": 6}
+    # full recomputation re-runs the forward's 2 AG + 2 RS; the re-gather still adds 2
+    assert tt.tp_collectives_per_layer(True, "full", regather_input=True) == {"reduce_scatter": 6, "all_gather": 8}
+    # bytes: 10 collectives of (t-1)/t b s h against 8, a quarter more
+    paper = tt.tp_bytes_sent_per_layer(1, 2048, 12288, 8, sequence_parallel=True)
+    core = tt.tp_bytes_sent_per_layer(1, 2048, 12288, 8, sequence_parallel=True, regather_input=True)
+    assert core / paper == pytest.approx(1.25)
+    assert paper == tt.tp_bytes_sent_per_layer(1, 2048, 12288, 8)
+    with pytest.raises(ValueError, match="sequence_parallel"):
+        tt.tp_collectives_per_layer(regather_input=True)

@@ -23,6 +23,9 @@ Sources:
     Thakur, Rabenseifner & Gropp 2005 sec. 4.4: Rabenseifner's halving-doubling all-reduce.
     Jia et al. 2018 (arXiv:1807.11205) sec. 3.3: hierarchical all-reduce.
     Rajbhandari et al. 2019 (ZeRO) sec. 7.2: data-parallel communication volume per step.
+    Graham et al. 2016, "Scalable Hierarchical Aggregation Protocol (SHArP): A Hardware Architecture for
+        Efficient Data Reduction", COMHPC workshop at SC16; NVIDIA SHARP documentation, "Introduction":
+        in-network all-reduce, each rank's buffer sent to the switch once.
 """
 
 from __future__ import annotations
@@ -245,6 +248,45 @@ def hierarchical_allreduce_seconds(
     inner = ring_reduce_scatter_seconds(size_bytes, gpus_per_node, intra_alpha_s, intra_bandwidth_bytes_per_s)
     outer = ring_allreduce_seconds(size_bytes / gpus_per_node, nodes, inter_alpha_s, inter_bandwidth_bytes_per_s)
     return 2 * inner + outer
+
+
+def in_network_allreduce_seconds(size_bytes: float, n: int, alpha_s: float, bandwidth_bytes_per_s: float) -> float:
+    """All-reduce reduced inside the switch (NVLink SHARP, NCCL's NVLS; InfiniBand SHARP, NCCL's CollNet),
+    idealised: 2 alpha + S/B seconds.
+
+    Each rank sends its S bytes to the switch once; the switch adds the n buffers as they arrive and sends
+    the sum back, so each rank also receives S once (:func:`allreduce_bytes_sent_per_rank`). Over
+    full-duplex links sending and receiving overlap: the bandwidth term is S/B, against the ring's
+    2 (n-1)/n S/B, whose optimality (Patarasuk & Yuan 2009) holds only among algorithms in which the ranks
+    exchange data point to point. One step up and one down: 2 alpha, whatever n. Sources: Graham et al.
+    2016 (SHArP: aggregation trees of switches reduce the data in flight) and NVIDIA's SHARP documentation,
+    "Introduction" (the data is no longer sent several times between endpoints); NCCL's algorithm names:
+    NCCL documentation, "Environment Variables", NCCL_ALGO. Not modelled: the switch's reduction
+    throughput, NCCL's per-algorithm efficiency, trees of several switches. n = 1 costs 0 s.
+
+    Raises:
+        ValueError: n not a whole number >= 1, bandwidth <= 0.
+    """
+    _whole("number of ranks n", n)
+    _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    if n == 1:
+        return 0.0
+    return 2 * alpha_s + size_bytes / bandwidth_bytes_per_s
+
+
+def allreduce_bytes_sent_per_rank(size_bytes: float, n: int, in_network: bool = False) -> float:
+    """Bytes each rank sends in an all-reduce of an S-byte buffer (it receives as many).
+
+    Ring (or any point-to-point algorithm at the bandwidth optimum): 2 (n-1)/n S (Patarasuk & Yuan 2009);
+    reduced in the switch: S (:func:`in_network_allreduce_seconds`). n = 1 sends nothing.
+
+    Raises:
+        ValueError: n not a whole number >= 1.
+    """
+    _whole("number of ranks n", n)
+    if n == 1:
+        return 0.0
+    return float(size_bytes) if in_network else 2 * (n - 1) / n * size_bytes
 
 
 def all_to_all_seconds(size_bytes: float, n: int, alpha_s: float, bandwidth_bytes_per_s: float) -> float:

@@ -15,6 +15,10 @@ Sources:
         reduce-scatter + all-gather (4 of each per layer), the same bandwidth.
     Rajbhandari et al. 2019 (ZeRO), sec. 8: with full activation recomputation the recomputed forward
         adds 2 all-reduces, 6 per layer.
+    megatron-core 0.16.1, megatron/core/tensor_parallel/layers.py,
+        LinearWithGradAccumulationAndAsyncCommunication: with SP, forward saves only the local 1/t slice of a
+        column-parallel layer's input (``ctx.save_for_backward(input, weight)``) and backward all-gathers it
+        again for the weight gradient, one more all-gather per column-parallel layer.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pytest_distcheck.calc._checks import whole as _whole
 from pytest_distcheck.calc.collectives import ring_allreduce_seconds
 
 RECOMPUTE = ("none", "selective", "full")
+COLUMN_PARALLEL_PER_LAYER = 2  # the fused QKV projection and the MLP's first GEMM (Shoeybi et al. 2019, sec. 3)
 
 
 def tp_allreduces_per_layer(recompute: str = "none") -> tuple[int, int]:
@@ -41,20 +46,31 @@ def tp_allreduces_per_layer(recompute: str = "none") -> tuple[int, int]:
     return (2, 4) if recompute == "full" else (2, 2)
 
 
-def tp_collectives_per_layer(sequence_parallel: bool = False, recompute: str = "none") -> dict[str, int]:
+def tp_collectives_per_layer(
+    sequence_parallel: bool = False, recompute: str = "none", regather_input: bool = False
+) -> dict[str, int]:
     """The TP collectives of one transformer layer per micro-batch (forward + backward), by kind.
 
     Without SP: the all-reduces of :func:`tp_allreduces_per_layer` (4, or 6 with full recomputation). With
     SP each all-reduce becomes one reduce-scatter + one all-gather of the same b s h buffer (Korthikanti et
-    al. 2022, sec. 4.2.2), so the bytes sent are the same: an all-reduce's ring sends 2 (t-1)/t of the
-    buffer, a reduce-scatter or all-gather (t-1)/t.
+    al. 2022, sec. 4.2.2: 4 + 4), so the bytes sent are the same: an all-reduce's ring sends 2 (t-1)/t of
+    the buffer, a reduce-scatter or all-gather (t-1)/t.
+
+    ``regather_input`` counts megatron-core's implementation of SP (0.16.1,
+    ``LinearWithGradAccumulationAndAsyncCommunication`` in megatron/core/tensor_parallel/layers.py): each
+    column-parallel layer keeps only its 1/t input slice for backward and all-gathers it again there, so a
+    layer does 2 more all-gathers: 6 all-gathers + 4 reduce-scatters (8 + 6 with full recomputation).
 
     Raises:
-        ValueError: unknown recompute.
+        ValueError: unknown recompute; ``regather_input`` without ``sequence_parallel``.
     """
     count = sum(tp_allreduces_per_layer(recompute))
+    if regather_input and not sequence_parallel:
+        raise ValueError("regather_input counts sequence parallelism's backward all-gather: give "
+                         "sequence_parallel=True too")
     if sequence_parallel:
-        return {"reduce_scatter": count, "all_gather": count}
+        extra = COLUMN_PARALLEL_PER_LAYER if regather_input else 0
+        return {"reduce_scatter": count, "all_gather": count + extra}
     return {"all_reduce": count}
 
 
@@ -74,20 +90,23 @@ def tp_bytes_sent_per_layer(
     bytes_per_element: int = 2,
     recompute: str = "none",
     sequence_parallel: bool = False,
+    regather_input: bool = False,
 ) -> float:
     """Bytes each TP rank sends per transformer layer per micro-batch (forward + backward), ring algorithms.
 
     8 b s h (t-1)/t elements (Narayanan et al. 2021, sec. 3.2): 4 all-reduces x 2 (t-1)/t b s h. The same
     with SP (4 reduce-scatters + 4 all-gathers of (t-1)/t b s h, Korthikanti et al. 2022, sec. 4.2.2);
-    12 b s h (t-1)/t with full recomputation (6 all-reduces, ZeRO sec. 8). t = 1 sends nothing.
+    12 b s h (t-1)/t with full recomputation (6 all-reduces, ZeRO sec. 8); 10 b s h (t-1)/t with
+    megatron-core's SP backward re-gather (``regather_input``, :func:`tp_collectives_per_layer`). t = 1
+    sends nothing.
 
     Raises:
-        ValueError: a size not a whole number >= 1, unknown recompute.
+        ValueError: a size not a whole number >= 1, unknown recompute, ``regather_input`` without SP.
     """
     _whole("tp", tp)
     msg = tp_message_bytes(micro_batch, seq_len, hidden, bytes_per_element)
     factor = {"all_reduce": 2, "reduce_scatter": 1, "all_gather": 1}
-    kinds = tp_collectives_per_layer(sequence_parallel, recompute)
+    kinds = tp_collectives_per_layer(sequence_parallel, recompute, regather_input)
     return sum(factor[k] * count for k, count in kinds.items()) * (tp - 1) / tp * msg
 
 
