@@ -1,7 +1,7 @@
 """Build script: the kit's packages, plus the phase pack mapped in from this repository's own folders.
 
-The wheel ships ``checks/``, the labs' code under ``experiments/`` and ``docs/`` (lab statements, note
-skeleton) as ``pytest_distcheck/_phase/<same path>`` so that ``distcheck init`` works from a wheel;
+The wheel ships ``checks/``, the labs' code under ``experiments/`` and ``docs/`` (start page, theory, lab
+statements, note skeleton) as ``pytest_distcheck/_phase/<same path>`` so that ``distcheck init`` works from a wheel;
 they are mapped, never copied by hand (``pytest_distcheck/phase_pack.py`` lists what init takes).
 Everything else is in pyproject.toml.
 """

@@ -1,10 +1,13 @@
 """The phase pack: the files ``distcheck init`` copies into a learner's repository to start a phase.
 
 The pack is this repository's own files, never a second copy: the workspace file, the DoD checks and
-the quiz bank (``checks/``), the labs' code the checks run (``experiments/``), the lab statements
-(``docs/lab/``) and the note skeleton (``docs/notes/TEMPLATE.md``). A wheel ships them under
-``pytest_distcheck/_phase/`` with the same relative paths (``setup.py`` maps the folders in as package
-data); a source checkout (an editable install) reads them from the repository root.
+the quiz bank (``checks/``), the labs' code the checks run (``experiments/``), the pages a learner reads
+while working (``docs/README.md``, the start page; ``docs/theory/``; the lab statements ``docs/lab/``) and the
+note skeleton (``docs/notes/TEMPLATE.md``). No page links into the reference solutions, which stay in the
+kit's repository (``tests/test_docs_links.py`` checks every relative link here and in a fresh
+workspace). A wheel ships them under ``pytest_distcheck/_phase/`` with the same relative paths
+(``setup.py`` maps the folders in as package data); a source checkout (an editable install) reads them
+from the repository root.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from pathlib import Path
 
 from pytest_distcheck.errors import DistcheckError
 
-# Globs, relative to the pack root, of the files a fresh workspace gets; results, notes and the reference
+# Globs, relative to the pack root, of the files a fresh workspace gets; results, notes, docs/ci and the reference
 # solutions (checks/solutions.toml, solutions/) are the learner's to make, so they are not copied.
 PACK_GLOBS = (
     "checks/distcheck.toml",
@@ -23,6 +26,8 @@ PACK_GLOBS = (
     "experiments/ddp_cpu/__init__.py",
     "experiments/ddp_cpu/lab.py",
     "experiments/tp_inference/*.py",
+    "docs/README.md",
+    "docs/theory/*.md",
     "docs/lab/*.md",
     "docs/notes/TEMPLATE.md",
 )

@@ -95,3 +95,19 @@ def test_the_wheel_ships_the_pack(tmp_path):
     assert set(pack_files(REPO)) <= set(shipped)
     for rel in pack_files(REPO):
         assert shipped[rel] == (REPO / rel).read_bytes(), rel
+
+
+def test_the_notes_install_hint_works_in_a_learner_s_repository(tmp_path):
+    """A workspace made by init has no kit source to `pip install -e '.[notes]'` from: the hint its
+    workspace file carries installs the kit's `notes` extra by name, as lab 03 says."""
+    from importlib.metadata import requires
+
+    from pytest_distcheck.citations.config import notes_config
+    from pytest_distcheck.workspace import load_workspace
+
+    extra = sorted(r.split(";")[0].strip() for r in requires("pytest-distcheck") or () if 'extra == "notes"' in r)
+    hint = "pip install " + " ".join(f"'{r}'" for r in extra)
+    assert init_workspace(tmp_path).conflicts == []
+    for ws in (tmp_path / "checks" / "distcheck.toml", REPO / "checks" / "solutions.toml"):
+        assert notes_config(load_workspace(ws)).install == hint, ws
+    assert hint in (tmp_path / "docs" / "lab" / "03-megatron-fsdp-reading.md").read_text()

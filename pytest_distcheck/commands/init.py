@@ -3,7 +3,8 @@
   distcheck init            here
   distcheck init DIR        in DIR (created if missing)
 
-Copies the phase pack (checks/, the labs' code under experiments/, docs/lab/, docs/notes/TEMPLATE.md),
+Copies the phase pack (checks/, the labs' code under experiments/, the pages docs/README.md, docs/theory/
+and docs/lab/, docs/notes/TEMPLATE.md; no reference solutions),
 writes an empty spend ledger, adds /.distcheck/ to .gitignore and, when DIR has no pytest
 configuration, a pytest.ini (testpaths = checks, pythonpath = .). Never overwrites: a file that
 exists with other contents stops the command before anything is written (exit 1). Running it again
