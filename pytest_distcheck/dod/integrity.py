@@ -232,8 +232,30 @@ def _reimported(before: Any, now: Any) -> bool:
             and before.__name__ == now.__name__ and sys.modules.get(now.__name__) is now)
 
 
+_MEMBERS = (*_WATCHED, staticmethod, classmethod, property)
+
+
+def _kit_classes(name: str, mod: types.ModuleType) -> dict[str, type]:
+    """The classes module ``name`` defines (not those it imports), by name."""
+    return {attr: value for attr, value in list(vars(mod).items())
+            if isinstance(value, type) and value.__module__ == name}
+
+
+def _members(cls: type) -> dict[str, Any]:
+    """The methods, descriptors and nested classes of ``cls`` itself (``__new__``, ``__init__``, ...)."""
+    return {attr: value for attr, value in list(vars(cls).items()) if isinstance(value, _MEMBERS)}
+
+
+def _member_func(value: Any) -> Any:
+    return getattr(value, "__func__", None) or getattr(value, "fget", None) or value
+
+
 class ModuleSnapshot:
     """The callables, classes and modules of the kit's and the checks' modules, as at collection.
+
+    For the kit's modules also the members of each class they define (``Pending.__new__``, methods,
+    properties: red-team R2) and the code object of every function, by identity, so a class patched in
+    place or a function whose ``__code__`` was swapped is named too.
 
     :meth:`problems` lists attributes replaced since then, attributes that are mocks, kit attributes
     whose code is foreign, and checks' attributes defined in a ``conftest.py`` outside the checks folder.
@@ -252,6 +274,15 @@ class ModuleSnapshot:
             self.modules[mod.__name__] = mod
         self.attrs = {(name, attr): value for name, mod in self.modules.items()
                       for attr, value in list(vars(mod).items()) if isinstance(value, _WATCHED)}
+        self.members = {(name, cls_name): _members(cls) for name in self.kit
+                        for cls_name, cls in _kit_classes(name, self.modules[name]).items()}
+        self.codes = {id(f): f.__code__ for f in self._kit_functions()}
+
+    def _kit_functions(self) -> list[types.FunctionType]:
+        funcs = [v for (name, _), v in self.attrs.items() if name in self.kit and isinstance(v, types.FunctionType)]
+        for members in self.members.values():
+            funcs += [f for f in map(_member_func, members.values()) if isinstance(f, types.FunctionType)]
+        return funcs
 
     def problems(self, module_names: set[str] | None = None) -> list[str]:
         """Sentences naming each tampered attribute, for the kit's modules and ``module_names``."""
@@ -269,6 +300,32 @@ class ModuleSnapshot:
                     out.append(f"{what} was replaced {self.since} (now {self._describe(value)})")
                 elif isinstance(value, types.FunctionType) and self._foreign(name, value):
                     out.append(f"{what} is {self._describe(value)}, not the kit's or the checks' own")
+        return out + self._class_problems() + self._code_problems()
+
+    def _class_problems(self) -> list[str]:
+        out = []
+        for (name, cls_name), before in self.members.items():
+            cls = vars(self.modules[name]).get(cls_name)
+            if not isinstance(cls, type):
+                continue  # the class itself was replaced: problems() names it
+            now = _members(cls)
+            for attr in sorted(set(before) | set(now)):
+                what = f"{name}.{cls_name}.{attr}"
+                if attr not in now:
+                    out.append(f"{what} was removed {self.since}")
+                elif attr not in before:
+                    out.append(f"{what} was added {self.since} (now {self._describe(_member_func(now[attr]))})")
+                elif now[attr] is not before[attr]:
+                    out.append(f"{what} was replaced {self.since} (now {self._describe(_member_func(now[attr]))})")
+        return out
+
+    def _code_problems(self) -> list[str]:
+        out = []
+        for func in self._kit_functions():
+            code = self.codes.get(id(func))
+            if code is not None and func.__code__ is not code:
+                out.append(f"{func.__module__}.{func.__qualname__}.__code__ was replaced {self.since} (now code "
+                           f"from {self.origins.rel(func.__code__.co_filename)}:{func.__code__.co_firstlineno})")
         return out
 
     def _foreign(self, module: str, func: types.FunctionType) -> bool:
