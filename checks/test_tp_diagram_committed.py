@@ -4,6 +4,7 @@ Settings come from ``[diagram]`` of the workspace file (page, plan, world size).
 blocks must parse with the real Mermaid parser; its diagram must show every layer of the plan with the
 plan's style on every rank and an all-reduce after each row-parallel layer (pytest_distcheck.diagram);
 the SVG rendered from it must sit beside the page, be linked from it, and match the current block.
+Both files must be committed as they are (pytest_distcheck.committed asks git).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 import pytest_distcheck
+from pytest_distcheck.committed import require_committed
 from pytest_distcheck.diagram.check import check_page, svg_state
 from pytest_distcheck.diagram.config import diagram_config
 from pytest_distcheck.diagram.mermaid import MermaidParser
@@ -40,6 +42,7 @@ def test_tp_diagram_matches_the_plan(distcheck_workspace, distcheck_log):
         pytest_distcheck.broken(svg.message)
     if svg.state in ("stale", "unstamped"):
         pytest_distcheck.stale(svg.message, render)
+    require_committed([cfg.page, cfg.svg], distcheck_workspace.root)
     distcheck_log(
         "TP sharding diagram",
         f"{cfg.page_rel}:{result.diagram.fence_line} matches {cfg.plan_ref} "

@@ -13,12 +13,12 @@ record it). CPU results are read (and must be valid) but are not evidence for th
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import pytest_distcheck
+from pytest_distcheck.committed import require_committed
 from pytest_distcheck.errors import ConfigError
 
 ITEM = "tp-speedup-committed"
@@ -30,24 +30,6 @@ def _rel(path: Path, root: Path) -> str:
         return str(path.relative_to(root))
     except ValueError:
         return str(path)
-
-
-def _not_committed(paths: list[Path], root: Path) -> str | None:
-    """Why these files are not committed as they are (``None`` when they are), by asking git."""
-    try:
-        proc = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--ignored", "--", *map(str, paths)],
-            capture_output=True, text=True, timeout=30, check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"git could not be asked ({exc})"
-    if proc.returncode != 0:
-        return f"{root} is not a git repository ({proc.stderr.strip().splitlines()[0] if proc.stderr else ''})"
-    dirty = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-    if dirty:
-        states = {"??": "untracked", "!!": "ignored by git"}
-        return "; ".join(f"{ln[3:]} is {states.get(ln[:2], 'changed since the last commit')}" for ln in dirty)
-    return None
 
 
 def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
@@ -126,10 +108,7 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
     if code:  # the result must record every code file of the lab, unchanged since it ran
         required = [f"{code}/{p.name}" for p in sorted(ws.resolve(code).glob("*.py"))]
         require_fresh(result, required, root=ws.root, where=rel, command=how)
-    why = _not_committed([path, png], ws.root)
-    if why:
-        pytest_distcheck.pending(f"the GPU result is not committed: {why}",
-                                 f"git add {rel} {_rel(png, ws.root)} && git commit")
+    require_committed([path, png], ws.root)
     best = max(result["speedups"], key=lambda s: s["decode"])
     from pytest_distcheck.budget.accounting import provider_confirmed
 

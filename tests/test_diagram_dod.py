@@ -4,6 +4,7 @@ workspace file with the committed page and the wrong pages of fixtures/diagrams/
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import mermaidx  # noqa: F401  (see below)
@@ -45,12 +46,28 @@ def committed(pytester: pytest.Pytester) -> None:
     shutil.copy(ROOT / "solutions" / SVG, pytester.path / SVG)
 
 
+def git_commit_all(root: Path) -> None:
+    """The item says "committed": the evidence must be in a git commit, as it is."""
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-qm", "diagram")):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                       capture_output=True)
+
+
 def run_check(pytester: pytest.Pytester):
     return pytester.runpytest(f"checks/{CHECK_COPY}", "-p", "no:cacheprovider")
 
 
-def test_the_committed_diagram_is_done(phase: pytest.Pytester):
+def test_the_committed_diagram_is_done(phase: pytest.Pytester, monkeypatch):
+    """Right but not committed (issue 12): pending, naming git; committed: done."""
     committed(phase)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(phase.path.parent))  # whatever holds the temp folder
+    run_check(phase).stdout.fnmatch_lines([
+        f"PENDING  tp-diagram-committed  {phase.path} is not in a git repository",
+        f"*-> git init && git add {PAGE} {SVG} && git commit"])
+    git_commit_all(phase.path)
+    (phase.path / SVG).write_text((phase.path / SVG).read_text() + "\n")
+    run_check(phase).stdout.fnmatch_lines([f"PENDING  tp-diagram-committed  {SVG} has uncommitted changes"])
+    git_commit_all(phase.path)
     result = run_check(phase)
     result.stdout.fnmatch_lines([
         "*docs/tp-sharding.md:16 matches experiments.tp_inference.plan:BLOCK_PLAN (attn.qkv colwise, "
@@ -121,6 +138,7 @@ def test_the_command_prints_a_starting_page_that_passes_and_renders(phase, monke
         "wrote tp-sharding.svg beside docs/tp-sharding.md, from its Mermaid block at line 7\n"
     )
     assert (phase.path / SVG).read_text().startswith("<!-- distcheck diagram: tp-sharding.md, Mermaid block at line 7")
+    git_commit_all(phase.path)
     result = run_check(phase)
     result.stdout.fnmatch_lines(["DONE*tp-diagram-committed*"])
 

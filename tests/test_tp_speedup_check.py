@@ -146,8 +146,8 @@ def test_a_one_gpu_result_is_not_evidence(workspace, good):
 def test_an_uncommitted_result_is_pending_with_the_git_command(workspace, good):
     result = workspace(good, commit=False)
     result.stdout.fnmatch_lines([
-        "PENDING  tp-speedup-committed  the GPU result is not committed: results/synthetic-cuda-2gpu.json is "
-        "untracked; results/synthetic-cuda-2gpu.png is untracked",
+        "PENDING  tp-speedup-committed  results/synthetic-cuda-2gpu.json is not committed; "
+        "results/synthetic-cuda-2gpu.png is not committed",
         "*-> git add results/synthetic-cuda-2gpu.json results/synthetic-cuda-2gpu.png && git commit",
     ])
 

@@ -1,0 +1,110 @@
+"""Is a deliverable committed? For DoD items whose text says "committed" (a curve, a diagram).
+
+A check calls :func:`require_committed` once its evidence is right: a file that is untracked, only
+staged, changed since its last commit, ignored by git, or in a workspace outside any git repository
+leaves the item pending, with the git command that commits it. git is asked through a subprocess
+(``git ls-files`` for what is tracked, ``git status --porcelain`` for what changed), so there is no
+new dependency and the answer is the one ``git status`` would give the learner.
+
+Design decisions:
+- pending, never broken: the evidence is right, only the step that publishes it is missing
+  (tests/test_committed.py);
+- paths are matched through git's top level, so a workspace in a subfolder of a repository works;
+- git missing or refusing the repository (e.g. "dubious ownership") is a reason quoting git, never a
+  traceback.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_distcheck.dod.outcome import pending
+
+NOT_A_REPOSITORY = "not in a git repository"
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
+    """Why each of ``paths`` is not committed as it is; ``[]`` when all are.
+
+    Args:
+        paths: files, absolute or relative to ``root``.
+        root: the workspace root (git is asked there); reasons name paths relative to it.
+
+    Returns:
+        One reason per path not committed: ``"<path> is not committed"`` (untracked, or staged but
+        never committed), ``"<path> has uncommitted changes"``, ``"<path> is ignored by git"``; or a
+        single reason for all: ``"<root> is not in a git repository"``, or what git said when it
+        could not be run. Never raises.
+    """
+    root = Path(root)
+    files = [(root / p).resolve() for p in paths]
+    try:
+        top = _git(root, "rev-parse", "--show-toplevel")
+        if top.returncode != 0:
+            said = (top.stderr.strip().splitlines() or ["no message"])[0]
+            if "not a git repository" in said:
+                return [f"{root} is {NOT_A_REPOSITORY}"]
+            return [f"git cannot read the repository at {root}: {said}"]
+        toplevel = Path(top.stdout.strip()).resolve()
+        names = [str(f) for f in files]
+        tracked = _git(root, "ls-files", "-z", "--full-name", "--", *names)
+        status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--",
+                      *names)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [f"git could not be run ({exc})"]
+    for proc in (tracked, status):
+        if proc.returncode != 0:
+            return [f"git failed at {root}: {(proc.stderr.strip().splitlines() or ['no message'])[0]}"]
+    committed = {(toplevel / n).resolve() for n in tracked.stdout.split("\0") if n}
+    changed: dict[Path, str] = {}
+    entries = iter(status.stdout.split("\0"))
+    for entry in entries:
+        if not entry:
+            continue
+        code, name = entry[:2], entry[3:]
+        if code[0] in "RC":  # a rename or copy names its source next
+            next(entries, None)
+        changed[(toplevel / name).resolve()] = code
+    reasons = []
+    for f in files:
+        code, rel = changed.get(f), _rel(f, root)
+        if code == "!!":
+            reasons.append(f"{rel} is ignored by git (see .gitignore), so it cannot be committed")
+        elif code == "??" or code is not None and code[0] == "A" or f not in committed:
+            reasons.append(f"{rel} is not committed")
+        elif code is not None:
+            reasons.append(f"{rel} has uncommitted changes")
+    return reasons
+
+
+def require_committed(paths: Sequence[Path | str], root: Path) -> None:
+    """Stop the calling DoD check as pending unless every one of ``paths`` is committed as it is.
+
+    The reason lists :func:`uncommitted`'s findings; the command is ``git add <paths> && git commit``
+    (preceded by ``git init`` outside a repository).
+
+    Raises:
+        pytest_distcheck.Pending: some path is not committed.
+    """
+    reasons = uncommitted(paths, root)
+    if not reasons:
+        return
+    rels = " ".join(shlex.quote(_rel((Path(root) / p).resolve(), Path(root))) for p in paths)
+    command = f"git add {rels} && git commit"
+    if NOT_A_REPOSITORY in reasons[0]:
+        command = "git init && " + command
+    pending("; ".join(reasons), command)

@@ -1,0 +1,59 @@
+"""pytest_distcheck.committed: what git says about evidence a DoD item says is committed (issue 12)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import pytest_distcheck
+from pytest_distcheck.committed import require_committed, uncommitted
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+def test_each_state_is_named(tmp_path):
+    """A workspace in a subfolder of a repository: untracked, staged only, changed, ignored and
+    committed files."""
+    ws = tmp_path / "repo" / "ws"
+    (ws / "docs").mkdir(parents=True)
+    for name in ("done.md", "edited.md", "staged.md", "new.md", "skip.log"):
+        (ws / "docs" / name).write_text(name)
+    (tmp_path / "repo" / ".gitignore").write_text("*.log\n")
+    git(tmp_path / "repo", "init", "-q")
+    git(tmp_path / "repo", "add", ".gitignore", "ws/docs/done.md", "ws/docs/edited.md")
+    git(tmp_path / "repo", "commit", "-qm", "c")
+    git(tmp_path / "repo", "add", "ws/docs/staged.md")
+    (ws / "docs" / "edited.md").write_text("changed")
+    got = uncommitted(["docs/done.md", "docs/edited.md", "docs/staged.md", "docs/new.md", "docs/skip.log"], ws)
+    assert got == ["docs/edited.md has uncommitted changes", "docs/staged.md is not committed",
+                   "docs/new.md is not committed",
+                   "docs/skip.log is ignored by git (see .gitignore), so it cannot be committed"]
+    assert uncommitted([ws / "docs" / "done.md"], ws) == []
+    git(ws, "add", "docs/edited.md")  # staged, still not committed as it is
+    assert uncommitted(["docs/edited.md"], ws) == ["docs/edited.md has uncommitted changes"]
+
+
+def test_outside_a_repository_the_item_is_pending_with_git_init(tmp_path, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # whatever holds the temp folder
+    (tmp_path / "a.md").write_text("a")
+    with pytest.raises(pytest_distcheck.Pending) as info:
+        require_committed(["a.md"], tmp_path)
+    assert info.value.reason == f"{tmp_path} is not in a git repository"
+    assert info.value.command == "git init && git add a.md && git commit"
+
+
+def test_untracked_is_pending_with_the_git_command(tmp_path):
+    git(tmp_path, "init", "-q")
+    (tmp_path / "a b.md").write_text("a")
+    with pytest.raises(pytest_distcheck.Pending) as info:
+        require_committed(["a b.md"], tmp_path)
+    assert info.value.reason == "a b.md is not committed"
+    assert info.value.command == "git add 'a b.md' && git commit"
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "c")
+    require_committed(["a b.md"], tmp_path)  # returns: committed as it is
