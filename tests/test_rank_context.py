@@ -69,7 +69,8 @@ def test_output_before_os_exit_is_shown(dist_world):
     def leave_abruptly():
         import torch.distributed as dist
 
-        print(f"last words of rank {dist.get_rank()}")
+        print(f"last words of rank {dist.get_rank()}", flush=True)
+        dist.barrier()  # both ranks have printed before either leaves (else a fast exit stops the other first)
         os._exit(3)
 
     with pytest.raises(RankError) as info:
