@@ -1,0 +1,108 @@
+"""The measured and model-derived figures the lab pages quote come from their sources (issue 21, point 3):
+lab 02's CPU table and the ranges its reading quotes from the committed reference result, and the gpu
+preset's parameter counts (lab 02, theory 04) from the model itself."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LAB02 = ROOT / "docs" / "lab" / "02-tp-inference-cloud.md"
+THEORY04 = ROOT / "docs" / "theory" / "04-distributed-inference.md"
+RESULT = ROOT / "solutions" / "experiments" / "tp_inference" / "results" / "speedup-cpu-gloo-2.json"
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def cpu_table_rows(result: dict) -> list[str]:
+    """Lab 02's table of the reference CPU run, row by row, as the result's medians give it."""
+    at = {(m["tp"], m["batch_size"], m["prompt_len"]): m for m in result["measurements"]}
+    up = {(s["batch_size"], s["prompt_len"]): s for s in result["speedups"] if s["tp"] == 2}
+    rows = []
+    for (b, s), speedup in up.items():
+        one, two = at[(1, b, s)], at[(2, b, s)]
+        ms = lambda x: x * 1e3  # noqa: E731
+        cells = [str(b), str(s), f"{ms(one['prefill_s']['median']):.1f}", f"{ms(two['prefill_s']['median']):.1f}",
+                 f"{speedup['prefill']:.2f}", f"{ms(one['decode_step_s']['median']):.2f}",
+                 f"{ms(two['decode_step_s']['median']):.2f}", f"{speedup['decode']:.2f}",
+                 f"{ms(two['decode_allreduce_s_per_step']):.2f}", f"{ms(two['torch_tp_decode_step_s']['median']):.2f}",
+                 f"{two['torch_tp_decode_ratio']:.2f}"]
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+def quoted_ranges(result: dict) -> list[str]:
+    """The figures lab 02's reading of the CPU run quotes, recomputed from the result."""
+    at = {(m["tp"], m["batch_size"], m["prompt_len"]): m for m in result["measurements"]}
+    two = [m for m in result["measurements"] if m["tp"] == 2]
+    up = [s for s in result["speedups"] if s["tp"] == 2]
+    allreduce = [m["decode_allreduce_s_per_step"] * 1e3 for m in two]
+    tp1_step = [m["decode_step_s"]["median"] * 1e3 for m in result["measurements"] if m["tp"] == 1]
+    decode = sorted(s["decode"] for s in up)
+    inflated = [s for s in up if s["prefill"] > 2 or s["decode"] > 2]
+    batch1 = sorted(s["prefill"] for s in up if s["batch_size"] == 1)
+    ratio = sorted(m["torch_tp_decode_ratio"] for m in two)
+    load = re.search(r"load average ([\d.]+) at start, ([\d.]+) at the end", result["notes"])
+    return [
+        f"load average {float(load[1]):.1f} at the start, {float(load[2]):.1f} at the end",
+        "prefill " + " and ".join(f"{s['prefill']:.2f}" for s in inflated if s["prefill"] > 2)
+        + ", decode " + " and ".join(f"{s['decode']:.2f}" for s in inflated if s["decode"] > 2),
+        f"prefill took {at[(1, 4, 128)]['prefill_s']['median'] * 1e3:.0f} ms here",
+        f"spent {min(allreduce):.0f}–{max(allreduce):.0f} ms in all-reduce",
+        f"a whole TP-1 step ({min(tp1_step):.0f}–{max(tp1_step):.0f} ms)",
+        f"(speedup {decode[0]:.2f}–{max(d for d in decode if d <= 2):.2f} outside the one inflated case)",
+        f"at batch 1 ({batch1[0]:.2f}–{batch1[-1]:.2f})",
+        f"took {ratio[0]:.2f}–{ratio[-1]:.2f}x the lab's decode step time ({ratio[0]:.1f}–{ratio[-2]:.1f}x in five",
+    ]
+
+
+def test_lab02_cpu_table_is_the_committed_result():
+    result = json.loads(RESULT.read_text())
+    text = LAB02.read_text()
+    page_rows = [line.strip() for line in text.splitlines() if re.match(r"\| \d+ \| \d+ \| [\d.]+ \|", line)]
+    assert page_rows == cpu_table_rows(result)
+    header = (f"Run `{result['run_id']}` ({result['started_utc']}), {result['notes']}; torch "
+              f"{result['versions']['torch']}; medians of {result['settings']['reps']} repetitions:")
+    assert header in text
+
+
+def test_lab02_reading_quotes_the_committed_result():
+    text = _flat(LAB02.read_text())
+    missing = [q for q in quoted_ranges(json.loads(RESULT.read_text())) if _flat(q) not in text]
+    assert not missing, f"lab 02 no longer quotes the reference result as it is: {missing}"
+
+
+def test_gpu_preset_counts_on_the_pages_are_the_models():
+    """1_610_907_648 parameters in the blocks' TP-split linear layers, 131_072_000 in the LM head, 1.875 B in
+    all: the figures theory 04 and lab 02 compute with (counted on the meta device, no memory)."""
+    import torch
+
+    from experiments.tp_inference.model import GPT
+    from experiments.tp_inference.speedup import PRESETS
+
+    with torch.device("meta"):
+        model = GPT(PRESETS["gpu"]["model"])
+    split = sum(p.numel() for m in model.blocks.modules() if isinstance(m, torch.nn.Linear) for p in m.parameters())
+    head = model.lm_head.weight.numel()
+    total = sum(p.numel() for p in model.parameters())
+    assert (split, head, round(total / 1e9, 3)) == (1_610_907_648, 131_072_000, 1.875)
+    for page in (LAB02, THEORY04):
+        text = page.read_text()
+        assert f"{split:_}" in text and f"{head:_}" in text, page.name
+    assert "1.875 B parameters" in _flat(THEORY04.read_text()) and "1.875 B-parameter" in LAB02.read_text()
+    assert f"({split / 1e9:.2f} B parameters, {2 * split / 1e9:.2f} GB in bf16)" in _flat(LAB02.read_text())
+    assert f"LM head ({head / 1e6:.0f} M parameters, {2 * head / 1e9:.2f} GB)" in _flat(LAB02.read_text())
+
+
+def test_lab01_quotes_the_reference_ddp_run():
+    result = json.loads((ROOT / "solutions" / "experiments" / "ddp_cpu" / "results" / "allreduce-cpu.json").read_text())
+    sweep = result["allreduce_sweep"]
+    small = [r["time_s_min"] * 1e3 for r in sweep if r["size_bytes"] <= 64 * 1024]
+    large = [r["busbw_gbps"] for r in sweep if r["size_bytes"] >= 4 * 1024 * 1024]
+    text = _flat((ROOT / "docs" / "lab" / "01-ddp-on-cpu.md").read_text())
+    assert f"took {min(small):.2f}–{max(small):.2f} ms in the reference run" in text
+    assert f"({min(large):.2f}–{max(large):.2f} GB/s from 4 MiB up in that run)" in text
