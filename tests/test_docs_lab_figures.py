@@ -106,3 +106,30 @@ def test_lab01_quotes_the_reference_ddp_run():
     text = _flat((ROOT / "docs" / "lab" / "01-ddp-on-cpu.md").read_text())
     assert f"took {min(small):.2f}–{max(small):.2f} ms in the reference run" in text
     assert f"({min(large):.2f}–{max(large):.2f} GB/s from 4 MiB up in that run)" in text
+
+
+def test_lab02_cpu_preset_size_and_run_time_are_the_results():
+    from datetime import datetime
+
+    result = json.loads(RESULT.read_text())
+    text = _flat(LAB02.read_text())
+    assert f"(preset `cpu`: {result['model']['parameters'] / 1e6:.1f} M parameters, float32)" in text
+    start, end = (datetime.fromisoformat(result[k].replace("Z", "+00:00")) for k in ("started_utc", "finished_utc"))
+    minutes, seconds = divmod(round((end - start).total_seconds()), 60)
+    assert f"took {minutes} min {seconds} s on a loaded machine" in text
+
+
+def test_the_gpu_preset_memory_on_lab02_is_the_checks_estimate():
+    """About 12 GB: 2 x 3.75 GB of weights + 2.3 GB of KV cache + 1 GB of logits + 1 GiB, as the paid check
+    computes it before renting (checks/test_tp_speedup_gpu.py, gpu_preset_bytes)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tp_check", ROOT / "checks" / "test_tp_speedup_gpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    total, how = module.gpu_preset_bytes()
+    parts = {name: value for value, name in re.findall(r"([\d.]+) GB (KV cache|logits)", how)}
+    text = _flat(LAB02.read_text())
+    assert (f"(about {total / 1e9:.0f} GB: twice the 3.75 GB of bf16 weights at TP 1, the dense model and its TP-1 "
+            f"copy, plus {parts['KV cache']} GB of KV cache at batch 32, {float(parts['logits']):.0f} GB of logits "
+            "and 1 GiB for the CUDA context") in text
