@@ -28,6 +28,13 @@ def test_beta():
 """
 
 
+def unverified(done: int, total: int, phase: str = "t1") -> str:
+    """The gate's last line when every item is done but the kit ships no DoD for ``phase`` (the kit's test
+    phases): never PASSED, and the run fails (red-team R6)."""
+    return (f"gate: UNVERIFIED ({done}/{total} items done; no DoD shipped with the kit for phase {phase}; --gate only "
+            "vouches for phases whose DoD ships with the kit: 35)")
+
+
 def write_checks(pytester: pytest.Pytester, alpha: str = "pass", beta: str = "pass") -> None:
     """Put the two checks in checks/, beside the workspace file, where the gate trusts them."""
     pytester.makepyfile(**{"checks/test_checks": CHECKS.format(alpha=alpha, beta=beta)})

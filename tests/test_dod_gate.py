@@ -12,6 +12,7 @@ import pytest
 from dod_support import (
     IN_PROCESS_GATE,
     in_process_gate,  # noqa: F401  (autouse)
+    unverified,
     write_checks,
 )
 
@@ -36,19 +37,20 @@ def conftest(pytester, text, where=""):
     (pytester.path / where / "conftest.py").write_text(textwrap.dedent(text))
 
 
-def test_everything_done_passes_the_gate(workspace_dir):
+def test_everything_done_is_unverified_without_a_shipped_dod(workspace_dir):
+    # The test phase t1 ships no DoD with the kit: all done, yet never PASSED (report.gate_verdict: tests of
+    # PASSED there and in test_dod_reports).
     checks(workspace_dir)
     result = gate(workspace_dir)
     result.stdout.fnmatch_lines(["DONE     alpha  evidence checked", "DONE     beta   evidence checked",
-                                 "gate: PASSED (2/2 items done)"])
-    assert result.ret == 0
+                                 unverified(2, 2)])
+    assert result.ret == FAILED
 
 
 def test_done_with_a_reason_is_shown_in_the_table(workspace_dir):
     checks(workspace_dir, alpha="pytest_distcheck.done('evidence checked, self-reported: a log')")
     result = gate(workspace_dir)
-    result.stdout.fnmatch_lines(["DONE     alpha  evidence checked, self-reported: a log", "gate: PASSED*"])
-    assert result.ret == 0
+    result.stdout.fnmatch_lines(["DONE     alpha  evidence checked, self-reported: a log", unverified(2, 2)])
 
 
 @pytest.mark.parametrize(("where", "text", "expected"), [
@@ -559,7 +561,7 @@ def test_an_unregistered_check_claiming_an_item_is_untrusted(workspace_dir):
                                  "checks/test_checks.py::test_alpha_live)"])
     assert result.ret == FAILED
     result = gate(workspace_dir, "checks/test_checks.py")
-    result.stdout.fnmatch_lines(["gate: PASSED (1/1 items done)"])
+    result.stdout.fnmatch_lines([unverified(1, 1, "r1")])
 
 
 # -- --dod ---------------------------------------------------------------------------------------
@@ -620,7 +622,7 @@ def test_dod_runs_one_item_with_its_prerequisites(workspace_dir):
 def test_dod_with_the_gate_still_requires_every_item(workspace_dir):
     three(workspace_dir)
     result = workspace_dir.runpytest("-p", "no:cacheprovider", "--dod", "beta", "--dod", "gamma", *IN_PROCESS_GATE)
-    result.stdout.fnmatch_lines(["gate: PASSED (3/3 items done)"])
+    result.stdout.fnmatch_lines([unverified(3, 3, "t3")])
     result = workspace_dir.runpytest("-p", "no:cacheprovider", "--dod", "gamma", *IN_PROCESS_GATE)
     result.stdout.fnmatch_lines(["gate: FAILED (1/3 items done, 2 not checked in this run)"])
 
@@ -643,8 +645,7 @@ def test_gate_and_reasons_under_xdist(workspace_dir):
                                  "gate: FAILED (0/2 items done, 1 not checked in this run)"])
     assert result.ret == FAILED
     result = gate(workspace_dir, "-n", "2")
-    result.stdout.fnmatch_lines(["gate: PASSED (2/2 items done)"])
-    assert result.ret == 0
+    result.stdout.fnmatch_lines([unverified(2, 2)])
 
 
 def test_disabling_the_whole_plugin_makes_the_gate_an_unknown_option(workspace_dir):

@@ -33,11 +33,12 @@ def test_schema_is_a_valid_draft_2020_12_schema():
     jsonschema.Draft202012Validator.check_schema(load_schema("dod-report.schema.json"))
 
 
-def test_json_report_of_a_passing_gate(workspace_dir):
+def test_json_report_of_a_gate_with_every_item_done(workspace_dir):
     result = run(workspace_dir, "pass", "pass", *IN_PROCESS_GATE)
-    assert result.ret == 0
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # phase t1 ships no DoD with the kit: unverified
     doc = load(workspace_dir)
-    assert doc["gate"] == {"requested": True, "passed": True, "isolated": False, "failing": []}
+    assert doc["gate"] == {"requested": True, "passed": False, "verdict": "unverified", "isolated": False,
+                           "failing": []}
     assert doc["summary"]["done"] == doc["summary"]["ran"] == doc["summary"]["total"] == 2
     assert doc["phase"] == {"id": "t1", "title": "test phase"}
     assert doc["workspace"]["path"] == "checks/distcheck.toml"
@@ -54,7 +55,8 @@ def test_json_report_names_every_failing_item_and_its_commands(workspace_dir):
                  *IN_PROCESS_GATE, "-k", "alpha")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     doc = load(workspace_dir)
-    assert doc["gate"] == {"requested": True, "passed": False, "isolated": False, "failing": ["alpha", "beta"]}
+    assert doc["gate"] == {"requested": True, "passed": False, "verdict": "failed", "isolated": False,
+                           "failing": ["alpha", "beta"]}
     alpha, beta = doc["items"]
     assert (alpha["state"], alpha["reason"], alpha["command"], alpha["ran"]) == (
         "pending", "no log | yet", "run the lab", True)
@@ -118,3 +120,16 @@ def test_colour_only_when_asked(workspace_dir):
     result = run(workspace_dir, "pytest_distcheck.broken('bad')", "pass", "--color=no")
     assert "\x1b[" not in result.stdout.str()
     result.stdout.fnmatch_lines(["BROKEN   alpha  bad"])
+
+
+def test_the_gate_passes_only_with_every_item_done_on_the_shipped_dod():
+    from pytest_distcheck.dod.report import gate_verdict
+    from pytest_distcheck.dod.state import ItemResult, State
+
+    done = [ItemResult("a", "A", State.DONE, "evidence checked", "make a")]
+    pending = [*done, ItemResult("b", "B", State.PENDING, "no log", "make b")]
+    assert gate_verdict(done, {"trusted": True}) == "passed"
+    assert gate_verdict(done, {"trusted": False}) == "failed"
+    assert gate_verdict(done, None) == "unverified"  # red-team R6: a phase the kit ships no DoD for
+    assert gate_verdict(pending, {"trusted": True}) == gate_verdict(pending, None) == "failed"
+    assert gate_verdict([], {"trusted": True}) == "failed"

@@ -6,6 +6,7 @@ import pytest
 from dod_support import (
     IN_PROCESS_GATE,
     in_process_gate,  # noqa: F401  (autouse)
+    unverified,
     write_checks,
 )
 
@@ -49,10 +50,10 @@ def test_pending_fails_the_gate(workspace_dir):
     result.stdout.fnmatch_lines(["gate: FAILED (0/2 items done)"])
 
 
-def test_gate_passes_when_every_item_is_done(workspace_dir):
+def test_every_item_done_without_a_shipped_dod_is_unverified(workspace_dir):
     result = run(workspace_dir, "pass", "pass", *IN_PROCESS_GATE)
-    assert result.ret == 0
-    result.stdout.fnmatch_lines(["gate: PASSED (2/2 items done)"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([unverified(2, 2)])
 
 
 def test_broken_is_always_a_failure_and_says_why(workspace_dir):

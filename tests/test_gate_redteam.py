@@ -5,7 +5,8 @@ R1. a root-level module shadowing one the kit imports late (``statistics.py``) r
     instances;
 R2. ``experiments/__init__.py`` (imported by the live DDP check) replaces ``__new__`` of the outcome classes
     so that ``pending(...)`` raises ``Done``;
-R6. a workspace file whose phase has no shipped DoD (``id = "36"``) with one trivial item.
+R6. a workspace file whose phase has no shipped DoD (``id = "36"``) with one trivial item: the gate says
+    "unverified" and exits non-zero (a phase the kit ships no DoD for is never "passed").
 
 Each runs the documented gate (``pytest --gate``, one isolated sub-session) on a bare copy of the Phase 35
 checks folder (nothing done) carrying the bypass.
@@ -82,6 +83,33 @@ def test_r2_lab_code_replacing_an_outcome_class_constructor_is_untrusted(pyteste
                                  "experiments/__init__.py:4)*",
                                  "*zz_helper.py (workspace code outside checks/ and experiments/) ran inside the "
                                  "gate's sub-session"])
+
+
+R6_TOML = """
+[phase]
+id = "36"
+title = "my own phase"
+
+[[items]]
+id = "quiz-passed"
+title = "Phase quiz passed"
+how = "nothing"
+checks = ["checks/test_mine.py::test_quiz"]
+"""
+
+
+def test_r6_a_phase_without_a_shipped_dod_is_unverified_never_passed(pytester):
+    root = phase35(pytester)
+    (root / "checks" / "distcheck.toml").write_text(R6_TOML)
+    (root / "checks" / "test_mine.py").write_text(
+        'import pytest\n\n@pytest.mark.dod("quiz-passed")\ndef test_quiz():\n    pass\n')
+    result, report = gate(pytester)
+    result.stdout.fnmatch_lines(["DONE     quiz-passed  evidence checked",
+                                 "gate: UNVERIFIED (1/1 items done; no DoD shipped with the kit for phase 36; --gate "
+                                 "only vouches for phases whose DoD ships with the kit: 35)"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert report["gate"]["verdict"] == "unverified" and report["gate"]["passed"] is False
+    assert report["canonical"] is None and report["isolation"]["isolated"]
 
 
 def test_r2_a_kit_class_patched_in_place_or_a_swapped_code_object_is_named(tmp_path, monkeypatch):

@@ -73,6 +73,13 @@ def shipped(phase_id: str) -> dict[str, Any] | None:
     return json.loads(ref.read_text(encoding="utf-8")) if ref.is_file() else None
 
 
+def shipped_phases() -> list[str]:
+    """The phase ids whose DoD the kit ships (``data/dod-<phase>.json``), sorted."""
+    names = (ref.name for ref in resources.files("pytest_distcheck.data").iterdir())
+    return sorted(n.removeprefix("dod-").removesuffix(".json") for n in names
+                  if n.startswith("dod-") and n.endswith(".json"))
+
+
 def _diff(path: str, mine: Any, canon: Any, out: list[str]) -> None:
     if isinstance(mine, dict) and isinstance(canon, dict):
         for key in sorted(set(mine) | set(canon)):

@@ -78,6 +78,7 @@ class DodPlugin:
         self.outcomes: list[CheckOutcome] = []
         self.logs: list[tuple[str, str, str]] = []  # (nodeid, title, text)
         self.results: list[ItemResult] | None = None
+        self.verdict = "failed"  # the gate's, once the session is over (report.gate_verdict)
         self.workspace = get_workspace(config)
         self.is_worker = hasattr(config, "workerinput")
         self.scope = selection.requested(config, self.workspace)
@@ -344,7 +345,10 @@ class DodPlugin:
                     # setup and teardown alone (--setup-only): the check did not run
         self.results = combine(self.workspace, self.outcomes + self._isolation_outcomes(), self.record)
         self._write_reports()
-        failing = self.config.getoption("distcheck_gate") and not all(r.state is State.DONE for r in self.results)
+        from pytest_distcheck.dod.report import PASSED, gate_verdict
+
+        self.verdict = gate_verdict(self.results, self.canonical)
+        failing = self.config.getoption("distcheck_gate") and self.verdict != PASSED
         untrusted = any(r.state is State.UNTRUSTED for r in self.results)
         if (failing or untrusted or self.write_errors) and session.exitstatus in (
                 pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
@@ -408,6 +412,6 @@ class DodPlugin:
         for nodeid, title, text in self.logs:
             tr.write_sep("-", f"{title} ({nodeid})")
             tr.write_line(text)
-        table.write(tr, self.workspace, self.results, bool(self.config.getoption("distcheck_gate")))
+        table.write(tr, self.workspace, self.results, bool(self.config.getoption("distcheck_gate")), self.verdict)
         for problem in self.write_errors:
             tr.write_line(f"distcheck: {problem}", red=True, bold=True)

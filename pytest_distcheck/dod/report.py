@@ -23,7 +23,8 @@ from pytest_distcheck.dod.state import ItemResult, State
 from pytest_distcheck.workspace import Workspace
 
 FORMAT = "pytest-distcheck/dod-report"
-VERSION = 2  # 2: gate.isolated, isolation, canonical, workspace.root (issue 13)
+VERSION = 3  # 2: gate.isolated, isolation, canonical, workspace.root; 3: gate.verdict, items' evidence and flags
+PASSED, FAILED, UNVERIFIED = "passed", "failed", "unverified"
 
 
 def sha256_file(path: Path) -> str:
@@ -31,9 +32,25 @@ def sha256_file(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def gate_passes(results: list[ItemResult]) -> bool:
-    """Whether the gate passes: every item of the phase ran in this session and is done."""
-    return bool(results) and all(r.state is State.DONE for r in results)
+def gate_verdict(results: list[ItemResult], canonical: dict[str, Any] | None) -> str:
+    """The gate's verdict: :data:`PASSED` when every item of the phase ran in this session and is done and
+    the workspace is the DoD the kit ships for its phase (``canonical``, from
+    :func:`~pytest_distcheck.dod.manifest.compare`, trusted); :data:`UNVERIFIED` when every item is done
+    but the kit ships no DoD for the phase (``canonical`` is ``None``: the kit cannot vouch for what
+    "done" means there, red-team R6); :data:`FAILED` otherwise."""
+    if not results or not all(r.state is State.DONE for r in results):
+        return FAILED
+    if canonical is None:
+        return UNVERIFIED
+    return PASSED if canonical["trusted"] else FAILED
+
+
+def unverified_reason(phase_id: str) -> str:
+    """Why a phase without a shipped DoD cannot pass the gate, naming the phases that can."""
+    from pytest_distcheck.dod.manifest import shipped_phases
+
+    return (f"no DoD shipped with the kit for phase {phase_id}; --gate only vouches for phases whose DoD "
+            f"ships with the kit: {', '.join(shipped_phases()) or 'none'}")
 
 
 def _git_commit(root: Path) -> str | None:
@@ -61,6 +78,7 @@ def build(ws: Workspace, results: list[ItemResult], config: pytest.Config, isola
     both, a grader can re-verify the workspace and the check files from the report alone.
     """
     isolation = isolation or {"subsession": False, "isolated": False, "problems": [], "what": []}
+    verdict = gate_verdict(results, canonical)
     root = config.rootpath
     args = list(config.invocation_params.args)
     check_files = sorted({nodeid.split("::", 1)[0] for r in results for nodeid in r.checks})
@@ -81,7 +99,8 @@ def build(ws: Workspace, results: list[ItemResult], config: pytest.Config, isola
         },
         "gate": {
             "requested": bool(config.getoption("distcheck_gate")),
-            "passed": gate_passes(results),
+            "passed": verdict == PASSED,
+            "verdict": verdict,
             "isolated": isolation["isolated"],
             "failing": [r.item_id for r in results if r.state is not State.DONE],
         },

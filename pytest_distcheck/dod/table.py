@@ -6,7 +6,7 @@ text with no escape codes.
 
 from __future__ import annotations
 
-from pytest_distcheck.dod.report import gate_passes
+from pytest_distcheck.dod.report import FAILED, PASSED, UNVERIFIED, unverified_reason
 from pytest_distcheck.dod.state import NEEDS_EVIDENCE, ItemResult, State
 from pytest_distcheck.workspace import Workspace
 
@@ -22,10 +22,11 @@ _COLOURS = {
 }
 
 
-def write(tr, ws: Workspace, results: list[ItemResult], gate: bool) -> None:
+def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str = FAILED) -> None:
     """Write the table: one row per item (state, id, reason); under an item that lacks evidence (pending,
     stale, blocked) the command that produces it (``->``); under every item not done, the command
-    that checks it again (``rerun:``). Broken rows say what to fix in their reason.
+    that checks it again (``rerun:``). Broken rows say what to fix in their reason. With ``gate``, the
+    last line is the gate's ``verdict`` (:func:`~pytest_distcheck.dod.report.gate_verdict`).
 
     A ``-m`` expression naming no registered marker (strict markers) gets one line naming it instead.
     A run that collected none of the DoD's checks (``pytest tests``: the kit's own tests) and no gate
@@ -62,8 +63,10 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool) -> None:
     if ran < len(results):
         summary += f", {len(results) - ran} not checked in this run"
     if gate:
-        ok = gate_passes(results)
-        tr.write_line(f"gate: {'PASSED' if ok else 'FAILED'} ({summary})", green=ok, red=not ok, bold=True)
+        ok = verdict == PASSED
+        if verdict == UNVERIFIED:
+            summary += f"; {unverified_reason(ws.phase_id)}"
+        tr.write_line(f"gate: {verdict.upper()} ({summary})", green=ok, red=not ok, bold=True)
     else:
         tr.write_line(f"{summary} (not gated; use --gate to require every item)")
 
