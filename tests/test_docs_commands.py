@@ -1,6 +1,7 @@
 """Every command and kit path the docs show exists (issue 21): each `distcheck SUB --option` names a subcommand
 and options of that subcommand, each `pytest --option` an option pytest or an installed plugin registers,
-and each path into the kit's own folders is there.
+each `-m experiments.X --option` an option of that experiment's command line, and each path into the kit's
+own folders is there.
 
 The pages are read as CommonMark (markdown-it-py): code spans, fenced and indented code and link targets,
 so a command quoted in prose counts and an example in an HTML comment does not.
@@ -9,6 +10,7 @@ so a command quoted in prose counts and an example in an HTML comment does not.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ IDS = [str(p.relative_to(ROOT)) for p in PAGES]
 # the pages whose kit paths are checked; README.md also names files of an installed wheel and a learner's own
 PATH_PAGES = [p for p in PAGES if p.parent.name in ("theory", "lab", "notes") or p == ROOT / "docs" / "README.md"]
 
+EXPERIMENT = re.compile(r"-m\s+(experiments\.[\w.]+)((?:\s+[^\s|;&#]+)*)")
 DISTCHECK = re.compile(r"(?:^|\s)distcheck\s+([a-z][\w-]*)(?![\w:-])((?:\s+[^\s|;&#]+)*)")
 PYTEST = re.compile(r"(?:^|\s)pytest((?:\s+[^\s|;&#]+)*)")
 # the kit's own folders; experiments/ only for code (its results/ are the learner's to write)
@@ -55,11 +58,39 @@ def _pytest_options() -> set[str]:
     return {name for group in [parser._anonymous, *parser._groups] for o in group.options for name in o.names()}
 
 
-def unknown_commands(markdown: str, subparsers: dict, pytest_options: set[str]) -> list[str]:
-    """One line per `distcheck` subcommand or option, or `pytest` option, that does not exist."""
+def experiment_options(module: str) -> set[str]:
+    """The options an experiment's command line accepts, read from its --help (the module is imported, not
+    run: its parser exits on --help)."""
+    import contextlib
+    import importlib
+    import io
+    import sys
+    from unittest import mock
+
+    mod = importlib.import_module(module)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), mock.patch.object(sys, "argv", [module, "--help"]):
+        try:
+            if hasattr(mod, "parse_args"):
+                mod.parse_args(["--help"])
+            else:
+                mod.main()
+        except SystemExit:
+            pass
+    return set(re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", out.getvalue()))
+
+
+def unknown_commands(markdown: str, subparsers: dict, pytest_options: set[str],
+                     experiment: Callable[[str], set[str]] = experiment_options) -> list[str]:
+    """One line per `distcheck` subcommand or option, `pytest` option or `-m experiments.X` option that does
+    not exist."""
     problems = []
     for snippet in snippets(markdown):
         code = snippet.split(" #")[0]
+        for m in EXPERIMENT.finditer(code):
+            known = experiment(m.group(1))
+            problems += [f"`-m {m.group(1)} {a.split('=')[0]}`: no such option"
+                         for a in m.group(2).split() if a.startswith("-") and a.split("=")[0] not in known]
         for m in DISTCHECK.finditer(code):
             sub, args = m.group(1), m.group(2).split()
             if sub not in subparsers:
@@ -100,13 +131,15 @@ def test_every_kit_path_shown_exists(page):
 def test_a_stale_command_or_path_is_named(known, tmp_path):
     text = ("Run `distcheck estimate --gpu X --minutes 3` and `distcheck budjet`, then\n\n"
             "```bash\ndistcheck memory --params 7B --zero3   # comment --not-an-option\n"
-            "pytest -m gpu --max-usd 3 --max-dollars 3\n```\n\n"
+            "pytest -m gpu --max-usd 3 --max-dollars 3\n"
+            "torchrun --nproc_per_node 2 -m experiments.ddp_cpu.lab --out x.json --size 3\n```\n\n"
             "The fake is in `tests/fake_runpod/`; the guard in `pytest_distcheck/budget/guard.py`.\n"
             "<!-- `distcheck hidden` -->\n`distcheck budget: paid GPU tests off` is a header line.\n")
     assert unknown_commands(text, *known) == [
         "`distcheck budjet`: no such subcommand",
         "`distcheck memory --zero3`: no such option",
         "`pytest --max-dollars`: no such option",
+        "`-m experiments.ddp_cpu.lab --size`: no such option",
     ]
     (tmp_path / "pytest_distcheck" / "budget").mkdir(parents=True)
     (tmp_path / "pytest_distcheck" / "budget" / "guard.py").touch()
