@@ -8,6 +8,8 @@ Each harness runs as its own ``pytest`` session in a fresh process, one after th
 machine:
 
 - ``pool``: this kit's ``dist_world`` fixture (ranks forked once from a zygote, group kept);
+- ``pool-noop``: ``dist_world.run`` of a function that does nothing (the pool's dispatch without the
+  test's all-reduce: where the pool's per-test time goes);
 - ``pool-fresh``: the same with ``@pytest.mark.fresh_ranks`` on every test (new ranks each test);
 - ``spawn``: ``torch.multiprocessing.spawn`` of 2 ranks per test, ``env://`` on a free port;
 - ``mptc``: ``torch.testing._internal.common_distributed.MultiProcessTestCase`` (spawn per test);
@@ -80,6 +82,16 @@ import pytest
 @pytest.mark.parametrize("i", range(N))
 def test_all_reduce(dist_world, i):
     dist_world.run(all_reduce_check)
+'''),
+    "pool-noop": ("dist_world, call without a collective", '''
+import pytest
+
+def noop():
+    return None
+
+@pytest.mark.parametrize("i", range(N))
+def test_noop(dist_world, i):
+    dist_world.run(noop)
 '''),
     "pool-fresh": ("dist_world + @fresh_ranks", BODY + '''
 import pytest
@@ -186,7 +198,7 @@ def test_trivial(i):
 }
 SLOW = {"spawn", "mptc"}
 # Sessions that load this kit's plugin, as a learner's do (the torch harnesses run without it).
-WITH_PLUGIN = {"pool", "pool-fresh", "torch-local", "trivial"}
+WITH_PLUGIN = {"pool", "pool-noop", "pool-fresh", "torch-local", "trivial"}
 
 
 def run_harness(name: str, n: int, workdir: Path, timeout_s: float) -> dict:

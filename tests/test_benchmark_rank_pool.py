@@ -70,3 +70,13 @@ def test_the_median_round_is_reported_with_every_round():
     rounds = [_row("pool", [1.0, 0.001], wall=w) for w in (3.0, 1.0, 2.0)]
     row = rank_pool.median_round(rounds)
     assert row["session_wall_s"] == 2.0 and row["session_walls_s"] == [3.0, 1.0, 2.0]
+
+
+def test_pool_phases_script_runs_and_names_every_phase(capsys):
+    from benchmarks import pool_phases
+
+    assert pool_phases.main(["--calls", "3"]) == 0
+    out = capsys.readouterr().out
+    for phase in ("call, function that does nothing", "the all-reduce inside rank 0", "dump_call", "send",
+                  "call_text", "_collect", "rank's state reset after each call"):
+        assert phase in out

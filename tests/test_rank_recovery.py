@@ -157,6 +157,48 @@ def test_more_state_is_reset_between_calls(dist_world, tmp_path):
     assert after[0][:3] == (True, False, 1)
 
 
+@pytest.fixture
+def numpy_rng():
+    """NumPy's global RNG, seeded for the test and put back after it (the tests below move it)."""
+    numpy = pytest.importorskip("numpy")
+    before = numpy.random.get_state()
+    numpy.random.seed(1234)
+    yield numpy
+    numpy.random.set_state(before)
+
+
+def test_numpy_rng_restore_puts_back_draws_seeds_and_the_cached_gaussian(numpy_rng, monkeypatch):
+    from pytest_distcheck.ranks.worker import NumpyRng
+
+    np = numpy_rng
+    saved = NumpyRng(np)
+    assert saved._raw is not None  # the fast path is on with this numpy: the checks below exercise it
+    first = (np.random.rand(), np.random.standard_normal())  # leaves a cached Gaussian behind
+    saved.restore()
+    assert (np.random.rand(), np.random.standard_normal()) == first
+    saved.restore()
+    np.random.seed(7)
+    saved.restore()
+    assert np.random.rand() == first[0]
+    saved.restore()
+    with monkeypatch.context() as m:  # nothing drew since: no set_state at all (the point of the fast path)
+        m.setattr(np.random, "set_state", None)
+        saved.restore()
+    assert np.random.rand() == first[0]
+
+
+def test_numpy_rng_restore_without_the_fast_path_still_restores(numpy_rng):
+    from pytest_distcheck.ranks.worker import NumpyRng
+
+    np = numpy_rng
+    np.random.standard_normal()  # a cached Gaussian in the saved state: no fast path
+    saved = NumpyRng(np)
+    assert saved._raw is None
+    first = [np.random.standard_normal() for _ in range(3)]
+    saved.restore()
+    assert [np.random.standard_normal() for _ in range(3)] == first
+
+
 def test_fresh_ranks_do_not_see_module_state_of_earlier_calls(dist_world):
     import sys
 

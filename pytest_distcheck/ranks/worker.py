@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import ctypes
 import faulthandler
 import importlib.abc
 import importlib.util
@@ -109,6 +110,45 @@ class _RewritingFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(compile(tree, file, "exec", dont_inherit=True), module.__dict__)  # noqa: S102
 
 
+class NumpyRng:
+    """NumPy's global RNG (``numpy.random.seed``, ``rand``...): saved now, put back by :meth:`restore`.
+
+    ``numpy.random.set_state`` costs 35-70 us (measured with numpy 2.4 on the benchmark machine) and ran
+    after every call, competing for the 2 cores with the pytest process and the other rank: it alone
+    added about 0.1 ms to a call (benchmarks/README.md). So :meth:`restore` first compares the raw bytes
+    of the MT19937 state struct (``uint32 key[624]; int pos``, numpy/random/src/mt19937/mt19937.h, at
+    ``get_bit_generator().ctypes.state_address``; about 1 us) and calls ``set_state`` only when they
+    moved. The layout is checked once against ``get_state``; where it does not match (another numpy, a
+    saved state with a cached Gaussian) every restore calls ``set_state``, as before.
+
+    Args:
+        numpy: the imported ``numpy`` module.
+    """
+
+    _SIZE = 624 * 4 + 4
+
+    def __init__(self, numpy) -> None:
+        self.numpy = numpy
+        self.saved = numpy.random.get_state()
+        self._raw: bytes | None = None
+        with contextlib.suppress(Exception):  # any surprise: no fast path
+            bitgen = numpy.random.get_bit_generator()  # numpy >= 1.25
+            name, key, pos, has_gauss = self.saved[:4]
+            expected = numpy.ascontiguousarray(key, dtype=numpy.uint32).tobytes() + int(pos).to_bytes(
+                4, sys.byteorder, signed=True)
+            raw = ctypes.string_at(bitgen.ctypes.state_address, self._SIZE)
+            # A state without a cached Gaussian changes its key or pos whenever a draw fills the cache.
+            if name == "MT19937" and not has_gauss and raw == expected:
+                self._bitgen, self._address, self._raw = bitgen, bitgen.ctypes.state_address, raw
+
+    def restore(self) -> None:
+        """Put the saved state back (a no-op when nothing drew from it or reseeded it)."""
+        if (self._raw is not None and self.numpy.random.get_bit_generator() is self._bitgen
+                and ctypes.string_at(self._address, self._SIZE) == self._raw):
+            return
+        self.numpy.random.set_state(self.saved)
+
+
 class _Rank:
     def __init__(self, conn: Connection, rank: int, world_size: int, backend: str, store_file: str) -> None:
         import torch
@@ -133,7 +173,7 @@ class _Rank:
         self.saved = (
             torch.get_rng_state(),
             random.getstate(),
-            numpy.random.get_state() if numpy is not None else None,
+            NumpyRng(numpy) if numpy is not None else None,
             torch.get_default_dtype(),
             torch.get_default_device(),
             torch.is_grad_enabled(),
@@ -151,7 +191,7 @@ class _Rank:
         torch.set_rng_state(rng)
         random.setstate(py_rng)
         if np_rng is not None:
-            sys.modules["numpy"].random.set_state(np_rng)
+            np_rng.restore()
         torch.set_default_dtype(dtype)
         if torch.get_default_device() != device:
             torch.set_default_device(None if device.type == "cpu" else device)
