@@ -246,7 +246,7 @@ def _why_malformed(rest: str) -> str:
     if not re.match(r"[^:]+::[A-Za-z_]", words[1]):
         return f"no SYMBOL after '::'; expected {FORM}"
     after_symbol = words[2].lstrip() if len(words) > 2 else ""
-    if after_symbol[:1] in _CURLY:
+    if after_symbol and after_symbol[0] in _CURLY:  # ("" is in every string)
         return (
             f"the quote opens with a curly quote {after_symbol[0]!r}: write it between straight double "
             f'quotes "..." (editors and word processors curl them); expected {FORM}'

@@ -75,8 +75,8 @@ def parse_number(text: str, unit: str = "") -> float:
             must be of the same kind and is converted (``3750 MB`` is 3.75 for a GB item).
 
     Raises:
-        AnswerError: empty, not a number, a zero denominator, not finite, or a unit of another kind
-            (the message names the unit expected).
+        AnswerError: empty, not a number, a zero denominator, not finite (also once converted to the
+            item's unit), or a unit of another kind (the message names the unit expected).
     """
     value = text.strip().removeprefix("$").strip()
     if not value:
@@ -87,6 +87,8 @@ def parse_number(text: str, unit: str = "") -> float:
     number_text, typed = _SPLIT.match(value).groups()  # type: ignore[union-attr]
     try:
         number = _plain(number_text.strip())
+    except OverflowError:  # 1 x 10^400, inf/2, 1e308/1e-308: past what a float holds
+        number = math.inf
     except (ValueError, ZeroDivisionError):
         raise AnswerError(f"{text.strip()!r} is not a number (try 0.375, 37.5%, 3/8 or 1.2e9)") from None
     if not math.isfinite(number):
@@ -105,7 +107,10 @@ def parse_number(text: str, unit: str = "") -> float:
     if key not in table:
         raise AnswerError(f"{text.strip()!r}: {typed!r} is not a unit this item takes; give "
                           f"{_kind_words(kind, unit)}")
-    return number * table[key] / size
+    number = number * table[key] / size
+    if not math.isfinite(number):  # 1e308 TB in an item in bytes
+        raise AnswerError(f"{text.strip()!r} is not a finite number in {unit or 'no unit'}")
+    return number
 
 
 def parse_choice(text: str, n_choices: int) -> str:
@@ -118,6 +123,6 @@ def parse_choice(text: str, n_choices: int) -> str:
     value = text.strip().strip("()").rstrip(").").strip().upper()
     if len(value) == 1 and value in letters:
         return value
-    if value.isdigit() and 1 <= int(value) <= n_choices:
+    if value.isdecimal() and 1 <= int(value) <= n_choices:  # not isdigit(): int() refuses "²"
         return letters[int(value) - 1]
     raise AnswerError(f"answer with a letter {letters[0]}-{letters[-1]} (or 1-{n_choices})")

@@ -1,0 +1,345 @@
+"""Fuzz the parsers that read what a learner writes or types (issue 17 point 6, beyond the calculator options
+of test_calc_inputs.py): the spend ledger and `distcheck budget`, the citation syntax and `distcheck cite`,
+the quiz's answer parser, the price table and `distcheck estimate`'s names, and the Mermaid page check.
+
+Seeded random input, in process (no subprocess). Garbled input must end in a normal result or the kit's own
+error (a DistcheckError naming the file and line or field; AnswerError for a quiz answer), never another
+exception; the ledger's bytes only ever grow at the end. Each input a fuzz run found broken is a named case
+below it, so it stays pinned whatever the random draw.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_distcheck.budget.ledger import Ledger, LedgerError, make_row, parse
+from pytest_distcheck.budget.pricing import PriceBook
+from pytest_distcheck.citations.syntax import parse_note
+from pytest_distcheck.cli import main
+from pytest_distcheck.errors import ConfigError, DistcheckError
+from pytest_distcheck.quiz.answers import AnswerError, parse_choice, parse_number
+
+ROOT = Path(__file__).resolve().parents[1]
+LEDGER_FIXTURE = (ROOT / "fixtures" / "budget" / "ledger-within.md").read_text(encoding="utf-8")
+NOTES = ROOT / "fixtures" / "notes"
+# Characters that break Markdown tables, numbers and quotes: separators, escapes, digits of other scripts
+# (U+00B2 superscript two, U+0663 Arabic-Indic three), a byte-order mark, CR, NUL, a line separator.
+NOISE = list("|\\-:.0123456789 xX\n\t\"'`[]()#*_/$%<>{};,=@!~^&") + [
+    "\u00b2", "\u0663", "\ufeff", "\r", "\x00", "\u00e9", "\u2026", "\u2028", "\u201c"]
+
+
+def garble(rng: random.Random, text: str, edits: int | None = None) -> str:
+    """``text`` after 1-4 random edits: a cut, an insertion of noise, a repeated, dropped or reordered
+    line, or a truncation."""
+    for _ in range(edits or rng.randint(1, 4)):
+        op, i = rng.random(), rng.randrange(len(text) + 1)
+        lines = text.split("\n")
+        if op < 0.3:
+            text = text[:i] + text[i + rng.randint(1, 8):]
+        elif op < 0.6:
+            text = text[:i] + "".join(rng.choice(NOISE) for _ in range(rng.randint(1, 4))) + text[i:]
+        elif op < 0.7:
+            lines.insert(rng.randrange(len(lines) + 1), rng.choice(lines))
+            text = "\n".join(lines)
+        elif op < 0.8:
+            lines.pop(rng.randrange(len(lines)))
+            text = "\n".join(lines)
+        elif op < 0.85:
+            rng.shuffle(lines)
+            text = "\n".join(lines)
+        else:
+            text = text[:i]
+    return text
+
+
+CELLS = ["", "-", "0", "-1", "999999999999", "9999999999999", "1e3", "0x10", "\u0663", "9\u00b2", "1.18",
+         "9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z", "2026-02-30T10:00:00Z", "open", "settled", "overrun",
+         "reconciled", "started", "usd", "EUR", "RTX 4090 x 0", " x 1", "A40 x 99999999999999999999", "podZ",
+         "a\\|b", "0" * 16, "g" * 16, "999999999999.999999999999", "0.000000000001"]
+
+
+def garbled_ledger(rng: random.Random) -> str:
+    """The fixture ledger with random edits: either anywhere in the text or in 1-3 table cells."""
+    if rng.random() < 0.5:
+        return garble(rng, LEDGER_FIXTURE)
+    lines = LEDGER_FIXTURE.splitlines()
+    first_row = next(n for n, ln in enumerate(lines) if ln.startswith("|")) + 2
+    for _ in range(rng.randint(1, 3)):
+        n = rng.randrange(first_row, len(lines))
+        cells = lines[n].strip().strip("|").split("|")
+        cells[rng.randrange(len(cells))] = f" {rng.choice(CELLS)} "
+        lines[n] = "|" + "|".join(cells) + "|"
+    return "\n".join(lines) + "\n"
+
+
+def run_cli(capsys, argv: list[str]) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of ``distcheck ARGV`` in process; any exception but SystemExit fails."""
+    try:
+        rc = main(argv)
+    except SystemExit as exc:
+        rc = exc.code
+    except Exception as exc:  # noqa: BLE001 - the point: nothing else may escape
+        pytest.fail(f"distcheck {argv!r} raised {type(exc).__name__}: {exc}")
+    out, err = capsys.readouterr()
+    assert rc in (0, 1, 2), (argv, rc, out, err)
+    if rc == 2:
+        assert err.strip(), f"{argv}: exit 2 without a message"
+    assert "Traceback" not in out + err, argv
+    return rc, out, err
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch) -> Path:
+    """The phase's workspace file in an empty folder, cwd there, no RunPod key (the shipped price table)."""
+    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "experiments").mkdir()
+    shutil.copy(ROOT / "checks" / "distcheck.toml", tmp_path / "checks")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# -- the spend ledger ---------------------------------------------------------------------------------
+
+def test_fuzz_ledger_reader_names_the_line_and_append_never_rewrites(tmp_path):
+    rng = random.Random(35)
+    path = tmp_path / "ledger.md"
+    for n in range(150):
+        text = garbled_ledger(rng)
+        try:
+            parse(text, path)
+        except LedgerError as exc:
+            assert str(path) in str(exc) and "line " in str(exc), str(exc)
+        except Exception as exc:  # noqa: BLE001
+            pytest.fail(f"ledger {text!r}: {type(exc).__name__}: {exc}")
+        if n % 3:
+            continue
+        path.write_text(text, encoding="utf-8")
+        before = path.read_bytes()
+        ledger = Ledger(path, tmp_path / f"lock{n}" / "budget.lock")
+        new = make_row(run_id=f"fuzz-{n}", status="open", provider="runpod", gpu_type="A40", gpu_count=1,
+                       billed_s=60, rate_per_hour=0.4, experiment=None, purpose="fuzz", resource_id="-")
+        try:
+            ledger.append(new)
+        except DistcheckError:
+            assert path.read_bytes() == before  # refused: nothing written
+        else:
+            assert path.read_bytes().startswith(before)  # appended: every old byte kept
+
+
+def test_fuzz_budget_command_arguments_and_ledgers(workspace, capsys):
+    rng = random.Random(36)
+    ledger = workspace / "experiments" / "35-cloud-budget.md"
+    values = ["aaaa1111-01", "cccc3333-01", "", " ", "-", "x|y", "1", "-5", "1200", "1300", "1e9", "nan",
+              "99999999999999999999999", "\u0663", "1.5", "0", "--", "\n", "a" * 300]
+    for _ in range(60):
+        ledger.write_text(garbled_ledger(rng) if rng.random() < 0.7 else LEDGER_FIXTURE, encoding="utf-8")
+        before = ledger.read_bytes()
+        argv = ["budget"]
+        if rng.random() < 0.6:
+            argv += ["--settle", rng.choice(values), "--seconds", rng.choice(values)][:rng.choice((2, 4, 4))]
+        elif rng.random() < 0.5:
+            argv += ["--seconds", rng.choice(values)]
+        run_cli(capsys, argv)
+        if "--settle" in argv:
+            assert ledger.read_bytes().startswith(before), argv
+        else:
+            assert ledger.read_bytes() == before, argv
+        shutil.rmtree(workspace / ".distcheck", ignore_errors=True)  # the head record of the last append
+
+
+# -- quiz answers -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "unit"), [("inf/2", "GB"), ("1e400/2", "GB"), ("1e308/1e-308", ""),
+                                             ("1 x 10^400", "GB"), ("2 x 10^99999999999999999999", ""),
+                                             ("1e308 TB", "KB")])
+def test_an_answer_too_large_for_a_float_is_an_answer_error(text, unit):
+    with pytest.raises(AnswerError, match="is not a finite number"):
+        parse_number(text, unit)
+
+
+@pytest.mark.parametrize("text", ["\u00b2", "0\u00b2", "\u00b21"])
+def test_a_choice_in_other_digits_is_an_answer_error(text):
+    with pytest.raises(AnswerError, match="answer with a letter A-D"):
+        parse_choice(text, 4)
+
+
+ANSWER_TOKENS = ["1", "0", "-", "+", ".", "e", "E", "x", "\u00d7", "*", "10", "^", "/", "%", "$", " ", ",", "_",
+                 "inf", "nan", "400", "308", "-400", "B", "GB", "ms", "K", "\u00b5s", "TB/s", "\u00bd", "\u00b2",
+                 "\u0661", "(", ")", "a", "9" * 30]
+
+
+def test_fuzz_quiz_answers_give_a_finite_number_a_letter_or_an_answer_error():
+    rng = random.Random(37)
+    for _ in range(1500):
+        text = "".join(rng.choice(ANSWER_TOKENS) for _ in range(rng.randint(0, 7)))
+        for unit in ("", "GB", "ms", "billion", "B", "GB/s", "USD"):
+            try:
+                value = parse_number(text, unit)
+            except AnswerError as exc:
+                assert str(exc)
+            else:
+                assert isinstance(value, float) and value == value and abs(value) != float("inf"), (text, unit)
+        try:
+            assert parse_choice(text, 4) in "ABCD"
+        except AnswerError:
+            pass
+
+
+# -- citations ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["A claim [cite: torch torch/x.py::f", "A claim [cite: torch torch/x.py::f  \n"])
+def test_a_citation_cut_off_after_its_symbol_is_malformed_not_a_crash(text):
+    (bad,) = parse_note(text, Path("note.md")).malformed
+    assert bad.line == 1 and '[cite: PACKAGE PATH::SYMBOL "QUOTE"]' in bad.problem and "closing ']'" in bad.problem
+
+
+def _notes() -> list[str]:
+    return [p.read_text(encoding="utf-8") for p in sorted(NOTES.glob("*.md")) if p.name != "README.md"]
+
+
+def test_fuzz_citation_syntax_parses_or_names_the_line():
+    rng = random.Random(38)
+    notes = _notes()
+    for _ in range(300):
+        text = garble(rng, rng.choice(notes))
+        try:
+            note = parse_note(text, Path("note.md"))
+        except ConfigError as exc:
+            assert "note.md" in str(exc) and "line" in str(exc), str(exc)
+        except Exception as exc:  # noqa: BLE001
+            pytest.fail(f"note {text!r}: {type(exc).__name__}: {exc}")
+        else:
+            assert all(m.problem and m.line >= 1 for m in note.malformed)
+
+
+def test_fuzz_cite_command_on_garbled_notes(tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(NOTES / "site"))  # the synthetic package the fixture notes cite
+    monkeypatch.chdir(tmp_path)
+    rng = random.Random(39)
+    notes = _notes()
+    for n in range(6):
+        note = tmp_path / f"note{n}.md"
+        note.write_text(garble(rng, rng.choice(notes)), encoding="utf-8")
+        run_cli(capsys, ["cite", note.name, *rng.choice([[], ["--min", "5"], ["--min", "-1"], ["--record"]])])
+
+
+# -- prices and estimate ------------------------------------------------------------------------------
+
+def _garble_json(rng: random.Random, obj):
+    """``obj`` with one random change somewhere inside: a key dropped, an item repeated or dropped, or a
+    value replaced by one of the wrong type or range."""
+    odd = [None, -1, 0, 1e308, float("nan"), float("inf"), "x", "", [], {}, True, 10**30, "2026-13-45"]
+    if isinstance(obj, dict) and obj:
+        key, r = rng.choice(list(obj)), rng.random()
+        if r < 0.2:
+            del obj[key]
+        elif r < 0.6:
+            obj[key] = _garble_json(rng, obj[key])
+        else:
+            obj[key] = rng.choice(odd)
+        return obj
+    if isinstance(obj, list) and obj:
+        i, r = rng.randrange(len(obj)), rng.random()
+        if r < 0.3:
+            obj.pop(i)
+        elif r < 0.5:
+            obj.append(copy.deepcopy(obj[i]))
+        else:
+            obj[i] = _garble_json(rng, obj[i])
+        return obj
+    return rng.choice(odd)
+
+
+def test_fuzz_price_table_is_refused_naming_the_field_or_prices_cleanly():
+    shipped = json.loads((ROOT / "pytest_distcheck" / "data" / "prices.json").read_text(encoding="utf-8"))
+    rng = random.Random(40)
+    for _ in range(100):
+        table = shipped
+        for _ in range(rng.randint(1, 3)):
+            table = _garble_json(rng, copy.deepcopy(table))
+        try:
+            book = PriceBook.from_table(table, "prices.json")
+        except ConfigError as exc:
+            assert str(exc).startswith("prices.json, "), str(exc)
+            continue
+        except Exception as exc:  # noqa: BLE001
+            pytest.fail(f"table {json.dumps(table, default=str)[:500]}: {type(exc).__name__}: {exc}")
+        for gpu in ("A40", "RTX 4090", "H100", "nope"):
+            try:
+                price = book.price("runpod", gpu, rng.choice(["secure", "community"]))
+            except DistcheckError:
+                continue
+            assert price.usd_per_gpu_hour >= 0
+
+
+def test_fuzz_estimate_names_and_counts(workspace, capsys):
+    ledger = workspace / "experiments" / "35-cloud-budget.md"
+    ledger.write_text(LEDGER_FIXTURE, encoding="utf-8")
+    before = ledger.read_bytes()
+    rng = random.Random(41)
+    gpus = ["A40", "RTX 4090", "h100", "H100 SXM", "", " ", "x" * 500, "RTX\n4090", "A40|x",
+            "NVIDIA GeForce RTX 4090", "../etc", "\u00e4", "\x00"]
+    for _ in range(60):
+        argv = ["estimate", "--gpu", rng.choice(gpus), "--minutes", rng.choice(["1", "30", "0.01", "525600", "1e-9"]),
+                "--count", rng.choice(["1", "2", "8", "1000000"])]
+        if rng.random() < 0.4:
+            argv += ["--provider", rng.choice(["runpod", "local", "", "aws", "x y"])]
+        if rng.random() < 0.4:
+            argv += ["--experiment", rng.choice(["tp-inference", "", "nope", "x|y", "\n"])]
+        if rng.random() < 0.3:
+            argv += ["--cloud", rng.choice(["secure", "community", "ALL"])]
+        run_cli(capsys, argv)
+    assert ledger.read_bytes() == before  # an estimate writes nothing
+
+
+# -- Mermaid pages ------------------------------------------------------------------------------------
+
+DIAGRAMS = ROOT / "fixtures" / "diagrams"
+SMALL_PAGES = ["ok-single-column-parallel.md", "ok-single-row-parallel.md", "row-parallel-fed-replicated.md"]
+
+
+def test_fuzz_mermaid_block_extraction_and_inline_plans():
+    from pytest_distcheck.diagram.markdown import mermaid_blocks
+    from pytest_distcheck.diagram.plan import parse_inline
+
+    rng = random.Random(42)
+    pages = [p.read_text(encoding="utf-8") for p in sorted(DIAGRAMS.glob("*.md"))]
+    for _ in range(150):
+        page = garble(rng, rng.choice(pages))
+        for block in mermaid_blocks(page):
+            assert 1 <= block.fence_line <= page.count("\n") + 1
+    entries = ["attn.qkv=colwise", "attn.out=rowwise", "mlp.up=colwise", "=", "", "x=y", "a.b.c=rowwise",
+               "mlp.up=", "=colwise", " ", "mlp.up=colwise,mlp.up=rowwise", "\u00e9=colwise", "a=replicate"]
+    for _ in range(150):
+        text = ",".join(rng.choice(entries) for _ in range(rng.randint(1, 3)))
+        try:
+            assert parse_inline(text)
+        except ValueError as exc:  # the diagram command shows it as "--plan: <message>", exit 2
+            assert str(exc)
+
+
+def test_fuzz_mermaid_page_check_with_the_real_parser():
+    pytest.importorskip("mermaidx")
+    from pytest_distcheck.diagram.check import check_page
+    from pytest_distcheck.diagram.mermaid import MermaidParser
+
+    rng = random.Random(43)  # few pages: each parse opens a fresh JS context, about 0.3 s
+    plans = [{"mlp.up": "colwise"}, {"mlp.down": "rowwise"}, {"attn.qkv": "colwise", "attn.out": "rowwise"}]
+    with MermaidParser() as parser:
+        for _ in range(3):
+            page = garble(rng, (DIAGRAMS / rng.choice(SMALL_PAGES)).read_text(encoding="utf-8"), rng.randint(1, 3))
+            try:
+                result = check_page(page, rng.choice(plans), rng.choice([None, 2]), parser)
+            except DistcheckError:
+                continue
+            except Exception as exc:  # noqa: BLE001
+                pytest.fail(f"page {page!r}: {type(exc).__name__}: {exc}")
+            for finding in result.findings:
+                assert finding.line >= 1 and finding.message
