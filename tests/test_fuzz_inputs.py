@@ -230,6 +230,26 @@ def test_fuzz_cite_command_on_garbled_notes(tmp_path, monkeypatch, capsys):
         run_cli(capsys, ["cite", note.name, *rng.choice([[], ["--min", "5"], ["--min", "-1"], ["--record"]])])
 
 
+def test_find_with_an_empty_package_name_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = run_cli(capsys, ["cite", "--find", "divide", "--package", ""])
+    assert rc == 2 and "'' is not a distribution name" in err
+
+
+def test_fuzz_cite_find_symbols_and_packages(tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(NOTES / "site"))
+    monkeypatch.chdir(tmp_path)
+    rng = random.Random(44)
+    symbols = ["ColumnLinear.forward", "", ".", "a..b", "ColumnLinear.", "*", "\u00e9", "x" * 300, "1abc",
+               "divide", "make_pair.build_inner", "__init__", "a b", "::", "layers.py::divide", "\x00"]
+    packages = ["toyparallel", "", "nope", "../..", "Toy_Parallel", "x y", "-", "\x00"]  # not torch: slow to scan
+    for _ in range(30):
+        argv = ["cite", "--find", rng.choice(symbols)]
+        for _ in range(rng.randint(0, 2)):
+            argv += ["--package", rng.choice(packages)]
+        run_cli(capsys, argv)
+
+
 # -- prices and estimate ------------------------------------------------------------------------------
 
 def _garble_json(rng: random.Random, obj):

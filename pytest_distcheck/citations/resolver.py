@@ -79,6 +79,8 @@ class Resolver:
             except metadata.PackageNotFoundError:
                 # No "pip install NAME": NAME may be a typo that is some unrelated project on PyPI.
                 raise Problem("not-installed", f"distribution {package!r} is not installed") from None
+            except ValueError:  # importlib.metadata's answer to an empty name
+                raise Problem("not-installed", f"{package!r} is not a distribution name") from None
             if dist.files is None:
                 raise Problem("no-file-list", f"distribution {package!r} has no file list (RECORD) to check against")
             self._dists[key] = Installed(
