@@ -17,7 +17,7 @@ WORLD_SIZE = 2
 @pytest.mark.local
 @pytest.mark.dod("ddp-allreduce-logged")
 @pytest.mark.world_size(WORLD_SIZE)
-def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, distcheck_log):
+def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, distcheck_log, distcheck_evidence):
     from experiments.ddp_cpu import lab  # imports torch: only when the live run is selected
 
     assert list(lab.LabConfig.sizes_bytes) == SIZES, "the lab's sweep sizes changed; update SIZES"
@@ -31,17 +31,19 @@ def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, di
     except ConfigError as exc:
         pytest_distcheck.broken(str(exc))
     distcheck_log(f"DDP lab, live on {WORLD_SIZE} gloo ranks (log: {path})", lab.format_table(fresh))
+    distcheck_evidence(path, flags=["confirmed"])
     pytest_distcheck.done(f"evidence checked, confirmed: the lab ran live on {WORLD_SIZE} gloo ranks in this run")
 
 
 @pytest.mark.local
 @pytest.mark.dod("ddp-allreduce-logged")
-def test_committed_allreduce_log_is_valid(distcheck_workspace, distcheck_log):
+def test_committed_allreduce_log_is_valid(distcheck_workspace, distcheck_log, distcheck_evidence):
     rel = distcheck_workspace.section("ddp")["committed_log"]
     path = distcheck_workspace.resolve(rel)
     item = distcheck_workspace.item("ddp-allreduce-logged")
     if not path.is_file():
         pytest_distcheck.pending(f"no committed all-reduce log at {rel}", item.how)
+    distcheck_evidence(path, path.with_suffix(".png"))
     try:
         data = load_result(path)
         check_sanity(data, rel, WORLD_SIZE, SIZES)

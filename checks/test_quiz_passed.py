@@ -20,7 +20,7 @@ from pytest_distcheck.quiz.regrade import MIN_SECONDS_PER_ITEM, regrade_log
 
 @pytest.mark.local
 @pytest.mark.dod("quiz-passed")
-def test_quiz_passed(distcheck_workspace):
+def test_quiz_passed(distcheck_workspace, distcheck_evidence):
     item = distcheck_workspace.item("quiz-passed")
     try:
         cfg = quiz_config(distcheck_workspace)
@@ -28,6 +28,7 @@ def test_quiz_passed(distcheck_workspace):
         attempts = regrade_log(bank, cfg.log_path, cfg.items_per_attempt)
     except ConfigError as exc:
         pytest_distcheck.broken(str(exc))
+    distcheck_evidence(cfg.log_path)
     mark = f"pass mark {cfg.pass_mark:.0%}"
     counted = [a for a in attempts if a.counted]
     skipped = [a for a in attempts if not a.counted]
@@ -41,6 +42,7 @@ def test_quiz_passed(distcheck_workspace):
         pytest_distcheck.pending(
             f"{len(counted)} graded attempt(s) in {cfg.log_rel}; the best, line {best.line} (seed {best.seed}), "
             f"re-grades to {best.correct}/{best.total} ({best.score:.0%}), below the {mark}{not_counted}", item.how)
+    distcheck_evidence(flags=["self-reported", *(["fast-quiz"] if best.too_fast else [])])
     fast = (f"; flagged: implausibly fast ({best.seconds:.0f} s for {best.total} items, under "
             f"{MIN_SECONDS_PER_ITEM:g} s each)") if best.too_fast else ""
     pytest_distcheck.done(f"evidence checked, self-reported: line {best.line} re-grades to {best.correct}/"

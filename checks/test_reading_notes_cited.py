@@ -21,7 +21,7 @@ LAB = "docs/lab/03-megatron-fsdp-reading.md"
 
 @pytest.mark.local
 @pytest.mark.dod("reading-notes-cited")
-def test_reading_notes_cite_design_decisions(distcheck_workspace, distcheck_log):
+def test_reading_notes_cite_design_decisions(distcheck_workspace, distcheck_log, distcheck_evidence):
     ws = distcheck_workspace
     cfg = notes_config(ws)
     item = ws.item("reading-notes-cited")
@@ -32,6 +32,7 @@ def test_reading_notes_cite_design_decisions(distcheck_workspace, distcheck_log)
             f"(what, why, cost), each with a [cite: PACKAGE PATH::SYMBOL \"QUOTE\"] (how: {LAB})",
             item.how,
         )
+    distcheck_evidence(*(ws.resolve(rel) for rel in cfg.paths))
     resolver = Resolver()
     reports = [verify_note(ws.resolve(rel), resolver, label=rel, packages=cfg.packages)
                for rel in cfg.paths if rel not in missing]
@@ -45,4 +46,5 @@ def test_reading_notes_cite_design_decisions(distcheck_workspace, distcheck_log)
     if verdict.state == "broken":
         pytest_distcheck.broken(verdict.reason)
     distcheck_log("Reading notes, citations verified against the installed sources", verdict.reason)
+    distcheck_evidence(flags=["confirmed"])
     pytest_distcheck.done("evidence checked, confirmed: every citation resolved in the installed sources")

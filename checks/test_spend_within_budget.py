@@ -37,7 +37,7 @@ def _reconcile(cfg) -> list[str]:
 
 @pytest.mark.local
 @pytest.mark.dod("spend-within-budget")
-def test_spend_within_budget(distcheck_workspace, distcheck_log):
+def test_spend_within_budget(distcheck_workspace, distcheck_log, distcheck_evidence):
     item = distcheck_workspace.item("spend-within-budget")
     try:
         cfg = budget_config(distcheck_workspace)
@@ -49,6 +49,7 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log):
     if not cfg.ledger.is_file():
         pytest_distcheck.pending(f"no spend ledger at {cfg.ledger_rel} (it records every paid run, or that "
                                  "there was none)", item.how)
+    distcheck_evidence(cfg.ledger)
     try:
         notes = _reconcile(cfg)
         # parse() checks every row, the chain, and that cost == rate_per_hour x billed_s / 3600.
@@ -83,4 +84,5 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log):
     distcheck_log(f"Cloud spend, {cfg.ledger_rel}", "\n".join(lines))
     # The ledger is written on the learner's machine: self-reported unless the provider's bill confirms it.
     label = provenance.label(accounting.confirmation(rows) == "confirmed by the provider")
+    distcheck_evidence(flags=[label])
     pytest_distcheck.done(f"evidence checked, {label}: {lines[0]}")

@@ -121,7 +121,7 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
 
 @pytest.mark.local
 @pytest.mark.dod(ITEM)
-def test_tp_speedup_committed(distcheck_workspace, distcheck_log):
+def test_tp_speedup_committed(distcheck_workspace, distcheck_log, distcheck_evidence):
     from pytest_distcheck.tp_result import load_result
 
     ws = distcheck_workspace
@@ -133,6 +133,7 @@ def test_tp_speedup_committed(distcheck_workspace, distcheck_log):
     files = sorted(results_dir.glob("*.json"))
     if not files:
         pytest_distcheck.pending(f"no result in {section['results_dir']}", how)
+    distcheck_evidence(*files, *(p.with_suffix(".png") for p in files))
     results = []
     for path in files:
         try:
@@ -148,5 +149,6 @@ def test_tp_speedup_committed(distcheck_workspace, distcheck_log):
     summaries = [_check_gpu_result(p, r, ws, how) for p, r in gpu]
     distcheck_log("TP inference speedup, committed GPU result(s)", "\n".join(summaries))
     labels = sorted({s.split(":", 1)[0] for s in summaries})
+    distcheck_evidence(flags=labels)
     pytest_distcheck.done(f"evidence checked, {' and '.join(labels)}: {len(summaries)} GPU result(s) tied to "
                           "their ledger rows by run id and pod")

@@ -126,3 +126,26 @@ def distcheck_log(record_property):
         record_property(LOG_PROPERTY, json.dumps({"title": title, "text": text}))
 
     return log
+
+
+@pytest.fixture
+def distcheck_evidence(record_property, pytestconfig: pytest.Config):
+    """``distcheck_evidence(*paths, flags=())``: name the files a DoD check judged, and how far they can be
+    believed (``flags``: ``self-reported``, ``confirmed``, ``fast-quiz``, ...).
+
+    Each existing file goes in the JSON report with its sha256, so a grader can re-verify from the report
+    alone; a file that is a copy of a reference solution makes the check untrusted ("copied", red-team R3;
+    :func:`pytest_distcheck.dod.provenance.copied_from`). Paths: absolute, or relative to the workspace root.
+    """
+    import json
+
+    from pytest_distcheck.dod.plugin import EVIDENCE_PROPERTY
+    from pytest_distcheck.dod.provenance import evidence_entry
+
+    ws = get_workspace(pytestconfig)
+    root = ws.root if ws is not None else pytestconfig.rootpath
+
+    def record(*paths: str | Path, flags: tuple[str, ...] | list[str] = ()) -> None:
+        record_property(EVIDENCE_PROPERTY, json.dumps(evidence_entry([root / p for p in paths], root, flags)))
+
+    return record

@@ -1,10 +1,14 @@
 """The tp-diagram-committed DoD check and the `distcheck diagram` command, on a copy of the phase's
-workspace file with the committed page and the wrong pages of fixtures/diagrams/."""
+workspace file with a learner's own page (the starting page, explained, and its SVG rendered) and the
+wrong pages of fixtures/diagrams/. The reference page under solutions/ is never the learner's evidence
+(copied: tests/test_gate_redteam.py)."""
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import mermaidx  # noqa: F401  (see below)
@@ -41,9 +45,23 @@ def phase(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+EXPLAINED = ("\nEach rank holds half of the heads and half of the MLP's hidden units; the all-reduce after each "
+             "row-parallel layer sums the two partial outputs, so the residual stream is whole again on both.\n")
+
+
+def own_page(pytester: pytest.Pytester) -> None:
+    """The starting page `distcheck diagram` writes, explained (run in the pytester folder)."""
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["diagram"]) == 0
+    (pytester.path / PAGE).write_text(out.getvalue() + EXPLAINED)
+
+
 def committed(pytester: pytest.Pytester) -> None:
-    shutil.copy(ROOT / "solutions" / PAGE, pytester.path / PAGE)
-    shutil.copy(ROOT / "solutions" / SVG, pytester.path / SVG)
+    """A right page of the learner's own and its SVG, rendered by `distcheck diagram --render`."""
+    own_page(pytester)
+    with redirect_stdout(io.StringIO()):
+        assert main(["diagram", "--render"]) == 0
 
 
 def git_commit_all(root: Path) -> None:
@@ -70,7 +88,7 @@ def test_the_committed_diagram_is_done(phase: pytest.Pytester, monkeypatch):
     git_commit_all(phase.path)
     result = run_check(phase)
     result.stdout.fnmatch_lines([
-        "*docs/tp-sharding.md:16 matches experiments.tp_inference.plan:BLOCK_PLAN (attn.qkv colwise, "
+        "*docs/tp-sharding.md:7 matches experiments.tp_inference.plan:BLOCK_PLAN (attn.qkv colwise, "
         "attn.out rowwise, mlp.up colwise, mlp.down rowwise) on 2 ranks; docs/tp-sharding.svg is current*",
         "DONE*tp-diagram-committed*evidence checked, confirmed: the diagram matches the plan",
     ])
@@ -102,17 +120,17 @@ def test_no_page_is_pending_with_the_command(phase: pytest.Pytester):
 def test_an_edited_block_makes_the_svg_stale(phase: pytest.Pytester):
     committed(phase)
     page = phase.path / PAGE
-    page.write_text(page.read_text().replace("ln1: LayerNorm", "ln1: the first LayerNorm"))
+    page.write_text(page.read_text().replace("LayerNorm (replicated)", "the first LayerNorm (replicated)", 1))
     result = run_check(phase)
     result.stdout.fnmatch_lines([
         "STALE*tp-diagram-committed*docs/tp-sharding.svg was rendered from another version of the Mermaid "
-        "block at docs/tp-sharding.md:16",
+        "block at docs/tp-sharding.md:7",
         "*-> distcheck diagram --render docs/tp-sharding.md",
     ])
 
 
 def test_no_svg_is_pending_with_the_render_command(phase: pytest.Pytester):
-    shutil.copy(ROOT / "solutions" / PAGE, phase.path / PAGE)
+    own_page(phase)
     result = run_check(phase)
     result.stdout.fnmatch_lines(["PENDING*tp-diagram-committed*docs/tp-sharding.svg not found*",
                                  "*-> distcheck diagram --render docs/tp-sharding.md"])
@@ -121,7 +139,7 @@ def test_no_svg_is_pending_with_the_render_command(phase: pytest.Pytester):
 # ---- the command -------------------------------------------------------------------------------
 
 
-def test_the_command_prints_a_starting_page_that_passes_and_renders(phase, monkeypatch, capsys):
+def test_the_command_prints_a_starting_page_that_counts_once_explained(phase, monkeypatch, capsys):
     monkeypatch.chdir(phase.path)
     assert main(["diagram"]) == 0
     page = capsys.readouterr().out
@@ -139,8 +157,13 @@ def test_the_command_prints_a_starting_page_that_passes_and_renders(phase, monke
     )
     assert (phase.path / SVG).read_text().startswith("<!-- distcheck diagram: tp-sharding.md, Mermaid block at line 7")
     git_commit_all(phase.path)
-    result = run_check(phase)
-    result.stdout.fnmatch_lines(["DONE*tp-diagram-committed*"])
+    result = run_check(phase)  # right, rendered and committed, but the kit's work alone (red-team R3)
+    result.stdout.fnmatch_lines(["PENDING*tp-diagram-committed*docs/tp-sharding.md is the starting page "
+                                 "`distcheck diagram` wrote, unedited: explain it on the page*",
+                                 "*-> edit docs/tp-sharding.md, then distcheck diagram --render docs/tp-sharding.md"])
+    (phase.path / PAGE).write_text(page + EXPLAINED)
+    git_commit_all(phase.path)
+    run_check(phase).stdout.fnmatch_lines(["DONE*tp-diagram-committed*"])
 
 
 def test_check_of_a_wrong_page_exits_1_with_file_and_line(phase, monkeypatch, capsys):

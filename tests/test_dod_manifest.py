@@ -95,7 +95,7 @@ def test_the_shipped_fixture_fingerprints_are_up_to_date():
     from pytest_distcheck.dod import provenance
 
     shipped = provenance.shipped_fingerprints()
-    assert shipped == provenance.fingerprints_of(REPO / "fixtures", REPO), (
-        "pytest_distcheck/data/kit-fixtures.json is out of date with fixtures/: regenerate it with "
+    assert shipped == provenance.kit_fingerprints(REPO), (
+        "pytest_distcheck/data/kit-fixtures.json is out of date with fixtures/ or solutions/: regenerate it with "
         "`.venv/bin/python -m pytest_distcheck.dod.manifest checks/distcheck.toml` (from the repository root)")
     assert "s0fixture-0001" in shipped["run_ids"]

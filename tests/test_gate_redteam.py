@@ -5,6 +5,9 @@ R1. a root-level module shadowing one the kit imports late (``statistics.py``) r
     instances;
 R2. ``experiments/__init__.py`` (imported by the live DDP check) replaces ``__new__`` of the outcome classes
     so that ``pending(...)`` raises ``Done``;
+R3. the reference work of ``solutions/`` (notes, diagram page and SVG, DDP log, TP results) copied into the
+    learner's paths: each item whose evidence is a copy is untrusted, "copied from the reference solutions",
+    and the JSON report names the files, their hashes and the flag ``copied`` (R7);
 R6. a workspace file whose phase has no shipped DoD (``id = "36"``) with one trivial item: the gate says
     "unverified" and exits non-zero (a phase the kit ships no DoD for is never "passed").
 
@@ -20,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from dod_support import workflow_accepts
+
+from pytest_distcheck.dod import manifest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -112,6 +117,41 @@ def test_r6_a_phase_without_a_shipped_dod_is_unverified_never_passed(pytester):
     assert report["canonical"] is None and report["isolation"]["isolated"]
 
 
+COPIES = {"docs/notes/megatron.md": "docs/notes/megatron.md", "docs/notes/fsdp.md": "docs/notes/fsdp.md",
+          "docs/tp-sharding.md": "docs/tp-sharding.md", "docs/tp-sharding.svg": "docs/tp-sharding.svg",
+          "experiments/ddp_cpu/results/allreduce-cpu.json": "experiments/ddp_cpu/results/allreduce-cpu.json",
+          "experiments/ddp_cpu/results/allreduce-cpu.png": "experiments/ddp_cpu/results/allreduce-cpu.png",
+          "experiments/tp_inference/results/speedup-cpu-gloo-2.json":
+              "experiments/tp_inference/results/speedup-cpu-gloo-2.json",
+          "experiments/tp_inference/results/speedup-cpu-gloo-2.png":
+              "experiments/tp_inference/results/speedup-cpu-gloo-2.png"}
+
+
+def test_r3_the_reference_solutions_copied_into_the_learners_paths_are_untrusted(pytester):
+    root = phase35(pytester)
+    for src, dst in COPIES.items():
+        (root / dst).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / "solutions" / src, root / dst)
+    notes = root / "docs" / "notes" / "fsdp.md"  # reflowed: still the reference's statements
+    notes.write_text(notes.read_text().replace("\n", "\n ").replace(". ", ".  "))
+    result, report = gate(pytester)
+    for item in ("ddp-allreduce-logged", "tp-speedup-committed", "reading-notes-cited", "tp-diagram-committed"):
+        result.stdout.fnmatch_lines([f"UNTRUSTED  {item}*copied from the reference solutions: *"])
+    result.stdout.fnmatch_lines(["*docs/notes/fsdp.md: * of its * paragraphs are those of the reference solution "
+                                 "solutions/docs/notes/fsdp.md*",
+                                 "*docs/tp-sharding.svg: it is the reference solution solutions/docs/tp-sharding.svg, "
+                                 "byte for byte*"])
+    items = {it["id"]: it for it in report["items"]}
+    ddp = items["ddp-allreduce-logged"]
+    assert ddp["state"] == "untrusted" and "copied" in ddp["flags"]
+    assert {"path": "experiments/ddp_cpu/results/allreduce-cpu.json",
+            "sha256": manifest.sha256_file(REPO / "solutions/experiments/ddp_cpu/results/allreduce-cpu.json"),
+            "copied": "it is the reference solution solutions/experiments/ddp_cpu/results/allreduce-cpu.json, "
+                      "byte for byte"} in ddp["evidence"]
+    assert items["spend-within-budget"]["evidence"][0]["copied"] is None  # the starting ledger is the learner's
+    assert "self-reported" in items["spend-within-budget"]["flags"]
+
+
 def test_r2_a_kit_class_patched_in_place_or_a_swapped_code_object_is_named(tmp_path, monkeypatch):
     """In-process, instant: the snapshot covers the members of the kit's classes and its functions' code."""
     from pytest_distcheck.dod import outcome
@@ -128,3 +168,26 @@ def test_r2_a_kit_class_patched_in_place_or_a_swapped_code_object_is_named(tmp_p
     assert "pytest_distcheck.dod.outcome.Pending.__new__ was added after the start (now " in problems
     assert "pytest_distcheck.dod.outcome.pending.__code__ was replaced after the start (now code from " in problems
     assert "Blocked.state" not in problems
+
+
+def test_r3_a_note_is_copied_when_most_of_its_paragraphs_are_the_references(tmp_path):
+    """In-process: whitespace does not hide a copy; a few quoted paragraphs, the template and the reference
+    itself (under solutions/) are not copies."""
+    from pytest_distcheck.dod.provenance import copied_from, paragraphs
+
+    ref = paragraphs((REPO / "solutions" / "docs" / "notes" / "fsdp.md").read_text())
+    own = [f"My own decision {i}: FSDP2 shards each parameter on dim 0 as a DTensor, which I verified " + "x" * 40
+           for i in range(6)]
+    note = tmp_path / "docs" / "notes" / "fsdp.md"
+    note.parent.mkdir(parents=True)
+    note.write_text("\n\n".join(own + [p.replace(" ", "\n") for p in ref[:7]]))
+    assert copied_from(note) == ("7 of its 13 paragraphs are those of the reference solution "
+                                 "solutions/docs/notes/fsdp.md")
+    note.write_text("\n\n".join(own + ref[:6]))
+    assert copied_from(note) is None  # 6 of 12: not more than half
+    note.write_text((REPO / "docs" / "notes" / "TEMPLATE.md").read_text())
+    assert copied_from(note) is None
+    ref_copy = tmp_path / "solutions" / "docs" / "notes" / "fsdp.md"
+    ref_copy.parent.mkdir(parents=True)
+    shutil.copy(REPO / "solutions" / "docs" / "notes" / "fsdp.md", ref_copy)
+    assert copied_from(ref_copy) is None

@@ -93,19 +93,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_start(cfg, world_size: int, svg_name: str) -> int:
-    from pytest_distcheck.diagram.generate import starting_diagram
+    from pytest_distcheck.diagram.generate import starting_page
 
-    print(
-        f"<!-- Drawn by `distcheck diagram` from {cfg.plan_ref} on {world_size} ranks. Edit freely;\n"
-        f"     keep each layer's module path and its style (column-parallel / row-parallel) in its label,\n"
-        f"     the edges that carry each tensor, an all-reduce after each row-parallel layer, and one\n"
-        f"     subgraph titled 'rank N' (or 'GPU N') per rank.\n"
-        f"     Then: distcheck diagram --check && distcheck diagram --render -->\n"
-    )
-    print("```mermaid")
-    print(starting_diagram(cfg.plan, world_size), end="")
-    print("```")
-    print(f"\n![The same diagram, rendered]({svg_name})")
+    print(starting_page(cfg.plan_ref, cfg.plan, world_size, svg_name), end="")
     return 0
 
 

@@ -9,7 +9,8 @@ files, draws from another quiz bank or changes a setting (a pass mark, a ceiling
 untrusted and never passes ``--gate``.
 
 Regenerate after changing the phase's files or ``fixtures/`` (tests/test_dod_manifest.py fails until
-then); it also writes the fingerprints of the kit's fixtures (:mod:`~pytest_distcheck.dod.provenance`)::
+then); it also writes the fingerprints of the kit's fixtures and reference solutions
+(:mod:`~pytest_distcheck.dod.provenance`)::
 
     python -m pytest_distcheck.dod.manifest checks/distcheck.toml
 """
@@ -138,15 +139,14 @@ def _rel(path: Path, root: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write ``pytest_distcheck/data/dod-<phase>.json`` for the workspace file given and
-    ``data/kit-fixtures.json`` from ``fixtures/`` (run from the repository root)."""
-    from pytest_distcheck.dod.provenance import fingerprints_of
+    ``data/kit-fixtures.json`` from ``fixtures/`` and ``solutions/`` (run from the repository root)."""
+    from pytest_distcheck.dod.provenance import kit_fingerprints
 
     args = sys.argv[1:] if argv is None else argv
     ws = Path(args[0] if args else "checks/distcheck.toml")
     data = Path(str(resources.files("pytest_distcheck.data")))
     doc = build(ws, Path.cwd())
-    for name, content in ((f"dod-{doc['phase']}.json", doc), ("kit-fixtures.json",
-                                                               fingerprints_of(Path.cwd() / "fixtures", Path.cwd()))):
+    for name, content in ((f"dod-{doc['phase']}.json", doc), ("kit-fixtures.json", kit_fingerprints(Path.cwd()))):
         (data / name).write_text(json.dumps(content, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         sys.stdout.write(f"wrote {data / name}\n")
     return 0

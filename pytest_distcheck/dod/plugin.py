@@ -36,6 +36,7 @@ from pytest_distcheck.errors import ConfigError
 
 PROPERTY = "distcheck_dod"
 LOG_PROPERTY = "distcheck_log"
+EVIDENCE_PROPERTY = "distcheck_evidence"
 PLUGIN_NAME = "distcheck-dod"
 WORKEROUTPUT_KEY = "distcheck_dod_collection"
 workspace_key = pytest.StashKey["ws_mod.Workspace | None"]()
@@ -68,6 +69,28 @@ def workspace_label(config: pytest.Config) -> str:
 def _item_of(item: pytest.Item) -> str | None:
     marker = item.get_closest_marker("dod")
     return marker.args[0] if marker is not None else None
+
+
+def _with_evidence(outcome: CheckOutcome, rep: pytest.TestReport) -> CheckOutcome:
+    """``outcome`` with the evidence its check recorded (``distcheck_evidence``); untrusted when a file of
+    it is a copy of a reference solution (red-team R3)."""
+    files: dict[str, dict[str, Any]] = {}
+    flags: list[str] = []
+    for name, value in rep.user_properties:
+        if name == EVIDENCE_PROPERTY:
+            data = json.loads(value)
+            files.update((f["path"], f) for f in data["files"])
+            flags += data["flags"]
+    if not files and not flags:
+        return outcome
+    state, reason, command = outcome.state, outcome.reason, outcome.command
+    copied = [f for f in files.values() if f["copied"]]
+    if copied and state is not State.UNTRUSTED:
+        state, command = State.UNTRUSTED, None
+        reason = ("copied from the reference solutions: " + "; ".join(f"{f['path']}: {f['copied']}" for f in copied)
+                  + " (reference solutions are teaching material, never counted as your work)")
+    return CheckOutcome(outcome.item_id, outcome.nodeid, state, reason, command, tuple(files.values()),
+                        tuple(dict.fromkeys(flags)))
 
 
 class DodPlugin:
@@ -284,6 +307,8 @@ class DodPlugin:
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             outcome = CheckOutcome(item_id, item.nodeid, State.UNTRUSTED,
                                    "not the kit's own check: " + "; ".join(problems[:3]) + more)
+        if rep.when == "call":
+            outcome = _with_evidence(outcome, rep)
         exc = call.excinfo.value if call.excinfo is not None else None
         normalise(rep, item, outcome, exc)
         value = json.dumps({**outcome.__dict__, "state": outcome.state.value, "outcome": rep.outcome})
@@ -316,7 +341,8 @@ class DodPlugin:
             if report.outcome != expected:
                 outcome = CheckOutcome(outcome.item_id, outcome.nodeid, State.UNTRUSTED,
                                        f"its report was changed after the kit classified it {outcome.state.value} "
-                                       f"({expected}; now {report.outcome}): {outcome.reason}")
+                                       f"({expected}; now {report.outcome}): {outcome.reason}", None,
+                                       outcome.evidence, outcome.flags)
             self.outcomes.append(outcome)
 
     @pytest.hookimpl(optionalhook=True)

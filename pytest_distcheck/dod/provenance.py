@@ -10,6 +10,11 @@ either *confirmed* or only *self-reported* (issue 13, point 3).
   the installed sources, a diagram compared with the plan) or a provider confirmed it.
   *self-reported*: the check can only verify that files typed or copied by the learner agree with each
   other (the quiz log, the spend ledger, a GPU result tied to ledger rows by run id and pod).
+- Reference solutions (``solutions/``) are teaching material, never the learner's evidence (red-team R3):
+  their fingerprints ship in the same file (``solutions``: file hashes, and the paragraphs of their
+  Markdown after whitespace normalisation), and a check names the files it judged with the
+  ``distcheck_evidence`` fixture; a file that is a copy (:func:`copied_from`) makes its check untrusted.
+  Files that ship identical in the learner's starting workspace (the empty ledger) are not fingerprinted.
 - Provider confirmation belongs to the spend-integrity work (issue 18): a run whose ledger rows the
   provider's bill confirms (:func:`pytest_distcheck.budget.accounting.provider_confirmed`, after
   ``distcheck budget --reconcile``) is *confirmed*; :func:`label` turns that answer into the table's word.
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -63,6 +69,110 @@ def fingerprints_of(fixtures_dir: Path, root: Path) -> dict[str, Any]:
         if isinstance(data, dict) and data.get("measurements"):
             measured[measurements_hash(data)] = rel
     return {"marker": MARKER, "run_ids": sorted(run_ids), "files": files, "measurements": measured}
+
+
+SOLUTIONS = "solutions"
+# A paragraph shorter than this (a heading, a label) may well be written the same way twice.
+MIN_PARAGRAPH = 80
+
+
+def paragraphs(text: str) -> list[str]:
+    """The paragraphs of a text (blocks between blank or whitespace-only lines), whitespace collapsed, of at least
+    :data:`MIN_PARAGRAPH` characters."""
+    blocks = (" ".join(b.split()) for b in re.split(r"\n[ \t\r]*\n", text))
+    return [b for b in blocks if len(b) >= MIN_PARAGRAPH]
+
+
+def _digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _starting_texts(rel: Path, root: Path) -> list[Path]:
+    """The learner's starting files a reference file ``solutions/<rel>`` may share text with: the file at
+    ``<rel>`` and the Markdown files beside it (``docs/notes/TEMPLATE.md``)."""
+    here = root / rel
+    beside = sorted(p for p in here.parent.glob("*.md") if p != here) if here.parent.is_dir() else []
+    return ([here] if here.is_file() else []) + beside
+
+
+def solutions_fingerprints(solutions_dir: Path, root: Path) -> dict[str, Any]:
+    """The fingerprints of the reference solutions under ``solutions_dir`` (its README aside): file hashes,
+    and the hashes of their Markdown paragraphs (:func:`paragraphs`), each naming its file. A file, or a
+    paragraph, that ships identical in the learner's starting workspace is left out."""
+    files: dict[str, str] = {}
+    paras: dict[str, str] = {}
+    for path in sorted(solutions_dir.rglob("*")):
+        if not path.is_file() or path.name == "README.md" or "__pycache__" in path.parts:
+            continue
+        rel = path.relative_to(root).as_posix()
+        starts = _starting_texts(path.relative_to(solutions_dir), root)
+        data = path.read_bytes()
+        if any(p.read_bytes() == data for p in starts):
+            continue
+        files[_digest(data)] = rel
+        if path.suffix == ".md":
+            known = {q for p in starts for q in paragraphs(p.read_text(encoding="utf-8"))}
+            for para in paragraphs(data.decode("utf-8")):
+                if para not in known:
+                    paras.setdefault(_digest(para.encode()), rel)
+    return {"files": files, "paragraphs": paras}
+
+
+def _in_place(path: Path, ref: str) -> bool:
+    """Whether ``path`` is the reference file ``ref`` (``solutions/...``) where it lives (the reference
+    workspace, checks/solutions.toml, reads it there), not a copy elsewhere."""
+    return path.resolve().as_posix().endswith("/" + ref)
+
+
+def copied_from(path: Path) -> str | None:
+    """Why the evidence file ``path`` is a copy of a reference solution; ``None`` when it is not (or it is
+    the reference itself, in its ``solutions/`` folder). A copy: the same bytes, or a Markdown file at least
+    3 and more than half of whose paragraphs are those of one reference file."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    fp = shipped_fingerprints().get(SOLUTIONS, {"files": {}, "paragraphs": {}})
+    data = path.read_bytes()
+    same = fp["files"].get(_digest(data))
+    if same:
+        return None if _in_place(path, same) else f"it is the reference solution {same}, byte for byte"
+    if path.suffix != ".md":
+        return None
+    mine = paragraphs(data.decode("utf-8", errors="replace"))
+    hits: dict[str, int] = {}
+    for para in mine:
+        ref = fp["paragraphs"].get(_digest(para.encode()))
+        if ref:
+            hits[ref] = hits.get(ref, 0) + 1
+    ref, n = max(hits.items(), key=lambda kv: kv[1], default=("", 0))
+    if n >= 3 and 2 * n > len(mine) and not _in_place(path, ref):
+        return f"{n} of its {len(mine)} paragraphs are those of the reference solution {ref}"
+    return None
+
+
+def evidence_entry(paths: Iterable[Path], root: Path, flags: Iterable[str] = ()) -> dict[str, Any]:
+    """What the ``distcheck_evidence`` fixture records for a check: each existing file (path relative to
+    ``root``, sha256, and ``copied``: :func:`copied_from` or ``None``) and the check's ``flags`` (e.g.
+    ``self-reported``, ``confirmed``, ``fast-quiz``), plus ``copied`` when a file is a copy."""
+    files = []
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            continue
+        try:
+            rel = path.resolve().relative_to(Path(root).resolve()).as_posix()
+        except ValueError:
+            rel = str(path)
+        files.append({"path": rel, "sha256": _digest(path.read_bytes()), "copied": copied_from(path)})
+    flags = list(dict.fromkeys(flags)) + (["copied"] if any(f["copied"] for f in files) else [])
+    return {"files": files, "flags": list(dict.fromkeys(flags))}
+
+
+def kit_fingerprints(root: Path) -> dict[str, Any]:
+    """What ``data/kit-fixtures.json`` holds for the repository at ``root``: the fixtures'
+    (:func:`fingerprints_of`) and the reference solutions' (:func:`solutions_fingerprints`)."""
+    return {**fingerprints_of(root / "fixtures", root),
+            SOLUTIONS: solutions_fingerprints(root / SOLUTIONS, root)}
 
 
 def shipped_fingerprints() -> dict[str, Any]:

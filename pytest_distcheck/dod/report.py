@@ -128,6 +128,9 @@ def _item(r: ItemResult) -> dict[str, Any]:
         "requires": list(r.requires),
         "blocked_by": list(r.blocked_by),
         "ran": r.ran,
+        "evidence": list({f["path"]: {"path": f["path"], "sha256": f["sha256"], "copied": f["copied"]}
+                          for o in r.outcomes for f in o.evidence}.values()),
+        "flags": list(dict.fromkeys(flag for o in r.outcomes for flag in o.flags)),
         "checks": [
             {"nodeid": o.nodeid, "state": o.state.value, "reason": o.reason, "command": o.command}
             for o in r.outcomes

@@ -64,6 +64,7 @@ class CheckOutcome:
         state: what the check reported.
         reason: short text for a person (what was expected, what was found).
         command: the command that completes the item, when the check knows one.
+        evidence, flags: what the check recorded with the ``distcheck_evidence`` fixture.
     """
 
     item_id: str
@@ -71,6 +72,8 @@ class CheckOutcome:
     state: State
     reason: str
     command: str | None = None
+    evidence: tuple = ()  # files the check judged: {"path", "sha256", "copied"} (provenance.evidence_entry)
+    flags: tuple = ()  # how far it can be believed: "self-reported", "confirmed", "copied", "fast-quiz", ...
 
 
 @dataclass(frozen=True)
