@@ -133,3 +133,33 @@ def test_the_gate_passes_only_with_every_item_done_on_the_shipped_dod():
     assert gate_verdict(done, None) == "unverified"  # red-team R6: a phase the kit ships no DoD for
     assert gate_verdict(pending, {"trusted": True}) == gate_verdict(pending, None) == "failed"
     assert gate_verdict([], {"trusted": True}) == "failed"
+
+
+def test_the_report_carries_each_items_evidence_and_flags(workspace_dir):
+    """R7: a grader re-verifies from the report alone; R3: a copy of a reference solution is untrusted."""
+    import hashlib
+    import shutil
+    from pathlib import Path
+
+    (workspace_dir.path / "results.txt").write_text("42\n")
+    shutil.copy(Path(__file__).resolve().parents[1] / "solutions/experiments/ddp_cpu/results/allreduce-cpu.png",
+                workspace_dir.path / "plot.png")
+    workspace_dir.makepyfile(**{"checks/test_checks": """
+        import pytest, pytest_distcheck
+        @pytest.mark.dod("alpha")
+        def test_alpha(distcheck_evidence):
+            distcheck_evidence("results.txt", "missing.txt", flags=["self-reported"])
+            distcheck_evidence(flags=["fast-quiz"])
+        @pytest.mark.dod("beta")
+        def test_beta(distcheck_evidence):
+            distcheck_evidence("plot.png", flags=["confirmed"])
+        """})
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--dod-json", "out/dod.json")
+    result.stdout.fnmatch_lines(["UNTRUSTED  beta   copied from the reference solutions: plot.png: it is the reference "
+                                 "solution solutions/experiments/ddp_cpu/results/allreduce-cpu.png, byte for byte*"])
+    alpha, beta = load(workspace_dir)["items"]
+    assert alpha["state"] == "done" and alpha["flags"] == ["self-reported", "fast-quiz"]
+    assert alpha["evidence"] == [{"path": "results.txt", "sha256": "sha256:" + hashlib.sha256(b"42\n").hexdigest(),
+                                  "copied": None}]
+    assert beta["state"] == "untrusted" and beta["flags"] == ["confirmed", "copied"]
+    assert beta["evidence"][0]["copied"].startswith("it is the reference solution solutions/")
