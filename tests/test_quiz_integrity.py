@@ -131,5 +131,8 @@ def test_a_passing_practice_attempt_leaves_the_item_pending(pytester):
 def test_a_fast_passing_attempt_is_done_but_flagged_in_the_table(pytester):
     make_workspace(pytester.path, with_check=True)
     write_log(pytester.path, _graded(42, seconds=1.0))
-    result = pytester.runpytest("-p", "no:cacheprovider", "-m", "local", "checks")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-m", "local", "checks", "--dod-json", "dod.json")
     result.stdout.fnmatch_lines(["DONE*quiz-passed*self-reported*implausibly fast*"])
+    item = next(it for it in json.loads((pytester.path / "dod.json").read_text())["items"] if it["id"] == "quiz-passed")
+    assert item["flags"] == ["self-reported", "fast-quiz"]  # R7: in the report, for a grader
+    assert [e["path"] for e in item["evidence"]] == ["experiments/quiz/35-attempts.jsonl"]
