@@ -7,6 +7,7 @@ its flag and its ini key share.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -41,7 +42,7 @@ class Setting:
         return str(config.getini(self.ini)), f"ini key {self.ini}"
 
     def positive_float(self, config: pytest.Config) -> float:
-        """The value as seconds or USD > 0. Raises ``pytest.UsageError`` naming the source."""
+        """The value as seconds or USD, finite and > 0. Raises ``pytest.UsageError`` naming the source."""
         text, source = self.raw(config)
         try:
             value = float(text)
@@ -49,6 +50,8 @@ class Setting:
             raise pytest.UsageError(f"{source}: {text!r} is not a number") from None
         if not value > 0:
             raise pytest.UsageError(f"{source}: must be > 0, got {text!r}")
+        if value == math.inf:
+            raise pytest.UsageError(f"{source}: must be finite, got {text!r}")
         return value
 
 

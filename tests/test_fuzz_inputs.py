@@ -363,3 +363,40 @@ def test_fuzz_mermaid_page_check_with_the_real_parser():
                 pytest.fail(f"page {page!r}: {type(exc).__name__}: {exc}")
             for finding in result.findings:
                 assert finding.line >= 1 and finding.message
+
+
+# -- dist_world's timeout -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("timeout", [float("inf"), 1e308, 1e12, float("nan"), 0, -1])
+def test_a_call_timeout_out_of_range_is_refused_before_any_rank_starts(timeout):
+    from pytest_distcheck.ranks.pool import RankPool
+
+    pool = RankPool(2)
+    with pytest.raises(ValueError, match="timeout must be a number of seconds > 0 and at most 31622400"):
+        pool.run(print, (), {}, timeout)
+    assert pool._zygote is None and not pool.alive  # nothing was started
+
+
+class _Config:
+    """What Setting.raw reads of a pytest config: one command-line value."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def getoption(self, dest: str) -> str:
+        return self.value
+
+
+def test_fuzz_the_timeout_setting_is_a_finite_positive_number_or_a_usage_error():
+    from pytest_distcheck.settings import TIMEOUT
+
+    rng = random.Random(45)
+    texts = ["60", "0.5", "0", "-1", "inf", "-inf", "nan", "1e308", "1e309", "", " ", "abc", "1_000", "\u0663", "60s"]
+    for _ in range(60):
+        text = "".join(rng.choice(texts) for _ in range(rng.randint(1, 2)))
+        try:
+            value = TIMEOUT.positive_float(_Config(text))
+        except pytest.UsageError as exc:
+            assert str(exc).startswith("command line --distcheck-timeout: "), str(exc)
+        else:
+            assert 0 < value < float("inf"), text

@@ -88,6 +88,8 @@ REAP_S = 5.0
 LIVE_POLL_S = 0.1
 # Most of one stream of one rank shown per call (the tail is kept).
 OUTPUT_MAX = 64_000
+# Longest call timeout, seconds (a year): beyond it the poll and the group's timedelta overflow.
+MAX_TIMEOUT_S = 366 * 24 * 3600
 
 
 def group_timeout(call_timeout: float) -> float:
@@ -347,8 +349,13 @@ class RankPool:
             RankTimeout: ranks still running after ``timeout``; their stacks are in the message and
                 the ranks are killed (the next call starts fresh ones).
             pytest.skip.Exception: every rank skipped (the reason of rank 0).
+            ValueError: ``timeout`` is not a number of seconds > 0 and at most ``MAX_TIMEOUT_S`` (nothing
+                is started).
         """
         __tracebackhide__ = True  # a failing call points at the test, not at the pool
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT_S:
+            raise ValueError(f"timeout must be a number of seconds > 0 and at most {MAX_TIMEOUT_S} (a year), "
+                             f"got {timeout!r}")
         payload = dump_call(fn, args, kwargs)
         self.start()
         need = group_timeout(timeout)
