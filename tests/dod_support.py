@@ -68,5 +68,6 @@ def workflow_accepts(report: Path) -> bool:
     jq = shutil.which("jq")
     if jq is None:
         doc = json.loads(report.read_text())
-        return bool(doc["gate"]["passed"] and doc["gate"]["isolated"] and (doc["canonical"] or {}).get("trusted"))
+        return bool(doc["gate"]["passed"] and doc["gate"]["verdict"] == "passed" and doc["gate"]["isolated"]
+                    and doc["isolation"]["isolated"] and (doc["canonical"] or {}).get("trusted"))
     return subprocess.run([jq, "-e", workflow_verdict(), str(report)], capture_output=True).returncode == 0
