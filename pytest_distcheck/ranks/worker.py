@@ -334,9 +334,11 @@ class _Rank:
         if outcome["status"] == "error":
             self.conn.send(("result", call_id, outcome, result, None, False))
             return False
+        # A group not kept (subgroups, or the user's own init/destroy) is dropped when the next call
+        # starts (the parent bumps the generation), not now: only then has every rank replied. Dropped
+        # here, it closed sockets a slower peer was still connecting in new_group ("Gloo connectFullMesh
+        # failed ... Connection closed by peer", about 1 call in 50 on 2 busy cores).
         seq, keep = self._group_state()
-        if not keep:  # subgroups or a destroyed group: start the next call on a fresh one
-            self._drop_group()
         self.conn.send(("result", call_id, outcome, result, seq, keep))
         self._restore()  # after the reply (off the caller's path), always before the next call is read
         return True
