@@ -400,3 +400,22 @@ def test_fuzz_the_timeout_setting_is_a_finite_positive_number_or_a_usage_error()
             assert str(exc).startswith("command line --distcheck-timeout: "), str(exc)
         else:
             assert 0 < value < float("inf"), text
+
+
+# -- the other subcommands' arguments -----------------------------------------------------------------
+
+def test_fuzz_diagram_quiz_and_top_level_arguments(workspace, capsys):
+    """Arguments only: no page exists (the Mermaid engine never starts) and no quiz bank id is valid (the
+    quiz never waits for an answer)."""
+    rng = random.Random(46)
+    diagram = ["--check", "--render", "--plan", "--world-size", "nope.md", "a=colwise", "x=y", "", "0", "-3", "2",
+               "inf", "mod:NAME", "experiments.tp_inference.plan:BLOCK_PLAN", "--config", "missing.toml", "="]
+    quiz = ["nope", "", "../x", "35x", "3 5", "\u0663\u0665", "--seed", "x", "-1", "99999999999999999999999",
+            "--config", "missing.toml", "checks"]
+    for _ in range(40):
+        sub, tokens = rng.choice([("diagram", diagram), ("quiz", quiz), ("", diagram + quiz)])
+        argv = ([sub] if sub else [rng.choice(["", "nope", "--version", "-h"])]) + [
+            rng.choice(tokens) for _ in range(rng.randint(0, 4))]
+        if sub == "quiz" and not any(t and not t.startswith("-") and t not in ("x", "-1") for t in argv[1:]):
+            argv.append("nope")  # a bank id that does not exist
+        run_cli(capsys, argv)
