@@ -14,9 +14,10 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
   (test_rank_processes::test_xdist_and_two_sessions_at_once_never_collide);
 - the process group is kept while every rank ends a call in step (same sequence number of the default
   group, no subgroups, no error); a call that created subgroups or destroyed the group gets a fresh
-  group under a new ``PrefixStore`` prefix for the next call
-  (test_rank_recovery::test_the_group_is_kept_while_ranks_stay_in_step,
-  test_rank_group::test_a_destroyed_group_is_rebuilt);
+  group under a new ``PrefixStore`` prefix for the next call, the old one dropped as that call starts,
+  never as the call ends: a rank done with ``new_group`` first would close sockets its peer was still
+  connecting (test_rank_recovery::test_the_group_is_kept_while_ranks_stay_in_step,
+  test_rank_group::test_a_destroyed_group_is_rebuilt, test_rank_group::test_state_a_test_leaves_behind_is_reset);
 - the group's own timeout is ``2 x call timeout + 10 s``: the kit's deadline always expires first, so a
   hang is always a :class:`RankTimeout` with every rank's stack, never gloo's "Timed out waiting" as a
   ``RankError`` (test_rank_context::test_the_group_timeout_is_above_the_call_timeout);
@@ -50,6 +51,12 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
   seconds later (test_rank_processes::test_a_killed_xdist_controller_takes_zygotes_and_ranks_with_it);
   session folders are locked while used and swept when dead (:mod:`pytest_distcheck.ranks.tempdirs`;
   test_rank_report::test_dead_session_folders_are_swept_and_live_ones_kept).
+- a call's ``timeout`` must be > 0 and at most a year, checked before anything starts (beyond it the poll
+  and the group's ``timedelta`` overflow)
+  (test_fuzz_inputs::test_a_call_timeout_out_of_range_is_refused_before_any_rank_starts);
+- after a call a rank resets NumPy's global RNG only when it moved (a 1 us comparison of its raw state
+  instead of a 35-70 us ``set_state`` on the shared cores; :class:`~pytest_distcheck.ranks.worker.NumpyRng`;
+  test_rank_recovery::test_numpy_rng_restore_puts_back_draws_seeds_and_the_cached_gaussian);
 - warnings raised in the ranks are re-issued in the test process under the test's filters
   (:mod:`pytest_distcheck.ranks.rank_warnings`; tests/test_rank_warnings.py).
 """

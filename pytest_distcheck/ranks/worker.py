@@ -16,7 +16,8 @@ printed survives a hang or a death.
 State reset after every call (documented in the README): the global RNG states of torch (CPU), Python
 and NumPy (when loaded), torch's default dtype, default device, grad mode, deterministic-algorithms
 flag and intra-op thread count, the c10d debug level (``dist.set_debug_level``), ``os.environ``, the
-working directory and the warnings filters; subgroups a call created are destroyed. Anything else a test
+working directory and the warnings filters; subgroups a call created are destroyed (when the next call
+starts). Anything else a test
 changes at module level (a module's globals, ``sys.modules``) stays for the next test on the same pool;
 ask for ``@pytest.mark.fresh_ranks``.
 
