@@ -22,7 +22,9 @@ import os
 import statistics
 import sys
 import time
+from contextlib import ExitStack
 from typing import Any, Callable
+from unittest import mock
 
 from pytest_distcheck.ranks import pool as pool_mod
 
@@ -72,7 +74,9 @@ def _median_ms(pool: pool_mod.RankPool, fn: Callable[[], Any], n: int) -> float:
     return statistics.median(times) * 1e3
 
 
-def _wrap(obj: Any, name: str, into: dict[str, list[float]]) -> None:
+def _wrap(stack: ExitStack, obj: Any, name: str, into: dict[str, list[float]]) -> None:
+    """Time ``obj.name`` into ``into[name]`` until ``stack`` closes (then the original is back: the
+    script also runs inside the test suite, whose later tests must see the kit's own functions)."""
     inner = getattr(obj, name)
 
     def timed(*args: Any, **kwargs: Any) -> Any:
@@ -82,7 +86,7 @@ def _wrap(obj: Any, name: str, into: dict[str, list[float]]) -> None:
         finally:
             into.setdefault(name, []).append(time.perf_counter() - t0)
 
-    setattr(obj, name, timed)
+    stack.enter_context(mock.patch.object(obj, name, timed))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,16 +104,17 @@ def main(argv: list[str] | None = None) -> int:
         inside = statistics.median(pool.run(timed_all_reduce, (), {}, 60)[0] for _ in range(n))
         print(f"  the all-reduce inside rank 0:   {inside * 1e3:.3f} ms")
         phases: dict[str, list[float]] = {}
-        for name in ("dump_call", "rewritten_modules"):
-            _wrap(pool_mod, name, phases)
-        for name in ("_collect", "_finish"):
-            _wrap(pool, name, phases)
-        _wrap(pool._env, "diff", phases)
-        for conn in pool._conns:
-            _wrap(conn, "send", phases)
-        for output in pool._outputs:
-            _wrap(output, "call_text", phases)
-        _median_ms(pool, noop, n)
+        with ExitStack() as stack:
+            for name in ("dump_call", "rewritten_modules"):
+                _wrap(stack, pool_mod, name, phases)
+            for name in ("_collect", "_finish"):
+                _wrap(stack, pool, name, phases)
+            _wrap(stack, pool._env, "diff", phases)
+            for conn in pool._conns:
+                _wrap(stack, conn, "send", phases)
+            for output in pool._outputs:
+                _wrap(stack, output, "call_text", phases)
+            _median_ms(pool, noop, n)
         print("pytest process, per call of the function that does nothing (medians):")
         for name, times in phases.items():
             per_call = len(times) // n
