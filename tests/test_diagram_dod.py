@@ -8,7 +8,8 @@ from __future__ import annotations
 import io
 import shutil
 import subprocess
-from contextlib import redirect_stdout
+import sys
+from contextlib import chdir, redirect_stdout
 from pathlib import Path
 
 import mermaidx  # noqa: F401  (see below)
@@ -27,21 +28,26 @@ SVG = "docs/tp-sharding.svg"
 CHECK_COPY = "test_copy_of_tp_diagram_check.py"
 
 
+def make_phase(root: Path) -> None:
+    """The phase's workspace file, the diagram check and the plan module under ``root``; no page yet."""
+    for folder in ("checks", "docs", "experiments/tp_inference"):
+        (root / folder).mkdir(parents=True)
+    shutil.copy(ROOT / "checks" / "distcheck.toml", root / "checks")
+    # another basename: the real check may already be imported in this process (pytest checks tests)
+    shutil.copy(ROOT / "checks" / "test_tp_diagram_committed.py", root / "checks" / CHECK_COPY)
+    # the workspace registers the real check's node id (the gate requires it to run); point it at the copy
+    toml = root / "checks" / "distcheck.toml"
+    toml.write_text(toml.read_text().replace("checks/test_tp_diagram_committed.py::", f"checks/{CHECK_COPY}::"))
+    # the plan alone (pure data), without the lab's heavier modules
+    (root / "experiments" / "__init__.py").write_text("")
+    (root / "experiments" / "tp_inference" / "__init__.py").write_text("")
+    shutil.copy(ROOT / "experiments" / "tp_inference" / "plan.py", root / "experiments" / "tp_inference")
+
+
 @pytest.fixture
 def phase(pytester: pytest.Pytester) -> pytest.Pytester:
     """The phase's workspace file, the diagram check and the plan module; no page yet."""
-    for folder in ("checks", "docs", "experiments/tp_inference"):
-        (pytester.path / folder).mkdir(parents=True)
-    shutil.copy(ROOT / "checks" / "distcheck.toml", pytester.path / "checks")
-    # another basename: the real check may already be imported in this process (pytest checks tests)
-    shutil.copy(ROOT / "checks" / "test_tp_diagram_committed.py", pytester.path / "checks" / CHECK_COPY)
-    # the workspace registers the real check's node id (the gate requires it to run); point it at the copy
-    toml = pytester.path / "checks" / "distcheck.toml"
-    toml.write_text(toml.read_text().replace("checks/test_tp_diagram_committed.py::", f"checks/{CHECK_COPY}::"))
-    # the plan alone (pure data), without the lab's heavier modules
-    (pytester.path / "experiments" / "__init__.py").write_text("")
-    (pytester.path / "experiments" / "tp_inference" / "__init__.py").write_text("")
-    shutil.copy(ROOT / "experiments" / "tp_inference" / "plan.py", pytester.path / "experiments" / "tp_inference")
+    make_phase(pytester.path)
     return pytester
 
 
@@ -57,11 +63,30 @@ def own_page(pytester: pytest.Pytester) -> None:
     (pytester.path / PAGE).write_text(out.getvalue() + EXPLAINED)
 
 
-def committed(pytester: pytest.Pytester) -> None:
-    """A right page of the learner's own and its SVG, rendered by `distcheck diagram --render`."""
-    own_page(pytester)
-    with redirect_stdout(io.StringIO()):
-        assert main(["diagram", "--render"]) == 0
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A right page of the learner's own and its SVG, made once per module by `distcheck diagram` and
+    `distcheck diagram --render` in a phase of its own (rendering is most of a test's time; the SVG
+    names only the page's basename and its block, so it is the same in any folder)."""
+    root = tmp_path_factory.mktemp("rendered_phase")
+    make_phase(root)
+    before = set(sys.modules)  # as pytester does: this phase's `experiments` must not outlive it
+    out = io.StringIO()
+    try:
+        with chdir(root), redirect_stdout(out):
+            assert main(["diagram"]) == 0
+            (root / PAGE).write_text(out.getvalue() + EXPLAINED)
+            assert main(["diagram", "--render"]) == 0
+    finally:
+        for name in set(sys.modules) - before:
+            del sys.modules[name]
+    return {rel: (root / rel).read_text() for rel in (PAGE, SVG)}
+
+
+def committed(pytester: pytest.Pytester, rendered: dict[str, str]) -> None:
+    """A right page of the learner's own and its SVG, as `rendered` made them."""
+    for rel, text in rendered.items():
+        (pytester.path / rel).write_text(text)
 
 
 def git_commit_all(root: Path) -> None:
@@ -75,9 +100,9 @@ def run_check(pytester: pytest.Pytester):
     return pytester.runpytest(f"checks/{CHECK_COPY}", "-p", "no:cacheprovider")
 
 
-def test_the_committed_diagram_is_done(phase: pytest.Pytester, monkeypatch):
+def test_the_committed_diagram_is_done(phase: pytest.Pytester, rendered, monkeypatch):
     """Right but not committed (issue 12): pending, naming git; committed: done."""
-    committed(phase)
+    committed(phase, rendered)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(phase.path.parent))  # whatever holds the temp folder
     run_check(phase).stdout.fnmatch_lines([
         f"PENDING  tp-diagram-committed  {phase.path} is not in a git repository",
@@ -101,8 +126,9 @@ def test_the_committed_diagram_is_done(phase: pytest.Pytester, monkeypatch):
     ("dropped-layer.md", "docs/tp-sharding.md:8: layer mlp.up missing*"),
     ("syntax-error.md", "docs/tp-sharding.md:17: Mermaid syntax error in the block at line 8*"),
 ])
-def test_a_wrong_diagram_is_broken_naming_the_difference(phase: pytest.Pytester, fixture: str, reason: str):
-    committed(phase)
+def test_a_wrong_diagram_is_broken_naming_the_difference(phase: pytest.Pytester, rendered, fixture: str,
+                                                         reason: str):
+    committed(phase, rendered)
     shutil.copy(FIXTURES / fixture, phase.path / PAGE)
     result = run_check(phase)
     result.stdout.fnmatch_lines([f"BROKEN*tp-diagram-committed*{reason}"])
@@ -117,8 +143,8 @@ def test_no_page_is_pending_with_the_command(phase: pytest.Pytester):
     ])
 
 
-def test_an_edited_block_makes_the_svg_stale(phase: pytest.Pytester):
-    committed(phase)
+def test_an_edited_block_makes_the_svg_stale(phase: pytest.Pytester, rendered):
+    committed(phase, rendered)
     page = phase.path / PAGE
     page.write_text(page.read_text().replace("LayerNorm (replicated)", "the first LayerNorm (replicated)", 1))
     result = run_check(phase)
