@@ -1,4 +1,7 @@
-"""DoD item ddp-allreduce-logged: DDP runs on CPU with 2 gloo processes and its all-reduce time is logged."""
+"""DoD item ddp-allreduce-logged: DDP runs on CPU with 2 gloo processes and its all-reduce time is logged.
+
+The log at ``[ddp] committed_log`` must also be committed as it is (pytest_distcheck.committed asks git).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import pytest
 
 import pytest_distcheck
 from pytest_distcheck.bandwidth import check_sanity, format_sweep, load_result
+from pytest_distcheck.committed import require_committed
 from pytest_distcheck.errors import ConfigError
 
 SIZES = [4096 * 4**k for k in range(8)]  # 4 KiB .. 64 MiB, as the lab's LabConfig
@@ -49,5 +53,6 @@ def test_committed_allreduce_log_is_valid(distcheck_workspace, distcheck_log, di
         check_sanity(data, rel, WORLD_SIZE, SIZES)
     except ConfigError as exc:
         pytest_distcheck.broken(str(exc))
+    require_committed([path], distcheck_workspace.root)
     distcheck_log(f"DDP lab, committed log {rel} (ran on {data['host']['cpu']}, {data['backend']})",
                   format_sweep(data["allreduce_sweep"]))

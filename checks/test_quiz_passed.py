@@ -3,7 +3,8 @@
 Re-grades every attempt in the workspace's quiz log against the bank; a stored score is never trusted.
 Only graded, complete attempts on a seed the log has not seen before count (practice ``--seed``
 attempts and abandoned ones do not). The log is typed on the learner's machine, so a pass is
-*self-reported* evidence; an implausibly fast attempt is flagged in the table.
+*self-reported* evidence; an implausibly fast attempt is flagged in the table. A passing log must be
+committed as it is (the CI gate sees only commits): one with a newer attempt not yet committed is pending.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 import pytest_distcheck
+from pytest_distcheck.committed import require_committed
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.quiz.bank import load_bank
 from pytest_distcheck.quiz.config import quiz_config
@@ -42,6 +44,7 @@ def test_quiz_passed(distcheck_workspace, distcheck_evidence):
         pytest_distcheck.pending(
             f"{len(counted)} graded attempt(s) in {cfg.log_rel}; the best, line {best.line} (seed {best.seed}), "
             f"re-grades to {best.correct}/{best.total} ({best.score:.0%}), below the {mark}{not_counted}", item.how)
+    require_committed([cfg.log_path], distcheck_workspace.root)
     distcheck_evidence(flags=["self-reported", *(["fast-quiz"] if best.too_fast else [])])
     fast = (f"; flagged: implausibly fast ({best.seconds:.0f} s for {best.total} items, under "
             f"{MIN_SECONDS_PER_ITEM:g} s each)") if best.too_fast else ""

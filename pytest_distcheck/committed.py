@@ -1,4 +1,4 @@
-"""Is a deliverable committed? For DoD items whose text says "committed" (a curve, a diagram).
+"""Is a deliverable committed? For DoD items whose docs say "committed" (a curve, a diagram, a log).
 
 A check calls :func:`require_committed` once its evidence is right: a file that is untracked, only
 staged, changed since its last commit, ignored by git, or in a workspace outside any git repository

@@ -5,7 +5,12 @@ What it writes, relative to the destination folder:
 - every file of the phase pack (:mod:`pytest_distcheck.phase_pack`), byte for byte;
 - an empty spend ledger at ``[budget] ledger`` of the pack's workspace file (kept if it exists:
   it is append-only and the learner's);
-- ``/.distcheck/`` (live logs, locks) appended to ``.gitignore`` when missing;
+- the lines of :data:`GITIGNORE_LINES` appended to ``.gitignore`` when missing (``/.distcheck/``: live
+  logs and locks; the rest keep a venv in the folder and Python's caches out of ``git add .``, which
+  the committed DoD items ask for); the learner's lines are never changed;
+- ``conftest.py`` (:data:`CONFTEST`) when the folder has none: a ``pytest`` from outside the kit's venv
+  stops with one line saying so, as in the kit's repository, instead of a traceback per check file.
+  The gate's sub-session never loads it (``--noconftest``, pytest_distcheck.dod.isolation);
 - ``pytest.ini`` with ``testpaths = checks`` and ``pythonpath = .`` when the folder has no pytest
   configuration (otherwise a hint says what to add to it).
 """
@@ -18,7 +23,27 @@ from pathlib import Path
 
 from pytest_distcheck.phase_pack import pack_files, pack_root
 
-GITIGNORE_LINES = ("/.distcheck/",)
+GITIGNORE_LINES = ("/.distcheck/", ".venv/", "__pycache__/", "*.pyc", ".pytest_cache/")
+# Runs under any pytest, kit or not, so it imports only pytest and the standard library.
+CONFTEST = """\
+\"\"\"Written by distcheck init. A pytest without the kit (pytest-distcheck) installed, e.g. one from outside
+the venv, stops here with one line instead of a ModuleNotFoundError per check file. Nothing else: the
+gate (pytest --gate) never loads this file, and trusts no DoD check that takes a fixture from it.\"\"\"
+
+import importlib.util
+import sys
+
+import pytest
+
+
+def pytest_configure(config):
+    if importlib.util.find_spec("pytest_distcheck") is None:
+        raise pytest.UsageError(
+            f"pytest-distcheck: this Python ({sys.executable}) lacks the kit (pytest-distcheck): this pytest is "
+            "not the kit's. Activate the venv you installed the kit in (source .venv/bin/activate) or run "
+            ".venv/bin/pytest; to use this Python instead: "
+            f"{sys.executable} -m pip install '/path/to/pytest-distcheck[notes,gpu]'")
+"""
 PYTEST_INI = """\
 [pytest]
 # Written by distcheck init: `pytest` here runs the phase's DoD checks (checks/); the labs' code
@@ -102,6 +127,11 @@ def init_workspace(dest: Path) -> InitReport:
         (dest / ledger_rel).write_text(ledger_text, encoding="utf-8")
         report.written.append(ledger_rel)
     _add_gitignore(dest / ".gitignore", report)
+    if (dest / "conftest.py").exists():
+        report.kept.append("conftest.py")
+    else:
+        (dest / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+        report.written.append("conftest.py")
     if config is None:
         (dest / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
         report.written.append("pytest.ini")
@@ -115,7 +145,9 @@ def init_workspace(dest: Path) -> InitReport:
 
 def _add_gitignore(path: Path, report: InitReport) -> None:
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    missing = [line for line in GITIGNORE_LINES if line not in old.splitlines()]
+    # "/.venv", ".venv" and ".venv/" all ignore the venv folder at the top: any of them counts as there.
+    have = {line.strip().strip("/") for line in old.splitlines()}
+    missing = [line for line in GITIGNORE_LINES if line.strip("/") not in have]
     if not missing:
         report.kept.append(".gitignore")
         return

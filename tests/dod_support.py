@@ -12,6 +12,14 @@ import yaml
 
 WORKFLOW = Path(__file__).resolve().parents[1] / "docs" / "ci" / "distcheck-gate.yml"
 
+
+def git_commit_all(root: Path) -> None:
+    """Commit everything under ``root`` (``git init`` first if needed): for the DoD items whose evidence must be
+    committed (pytest_distcheck.committed)."""
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-qm", "evidence")):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                       capture_output=True)
+
 # Two DoD checks for MINI_WORKSPACE; each body is filled in by the test (``pass`` means done).
 CHECKS = """
 import pytest

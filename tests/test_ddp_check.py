@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
+from dod_support import git_commit_all
 
 REPO = Path(__file__).resolve().parents[1]
 CHECK = REPO / "checks" / "test_ddp_allreduce_logged.py"
@@ -29,8 +31,16 @@ def ddp_workspace(pytester):
     return run
 
 
-def test_the_committed_real_log_is_done(ddp_workspace):
-    result = ddp_workspace(str(REPO / "solutions/experiments/ddp_cpu/results/allreduce-cpu.json"))
+def test_the_real_log_is_done_only_once_committed(ddp_workspace, pytester):
+    """The docs promise a *committed* log: an untracked one is pending naming git, a committed one passes."""
+    # Re-indented: a byte-for-byte copy of the reference would be untrusted ("copied").
+    data = json.loads((REPO / "solutions/experiments/ddp_cpu/results/allreduce-cpu.json").read_text())
+    (pytester.path / "log.json").write_text(json.dumps(data, indent=1))
+    result = ddp_workspace("log.json")
+    result.stdout.fnmatch_lines([f"PENDING  ddp-allreduce-logged  {pytester.path} is not in a git repository",
+                                 "*-> git init && git add log.json && git commit"])
+    git_commit_all(pytester.path)
+    result = ddp_workspace("log.json")
     result.assert_outcomes(passed=1, deselected=1)
     # The live check was deselected (-k committed), so the item is not claimed done.
     result.stdout.fnmatch_lines(["NOT RUN  ddp-allreduce-logged  1 of 2 checks did not run: "

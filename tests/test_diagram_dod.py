@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import io
 import shutil
-import subprocess
 import sys
 from contextlib import chdir, redirect_stdout
 from pathlib import Path
 
 import mermaidx  # noqa: F401  (see below)
 import pytest
+from dod_support import git_commit_all
 
 from pytest_distcheck.cli import main
 
@@ -87,13 +87,6 @@ def committed(pytester: pytest.Pytester, rendered: dict[str, str]) -> None:
     """A right page of the learner's own and its SVG, as `rendered` made them."""
     for rel, text in rendered.items():
         (pytester.path / rel).write_text(text)
-
-
-def git_commit_all(root: Path) -> None:
-    """The item says "committed": the evidence must be in a git commit, as it is."""
-    for args in (("init", "-q"), ("add", "-A"), ("commit", "-qm", "diagram")):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
-                       capture_output=True)
 
 
 def run_check(pytester: pytest.Pytester):

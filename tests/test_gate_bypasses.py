@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from dod_support import workflow_accepts, write_checks
+from dod_support import git_commit_all, workflow_accepts, write_checks
 
 from pytest_distcheck.evidence import record_sources
 
@@ -178,6 +178,7 @@ def test_7b_a_forged_line_in_the_new_format_is_only_self_reported(pytester):
     root = phase35(pytester)
     (root / LOG_REL).parent.mkdir(parents=True)
     (root / LOG_REL).write_text(json.dumps(attempt_record(8)) + "\n")
+    git_commit_all(root)
     result = pytester.runpytest("-p", "no:cacheprovider", "checks/test_quiz_passed.py")
     result.stdout.fnmatch_lines(["DONE*quiz-passed*self-reported*"])
 

@@ -34,9 +34,10 @@ def test_init_writes_a_workspace_then_is_idempotent(tmp_path, capsys):
         assert (dest / rel).read_bytes() == (REPO / rel).read_bytes(), rel
     ledger = (dest / "experiments" / "35-cloud-budget.md").read_text()
     assert ledger.startswith("# Phase 35 cloud spend ledger") and "| time_utc | run_id |" in ledger
-    assert "/.distcheck/" in (dest / ".gitignore").read_text().splitlines()
+    assert (dest / ".gitignore").read_text() == "/.distcheck/\n.venv/\n__pycache__/\n*.pyc\n.pytest_cache/\n"
     assert (dest / "pytest.ini").read_text() == PYTEST_INI
-    assert "cd " in capsys.readouterr().out
+    assert capsys.readouterr().out.endswith(f"ready in {dest}: cd {dest} && pytest -m local (the DoD table says "
+                                            "what to do next)\n")
     again = init_workspace(dest)
     assert again.written == [] and again.conflicts == []
     assert (dest / ".gitignore").read_text().count("/.distcheck/") == 1
@@ -54,12 +55,50 @@ def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path, capsys):
 
 def test_init_keeps_an_existing_pytest_configuration_and_gitignore(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '-q'\n")
-    (tmp_path / ".gitignore").write_text("*.pyc")
+    (tmp_path / ".gitignore").write_text("# mine\n/.venv\n*.pyc")
     report = init_workspace(tmp_path)
     assert not (tmp_path / "pytest.ini").exists()
     assert "pyproject.toml configures pytest here" in report.pytest_config_hint
-    assert (tmp_path / ".gitignore").read_text() == "*.pyc\n/.distcheck/\n"
+    # Only what is missing is appended (/.venv already ignores .venv/ here); no line of the learner's changes.
+    assert (tmp_path / ".gitignore").read_text() == ("# mine\n/.venv\n*.pyc\n/.distcheck/\n__pycache__/\n"
+                                                     ".pytest_cache/\n")
     assert (tmp_path / "pyproject.toml").read_text() == "[tool.pytest.ini_options]\naddopts = '-q'\n"
+
+
+def test_init_in_the_current_folder_says_pytest_without_cd(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["init"]) == 0
+    assert capsys.readouterr().out.endswith("ready in .: pytest -m local (the DoD table says what to do next)\n")
+
+
+def _pytest_without_the_kit(tmp_path: Path) -> list[str]:
+    """A command line for a pytest that has never heard of the kit (as a system pytest): this pytest's own
+    distributions only, linked into a folder, run with ``-S`` (no site-packages)."""
+    from importlib.metadata import distribution
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for name in ("pytest", "pluggy", "iniconfig", "packaging", "pygments"):
+        dist = distribution(name)
+        for top in {f.parts[0] for f in dist.files or () if f.parts[0] != ".."}:
+            if not (bare / top).exists():
+                (bare / top).symlink_to(Path(dist.locate_file(top)).resolve())
+    return [sys.executable, "-S", "-c", f"import sys; sys.path.insert(0, {str(bare)!r}); import pytest; "
+            "sys.exit(pytest.console_main())"]
+
+
+def test_a_pytest_outside_the_venv_stops_with_one_line(tmp_path):
+    """README: "A `pytest` from outside the venv stops with a message saying so", also in a workspace made by
+    init (before: one ModuleNotFoundError traceback per check file)."""
+    ws = tmp_path / "ws"
+    assert init_workspace(ws).conflicts == []
+    proc = subprocess.run([*_pytest_without_the_kit(tmp_path), "-m", "local", "-p", "no:cacheprovider"], cwd=ws,
+                          capture_output=True, text=True, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR, out
+    assert "Traceback" not in out and "ModuleNotFoundError" not in out, out
+    assert f"pytest-distcheck: this Python ({sys.executable}) lacks the kit (pytest-distcheck)" in out, out
+    assert "source .venv/bin/activate" in out
 
 
 def test_pytest_m_local_works_in_a_fresh_workspace(tmp_path):

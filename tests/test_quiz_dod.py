@@ -4,6 +4,7 @@ pending below the pass mark (whatever score the log claims), broken for a malfor
 import json
 
 import pytest
+from dod_support import git_commit_all
 from quiz_support import BANK, LOG_REL, attempt_record, make_workspace, write_log
 
 from pytest_distcheck.quiz.bank import load_bank
@@ -28,10 +29,21 @@ def test_pending_before_any_attempt(quiz_ws):
     assert result.ret == 0
 
 
-def test_done_after_a_passing_attempt(quiz_ws, pytester):
-    write_log(pytester.path, attempt_record(11, wrong=5), attempt_record(12, wrong=3))  # 50%, then 70%
+def test_done_after_a_passing_attempt_once_the_log_is_committed(quiz_ws, pytester):
+    log = write_log(pytester.path, attempt_record(11, wrong=5), attempt_record(12, wrong=3))  # 50%, then 70%
+    result = quiz_ws()
+    result.stdout.fnmatch_lines([f"PENDING*quiz-passed*{pytester.path} is not in a git repository",
+                                 f"*-> git init && git add {LOG_REL} && git commit"])
+    git_commit_all(pytester.path)
     result = quiz_ws()
     result.stdout.fnmatch_lines(["DONE*quiz-passed*evidence checked, self-reported: line 2 re-grades to 7/10 (70%)"])
+    # `distcheck quiz` appends the newest attempt: pending until committed, and every line is kept.
+    with log.open("a") as fh:
+        fh.write(json.dumps(attempt_record(14)) + "\n")
+    result = quiz_ws()
+    result.stdout.fnmatch_lines([f"PENDING*quiz-passed*{LOG_REL} has uncommitted changes",
+                                 f"*-> git add {LOG_REL} && git commit"])
+    assert len(log.read_text().splitlines()) == 3
 
 
 def test_pending_below_the_pass_mark_even_if_the_log_claims_more(quiz_ws, pytester):

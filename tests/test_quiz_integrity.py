@@ -9,6 +9,7 @@ import io
 import json
 
 import pytest
+from dod_support import git_commit_all
 from quiz_support import BANK, LOG_REL, attempt_record, make_workspace, right_answer, write_log
 
 from pytest_distcheck.quiz.bank import load_bank
@@ -131,6 +132,7 @@ def test_a_passing_practice_attempt_leaves_the_item_pending(pytester):
 def test_a_fast_passing_attempt_is_done_but_flagged_in_the_table(pytester):
     make_workspace(pytester.path, with_check=True)
     write_log(pytester.path, _graded(42, seconds=1.0))
+    git_commit_all(pytester.path)
     result = pytester.runpytest("-p", "no:cacheprovider", "-m", "local", "checks", "--dod-json", "dod.json")
     result.stdout.fnmatch_lines(["DONE*quiz-passed*self-reported*implausibly fast*"])
     item = next(it for it in json.loads((pytester.path / "dod.json").read_text())["items"] if it["id"] == "quiz-passed")

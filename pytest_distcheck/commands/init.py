@@ -5,15 +5,17 @@
 
 Copies the phase pack (checks/, the labs' code under experiments/, the pages docs/README.md, docs/theory/
 and docs/lab/, docs/notes/TEMPLATE.md; no reference solutions),
-writes an empty spend ledger, adds /.distcheck/ to .gitignore and, when DIR has no pytest
-configuration, a pytest.ini (testpaths = checks, pythonpath = .). Never overwrites: a file that
-exists with other contents stops the command before anything is written (exit 1). Running it again
-is harmless. Then: cd DIR && pytest -m local.
+writes an empty spend ledger, adds /.distcheck/, .venv/ and Python's caches to .gitignore (only the
+lines missing there), a conftest.py that stops a pytest without the kit with one line (when DIR has
+none) and, when DIR has no pytest configuration, a pytest.ini (testpaths = checks, pythonpath = .).
+Never overwrites: a file that exists with other contents stops the command before anything is written
+(exit 1). Running it again is harmless. Then: cd DIR && pytest -m local.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 
@@ -39,5 +41,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"  kept   {rel} (already there)")
     if report.pytest_config_hint:
         print(report.pytest_config_hint)
-    print(f"Phase workspace ready in {dest}: cd {dest} && pytest -m local (the DoD table says what to do next)")
+    go = "" if dest.resolve() == Path.cwd().resolve() else f"cd {shlex.quote(str(dest))} && "
+    print(f"Phase workspace ready in {dest}: {go}pytest -m local (the DoD table says what to do next)")
     return 0
