@@ -149,3 +149,24 @@ def test_settling_a_crashed_run_drops_its_held_reservation(tmp_path: Path):
     assert st.totals.total == Decimal("1.18") * 610 / 3600
     with pytest.raises(SettleRefused, match="already settled"):
         later.settle_open_run(res.run_id, 610)
+
+
+def test_reconcile_without_a_key_says_it_cannot_ask_the_provider(phase: Path, capsys, monkeypatch):
+    """With pods in the ledger and no RUNPOD_API_KEY, --reconcile refuses (exit 2) saying why and what to
+    do, writes nothing, and never speaks of paid GPU tests (it is not one)."""
+    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
+    before = phase.read_bytes()
+    assert main(["budget", "--reconcile"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reconcile: RUNPOD_API_KEY is not set (export it; reconcile asks RunPod's billing for the " \
+           "pods the ledger names)" in err, err
+    assert "paid GPU tests" not in err
+    assert phase.read_bytes() == before
+
+
+def test_reconcile_with_an_empty_ledger_says_there_is_nothing_to_reconcile(phase: Path, capsys, monkeypatch):
+    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
+    phase.unlink()
+    assert main(["budget", "--reconcile"]) == 0
+    out = capsys.readouterr().out
+    assert "Nothing to reconcile: the ledger names no pod" in out and "Reconciled with" not in out, out

@@ -12,7 +12,8 @@ Every amount is recomputed from the rows (rate x billed seconds); a run with no 
 its worst case until it is settled. ``--settle`` appends a ``settled`` row (the run's rate,
 provider, resource, experiment and pod id) and, past the reservation, an ``overrun`` row; it
 rewrites nothing.
-Exit status 1 when a ceiling is passed, 2 for a malformed ledger or a refused settlement.
+Exit status 1 when a ceiling is passed, 2 for a malformed ledger, a refused settlement, or ``--reconcile``
+without RUNPOD_API_KEY while the ledger names pods.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import re
 import shlex
 
 from pytest_distcheck.commands import DEFAULT_CONFIG, add_config_argument
+from pytest_distcheck.errors import DistcheckError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,10 +59,9 @@ def run(args: argparse.Namespace) -> int:
         return settle(guard, args)
     differ = False
     if args.reconcile:
-        from pytest_distcheck.pods.runpod_api import pod_bills
-
-        findings = guard.reconcile(pod_bills)
-        print(f"Reconciled with RunPod's bill: {len(findings)} run(s) with a pod")
+        findings = guard.reconcile(_runpod_bills)
+        print(f"Reconciled with RunPod's bill: {len(findings)} run(s) with a pod" if findings
+              else "Nothing to reconcile: the ledger names no pod")
         for f in findings:
             print(f"  {f.line()}")
         differ = any(f.state == "difference" for f in findings)
@@ -119,6 +120,19 @@ def run(args: argparse.Namespace) -> int:
         print("OVER a ceiling: the spend-within-budget item is broken")
         return 1
     return 1 if differ else 0
+
+
+def _runpod_bills(pod_ids: list[str]):
+    """:func:`~pytest_distcheck.pods.runpod_api.pod_bills`, refused up front without a key (called only
+    when the ledger names pods). Raises DistcheckError."""
+    import os
+
+    from pytest_distcheck.pods.runpod_api import API_KEY_ENV, pod_bills
+
+    if not os.environ.get(API_KEY_ENV, "").strip():
+        raise DistcheckError(f"cannot reconcile: {API_KEY_ENV} is not set (export it; reconcile asks RunPod's "
+                             "billing for the pods the ledger names)")
+    return pod_bills(pod_ids)
 
 
 def settle(guard, args: argparse.Namespace) -> int:
