@@ -134,7 +134,7 @@ def test_find_of_an_unknown_symbol_exits_1(here, capsys):
         ((), "give note files (distcheck cite NOTE.md ...); no checks/distcheck.toml in this folder or any "
              "folder above it; run from your workspace, name the file (distcheck ... --config FILE, pytest "
              "--workspace FILE), or start one with `distcheck init`"),
-        (("nowhere.md",), "nowhere.md: no such note"),
+        (("nowhere.md",), "nowhere.md: no such note; write it, or check the path"),
         (("--find", "X"), "--find needs --package P"),
         (("--find", "X", "--package", "absent-dist"), "distribution 'absent-dist' is not installed"),
         (("--config", "missing.toml", "a.md"), "workspace file missing.toml not found"),
@@ -144,3 +144,24 @@ def test_usage_errors_are_one_line_with_status_2(here, capsys, argv, message):
     rc, out, err = cite(capsys, *argv)
     assert rc == 2 and out == ""
     assert err.startswith("distcheck cite: ") and message in err and err.count("\n") == 1
+
+
+def test_a_missing_note_beside_the_template_says_to_copy_it(here, capsys):
+    """The DoD row says to copy docs/notes/TEMPLATE.md: a missing note next to it gets that command."""
+    (here / "docs" / "notes").mkdir(parents=True)
+    (here / "docs" / "notes" / "TEMPLATE.md").write_text("# template\n")
+    rc, out, err = cite(capsys, "docs/notes/fsdp.md")
+    assert rc == 2 and out == ""
+    assert ("docs/notes/fsdp.md: no such note; start it from the template: "
+            "cp docs/notes/TEMPLATE.md docs/notes/fsdp.md") in err, err
+
+
+def test_one_of_anything_is_singular(here, capsys):
+    note = here / "one.md"
+    note.write_text("The row layer finishes with a single all-reduce that sums the partial products\n"
+                    '`[cite: toyparallel toyparallel/layers.py::RowLinear.forward "one all-reduce sums the partial '
+                    'products"]`.\n')
+    rc, out, _ = cite(capsys, "--min", "2", str(note))
+    assert rc == 1
+    assert "  1 cited statement; 1 citation: 1 ok, 0 not counted, 0 failed" in out, out
+    assert "  too few: 1 cited statement, at least 2 needed" in out, out

@@ -175,6 +175,41 @@ def test_a_class_cited_where_torch_only_imports_it_points_to_its_definition(tmp_
     ) in reason
 
 
+BACKTICK_HINT = "wrap the whole citation in backticks (`[cite: ...]`) so that Markdown keeps them"
+
+
+def test_a_quote_whose_backticks_markdown_ate_says_to_wrap_the_citation(tmp_path, resolver):
+    """Unwrapped, ``ROW_SPLIT`` in a quote is a code span: the rendered quote lost its backticks, the
+    source still has them, so the quote misses; the message says why and what to do (lab 03, "How to cite")."""
+    code, reason = failed(tmp_path, resolver, 'toyparallel toyparallel/sharding.py::hybrid '
+                          '"Like ``ROW_SPLIT``, except the split stays inside one node"')
+    assert code == "quote-not-in-symbol"
+    assert "nearest at line" in reason and "Markdown read the backticks of the quote as code" in reason, reason
+    assert BACKTICK_HINT in reason, reason
+
+
+def test_a_wrapped_citation_keeps_its_backticks_and_resolves(tmp_path, resolver):
+    path = tmp_path / "n.md"
+    path.write_text("A statement of a decision made in the code, with enough words to count\n"
+                    '`[cite: toyparallel toyparallel/sharding.py::hybrid "Like ``ROW_SPLIT``, except the split"]`.\n')
+    report = verify_note(path, resolver)
+    assert report.ok and report.cited_statements == 1, [r.reason for r in report.results]
+
+
+def test_a_quote_that_misses_for_another_reason_gets_no_backtick_hint(tmp_path, resolver):
+    code, reason = failed(tmp_path, resolver, 'toyparallel toyparallel/sharding.py::hybrid '
+                          '"Like ROW_SPLIT, except the split stays inside two nodes"')
+    assert code == "quote-not-in-symbol" and "backticks" not in reason, reason
+
+
+@pytest.mark.skipif(not installed("torch"), reason="needs torch")
+def test_the_fsdp_quote_with_double_backticks_gets_the_hint(tmp_path, resolver):
+    """The fresh-user trial's citation, unwrapped (torch's ShardingStrategy docstring has ``HYBRID_SHARD``)."""
+    code, reason = failed(tmp_path, resolver, 'torch torch/distributed/fsdp/api.py::ShardingStrategy '
+                          '"This is like ``HYBRID_SHARD``, except this may provide even higher throughput"')
+    assert code == "quote-not-in-symbol" and BACKTICK_HINT in reason, reason
+
+
 def test_find_lists_the_implementation_not_the_overload_stubs(resolver):
     from pytest_distcheck.citations.find import find_symbol
 

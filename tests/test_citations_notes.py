@@ -210,7 +210,7 @@ def test_the_report_has_one_line_per_citation_and_a_count():
     assert lines[1].startswith("  ok          line 4  [cite: toyparallel") and lines[1].endswith(
         "-> RowLinear.forward lines 48-50"
     )
-    assert lines[-1] == "  1 cited statements; 3 citations: 1 ok, 2 not counted, 0 failed"
+    assert lines[-1] == "  1 cited statement; 3 citations: 1 ok, 2 not counted, 0 failed"
 
 
 def test_a_quote_over_100_characters_fails(tmp_path):

@@ -14,7 +14,7 @@ from pytest_distcheck.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "docs" / "theory").glob("*.md")) + sorted((ROOT / "docs" / "lab").glob("*.md"))
 CITING = [p for p in PAGES if "[cite: " in p.read_text()]
-SUMMARY = re.compile(r"(\d+) citations: (\d+) ok, (\d+) not counted, (\d+) failed")
+SUMMARY = re.compile(r"(\d+) citations?: (\d+) ok, (\d+) not counted, (\d+) failed")
 
 
 def _installed(dist: str) -> bool:
@@ -43,3 +43,21 @@ def test_the_pages_that_correct_code_facts_cite_code():
     for page in CITING:
         if page.parent.name == "theory":
             assert len(re.findall(r"\[cite: ", page.read_text())) >= 5, page.name
+
+
+def test_every_citation_example_is_wrapped_in_backticks_as_lab_03_says():
+    """A concrete citation shown as an example (in code, for copying) is wrapped in backticks, as lab 03's
+    rule asks: unwrapped, Markdown would read a quote's own backticks as code (the fresh-user trial copied
+    the README's unwrapped example). The syntax form itself ([cite: PACKAGE PATH::SYMBOL "QUOTE"]) is no
+    example."""
+    from markdown_it import MarkdownIt
+
+    from pytest_distcheck.citations.syntax import CITATION
+
+    bare = []
+    for page in [ROOT / "README.md", *PAGES]:
+        for tok in MarkdownIt("commonmark").parse(page.read_text()):
+            if tok.type in ("fence", "code_block"):
+                bare += [f"{page.relative_to(ROOT)}: {m[0][:60]}" for m in CITATION.finditer(tok.content)
+                         if m["package"] != "PACKAGE" and tok.content[max(m.start() - 1, 0)] != "`"]
+    assert not bare, bare

@@ -34,14 +34,19 @@ def note_lines(report: NoteReport) -> list[str]:
     return out
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 citation``, ``2 citations``: ``n`` and ``noun``, plural unless ``n`` is 1."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def summary(report: NoteReport) -> str:
-    """``9 cited statements; 12 citations: 11 ok, 1 not counted, 0 failed``."""
+    """``9 cited statements; 12 citations: 11 ok, 1 not counted, 0 failed`` (``1 cited statement``)."""
     counted = sum(r.status is Status.COUNTED for r in report.results)
     uncounted = sum(r.status is Status.UNCOUNTED for r in report.results)
     failed = len(report.failures) + len(report.malformed)
     total = len(report.results) + len(report.malformed)
     return (
-        f"{report.cited_statements} cited statements; {total} citations: "
+        f"{plural(report.cited_statements, 'cited statement')}; {plural(total, 'citation')}: "
         f"{counted} ok, {uncounted} not counted, {failed} failed"
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_distcheck.citations.report import failure_lines, summary, uncounted_lines
+from pytest_distcheck.citations.report import failure_lines, plural, summary, uncounted_lines
 from pytest_distcheck.citations.verifier import NoteReport
 
 
@@ -78,7 +78,7 @@ def notes_verdict(reports: list[NoteReport], minimum: int, missing: Sequence[str
     # A short note also says why each citation it has did not count.
     uncounted = [line for rep in short for line in uncounted_lines(rep)]
     if failures:
-        heads = [f"{rep.label} has {rep.cited_statements} cited statements, at least {minimum} expected"
+        heads = [f"{rep.label} has {plural(rep.cited_statements, 'cited statement')}, at least {minimum} expected"
                  for rep in short]
         heads.append(f"{len(failures)} citation(s) do not resolve")
         lines = ["; ".join(heads), *version_lines(reports), *failures, *uncounted, counts]

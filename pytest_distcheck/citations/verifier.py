@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -270,12 +271,37 @@ def _quote_miss(src: SourceFile, spans: list[Span], quote: str, cit: Citation) -
         msg += f"; it is in {elsewhere.name} (lines {elsewhere.start}-{elsewhere.end})"
     elif inner:
         msg += "; it is in the file but outside any symbol"
+    fence = _lost_backticks(spans, quote, cit)
+    if fence:
+        what = "backticks" if fence == "`" else "double backticks"
+        msg += (
+            f"; Markdown read the backticks of the quote as code and dropped them: wrap the whole citation in "
+            f"{what} ({fence}[cite: ...]{fence}) so that Markdown keeps them"
+        )
     if "\\n" in cit.text:
         msg += (
             "; a \\n in a quote is read as the letter n: whitespace, line breaks included, is normalised "
             "to one space, so write a line break as a space"
         )
     return msg
+
+
+def _lost_backticks(spans: list[Span], quote: str, cit: Citation) -> str:
+    """The backticks to wrap ``cit`` in when Markdown ate the backticks of its quote, else ``""``.
+
+    An unwrapped ``[cite: ... "a ``NAME`` b"]`` renders ``NAME`` as a code span, so the quote loses its
+    backticks. Either sign suffices: the citation's source holds more backticks in its quote than the
+    rendered quote, or the quote occurs in the symbol once the symbol's backticks are removed. The fence
+    is the shortest run of backticks the citation does not hold (CommonMark closes a code span on a run
+    of the same length).
+    """
+    probe = re.compile(r"\[cite:\s+" + re.escape(cit.package) + r"\s+" + re.escape(cit.path) + "::"
+                       + re.escape(cit.symbol) + r'\s+"[^\]]*\]?')
+    raw = next((m[0] for m in probe.finditer(cit.block.source) if m[0].count("`") > quote.count("`")), "")
+    if not raw and not any(quote in normalise(span.text.replace("`", "")) for span in spans):
+        return ""
+    runs = {len(r) for r in re.findall(r"`+", raw or "``")}
+    return "`" * next(n for n in range(1, len(runs) + 2) if n not in runs)
 
 
 def verify_note(

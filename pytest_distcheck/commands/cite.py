@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 from pathlib import Path
 
 from pytest_distcheck.commands import DEFAULT_CONFIG, add_config_argument
@@ -76,13 +77,13 @@ def _verify(
 ) -> int:
     """Print each note's report; ``packages`` ([notes] packages) are the names citations may use."""
     from pytest_distcheck.citations.record import record_versions
-    from pytest_distcheck.citations.report import note_lines
+    from pytest_distcheck.citations.report import note_lines, plural
     from pytest_distcheck.citations.verifier import verify_note
 
     status = 0
     for n, path in enumerate(files):
         if not path.is_file():
-            raise DistcheckError(f"{path}: no such note")
+            raise DistcheckError(f"{path}: no such note; {_start_note(path)}")
         report = verify_note(path, resolver, packages=packages)
         recorded = None
         if record and report.ok:
@@ -92,7 +93,7 @@ def _verify(
         if any(r.code == "not-installed" for r in report.failures) and install:
             print(f"  install the cited packages with: {install}")
         if minimum and report.cited_statements < minimum:
-            print(f"  too few: {report.cited_statements} cited statements, at least {minimum} needed")
+            print(f"  too few: {plural(report.cited_statements, 'cited statement')}, at least {minimum} needed")
             status = 1
         if not report.ok:
             status = 1
@@ -101,6 +102,15 @@ def _verify(
         elif recorded:
             print(f"  recorded: {recorded}")
     return status
+
+
+def _start_note(path: Path) -> str:
+    """The next step for a note that does not exist: copy the template beside it (``TEMPLATE.md``, as
+    ``distcheck init`` lays out ``docs/notes/``), else write it."""
+    template = path.parent / "TEMPLATE.md"
+    if template.is_file():
+        return f"start it from the template: cp {shlex.quote(str(template))} {shlex.quote(str(path))}"
+    return "write it, or check the path"
 
 
 def _find(resolver, symbol: str, packages: list[str]) -> int:
