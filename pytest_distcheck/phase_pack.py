@@ -1,11 +1,13 @@
 """The phase pack: the files ``distcheck init`` copies into a learner's repository to start a phase.
 
 The pack is this repository's own files, never a second copy: the workspace file, the DoD checks and
-the quiz bank (``checks/``), the labs' code the checks run (``experiments/``), the pages a learner reads
+the quiz bank (``checks/``), the labs' code the checks run (``experiments/``), lab 02's exercise (the TP
+fault zoo and layer styles under ``fixtures/``, and the four ``tests/test_tp_*.py`` it runs), the pages a learner reads
 while working (``docs/README.md``, the start page; ``docs/theory/``; the lab statements ``docs/lab/``) and the
 note skeleton (``docs/notes/TEMPLATE.md``). No page links into the reference solutions, which stay in the
 kit's repository (``tests/test_docs_links.py`` checks every relative link here and in a fresh
-workspace). A wheel ships them under ``pytest_distcheck/_phase/`` with the same relative paths
+workspace), and every other path a page shows is in a fresh workspace or said to be the kit's repository's
+(``tests/test_docs_commands.py``). A wheel ships them under ``pytest_distcheck/_phase/`` with the same relative paths
 (``setup.py`` maps the folders in as package data); a source checkout (an editable install) reads them
 from the repository root.
 """
@@ -26,6 +28,14 @@ PACK_GLOBS = (
     "experiments/ddp_cpu/__init__.py",
     "experiments/ddp_cpu/lab.py",
     "experiments/tp_inference/*.py",
+    "experiments/tp_inference/gpu_smoke.sh",
+    # Lab 02's exercise: the TP fault zoo, the layer styles its examples check, and the tests it runs.
+    "fixtures/tp_faults/*.py",
+    "fixtures/tp_styles/*.py",
+    "tests/test_tp_equivalence.py",
+    "tests/test_tp_model.py",
+    "tests/test_tp_faults.py",
+    "tests/test_tp_styles.py",
     "docs/README.md",
     "docs/theory/*.md",
     "docs/lab/*.md",

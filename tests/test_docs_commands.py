@@ -111,6 +111,72 @@ def missing_paths(markdown: str, root: Path) -> list[str]:
     return sorted(p for p in found if "<" not in p and not (root / p).exists())
 
 
+# What a learner's workspace may lack: paths into these folders, on the pages `distcheck init` copies.
+WORKSPACE_PATH = re.compile(r"(?<![\w/.-])((?:tests|fixtures|solutions|checks|benchmarks)/[\w./-]*"
+                            r"|experiments/[\w/-]+\.(?:py|sh))")
+# `from fixtures.tp_faults.zoo import MLP` in an example: the module must be there too.
+WORKSPACE_IMPORT = re.compile(r"(?:^|\s)(?:from|import)\s+((?:tests|fixtures|checks|experiments)(?:\.\w+)+)")
+KIT_REPO = re.compile(r"kit['\u2019]s\s+(?:own\s+)?repository", re.IGNORECASE)
+
+
+def shown_with_context(markdown: str) -> list[tuple[str, str]]:
+    """(code a reader sees, the text it stands in): a code span with its paragraph, list item or table
+    cell; a line of a code block with itself (its comment)."""
+    out: list[tuple[str, str]] = []
+    for token in MarkdownIt("commonmark").enable("table").parse(markdown):
+        if token.type in ("fence", "code_block"):
+            out += [(line, line) for line in token.content.splitlines()]
+        elif token.type == "inline":
+            out += [(c.content, token.content) for c in token.children or [] if c.type == "code_inline"]
+    return out
+
+
+def not_in_workspace(markdown: str, workspace: Path) -> list[str]:
+    """Paths into tests/, fixtures/, checks/, solutions/, benchmarks/ or the labs' code, and modules of those
+    folders an example imports, that a page shows, that a fresh workspace lacks, and that the page does not
+    say are the kit's repository's (in the same paragraph, list item, table cell or code line)."""
+    shown = [code for code, context in shown_with_context(markdown) if not KIT_REPO.search(context)]
+    found = {m.group(1).rstrip(".") for code in shown for m in WORKSPACE_PATH.finditer(code)}
+    modules = {m.group(1) for code in shown for m in WORKSPACE_IMPORT.finditer(code)}
+    missing = [p for p in found if "<" not in p and not (workspace / p).exists()]
+    missing += [m for m in modules if not (workspace / (m.replace(".", "/") + ".py")).exists()
+                and not (workspace / m.replace(".", "/")).is_dir()]
+    return sorted(missing)
+
+
+@pytest.fixture(scope="module")
+def fresh_workspace(tmp_path_factory) -> Path:
+    from pytest_distcheck.workspace_init import init_workspace
+
+    dest = tmp_path_factory.mktemp("learner")
+    assert init_workspace(dest).conflicts == []
+    return dest
+
+
+@pytest.mark.parametrize("page", PATH_PAGES, ids=[str(p.relative_to(ROOT)) for p in PATH_PAGES])
+def test_every_path_a_shipped_page_shows_is_in_a_fresh_workspace_or_said_to_be_the_kit_s(page, fresh_workspace):
+    """A learner reads these pages in a workspace made by `distcheck init`: what they are told to run or
+    open is there (the TP exercise, its fault zoo and tests ship with it), and the kit's own tests are
+    named as files of the kit's repository (fresh-user trial: `pytest tests/test_tp_equivalence.py`
+    failed with "file or directory not found")."""
+    missing = not_in_workspace((fresh_workspace / page.relative_to(ROOT)).read_text(), fresh_workspace)
+    assert not missing, (f"{page.relative_to(ROOT)} shows paths a fresh workspace lacks; ship them (phase_pack.py "
+                         f"PACK_GLOBS) or say they are in the kit's repository: {missing}")
+
+
+def test_a_path_the_workspace_lacks_is_named_unless_marked(tmp_path):
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "a.py").touch()
+    text = ("Run `pytest tests/test_x.py checks/a.py`.\n\n"
+            "The kit's repository holds `tests/test_y.py` and `solutions/z.md`.\n\n"
+            "| a | `fixtures/f/` |\n|---|---|\n| b | in the kit's repository: `benchmarks/b.py` |\n\n"
+            "```bash\nbash experiments/lab/run.sh   # in a workspace\n"
+            "pytest tests/test_w.py   # in the kit's repository\n```\n\n"
+            "```python\nfrom fixtures.zoo import MLP\nfrom checks.a import b\nfrom pytest_distcheck.tp import x\n```\n")
+    assert not_in_workspace(text, tmp_path) == ["experiments/lab/run.sh", "fixtures.zoo", "fixtures/f/",
+                                                "tests/test_x.py"]
+
+
 @pytest.fixture(scope="module")
 def known():
     return _subparsers(), _pytest_options()
@@ -153,3 +219,22 @@ def test_the_note_template_points_to_the_rule_of_what_counts():
     template = (ROOT / "docs" / "notes" / "TEMPLATE.md").read_text()
     assert "(../lab/03-megatron-fsdp-reading.md#3-what-counts)" in template
     assert "3. What counts" in headings((ROOT / "docs" / "lab" / "03-megatron-fsdp-reading.md").read_text())
+
+
+def test_the_exercise_code_a_workspace_gets_imports_only_what_it_has(fresh_workspace):
+    """The shipped tests and fixtures of lab 02 import the workspace's own modules (experiments/, fixtures/,
+    tests/, checks/) only where the workspace has them (run by hand in a fresh workspace: 35 passed)."""
+    import ast
+
+    missing = []
+    for path in [*(fresh_workspace / "tests").glob("*.py"), *(fresh_workspace / "fixtures").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+            for name in names:
+                rel = name.replace(".", "/")
+                if name.split(".")[0] in ("experiments", "fixtures", "tests", "checks") and not (
+                        (fresh_workspace / f"{rel}.py").is_file() or (fresh_workspace / rel).is_dir()):
+                    missing.append(f"{path.relative_to(fresh_workspace)}: {name}")
+    assert (fresh_workspace / "tests" / "test_tp_equivalence.py").is_file()
+    assert not missing, missing
