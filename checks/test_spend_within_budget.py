@@ -4,6 +4,8 @@ the phase ceiling and every experiment's ceiling (both from [budget] of the work
 The ledger must parse (its hash chain included: an edited, deleted or inserted row is named). When
 RUNPOD_API_KEY is set, the ledger is first reconciled with what RunPod billed for its pods; a
 reconciled run counts the provider's bill, and every difference is shown. Overruns count in full.
+The ledger is "append-only and committed" (lab 00): it must be committed as it is
+(pytest_distcheck.committed asks git), so the CI gate judges the rows the learner published.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest_distcheck
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.budget.config import budget_config
 from pytest_distcheck.budget.errors import usd
+from pytest_distcheck.committed import require_committed
 from pytest_distcheck.dod import provenance
 from pytest_distcheck.errors import ConfigError, DistcheckError
 
@@ -82,6 +85,7 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log, distcheck_evide
         pytest_distcheck.broken(f"{cfg.ledger_rel}: " + "; ".join(over) + " (amounts recomputed from rate x "
                                 "billed seconds of each row; a reconciled run counts the provider's bill)")
     distcheck_log(f"Cloud spend, {cfg.ledger_rel}", "\n".join(lines))
+    require_committed([cfg.ledger], distcheck_workspace.root)
     # The ledger is written on the learner's machine: self-reported unless the provider's bill confirms it.
     label = provenance.label(accounting.confirmation(rows) == "confirmed by the provider")
     distcheck_evidence(flags=[label])

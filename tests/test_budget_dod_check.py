@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from dod_support import git_commit_all
 
 from pytest_distcheck.cli import main
 
@@ -37,13 +38,19 @@ def run_check(pytester: pytest.Pytester):
 
 
 def test_committed_empty_ledger_is_done(phase: pytest.Pytester):
+    """Lab 00: the ledger "is append-only and committed": right but not committed is pending, naming git."""
     use(phase, LEDGER)
+    result = run_check(phase)
+    result.stdout.fnmatch_lines([f"PENDING*spend-within-budget*{phase.path} is not in a git repository",
+                                 f"*-> git init && git add {LEDGER} && git commit"])
+    git_commit_all(phase.path)
     result = run_check(phase)
     result.stdout.fnmatch_lines(["DONE*spend-within-budget*evidence checked, self-reported: *"])
 
 
 def test_within_budget_ignores_a_written_total_and_counts_open_runs(phase: pytest.Pytester):
     use(phase, "ledger-within.md")
+    git_commit_all(phase.path)
     result = run_check(phase)
     result.stdout.fnmatch_lines(["*4 row(s), 3 run(s); total $0.69 of $5.00*", "*tp-inference: $0.59 of $3.00*",
                                  "*open runs counted at their worst case: cccc3333-01*",

@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from dod_support import workflow_accepts
+from dod_support import git_commit_all, workflow_accepts
 
 from pytest_distcheck.dod import manifest
 
@@ -134,6 +134,7 @@ def test_r3_the_reference_solutions_copied_into_the_learners_paths_are_untrusted
         shutil.copy(REPO / "solutions" / src, root / dst)
     notes = root / "docs" / "notes" / "fsdp.md"  # reflowed: still the reference's statements
     notes.write_text(notes.read_text().replace("\n", "\n ").replace(". ", ".  "))
+    git_commit_all(root)  # committed, as the items ask: only the copies stand between them and done
     result, report = gate(pytester)
     for item in ("ddp-allreduce-logged", "tp-speedup-committed", "reading-notes-cited", "tp-diagram-committed"):
         result.stdout.fnmatch_lines([f"UNTRUSTED  {item}*copied from the reference solutions: *"])

@@ -102,8 +102,9 @@ def test_a_pytest_outside_the_venv_stops_with_one_line(tmp_path):
 
 
 def test_pytest_m_local_works_in_a_fresh_workspace(tmp_path):
-    """After `distcheck init`, `pytest -m local` there runs every free check: all pending but the spend
-    item (nothing spent), the DDP lab live on 2 gloo ranks, no error."""
+    """After `distcheck init`, `pytest -m local` there runs every free check: all pending (the empty spend
+    ledger too, until it is committed: lab 00 says so; the TP item waits for it), the DDP lab live on 2 gloo
+    ranks, no error."""
     assert init_workspace(tmp_path).conflicts == []
     report = tmp_path / "dod.json"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-m", "local", "-p", "no:cacheprovider", "-q",
@@ -111,9 +112,10 @@ def test_pytest_m_local_works_in_a_fresh_workspace(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(report.read_text())
     states = {i["id"]: i["state"] for i in doc["items"]}
-    assert states == {"ddp-allreduce-logged": "pending", "tp-speedup-committed": "pending",
-                      "reading-notes-cited": "pending", "spend-within-budget": "done",
+    assert states == {"ddp-allreduce-logged": "pending", "tp-speedup-committed": "blocked",
+                      "reading-notes-cited": "pending", "spend-within-budget": "pending",
                       "tp-diagram-committed": "pending", "quiz-passed": "pending"}, proc.stdout[-3000:]
+    assert "-> git init && git add experiments/35-cloud-budget.md && git commit" in proc.stdout, proc.stdout[-3000:]
     ddp = next(i for i in doc["items"] if i["id"] == "ddp-allreduce-logged")
     assert [c["state"] for c in ddp["checks"]] == ["done", "pending"]  # the live run ran and passed
     assert (tmp_path / ".distcheck" / "ddp_cpu" / "allreduce-live.json").is_file()
