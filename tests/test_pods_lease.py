@@ -153,10 +153,10 @@ def test_keyboard_interrupt_terminates(fake, provider, guard, timings):  # noqa:
 
 
 def test_budget_cut_terminates_mid_run(fake, provider, guard, timings):  # noqa: F811
-    # a cap of $0.0066 at $1.18/h buys ~20 s: the watchdog cuts the sleeping command 4 s before the
+    # a cap of $0.0046 at $1.18/h buys ~14 s: the watchdog cuts the sleeping command 4 s before the
     # end, 2 s before the pod's own switch would
     timings = dataclasses.replace(timings, teardown=4)
-    lease = make_lease(provider, guard, timings, cap=0.0066)
+    lease = make_lease(provider, guard, timings, cap=0.0046)
     t0 = time.monotonic()
     with pytest.raises(PodLost):
         with lease as pod:
@@ -165,7 +165,7 @@ def test_budget_cut_terminates_mid_run(fake, provider, guard, timings):  # noqa:
     assert lease.cut_reason and "accrued cost" in lease.cut_reason
     assert_nothing_billing(fake)
     settled = [r for r in rows(guard) if r.status == "settled"]
-    assert settled and float(settled[0].cost) <= 0.0066 + 0.0001
+    assert settled and float(settled[0].cost) <= 0.0046 + 0.0001
 
 
 def test_api_key_not_in_errors_or_ledger(fake, provider, guard, timings, tmp_path):  # noqa: F811

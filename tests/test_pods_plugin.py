@@ -13,7 +13,7 @@ import time
 import pytest
 
 from pytest_distcheck.budget.ledger import Ledger
-from pytest_distcheck.pods.fake.fixtures import API_KEY, fake, pod_dir  # noqa: F401 - fixtures
+from pytest_distcheck.pods.fake.fixtures import API_KEY, FAST_TIMINGS, fake, pod_dir  # noqa: F401 - fixtures
 
 POD_TEST = """
 import pytest
@@ -112,6 +112,8 @@ def test_sigterm_to_pytest_terminates_and_settles(pod_dir, fake):  # noqa: F811
 def test_sigkill_leaves_it_to_the_dead_man_switch(pod_dir, fake):  # noqa: F811
     """The laptop dies: no client code runs. The pod's own loop sees the heartbeat go stale (6 s here)
     and terminates its pod with runpodctl and its own key."""
+    # the shortest staleness the timings allow (above ready_timeout), so the wait for the switch is short
+    pod_dir.makeini(f"[pytest]\ndistcheck_pod_timings = {FAST_TIMINGS} ready_timeout=5 heartbeat_stale=6\n")
     pod_dir.makepyfile(test_pod=POD_TEST.format(extra="gpu_pod.run('sleep 120', timeout=200)"))
     proc = _start_pytest(pod_dir)
     _wait_running(fake, proc)

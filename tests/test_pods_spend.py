@@ -3,6 +3,7 @@ figure asserted (pods leaked 0; billed at most the reservation plus one billing 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from decimal import Decimal
 
@@ -170,18 +171,24 @@ def test_without_a_live_price_a_paid_run_is_refused(fake, guard, provider, timin
     assert fake.pods == [] and not guard.ledger.path.exists()
 
 
-def test_a_provider_wide_outage_leaks_no_pod_and_the_bill_settles_the_ledger(fake, provider, guard, timings):  # noqa: F811
+def test_a_provider_wide_outage_leaks_no_pod_and_the_bill_settles_the_ledger(fake, guard, timings):  # noqa: F811
     """Terminate fails for the client AND the pod's own switch (502s for a while): the client retries
     with backoff until its confirm timeout, the pod's switch keeps trying and has the last word."""
     from pytest_distcheck.budget import accounting
     from pytest_distcheck.pods.base import PodError
+    from pytest_distcheck.pods.runpod import RunPodProvider
     from pytest_distcheck.pods.runpod_api import pod_bills
+    from pytest_distcheck.pods.ssh import new_key_pair
 
+    # shorter waits than the fixture's, in the same order: the client gives up (4 s) before the switch
+    # sees a stale heartbeat (6 s, the least above ready_timeout), and the outage outlasts both
+    timings = dataclasses.replace(timings, ready_timeout=5, heartbeat_stale=6, confirm_timeout=4)
+    provider = RunPodProvider(timings, *new_key_pair())
     lease = lease_for(provider, guard, timings)
     with pytest.raises(PodError, match="could not confirm"):
         with lease as pod:
             pod.run("true", timeout=30)
-            fake.inject("terminate", "http_502", times=60)  # the outage starts
+            fake.inject("terminate", "http_502", times=30)  # the outage starts
     (created,) = fake.pods
     assert lease.termination.attempts > 3  # retried with backoff, not once
     assert fake.wait_until(lambda: not created.alive, 90), "the pod leaked"
