@@ -61,3 +61,25 @@ def test_every_citation_example_is_wrapped_in_backticks_as_lab_03_says():
                 bare += [f"{page.relative_to(ROOT)}: {m[0][:60]}" for m in CITATION.finditer(tok.content)
                          if m["package"] != "PACKAGE" and tok.content[max(m.start() - 1, 0)] != "`"]
     assert not bare, bare
+
+
+def test_what_counts_is_form_not_meaning_and_the_pages_say_so(tmp_path, monkeypatch):
+    """Five bullets of nonsense words (8+ each) with valid quotes count: the heuristic checks form. Lab 03's
+    "What counts" and the threat model's list of what only a grader can establish say so plainly."""
+    from pytest_distcheck.citations.resolver import Resolver
+    from pytest_distcheck.citations.syntax import CITATION
+    from pytest_distcheck.citations.verifier import verify_note
+
+    monkeypatch.syspath_prepend(str(ROOT / "fixtures" / "notes" / "site"))
+    quotes = [m[0] for m in CITATION.finditer((ROOT / "fixtures" / "notes" / "good.md").read_text())][:5]
+    nonsense = "purple walrus gallops sideways beneath velvet thunder clocks"
+    note = tmp_path / "n.md"
+    note.write_text("".join(f"- {nonsense} `{q}`\n" for q in quotes))
+    assert len(quotes) == 5 and verify_note(note, Resolver()).cited_statements == 5
+
+    lab = (ROOT / "docs" / "lab" / "03-megatron-fsdp-reading.md").read_text()
+    what_counts = lab[lab.index("## 3. What counts"):lab.index("## 4. Versions")]
+    threat = (ROOT / "docs" / "ci" / "threat-model.md").read_text()
+    grader = threat[threat.index("## 4. What only a grader"):]
+    for text in (" ".join(what_counts.split()), " ".join(grader.split())):
+        assert "form, not meaning" in text

@@ -238,3 +238,31 @@ def test_the_exercise_code_a_workspace_gets_imports_only_what_it_has(fresh_works
                     missing.append(f"{path.relative_to(fresh_workspace)}: {name}")
     assert (fresh_workspace / "tests" / "test_tp_equivalence.py").is_file()
     assert not missing, missing
+
+
+def _section(page: str, heading: str) -> str:
+    text = (ROOT / "docs" / "lab" / page).read_text()
+    start = text.index(heading)
+    return text[start:text.find("\n## ", start + 1)]
+
+
+def test_lab_02_names_the_files_the_cpu_run_writes():
+    """The CPU run writes speedup-cpu-gloo-2-<run id>.json (run id local-<UTC start>) and its PNG, not
+    speedup-cpu-gloo-2.json (fresh-user trial: the page named a file that never appeared)."""
+    from experiments.tp_inference.speedup import result_name
+
+    section = _section("02-tp-inference-cloud.md", "## 2. Run the experiment locally on CPU")
+    shown = [c for c in snippets(section) if c.startswith(("experiments/tp_inference/results/", "speedup-cpu"))]
+    assert "experiments/tp_inference/results/speedup-cpu-gloo-2-<run id>.json" in shown, shown
+    (example,) = [c for c in shown if re.fullmatch(r"speedup-cpu-gloo-2-local-\d{8}T\d{6}Z\.json", c)]
+    assert result_name("cpu", "gloo", 2, example.removeprefix("speedup-cpu-gloo-2-").removesuffix(".json")) == example
+    assert "experiments/tp_inference/results/speedup-cpu-gloo-2.json" not in shown
+    assert "`.png`" in section
+
+
+def test_lab_01_says_the_torchrun_run_writes_the_plot_too():
+    """lab.py writes the PNG beside the JSON under torchrun as on the rank pool (main() -> save_plot)."""
+    section = _section("01-ddp-on-cpu.md", "## Running it by hand")
+    torchrun = section[section.index("`torchrun` starts"):section.index("Without torchrun")]
+    assert "`experiments/ddp_cpu/results/allreduce-cpu.png`" in torchrun
+    assert "also saves" not in section
