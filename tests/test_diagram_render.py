@@ -28,20 +28,6 @@ def test_re_rendering_an_unchanged_page_leaves_the_svg_byte_for_byte(tmp_path):
     assert write_svg(page, block).read_bytes() == before
 
 
-
-def test_a_dod_run_with_the_diagram_ends_without_a_nanobind_leak_dump():
-    # Seen after every full `pytest -m local` once the diagram existed: nanobind's "leaked 2 instances"
-    # dump after the DoD table (mermaidx's module-level FontFace objects outlived novasvg's teardown).
-    # The smallest run found that shows it: the DDP log item, then the diagram item.
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[1]
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--workspace", "checks/solutions.toml",
-         "--dod", "ddp-allreduce-logged,tp-diagram-committed"],
-        cwd=repo, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:]
-    assert "leaked" not in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-2000:]
+# The nanobind leak dump after a DoD run with the diagram (mermaid._release_fonts) is pinned by
+# tests/test_solutions.py::test_the_reference_workspace_is_green: its `pytest -m local` run of the reference
+# shows the dump without the fix, and it runs anyway (one sub-session, not two).
