@@ -26,7 +26,7 @@ def ddp_workspace(pytester):
             "[[items]]\nid = 'ddp-allreduce-logged'\ntitle = 'ddp'\nhow = 'run the lab'\n"
             f"[ddp]\ncommitted_log = '{committed_log}'\nlive_log = 'live.json'\n"
         )
-        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "committed", "checks")
+        return pytester.runpytest("-p", "no:cacheprovider", "-k", "committed", "checks")
 
     return run
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 
@@ -102,3 +103,13 @@ def test_collect_only_or_deselected_tests_leave_no_zygote(pytester):
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "-k", "nothing_matches")
     result.stdout.fnmatch_lines(["*ZYGOTES {}*"])  # started while collecting, stopped once deselected
+
+
+def test_a_zygote_still_importing_torch_is_killed_not_waited_for(tmp_path):
+    """Closing a zygote that never reported ready (every dist_world test deselected) kills it at once: a
+    graceful stop would be read only after its torch import, a second or more later."""
+    from pytest_distcheck.ranks.zygote import Zygote
+
+    zygote = Zygote(str(tmp_path / "zygote.log"))
+    zygote.close()
+    assert zygote._proc.returncode == -signal.SIGKILL  # a stop it had read would have ended it with 0

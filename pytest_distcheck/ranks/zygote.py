@@ -180,12 +180,17 @@ class Zygote:
         return self._exits.get(pid)
 
     def close(self) -> None:
-        """Stop the zygote (it kills any rank still running); make sure it is gone."""
-        try:
-            self._conn.send(("stop",))
-            self._proc.wait(5.0)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+        """Stop the zygote (it kills any rank still running); make sure it is gone.
+
+        One that never reported ready has forked no rank and reads no message until torch is imported
+        (a second or more): it is killed at once (``-k``/``--dod`` deselected every dist_world test).
+        """
+        if self._ready:
+            try:
+                self._conn.send(("stop",))
+                self._proc.wait(5.0)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
         self.kill()
 
     def kill(self) -> None:
