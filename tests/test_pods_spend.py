@@ -181,14 +181,15 @@ def test_a_provider_wide_outage_leaks_no_pod_and_the_bill_settles_the_ledger(fak
     from pytest_distcheck.pods.ssh import new_key_pair
 
     # shorter waits than the fixture's, in the same order: the client gives up (4 s) before the switch
-    # sees a stale heartbeat (6 s, the least above ready_timeout), and the outage outlasts both
+    # sees a stale heartbeat (6 s, the least above ready_timeout); 16 failed terminates outlast the client (about
+    # 6 attempts in 4 s of backoff) and several of the switch's rounds (3 tries each)
     timings = dataclasses.replace(timings, ready_timeout=5, heartbeat_stale=6, confirm_timeout=4)
-    provider = RunPodProvider(timings, *new_key_pair())
-    lease = lease_for(provider, guard, timings)
+    outage_provider = RunPodProvider(timings, *new_key_pair())
+    lease = lease_for(outage_provider, guard, timings)
     with pytest.raises(PodError, match="could not confirm"):
         with lease as pod:
             pod.run("true", timeout=30)
-            fake.inject("terminate", "http_502", times=30)  # the outage starts
+            fake.inject("terminate", "http_502", times=16)  # the outage starts
     (created,) = fake.pods
     assert lease.termination.attempts > 3  # retried with backoff, not once
     assert fake.wait_until(lambda: not created.alive, 90), "the pod leaked"
