@@ -3,8 +3,9 @@
 A check calls :func:`require_committed` once its evidence is right: a file that is untracked, only
 staged, changed since its last commit, ignored by git, or in a workspace outside any git repository
 leaves the item pending, with the git command that commits it. git is asked through a subprocess
-(``git ls-files`` for what is tracked, ``git status --porcelain`` for what changed), so there is no
-new dependency and the answer is the one ``git status`` would give the learner.
+(``git ls-files`` for what is tracked, ``git status --porcelain`` for what changed, ``git hash-object``
+against the index blob for changes hidden from ``git status`` by ``update-index --skip-worktree`` or
+``--assume-unchanged``), so there is no new dependency.
 
 Design decisions:
 - pending, never broken: the evidence is right, only the step that publishes it is missing
@@ -37,6 +38,20 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
+def _hidden_changes(files: list[Path], blobs: dict[Path, tuple[str, str]], root: Path) -> set[Path]:
+    """Tracked files whose content is not the blob git holds for them.
+
+    `git status` trusts ``update-index --skip-worktree`` / ``--assume-unchanged`` and then shows an
+    edited file as clean (red-team A10a); ``git hash-object`` hashes the content itself.
+    """
+    if not files:
+        return set()
+    hashed = _git(root, "hash-object", "--", *[str(f) for f in files])
+    if hashed.returncode != 0:
+        return set(files)  # unreadable content is not the committed content
+    return {f for f, h in zip(files, hashed.stdout.split()) if h != blobs[f][1]}
+
+
 def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
     """Why each of ``paths`` is not committed as it is; ``[]`` when all are.
 
@@ -61,7 +76,7 @@ def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
             return [f"git cannot read the repository at {root}: {said}"]
         toplevel = Path(top.stdout.strip()).resolve()
         names = [str(f) for f in files]
-        tracked = _git(root, "ls-files", "-z", "--full-name", "--", *names)
+        tracked = _git(root, "ls-files", "-s", "-z", "--full-name", "--", *names)
         status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--",
                       *names)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -69,7 +84,18 @@ def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
     for proc in (tracked, status):
         if proc.returncode != 0:
             return [f"git failed at {root}: {(proc.stderr.strip().splitlines() or ['no message'])[0]}"]
-    committed = {(toplevel / n).resolve() for n in tracked.stdout.split("\0") if n}
+    blobs = {}  # path -> (mode, blob id) as the index holds it
+    for entry in tracked.stdout.split("\0"):
+        if entry:
+            meta, name = entry.split("\t", 1)
+            mode, blob = meta.split()[:2]
+            blobs[(toplevel / name).resolve()] = (mode, blob)
+    committed = set(blobs)
+    try:
+        hidden = _hidden_changes([f for f in files if f in blobs and blobs[f][0] not in ("120000", "160000")],
+                                 blobs, root)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [f"git could not be run ({exc})"]
     changed: dict[Path, str] = {}
     entries = iter(status.stdout.split("\0"))
     for entry in entries:
@@ -86,7 +112,7 @@ def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
             reasons.append(f"{rel} is ignored by git (see .gitignore), so it cannot be committed")
         elif code == "??" or code is not None and code[0] == "A" or f not in committed:
             reasons.append(f"{rel} is not committed")
-        elif code is not None:
+        elif code is not None or f in hidden:
             reasons.append(f"{rel} has uncommitted changes")
     return reasons
 

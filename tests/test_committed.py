@@ -57,3 +57,18 @@ def test_untracked_is_pending_with_the_git_command(tmp_path):
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-qm", "c")
     require_committed(["a b.md"], tmp_path)  # returns: committed as it is
+
+
+@pytest.mark.parametrize("flag", ["--skip-worktree", "--assume-unchanged"])
+def test_a_change_hidden_from_git_status_is_still_uncommitted(tmp_path, flag):
+    """Red-team A10a / A20 case 3: a placeholder committed, then marked so `git status` ignores edits;
+    the content differs from the committed blob, so it is not committed as it is."""
+    git(tmp_path, "init", "-q")
+    (tmp_path / "a.md").write_text("placeholder\n")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "c")
+    git(tmp_path, "update-index", flag, "a.md")
+    (tmp_path / "a.md").write_text("the real page\n")
+    assert uncommitted(["a.md"], tmp_path) == ["a.md has uncommitted changes"]
+    (tmp_path / "a.md").write_text("placeholder\n")
+    assert uncommitted(["a.md"], tmp_path) == []
