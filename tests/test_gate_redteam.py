@@ -18,6 +18,7 @@ checks folder (nothing done) carrying the bypass.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -192,3 +193,56 @@ def test_r3_a_note_is_copied_when_most_of_its_paragraphs_are_the_references(tmp_
     ref_copy.parent.mkdir(parents=True)
     shutil.copy(REPO / "solutions" / "docs" / "notes" / "fsdp.md", ref_copy)
     assert copied_from(ref_copy) is None
+
+
+def _invisible_copy(text: str) -> str:
+    """Red-team A19 (zwsp_copy.py): a zero-width space ends each prose paragraph and a Mermaid comment line
+    opens each chunk of a Mermaid block, so no paragraph is byte-identical; renders the same."""
+    out, in_fence = [], False
+    for chunk in re.split(r"(\n[ \t\r]*\n)", text):
+        if not chunk.strip() or re.fullmatch(r"\n[ \t\r]*\n", chunk):
+            out.append(chunk)
+            continue
+        if in_fence or chunk.lstrip().startswith("```mermaid"):
+            lines = chunk.split("\n")
+            lines.insert(1 if lines[0].lstrip().startswith("```") else 0, "  %% .")
+            out.append("\n".join(lines))
+        else:
+            out.append(chunk + "\u200b")
+        if chunk.count("```") % 2:
+            in_fence = not in_fence
+    return "".join(out)
+
+
+@pytest.mark.parametrize("rel", ["docs/notes/fsdp.md", "docs/notes/megatron.md", "docs/tp-sharding.md"])
+def test_a19_an_invisibly_changed_reference_page_is_still_a_copy(tmp_path, rel):
+    from pytest_distcheck.dod.provenance import copied_from
+
+    page = tmp_path / rel
+    page.parent.mkdir(parents=True)
+    page.write_text(_invisible_copy((REPO / "solutions" / rel).read_text()), encoding="utf-8")
+    assert "paragraphs are those of the reference solution solutions/" + rel in (copied_from(page) or "")
+
+
+def test_a19_the_reference_ddp_log_with_other_bytes_is_still_a_copy(tmp_path):
+    from pytest_distcheck.dod.provenance import copied_from
+
+    ref = REPO / "solutions" / "experiments" / "ddp_cpu" / "results" / "allreduce-cpu.json"
+    log = tmp_path / "allreduce-cpu.json"
+    log.write_text(ref.read_text() + "\n")
+    assert copied_from(log) == f"it is the reference solution {ref.relative_to(REPO).as_posix()}, parsed"
+    log.write_text(json.dumps(json.loads(ref.read_text()), indent=1))
+    assert copied_from(log) is not None
+
+
+def test_a09_a_learner_path_linking_into_the_reference_solutions_is_a_copy(tmp_path):
+    from pytest_distcheck.dod.provenance import copied_from
+
+    note = tmp_path / "docs" / "notes" / "fsdp.md"
+    note.parent.mkdir(parents=True)
+    note.symlink_to(REPO / "solutions" / "docs" / "notes" / "fsdp.md")
+    assert copied_from(note) == "it links to the reference solution solutions/docs/notes/fsdp.md"
+    linked_dir = tmp_path / "docs2"
+    linked_dir.symlink_to(REPO / "solutions" / "docs")
+    assert copied_from(linked_dir / "tp-sharding.md") == "it links to the reference solution solutions/docs/tp-sharding.md"
+    assert copied_from(REPO / "solutions" / "docs" / "notes" / "fsdp.md") is None  # the reference itself

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -78,13 +79,26 @@ MIN_PARAGRAPH = 80
 
 def paragraphs(text: str) -> list[str]:
     """The paragraphs of a text (blocks between blank or whitespace-only lines), whitespace collapsed, of at least
-    :data:`MIN_PARAGRAPH` characters."""
+    :data:`MIN_PARAGRAPH` characters. Invisible changes are undone first (red-team A19): Unicode NFKC,
+    format characters (category Cf, e.g. zero-width spaces) dropped, Mermaid comment lines (``%%``) dropped."""
+    text = "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
+    text = "\n".join(line for line in text.split("\n") if not line.lstrip().startswith("%%"))
     blocks = (" ".join(b.split()) for b in re.split(r"\n[ \t\r]*\n", text))
     return [b for b in blocks if len(b) >= MIN_PARAGRAPH]
 
 
 def _digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _json_digest(data: bytes) -> str | None:
+    """The digest of a JSON file's parsed content (canonical form), so that other bytes with the same
+    content (a trailing newline, indentation: red-team A19) match; ``None`` when it is not JSON."""
+    try:
+        parsed = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return "json:" + _digest(json.dumps(parsed, sort_keys=True, separators=(",", ":")).encode())
 
 
 def _starting_texts(rel: Path, root: Path) -> list[Path]:
@@ -110,6 +124,8 @@ def solutions_fingerprints(solutions_dir: Path, root: Path) -> dict[str, Any]:
         if any(p.read_bytes() == data for p in starts):
             continue
         files[_digest(data)] = rel
+        if path.suffix == ".json" and _json_digest(data):
+            files[_json_digest(data)] = rel
         if path.suffix == ".md":
             known = {q for p in starts for q in paragraphs(p.read_text(encoding="utf-8"))}
             for para in paragraphs(data.decode("utf-8")):
@@ -120,14 +136,16 @@ def solutions_fingerprints(solutions_dir: Path, root: Path) -> dict[str, Any]:
 
 def _in_place(path: Path, ref: str) -> bool:
     """Whether ``path`` is the reference file ``ref`` (``solutions/...``) where it lives (the reference
-    workspace, checks/solutions.toml, reads it there), not a copy elsewhere."""
-    return path.resolve().as_posix().endswith("/" + ref)
+    workspace, checks/solutions.toml, reads it there), not a copy elsewhere. The path as named, not
+    resolved: a learner's path linking into ``solutions/`` is not the reference in place (red-team A09)."""
+    return Path(path).absolute().as_posix().endswith("/" + ref)
 
 
 def copied_from(path: Path) -> str | None:
     """Why the evidence file ``path`` is a copy of a reference solution; ``None`` when it is not (or it is
-    the reference itself, in its ``solutions/`` folder). A copy: the same bytes, or a Markdown file at least
-    3 and more than half of whose paragraphs are those of one reference file."""
+    the reference itself, in its ``solutions/`` folder). A copy: a link to it, the same bytes, a JSON file of
+    the same parsed content, or a Markdown file at least 3 and more than half of whose paragraphs
+    (:func:`paragraphs`) are those of one reference file."""
     path = Path(path)
     if not path.is_file():
         return None
@@ -135,7 +153,14 @@ def copied_from(path: Path) -> str | None:
     data = path.read_bytes()
     same = fp["files"].get(_digest(data))
     if same:
-        return None if _in_place(path, same) else f"it is the reference solution {same}, byte for byte"
+        if _in_place(path, same):
+            return None
+        if path.resolve().as_posix().endswith("/" + same):
+            return f"it links to the reference solution {same}"
+        return f"it is the reference solution {same}, byte for byte"
+    same = fp["files"].get(_json_digest(data) or "") if path.suffix == ".json" else None
+    if same and not _in_place(path, same):
+        return f"it is the reference solution {same}, parsed"
     if path.suffix != ".md":
         return None
     mine = paragraphs(data.decode("utf-8", errors="replace"))
