@@ -92,7 +92,9 @@ class FakeRunPod:
         self._loop = LoopThread()
         self._http = _QuietServer(("127.0.0.1", 0), _handler(self.api))
         self._http.daemon_threads = True
-        threading.Thread(target=self._http.serve_forever, name="fake-runpod-http", daemon=True).start()
+        # a short poll: shutdown() waits up to one poll interval (0.5 s by default), at every fake's stop
+        threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-runpod-http",
+                         daemon=True).start()
         bindir = self.root / "bin"
         bindir.mkdir(parents=True, exist_ok=True)
         ctl = bindir / "runpodctl"
