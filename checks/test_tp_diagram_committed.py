@@ -18,11 +18,20 @@ from pytest_distcheck.diagram.config import diagram_config
 from pytest_distcheck.diagram.generate import unedited_start
 from pytest_distcheck.diagram.mermaid import MermaidParser
 
+# DoD item tp-diagram-committed fixes the plan the diagram draws (Megatron-LM, sec. 3): the workspace's plan
+# module is the learner's code, so it must hold at least these (red-team A17: a plan shrunk to one layer).
+DOD_PLAN = {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise", "mlp.down": "rowwise"}
+
 
 @pytest.mark.local
 @pytest.mark.dod("tp-diagram-committed")
 def test_tp_diagram_matches_the_plan(distcheck_workspace, distcheck_log, distcheck_evidence):
     cfg = diagram_config(distcheck_workspace)
+    changed = [f"{layer} missing (expected {style})" if layer not in cfg.plan else
+               f"{layer} is {cfg.plan[layer]} (expected {style})"
+               for layer, style in DOD_PLAN.items() if cfg.plan.get(layer) != style]
+    if changed:
+        pytest_distcheck.broken(f"{cfg.plan_ref} is not the TP plan the DoD fixes: " + "; ".join(changed))
     render = f"distcheck diagram --render {cfg.page_rel}"
     if not cfg.page.is_file():
         pytest_distcheck.pending(

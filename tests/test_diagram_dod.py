@@ -272,3 +272,16 @@ def test_workspace_aliases_name_layers(phase, monkeypatch, capsys):
     toml.write_text(base.replace("world_size = 2\n", 'world_size = 2\naliases = { "mlp.side" = ["W3"] }\n', 1))
     assert main(["diagram", "--check"]) == 2
     assert "diagram.aliases: alias entry 'mlp.side': not a module path of the plan" in capsys.readouterr().err
+
+
+def test_a_plan_edited_away_from_the_dods_is_broken_naming_the_entry(phase: pytest.Pytester, rendered):
+    """Red-team A17: the learner shrinks the plan the diagram is compared with; the DoD fixes it (QKV and MLP up
+    column-parallel, attention output and MLP down row-parallel)."""
+    committed(phase, rendered)
+    plan = phase.path / "experiments" / "tp_inference" / "plan.py"
+    plan.write_text(plan.read_text() + '\nBLOCK_PLAN = {"mlp.up": "colwise", "mlp.down": "colwise"}\n'
+                    'BLOCK_PLAN_RESIDUAL = ()\n')
+    run_check(phase).stdout.fnmatch_lines([
+        "BROKEN*tp-diagram-committed*experiments.tp_inference.plan:BLOCK_PLAN is not the TP plan the DoD fixes: "
+        "attn.qkv missing (expected colwise); attn.out missing (expected rowwise); "
+        "mlp.down is colwise (expected rowwise)"])
