@@ -33,8 +33,9 @@ def ddp_workspace(pytester):
 
 def test_the_real_log_is_done_only_once_committed(ddp_workspace, pytester):
     """The docs promise a *committed* log: an untracked one is pending naming git, a committed one passes."""
-    # Re-indented: a byte-for-byte copy of the reference would be untrusted ("copied").
+    # Another host load: a copy of the reference (same parsed content) would be untrusted ("copied").
     data = json.loads((REPO / "solutions/experiments/ddp_cpu/results/allreduce-cpu.json").read_text())
+    data["host"]["load_avg_1m"] += 0.25
     (pytester.path / "log.json").write_text(json.dumps(data, indent=1))
     result = ddp_workspace("log.json")
     result.stdout.fnmatch_lines([f"PENDING  ddp-allreduce-logged  {pytester.path} is not in a git repository",
@@ -68,3 +69,42 @@ def test_a_bad_log_is_broken_naming_file_and_field(ddp_workspace, fixture, messa
     result = ddp_workspace(str(REPO / "fixtures" / "ddp" / fixture))
     result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  " + message])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+CANNED_LAB = '''
+import json
+from dataclasses import dataclass
+SIZES = tuple(4096 * 4**k for k in range(8))
+LOG = {log!r}
+
+@dataclass(frozen=True)
+class LabConfig:
+    sizes_bytes: tuple = SIZES
+    reps: int = 5
+
+def run(cfg=None):  # canned: no training, no collective
+    return json.loads(LOG)
+
+def format_table(result):
+    return "canned"
+'''
+
+
+def test_a_lab_returning_a_canned_log_without_all_reduces_is_broken(pytester):
+    """Red-team A11: the learner's run() returns a log without running any all-reduce; the live check
+    counts the all-reduces the ranks ran."""
+    pytester.mkdir("checks")
+    shutil.copy(CHECK, pytester.path / "checks" / CHECK.name)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    log = (REPO / "solutions/experiments/ddp_cpu/results/allreduce-cpu.json").read_text()
+    (pytester.path / "experiments" / "ddp_cpu").mkdir(parents=True)
+    (pytester.path / "experiments" / "__init__.py").write_text("")
+    (pytester.path / "experiments" / "ddp_cpu" / "__init__.py").write_text("")
+    (pytester.path / "experiments" / "ddp_cpu" / "lab.py").write_text(CANNED_LAB.format(log=log))
+    (pytester.path / "checks" / "distcheck.toml").write_text(
+        "[phase]\nid = 't'\ntitle = 't'\n"
+        "[[items]]\nid = 'ddp-allreduce-logged'\ntitle = 'ddp'\nhow = 'run the lab'\n"
+        "[ddp]\ncommitted_log = 'log.json'\nlive_log = 'live.json'\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "live", "checks")
+    result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  the lab's log claims 49 timed all-reduces "
+                                 "(sweep and DDP buckets) but the ranks ran 0*"])
