@@ -163,13 +163,39 @@ def test_r2_a_kit_class_patched_in_place_or_a_swapped_code_object_is_named(tmp_p
     assert not [p for p in snap.problems() if "outcome" in p]
     monkeypatch.setattr(outcome.DodOutcome, "__init__", lambda self, *a, **k: None)
     monkeypatch.setattr(outcome.Pending, "__new__", staticmethod(lambda cls, *a, **k: outcome.Done("x")))
-    monkeypatch.delattr(outcome.Blocked, "state")  # not a method: not watched
+    monkeypatch.delattr(outcome.Blocked, "state")  # data: watched since red-team A12
     monkeypatch.setattr(outcome.pending, "__code__", (lambda reason, command=None: None).__code__)
     problems = "\n".join(snap.problems())
     assert "pytest_distcheck.dod.outcome.DodOutcome.__init__ was replaced after the start (now " in problems
     assert "pytest_distcheck.dod.outcome.Pending.__new__ was added after the start (now " in problems
     assert "pytest_distcheck.dod.outcome.pending.__code__ was replaced after the start (now code from " in problems
-    assert "Blocked.state" not in problems
+    assert "pytest_distcheck.dod.outcome.Blocked.state was removed after the start" in problems
+
+
+def test_a12_lab_code_changing_kit_data_or_the_ways_out_is_named(tmp_path, monkeypatch):
+    """In-process: red-team A12's ``Pending.state = "done"`` and ``report.FAILED = "passed"``, a class
+    attribute added over an inherited one, and ``os._exit`` replaced (the sub-session ends through it)."""
+    import os
+
+    from pytest_distcheck.dod import outcome, report
+    from pytest_distcheck.dod.integrity import ModuleSnapshot, Origins
+
+    monkeypatch.setattr(report, "PASSED", "pa" + "ssed")  # an equal str rebound is not a change
+    snap = ModuleSnapshot(Origins(tmp_path / "checks", tmp_path), [], since="after the start")
+    monkeypatch.setattr(report, "PASSED", "pa" + "ssed")
+    assert not snap.problems()
+    for cls in (outcome.Pending, outcome.Broken, outcome.Stale):
+        monkeypatch.setattr(cls, "state", "done")
+    monkeypatch.setattr(report, "FAILED", report.PASSED)
+    monkeypatch.setattr(outcome.Done, "reason", "x", raising=False)
+    monkeypatch.setattr(os, "_exit", lambda status: None)
+    problems = "\n".join(snap.problems())
+    for name in ("Pending", "Broken", "Stale"):
+        assert (f"pytest_distcheck.dod.outcome.{name}.state was changed after the start "
+                f"(was '{name.lower()}', now 'done')") in problems
+    assert "pytest_distcheck.dod.report.FAILED was changed after the start (was 'failed', now 'passed')" in problems
+    assert "pytest_distcheck.dod.outcome.Done.reason was added after the start" in problems
+    assert "os._exit was replaced after the start" in problems
 
 
 def test_r3_a_note_is_copied_when_most_of_its_paragraphs_are_the_references(tmp_path):

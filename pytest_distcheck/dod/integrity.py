@@ -246,6 +246,23 @@ def _members(cls: type) -> dict[str, Any]:
     return {attr: value for attr, value in list(vars(cls).items()) if isinstance(value, _MEMBERS)}
 
 
+# Values whose equality is their identity for the gate: a rebinding to an equal one is not tampering.
+_IMMUTABLE = (str, bytes, int, float, complex, bool, type(None), tuple, frozenset, range)
+
+
+def _same(before: Any, now: Any) -> bool:
+    return now is before or (type(now) is type(before) and isinstance(now, _IMMUTABLE) and now == before)
+
+
+def _data(attrs: dict[str, Any], watched: tuple[type, ...]) -> dict[str, Any]:
+    """The attributes of a module's or class's ``__dict__`` that are data (``Pending.state``, ``FAILED``)."""
+    return {attr: value for attr, value in attrs.items() if not isinstance(value, watched)}
+
+
+# The process's ways out, which the gate's sub-session relies on to end before any workspace atexit hook.
+_EXITS = (("os", "_exit"), ("sys", "exit"), ("atexit", "register"), ("atexit", "_run_exitfuncs"))
+
+
 def _member_func(value: Any) -> Any:
     return getattr(value, "__func__", None) or getattr(value, "fget", None) or value
 
@@ -277,6 +294,11 @@ class ModuleSnapshot:
         self.members = {(name, cls_name): _members(cls) for name in self.kit
                         for cls_name, cls in _kit_classes(name, self.modules[name]).items()}
         self.codes = {id(f): f.__code__ for f in self._kit_functions()}
+        # Data too (red-team A12: ``Pending.state = "done"``, ``report.FAILED = "passed"``).
+        self.data = {name: _data(dict(vars(self.modules[name])), _WATCHED) for name in self.kit}
+        self.class_data = {(name, cls_name): _data(dict(vars(cls)), _MEMBERS) for name in self.kit
+                           for cls_name, cls in _kit_classes(name, self.modules[name]).items()}
+        self.exits = {f"{m}.{a}": getattr(sys.modules[m], a, None) for m, a in _EXITS if m in sys.modules}
 
     def _kit_functions(self) -> list[types.FunctionType]:
         funcs = [v for (name, _), v in self.attrs.items() if name in self.kit and isinstance(v, types.FunctionType)]
@@ -300,7 +322,36 @@ class ModuleSnapshot:
                     out.append(f"{what} was replaced {self.since} (now {self._describe(value)})")
                 elif isinstance(value, types.FunctionType) and self._foreign(name, value):
                     out.append(f"{what} is {self._describe(value)}, not the kit's or the checks' own")
-        return out + self._class_problems() + self._code_problems()
+        return out + self._class_problems() + self._code_problems() + self._data_problems()
+
+    def _data_problems(self) -> list[str]:
+        out = []
+        for name, before in self.data.items():
+            out += self._diff(name, before, _data(dict(vars(self.modules[name])), _WATCHED), modules=True)
+        for (name, cls_name), before in self.class_data.items():
+            cls = vars(self.modules[name]).get(cls_name)
+            if isinstance(cls, type):
+                out += self._diff(f"{name}.{cls_name}", before, _data(dict(vars(cls)), _MEMBERS))
+        for what, before in self.exits.items():
+            mod, attr = what.split(".")
+            if getattr(sys.modules.get(mod), attr, None) is not before:
+                out.append(f"{what} was replaced {self.since}")
+        return out
+
+    def _diff(self, owner: str, before: dict[str, Any], now: dict[str, Any], modules: bool = False) -> list[str]:
+        out = []
+        for attr in sorted(set(before) | set(now)):
+            what = f"{owner}.{attr}"
+            if attr not in now:
+                out.append(f"{what} was removed {self.since}")
+            elif attr not in before:
+                # A new name on a class shadows an inherited one (``Blocked.state``); a module's new
+                # submodule or dunder is the import system's.
+                if not (attr.startswith("__") or (modules and isinstance(now[attr], types.ModuleType))):
+                    out.append(f"{what} was added {self.since} (now {_short(now[attr])})")
+            elif not _same(before[attr], now[attr]):
+                out.append(f"{what} was changed {self.since} (was {_short(before[attr])}, now {_short(now[attr])})")
+        return out
 
     def _class_problems(self) -> list[str]:
         out = []
@@ -338,3 +389,8 @@ class ModuleSnapshot:
         if isinstance(value, (types.FunctionType, type)):
             return f"{getattr(value, '__qualname__', value)!s} from {self.origins.where(value)}"
         return type(value).__name__
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if isinstance(value, _IMMUTABLE) else type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."

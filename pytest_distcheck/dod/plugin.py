@@ -400,6 +400,14 @@ class DodPlugin:
             whys.append("the gate's sub-session is not isolated: " + "; ".join(self.isolation))
         if self.root_watch is not None:  # also in the kit's in-process tests: a conftest that got in is named
             whys += self.root_watch.problems()
+        if self.early is not None:  # the gate's sub-session: kit code or data changed by the end of the run (A12)
+            tampered = list(dict.fromkeys(self.early.problems()
+                                          + (self.snapshot.problems(set()) if self.snapshot is not None else [])))
+            named = " ".join(o.reason for o in self.outcomes)
+            tampered = [p for p in tampered if p.split(" ", 1)[0] + " " not in named]  # an item names it already
+            if tampered:
+                more = f" (and {len(tampered) - 3} more)" if len(tampered) > 3 else ""
+                whys.append("the kit was changed while the checks ran: " + "; ".join(tampered[:3]) + more)
         if self.canonical is not None and not self.canonical["trusted"] and self.config.getoption("distcheck_gate"):
             more = len(self.canonical["problems"]) - 3
             whys.append(f"the workspace is not the shipped DoD of phase {self.canonical['phase']}: "

@@ -62,7 +62,8 @@ class EnvTracker:
         return dict(self._changed), sorted(self._unset)
 
 
-_rewritten: tuple[int, int, dict[str, str]] = (0, -1, {})
+# A cache updated in place: the gate's snapshot treats a rebound module attribute as tampering.
+_rewritten: list[tuple[int, int, dict[str, str]]] = [(0, -1, {})]
 
 
 def rewritten_modules() -> dict[str, str]:
@@ -71,11 +72,10 @@ def rewritten_modules() -> dict[str, str]:
     Empty outside pytest, or when assertion rewriting is off (``--assert=plain``). The hook only adds
     names, so the answer is cached while their count stays the same.
     """
-    global _rewritten
     for finder in sys.meta_path:
         names = getattr(finder, "_rewritten_names", None)  # _pytest.assertion.rewrite.AssertionRewritingHook
         if isinstance(names, dict):
-            if _rewritten[:2] != (id(names), len(names)):
-                _rewritten = (id(names), len(names), {name: os.fspath(path) for name, path in names.items()})
-            return _rewritten[2]
+            if _rewritten[0][:2] != (id(names), len(names)):
+                _rewritten[0] = (id(names), len(names), {name: os.fspath(path) for name, path in names.items()})
+            return _rewritten[0][2]
     return {}
