@@ -175,10 +175,13 @@ def test_r2_a_kit_class_patched_in_place_or_a_swapped_code_object_is_named(tmp_p
 def test_a12_lab_code_changing_kit_data_or_the_ways_out_is_named(tmp_path, monkeypatch):
     """In-process: red-team A12's ``Pending.state = "done"`` and ``report.FAILED = "passed"``, a class
     attribute added over an inherited one, and ``os._exit`` replaced (the sub-session ends through it)."""
+    import importlib
     import os
 
-    from pytest_distcheck.dod import outcome, report
     from pytest_distcheck.dod.integrity import ModuleSnapshot, Origins
+
+    # sys.modules' own (another test may have imported a module afresh): the snapshot reads sys.modules
+    outcome, report = (importlib.import_module(f"pytest_distcheck.dod.{m}") for m in ("outcome", "report"))
 
     monkeypatch.setattr(report, "PASSED", "pa" + "ssed")  # an equal str rebound is not a change
     snap = ModuleSnapshot(Origins(tmp_path / "checks", tmp_path), [], since="after the start")

@@ -195,6 +195,17 @@ def preimport(files: Iterable[Path]) -> list[str]:
     return failed
 
 
+def import_dod_modules() -> None:
+    """Import every module of :mod:`pytest_distcheck.dod`, so the snapshot holds those that make the verdict
+    before lab code can import one and change it (red-team A12: ``report.FAILED = "passed"``)."""
+    import pkgutil
+
+    import pytest_distcheck.dod as dod
+
+    for info in pkgutil.iter_modules(dod.__path__, dod.__name__ + "."):
+        importlib.import_module(info.name)
+
+
 def _plugin_file(plugin: object) -> str | None:
     from pytest_distcheck.dod.integrity import code_file
 

@@ -140,6 +140,7 @@ class DodPlugin:
         self.root_watch = isolation.RootWatch(self.config.rootpath, self.origins)
         files = {self.config.rootpath / c.split("::", 1)[0] for it in self.workspace.items for c in it.checks}
         isolation.preimport(sorted(f for f in files if f.is_file()))
+        isolation.import_dod_modules()  # the verdict's own (report, state, ...) are lazy imports: snapshot them now
         self.early = ModuleSnapshot(self.origins, [], since="after the gate's sub-session started")
         isolation.expose_root(self.config.rootpath)
 
