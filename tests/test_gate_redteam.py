@@ -275,3 +275,91 @@ def test_a09_a_learner_path_linking_into_the_reference_solutions_is_a_copy(tmp_p
     linked_dir.symlink_to(REPO / "solutions" / "docs")
     assert copied_from(linked_dir / "tp-sharding.md") == "it links to the reference solution solutions/docs/tp-sharding.md"
     assert copied_from(REPO / "solutions" / "docs" / "notes" / "fsdp.md") is None  # the reference itself
+
+
+ATEXIT_FORGER = """
+import atexit as _ax, json as _j, os as _o, sys as _s
+def _forge():
+    a = _s.argv
+    if "--dod-json" in a:
+        p = a[a.index("--dod-json") + 1]
+        d = _j.load(open(p))
+        for it in d["items"]:
+            it["state"] = "done"; it["flags"] = []; it["evidence"] = []
+        n = len(d["items"])
+        d["gate"].update(passed=True, verdict="passed", failing=[])
+        d["summary"].update(done=n, total=n)
+        _j.dump(d, open(p, "w"))
+    _s.stdout.write("gate: PASSED (6/6 items done)\\n"); _s.stdout.flush()
+    _o._exit(0)
+if "--distcheck-subsession" in _s.argv:
+    _ax.register(_forge)
+"""
+
+
+def test_a01_an_atexit_hook_of_lab_code_cannot_rewrite_the_report_or_the_exit_status(pytester):
+    """Red-team A01/A02: the sub-session ends with os._exit right after its report, so the hook never runs;
+    the outer process re-derives the verdict from the report."""
+    root = phase35(pytester)
+    init = root / "experiments" / "__init__.py"
+    init.write_text(init.read_text() + ATEXIT_FORGER)
+    result, report = gate(pytester, "--dod-markdown", "summary.md")
+    assert report["gate"]["verdict"] == "failed" and report["summary"]["done"] < report["summary"]["total"]
+    assert "not done: ddp-allreduce-logged" in " ".join(report["gate"]["rederived"])
+    result.stdout.fnmatch_lines(["distcheck gate: verdict re-derived from the sub-session's report: FAILED (*"])
+    assert "gate: PASSED" not in (root / "summary.md").read_text()
+
+
+def _passing_doc(ids: list[str]) -> dict:
+    from pytest_distcheck.dod import report
+
+    return {"format": report.FORMAT, "version": report.VERSION,
+            "gate": {"requested": True, "passed": True, "verdict": "passed", "isolated": True, "failing": []},
+            "isolation": {"isolated": True}, "canonical": {"trusted": True},
+            "summary": {"total": len(ids), "done": len(ids)},
+            "items": [{"id": i, "state": "done", "flags": [], "evidence": []} for i in ids]}
+
+
+def test_the_verdict_is_re_derived_from_the_items_not_taken_from_the_gate_section():
+    """In-process: a02's forged ``gate`` section, a summary that disagrees, a copied file, a dropped item,
+    a non-zero exit status: each fails the re-derived verdict."""
+    from pytest_distcheck.dod.report import rederive
+
+    ids = ["a", "b"]
+    assert rederive(_passing_doc(ids), ids, 0) == []
+    assert rederive(_passing_doc(ids), ids, 1) == ["the sub-session exited with status 1"]
+    assert rederive(None, ids, 0) == ["the sub-session wrote no readable JSON report"]
+    doc = _passing_doc(ids)
+    doc["items"][1]["state"] = "pending"
+    assert rederive(doc, ids, 0) == ["not done: b"]
+    doc = _passing_doc(ids)
+    doc["summary"]["done"] = 1
+    assert rederive(doc, ids, 0) == ["summary: 1/2 items done, of 2"]
+    doc = _passing_doc(ids)
+    doc["items"][0]["evidence"] = [{"path": "x", "sha256": "sha256:0", "copied": "it is the reference"}]
+    assert rederive(doc, ids, 0) == ["evidence copied from the reference solutions: a"]
+    assert rederive(_passing_doc(["a"]), ids, 0) == ["the report's items are not the workspace's (a, b)",
+                                                     "summary: 1/1 items done, of 2"]
+    doc = _passing_doc(ids)
+    doc["canonical"]["trusted"] = False
+    assert rederive(doc, ids, 0) == ["the workspace is not the shipped DoD of its phase"]
+
+
+def test_a07_a_kit_installed_from_inside_the_workspace_fails_the_gate(tmp_path):
+    """In-process: red-team A07 (the learner's fork installed editable, its kit source editable): the kit
+    imported lies under the workspace root, so the gate cannot pass whatever the report says."""
+    from pytest_distcheck.dod import isolation
+    from pytest_distcheck.workspace import load_workspace
+
+    root = REPO  # this checkout holds the kit (editable) and a Phase 35 workspace file
+    ids = [it.id for it in load_workspace(root / "checks" / "distcheck.toml", root=root).items]
+    lines: list[str] = []
+    out = tmp_path / "report.json"
+    status = isolation.finish(root, "checks/distcheck.toml", json.dumps(_passing_doc(ids)), 0, str(out), None,
+                              lines.append)
+    assert status != 0
+    doc = json.loads(out.read_text())
+    assert doc["gate"]["passed"] is False and doc["gate"]["verdict"] == "failed"
+    assert doc["gate"]["rederived"] == [f"the kit is installed from inside the workspace (editable: "
+                                        f"{REPO / 'pytest_distcheck'}): a grader cannot trust it"]
+    assert lines[-1].startswith("distcheck gate: verdict re-derived from the sub-session's report: FAILED (the kit")

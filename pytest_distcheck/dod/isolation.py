@@ -106,7 +106,13 @@ def command(root: Path, ini: Path, nodeids: list[str], json_path: str | None, md
 
 def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str | None, color: str,
              write: Callable[[str], None]) -> int:
-    """Run the DoD checks of the workspace under ``root`` in the isolated sub-session; returns its exit status.
+    """Run the DoD checks of the workspace under ``root`` in the isolated sub-session; 0 only when the gate
+    passed by the verdict :func:`finish` re-derives from the sub-session's report.
+
+    The sub-session writes its JSON report to a folder of this process's, and ends itself with
+    ``os._exit`` right after (no atexit hook of lab code runs there, red-team A01); this process reads the
+    report the moment it exits, re-derives the verdict (:func:`~pytest_distcheck.dod.report.rederive`)
+    and writes the reports the learner asked for itself.
 
     Args:
         root: the workspace root (pytest rootdir); ``workspace_rel``: its workspace file, relative.
@@ -116,16 +122,70 @@ def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str
     """
     import tempfile
 
+    for path in (json_path, md_path):  # a report of an earlier run must not stand in for this one
+        if path and Path(path).is_file():
+            Path(path).unlink()
     with tempfile.TemporaryDirectory(prefix="distcheck-gate-") as tmp:
         ini = Path(tmp) / INI_NAME
         ini.write_text(ini_text(root, workspace_rel), encoding="utf-8")
-        argv = command(root, ini, targets(root, workspace_rel), json_path, md_path, color)
+        child_json = Path(tmp) / "dod-report.json"
+        argv = command(root, ini, targets(root, workspace_rel), str(child_json), None, color)
         proc = subprocess.Popen(argv, cwd=root, env=clean_env(dict(os.environ)), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, errors="replace")
         assert proc.stdout is not None
         for line in proc.stdout:
             write(line)
-        return proc.wait()
+        rc = proc.wait()
+        try:
+            text = child_json.read_text(encoding="utf-8")
+        except OSError:
+            text = None
+    return finish(root, workspace_rel, text, rc, json_path, md_path, write)
+
+
+def finish(root: Path, workspace_rel: str, text: str | None, rc: int, json_path: str | None,
+           md_path: str | None, write: Callable[[str], None]) -> int:
+    """The gate's verdict from the sub-session's JSON report ``text`` and exit status ``rc``: re-derived
+    from the items, written into the ``gate`` section of the reports at ``json_path``/``md_path``, said on
+    the last line; returns the exit status (0 only when passed)."""
+    import json
+
+    from pytest_distcheck.dod import markdown
+    from pytest_distcheck.dod.report import FAILED, PASSED, UNVERIFIED, rederive
+    from pytest_distcheck.errors import ConfigError
+    from pytest_distcheck.workspace import load_workspace
+
+    try:
+        doc = json.loads(text) if text is not None else None
+    except ValueError:
+        doc = None
+    try:
+        item_ids = [it.id for it in load_workspace(root / workspace_rel, root=root).items]
+    except (ConfigError, OSError):
+        item_ids = []
+    whys = rederive(doc, item_ids, rc) if item_ids else ["the workspace file cannot be read"]
+    kit = Path(__file__).resolve().parents[1]
+    if kit == root.resolve() or root.resolve() in kit.parents:
+        whys.append(f"the kit is installed from inside the workspace (editable: {kit}): a grader cannot trust it")
+    if isinstance(doc, dict) and isinstance(doc.get("gate"), dict):
+        said = doc["gate"].get("verdict")
+        doc["gate"].update(passed=not whys, verdict=PASSED if not whys else UNVERIFIED if said == UNVERIFIED
+                           else FAILED, rederived=whys)
+        outputs = ((json_path, lambda: json.dumps(doc, indent=2) + "\n"), (md_path, lambda: markdown.render(doc)))
+    else:
+        outputs = ((md_path, lambda: "**gate: FAILED**: " + "; ".join(whys) + "\n"),)
+    status = 0 if not whys else rc or 1
+    for path, render in outputs:
+        if path:
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                Path(path).write_text(render(), encoding="utf-8")
+            except OSError as exc:
+                write(f"distcheck gate: cannot write {path}: {exc.strerror or exc}\n")
+                status = status or 1
+    write("distcheck gate: verdict re-derived from the sub-session's report: "
+          + ("PASSED\n" if not whys else "FAILED (" + "; ".join(whys) + ")\n"))
+    return status
 
 
 def ignored_args(args: Iterable[str]) -> list[str]:
@@ -236,6 +296,8 @@ def problems(config: pytest.Config) -> list[str]:
     expected = ini_text(config.rootpath, str(config.getini("distcheck_config")))
     if ini is None or ini.name != INI_NAME or ini.read_text(encoding="utf-8") != expected:
         out.append(f"the ini file {ini} is not the kit's")
+    if _inside(KIT_DIR, config.rootpath.resolve()):
+        out.append(f"the kit is installed from inside the workspace (editable: {KIT_DIR}): a grader cannot trust it")
     trusted = (KIT_DIR, *_PYTEST_DIRS)
     for name, plugin in config.pluginmanager.list_name_plugin():
         if plugin is None:

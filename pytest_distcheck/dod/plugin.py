@@ -12,6 +12,8 @@ guards around it are in :mod:`pytest_distcheck.dod.options`.
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -121,6 +123,8 @@ class DodPlugin:
         self.early: ModuleSnapshot | None = None
         self.root_watch: Any = None  # isolation.RootWatch in the gate's sub-session
         self.canonical: dict[str, Any] | None = None  # how the workspace matches the shipped DoD of its phase
+        self.session: pytest.Session | None = None
+        self._exit = os._exit  # taken before any learner code runs: the sub-session ends through it
         if self.workspace is not None and not self.is_worker:
             from pytest_distcheck.dod import manifest
 
@@ -355,6 +359,7 @@ class DodPlugin:
     # -- end of session --------------------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.session = session
         if self.workspace is None:
             return
         if self.is_worker:
@@ -380,6 +385,20 @@ class DodPlugin:
         if (failing or untrusted or self.write_errors) and session.exitstatus in (
                 pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """The gate's sub-session (python -I, so never a test's in-process run) ends here, its report
+        written: no atexit hook of lab code can rewrite the report or the exit status (red-team A01)."""
+        if self.isolation is None or not sys.flags.isolated:
+            return
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):
+                pass
+        status = self.session.exitstatus if self.session is not None else pytest.ExitCode.INTERNAL_ERROR
+        self._exit(int(status))
 
     def _isolation_facts(self) -> dict[str, Any]:
         """The report's ``isolation`` section: whether the checks ran in the gate's isolated sub-session."""

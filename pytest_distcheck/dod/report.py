@@ -45,6 +45,44 @@ def gate_verdict(results: list[ItemResult], canonical: dict[str, Any] | None) ->
     return PASSED if canonical["trusted"] else FAILED
 
 
+def rederive(doc: Any, item_ids: list[str], rc: int) -> list[str]:
+    """Why the gate did not pass, re-derived outside the sub-session from its JSON report ``doc``; ``[]``
+    when it passed (red-team A01/A02: the verdict never rests on the sub-session's exit status or its
+    own ``gate`` section alone).
+
+    Passed only when the sub-session exited 0 and its report is this kit's format, the gate was requested
+    and isolated, the workspace is the shipped DoD (``canonical.trusted``), the items are exactly
+    ``item_ids`` (the workspace file's, read by the parent), each is done with no evidence copied, and
+    ``summary.done == summary.total``.
+    """
+    if not isinstance(doc, dict):
+        return ["the sub-session wrote no readable JSON report"]
+    out = []
+    if rc != 0:
+        out.append(f"the sub-session exited with status {rc}")
+    if doc.get("format") != FORMAT or doc.get("version") != VERSION:
+        out.append(f"the report is not format {FORMAT} version {VERSION}")
+    gate, iso, canon = doc.get("gate") or {}, doc.get("isolation") or {}, doc.get("canonical") or {}
+    if not (gate.get("requested") is True and gate.get("isolated") is True and iso.get("isolated") is True):
+        out.append("the report does not say the checks ran in the gate's isolated sub-session")
+    if canon.get("trusted") is not True:
+        out.append("the workspace is not the shipped DoD of its phase")
+    items = [it for it in doc.get("items") or [] if isinstance(it, dict)]
+    if [it.get("id") for it in items] != list(item_ids):
+        out.append(f"the report's items are not the workspace's ({', '.join(item_ids)})")
+    not_done = [str(it.get("id")) for it in items if it.get("state") != State.DONE.value]
+    if not_done:
+        out.append(f"not done: {', '.join(not_done)}")
+    copied = [str(it.get("id")) for it in items if "copied" in (it.get("flags") or [])
+              or any(isinstance(e, dict) and e.get("copied") for e in it.get("evidence") or [])]
+    if copied:
+        out.append(f"evidence copied from the reference solutions: {', '.join(copied)}")
+    summary = doc.get("summary") or {}
+    if not (summary.get("total") == summary.get("done") == len(item_ids)):
+        out.append(f"summary: {summary.get('done')}/{summary.get('total')} items done, of {len(item_ids)}")
+    return out
+
+
 def unverified_reason(phase_id: str) -> str:
     """Why a phase without a shipped DoD cannot pass the gate, naming the phases that can."""
     from pytest_distcheck.dod.manifest import shipped_phases
@@ -96,6 +134,7 @@ def build(ws: Workspace, results: list[ItemResult], config: pytest.Config, isola
             "python": platform.python_version(),
             "pytest": pytest.__version__,
             "distcheck": pytest_distcheck.__version__,
+            "kit_location": str(Path(pytest_distcheck.__file__).resolve().parent),
         },
         "gate": {
             "requested": bool(config.getoption("distcheck_gate")),
