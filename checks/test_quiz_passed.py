@@ -14,6 +14,7 @@ import pytest
 import pytest_distcheck
 from pytest_distcheck.committed import require_committed
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.evidence import in_the_future
 from pytest_distcheck.quiz.bank import load_bank
 from pytest_distcheck.quiz.config import quiz_config
 from pytest_distcheck.quiz.grade import passes
@@ -32,6 +33,10 @@ def test_quiz_passed(distcheck_workspace, distcheck_evidence):
         pytest_distcheck.broken(str(exc))
     distcheck_evidence(cfg.log_path)
     mark = f"pass mark {cfg.pass_mark:.0%}"
+    future = [a for a in attempts if in_the_future(a.finished)]
+    if future:
+        pytest_distcheck.broken(f"{cfg.log_rel} line {future[0].line}: dated in the future (finished "
+                                f"{future[0].finished}); `distcheck quiz` stamps each attempt when it ends")
     counted = [a for a in attempts if a.counted]
     skipped = [a for a in attempts if not a.counted]
     not_counted = (f"; {len(skipped)} not counted ({', '.join(f'line {a.line}: {a.not_counted}' for a in skipped[:3])}"

@@ -37,7 +37,7 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
     from pytest_distcheck.budget.accounting import charges
     from pytest_distcheck.budget.config import budget_config
     from pytest_distcheck.dod import provenance
-    from pytest_distcheck.evidence import require_fresh
+    from pytest_distcheck.evidence import in_the_future, require_fresh
     from pytest_distcheck.tp_result import problems
 
     rel = _rel(path, ws.root)
@@ -45,6 +45,10 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
     if fixture:
         pytest_distcheck.broken(f"{rel}: not evidence: {fixture}; a GPU result must come from your own paid run "
                                 f"({how})")
+    for key in ("started_utc", "finished_utc"):
+        if in_the_future(result.get(key)):
+            pytest_distcheck.broken(f"{rel}: dated in the future ({key} {result[key]}); a result is stamped when "
+                                    "it is measured")
     degrees = sorted({m["tp"] for m in result["measurements"]})
     if not {1, 2} <= set(degrees):
         pytest_distcheck.broken(f"{rel}: measures TP degrees {degrees}; expected at least 1 and 2")
@@ -90,6 +94,8 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
     if not pod:
         pytest_distcheck.broken(f"{rel}: names no pod (provider, id), so it cannot be tied to the ledger rows of "
                                 f"run {run_id!r}; results written by {how} record it")
+    if pod["provider"] == "local":  # the DoD item says 2 *cloud* GPUs (red-team A05)
+        pytest_distcheck.broken(f"{rel}: ran on provider local, not a cloud pod; the item needs 2 cloud GPUs ({how})")
     named = {(c.row.provider, c.row.resource_id) for c in mine}
     if named != {(pod["provider"], pod["id"])}:
         pytest_distcheck.broken(f"{rel}: ran on {pod['provider']} pod {pod['id']!r}, but the ledger rows of run "

@@ -183,3 +183,25 @@ def require_consistent(what: str, stored: Any, recomputed: Any, *, where: str, t
     if not ok:
         broken(f"{where}: stored {what} {_show(stored, unit)} disagrees with {_show(recomputed, unit)} "
                "recomputed from its evidence")
+
+
+# Clock skew allowed between the machine that wrote a time stamp and the one checking it.
+FUTURE_SLACK_S = 300.0
+
+
+def in_the_future(stamp: object, now: "datetime | None" = None) -> bool:
+    """Whether an ISO 8601 time stamp (``2026-11-30T12:00:00Z``; no zone: UTC) lies more than
+    :data:`FUTURE_SLACK_S` seconds after ``now`` (default: the current time). Evidence dated in the future
+    was typed, not produced (red-team A14). A value that is not such a stamp is not in the future (its
+    schema check names it)."""
+    from datetime import UTC, datetime
+
+    if not isinstance(stamp, str):
+        return False
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (when - (now or datetime.now(UTC))).total_seconds() > FUTURE_SLACK_S

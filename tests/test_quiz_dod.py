@@ -102,3 +102,13 @@ def test_broken_for_params_the_seed_does_not_draw(quiz_ws, pytester):
         f"BROKEN*quiz-passed*{LOG_REL}, line 2, answers[[]{i}[]].params: attempt 2 (line 2): item "
         f"'{ans['item']}' params * differ from seed 17's draw *; fix or remove that line by hand*"
     ])
+
+
+def test_an_attempt_dated_in_the_future_is_broken(quiz_ws, pytester):
+    """Red-team A14: a passing attempt typed with a 2031 finish time."""
+    rec = attempt_record(12)
+    rec["started"], rec["finished"] = "2031-05-01T00:00:00+00:00", "2031-05-01T00:05:00+00:00"
+    write_log(pytester.path, rec)
+    git_commit_all(pytester.path)
+    quiz_ws().stdout.fnmatch_lines([f"BROKEN*quiz-passed*{LOG_REL} line 1: dated in the future "
+                                    "(finished 2031-05-01T00:05:00+00:00)*"])

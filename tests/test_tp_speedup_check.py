@@ -220,3 +220,17 @@ def test_a_result_older_than_a_new_code_file_is_stale(workspace, good, pytester)
 def test_a_result_that_records_no_sources_is_stale(workspace, good):
     result = workspace(good, sources=False)
     result.stdout.fnmatch_lines(["STALE    tp-speedup-committed  results/synthetic-cuda-2gpu.json records no sources*"])
+
+
+def test_a_run_on_local_gpus_is_not_a_cloud_run(workspace, good, pytester):
+    """Red-team A05: the DoD says 2 cloud GPUs; a result and ledger rows of provider `local` do not count."""
+    ledger = pytester.path / "ledger.md"
+    ledger.write_text(ledger.read_text().replace("| runpod |", "| local |"))
+    good["pod"] = {"provider": "local", "id": "pod-learner"}
+    _broken(workspace(good), "results/synthetic-cuda-2gpu.json: ran on provider local, not a cloud pod*")
+
+
+def test_a_result_dated_in_the_future_is_broken(workspace, good):
+    """Red-team A14: a result typed with 2031 times."""
+    good["finished_utc"] = "2031-05-01T00:05:00Z"
+    _broken(workspace(good), "results/synthetic-cuda-2gpu.json: dated in the future (finished_utc 2031-05-01T00:05:00Z)*")
