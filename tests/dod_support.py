@@ -76,6 +76,11 @@ def workflow_accepts(report: Path) -> bool:
     jq = shutil.which("jq")
     if jq is None:
         doc = json.loads(report.read_text())
+        items = doc.get("items") or []
         return bool(doc["gate"]["passed"] and doc["gate"]["verdict"] == "passed" and doc["gate"]["isolated"]
-                    and doc["isolation"]["isolated"] and (doc["canonical"] or {}).get("trusted"))
+                    and doc["isolation"]["isolated"] and (doc["canonical"] or {}).get("trusted")
+                    and doc["gate"].get("rederived") == [] and items
+                    and doc["summary"]["done"] == doc["summary"]["total"] == len(items)
+                    and all(it["state"] == "done" and "copied" not in (it.get("flags") or [])
+                            and all(e.get("copied") is None for e in it.get("evidence") or []) for it in items))
     return subprocess.run([jq, "-e", workflow_verdict(), str(report)], capture_output=True).returncode == 0

@@ -363,3 +363,41 @@ def test_a07_a_kit_installed_from_inside_the_workspace_fails_the_gate(tmp_path):
     assert doc["gate"]["rederived"] == [f"the kit is installed from inside the workspace (editable: "
                                         f"{REPO / 'pytest_distcheck'}): a grader cannot trust it"]
     assert lines[-1].startswith("distcheck gate: verdict re-derived from the sub-session's report: FAILED (the kit")
+
+
+@pytest.mark.parametrize("forge", ["none", "summary", "pending", "copied-flag", "copied-evidence", "no-items",
+                                   "not-rederived"])
+def test_a18_the_workflow_verdict_reads_the_items_not_only_the_gate_section(tmp_path, forge):
+    """Red-team A18: a hand-written report whose ``gate`` section says passed; the workflow's jq also
+    requires every item done, nothing copied and ``summary.done == summary.total``."""
+    doc = _passing_doc(["a", "b"])
+    doc["gate"]["rederived"] = []
+    if forge == "summary":
+        doc["summary"]["done"] = 1
+    elif forge == "pending":
+        doc["items"][1]["state"] = "pending"
+    elif forge == "copied-flag":
+        doc["items"][0]["flags"] = ["copied"]
+    elif forge == "copied-evidence":
+        doc["items"][0]["evidence"] = [{"path": "x", "sha256": "sha256:0", "copied": "the reference"}]
+    elif forge == "no-items":
+        doc["items"], doc["summary"] = [], {"total": 0, "done": 0}
+    elif forge == "not-rederived":
+        del doc["gate"]["rederived"]
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(doc))
+    assert workflow_accepts(report) is (forge == "none")
+
+
+def test_the_workflow_installs_the_pinned_kit_and_runs_distcheck_gate():
+    """Red-team A07/A13: CI installs the course's kit (not this repository's copy, editable) and runs
+    `distcheck gate` (not `pytest --gate`, whose outer pytest loads the repository's conftest)."""
+    import yaml
+    from dod_support import WORKFLOW
+
+    steps = yaml.safe_load(WORKFLOW.read_text())["jobs"]["gate"]["steps"]
+    runs = "\n".join(s.get("run", "") for s in steps)
+    install = next(s for s in steps if "pip install" in s.get("run", ""))
+    assert "-e" not in install["run"].split() and "pip install -e" not in runs
+    assert 'pip install "$DISTCHECK_KIT"' in install["run"] and "KIT-TAG" in install["env"]["DISTCHECK_KIT"]
+    assert "distcheck gate" in runs and "pytest --gate" not in runs

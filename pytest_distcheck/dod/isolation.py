@@ -7,10 +7,12 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
 - ``pytest --gate`` (and ``distcheck gate``) run the checks in one extra process, launched by
   :func:`run_gate` (tests/test_gate_bypasses.py, 1-5):
   ``python -I -m pytest -c <kit ini> --rootdir <root> --noconftest -p pytest_distcheck.plugin
-  -p no:cacheprovider --gate --distcheck-subsession [--dod-json P] [--dod-markdown P] <registered checks>``
+  -p no:cacheprovider --gate --distcheck-subsession --dod-json <a file of the parent's> <registered checks>``
   with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and every ``PYTEST_*``/``DISTCHECK_*`` variable removed.
   ``-I`` drops ``PYTHON*`` variables, the user site and the current folder from ``sys.path``; no
-  ``conftest.py``, no other plugin, no learner ini, ``addopts`` or ``-o`` reach it.
+  ``conftest.py``, no other plugin, no learner ini, ``addopts`` or ``-o`` reach it. It ends with
+  ``os._exit`` right after writing its report, and the parent re-derives the verdict from that report
+  (:func:`finish`; red-team A01, tests/test_gate_redteam.py).
 - Only the workspace's registered checks are collected (their files, nothing else of ``checks/``). The
   workspace file is the one the learner's run would use (``--workspace``, the ini key, found walking up);
   when its phase has a shipped DoD (:mod:`~pytest_distcheck.dod.manifest`), any other file or content is
