@@ -86,7 +86,10 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log, distcheck_evide
                                 "billed seconds of each row; a reconciled run counts the provider's bill)")
     distcheck_log(f"Cloud spend, {cfg.ledger_rel}", "\n".join(lines))
     require_committed([cfg.ledger], distcheck_workspace.root)
-    # The ledger is written on the learner's machine: self-reported unless the provider's bill confirms it.
-    label = provenance.label(accounting.confirmation(rows) == "confirmed by the provider")
-    distcheck_evidence(flags=[label])
+    # The ledger is written on the learner's machine, reconciled rows included: the provider is not asked in
+    # this run, so the evidence is self-reported whatever the ledger says (red-team A03).
+    label = provenance.SELF_REPORTED
+    if accounting.confirmation(rows) == "confirmed by the provider":
+        label += " (reconciled row in the ledger, not re-checked in this run)"
+    distcheck_evidence(flags=[provenance.SELF_REPORTED])
     pytest_distcheck.done(f"evidence checked, {label}: {lines[0]}")

@@ -175,3 +175,15 @@ def test_an_overrun_past_a_ceiling_is_broken_and_named(phase: pytest.Pytester):
     result = run_check(phase)
     result.stdout.fnmatch_lines(["*BROKEN*spend-within-budget*tp-inference rows (lines *) total $3.54 > its ceiling "
                                  "$3.00*"])
+
+
+def test_a_reconciled_row_read_from_the_ledger_is_not_confirmed(phase: pytest.Pytester):
+    """Red-team A03: a `reconciled` row typed into the ledger; the provider was not asked in this run."""
+    ledger = use(phase, "ledger-within.md")
+    kept = [line for line in ledger.read_text().splitlines() if "bbbb2222" not in line and "cccc3333" not in line]
+    ledger.write_text("\n".join(kept) + "\n| 2026-12-01T10:20:00Z | aaaa1111-01 | reconciled | runpod | RTX 4090 x 2 | "
+                      "611 | 1.18 | 0.2003 | USD | tp-inference | tests/test_tp.py::test_speedup | podA |\n")
+    git_commit_all(phase.path)
+    result = run_check(phase)
+    result.stdout.fnmatch_lines(["DONE*spend-within-budget*evidence checked, self-reported (reconciled row in the "
+                                 "ledger, not re-checked in this run): *"])
