@@ -299,12 +299,23 @@ if "--distcheck-subsession" in _s.argv:
 
 def test_a01_an_atexit_hook_of_lab_code_cannot_rewrite_the_report_or_the_exit_status(pytester):
     """Red-team A01/A02: the sub-session ends with os._exit right after its report, so the hook never runs;
-    the outer process re-derives the verdict from the report."""
+    the outer process re-derives the verdict from the report. The same lab code also changes a constant of
+    a kit module the sub-session itself imports only at the end (A12b: ``report.FAILED``)."""
     root = phase35(pytester)
     init = root / "experiments" / "__init__.py"
-    init.write_text(init.read_text() + ATEXIT_FORGER)
-    result, report = gate(pytester, "--dod-markdown", "summary.md")
+    init.write_text(init.read_text() + ATEXIT_FORGER
+                    + "import pytest_distcheck.dod.report as _r\n_r.FAILED = _r.PASSED\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gate", "--dod-json", "report.json", "--dod-markdown",
+                                "summary.md")
+    assert result.ret != 0 and not workflow_accepts(pytester.path / "report.json")
+    # The sub-session's own table says "gate: PASSED (0/6 items done)" (its FAILED is "passed"): only the
+    # last line, the outer process's, is the verdict.
+    assert result.stdout.lines[-1].startswith("distcheck gate: verdict re-derived from the sub-session's report: "
+                                              "FAILED ("), result.stdout.lines[-1]
+    report = json.loads((pytester.path / "report.json").read_text())
     assert report["gate"]["verdict"] == "failed" and report["summary"]["done"] < report["summary"]["total"]
+    assert all(it["state"] == "untrusted" for it in report["items"]), report["items"]
+    assert "pytest_distcheck.dod.report.FAILED was changed" in report["items"][0]["reason"]
     assert "not done: ddp-allreduce-logged" in " ".join(report["gate"]["rederived"])
     result.stdout.fnmatch_lines(["distcheck gate: verdict re-derived from the sub-session's report: FAILED (*"])
     assert "gate: PASSED" not in (root / "summary.md").read_text()
