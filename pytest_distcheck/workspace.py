@@ -9,6 +9,7 @@ finds its repository.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -109,8 +110,8 @@ class Workspace:
     def resolve(self, relpath: str, field: str = "") -> Path:
         """A path from the file, made absolute against the workspace root.
 
-        The kit reads and writes these paths (the ledger, live logs, the diagram page), so they must
-        stay inside the root: an absolute path or one that climbs out (``../..``, a symlink) is an
+        The path is returned as named, with ``..`` folded but links not followed. The kit reads and writes
+        these paths (the ledger, live logs, the diagram page), so they must stay inside the root: an absolute path or one that climbs out (``../..``, a symlink) is an
         error naming ``field``, unless the file sets ``allow_paths_outside_root = true`` at its top.
 
         Raises:
@@ -122,7 +123,9 @@ class Workspace:
             raise ConfigError(self.path, field or relpath, f"{relpath!r} is outside the workspace root {root}; paths "
                               "in this file are relative to it (set allow_paths_outside_root = true at the top of "
                               "the file to allow this)")
-        return path
+        # The path as named (``..`` folded, links inside the root kept): a learner's path linking into the
+        # reference solutions must not read as the reference itself (red-team A09).
+        return Path(os.path.normpath(root / relpath))
 
 
 def load_workspace(path: Path, root: Path | None = None) -> Workspace:

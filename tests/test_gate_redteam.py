@@ -424,3 +424,23 @@ def test_the_workflow_installs_the_pinned_kit_and_runs_distcheck_gate():
     assert "-e" not in install["run"].split() and "pip install -e" not in runs
     assert 'pip install "$DISTCHECK_KIT"' in install["run"] and "KIT-TAG" in install["env"]["DISTCHECK_KIT"]
     assert "distcheck gate" in runs and "pytest --gate" not in runs
+
+
+def test_a09_a_workspace_path_linking_into_its_solutions_folder_is_a_copy(tmp_path):
+    """A fork of the kit as the workspace: the learner's path, as the workspace resolves it, keeps the link
+    (resolving it would name the reference in place)."""
+    from pytest_distcheck.dod.provenance import copied_from
+    from pytest_distcheck.workspace import load_workspace
+
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "distcheck.toml").write_text(
+        "[phase]\nid = 't'\ntitle = 't'\n[[items]]\nid = 'a'\ntitle = 't'\nhow = 'h'\n")
+    ref = tmp_path / "solutions" / "docs" / "notes" / "fsdp.md"
+    ref.parent.mkdir(parents=True)
+    shutil.copy(REPO / "solutions" / "docs" / "notes" / "fsdp.md", ref)
+    (tmp_path / "docs" / "notes").mkdir(parents=True)
+    (tmp_path / "docs" / "notes" / "fsdp.md").symlink_to("../../solutions/docs/notes/fsdp.md")
+    ws = load_workspace(tmp_path / "checks" / "distcheck.toml")
+    assert copied_from(ws.resolve("docs/notes/fsdp.md")) == ("it links to the reference solution "
+                                                             "solutions/docs/notes/fsdp.md")
+    assert copied_from(ws.resolve("solutions/docs/notes/fsdp.md")) is None
