@@ -444,3 +444,6 @@ def test_a09_a_workspace_path_linking_into_its_solutions_folder_is_a_copy(tmp_pa
     assert copied_from(ws.resolve("docs/notes/fsdp.md")) == ("it links to the reference solution "
                                                              "solutions/docs/notes/fsdp.md")
     assert copied_from(ws.resolve("solutions/docs/notes/fsdp.md")) is None
+    from pytest_distcheck.dod.provenance import evidence_entry
+    (entry,) = evidence_entry([ws.resolve("docs/notes/fsdp.md")], ws.root)["files"]
+    assert entry["path"] == "docs/notes/fsdp.md" and entry["copied"].startswith("it links to")

@@ -184,10 +184,13 @@ def evidence_entry(paths: Iterable[Path], root: Path, flags: Iterable[str] = ())
         path = Path(path)
         if not path.is_file():
             continue
-        try:
-            rel = path.resolve().relative_to(Path(root).resolve()).as_posix()
-        except ValueError:
-            rel = str(path)
+        rel = str(path)
+        for named in (path.absolute(), path.resolve()):  # the learner's name for it first, not a link's target
+            try:
+                rel = named.relative_to(Path(root).resolve()).as_posix()
+                break
+            except ValueError:
+                continue
         files.append({"path": rel, "sha256": _digest(path.read_bytes()), "copied": copied_from(path)})
     flags = list(dict.fromkeys(flags)) + (["copied"] if any(f["copied"] for f in files) else [])
     return {"files": files, "flags": list(dict.fromkeys(flags))}
