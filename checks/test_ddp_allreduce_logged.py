@@ -14,6 +14,7 @@ from pytest_distcheck.bandwidth import check_sanity, format_sweep, load_result
 from pytest_distcheck.committed import require_committed
 from pytest_distcheck.errors import ConfigError
 
+
 def _run_counting_all_reduces(run, cfg):
     """On a rank: ``run(cfg)`` and how many ``torch.distributed.all_reduce`` calls it made (red-team A11:
     a run() returning a canned log runs none). Sent to the ranks by value."""

@@ -5,10 +5,10 @@ Done only when a committed result in ``[tp_inference] results_dir`` was produced
 and its run id has ledger rows (``[budget] ledger``) counted against ``[tp_inference] experiment``
 whose cost is within ``[budget.experiment_ceilings_usd]`` for it, and names the pod (provider, id) those
 rows name. The kit's own synthetic fixtures are never evidence. The result and the ledger are typed or
-copied on the learner's machine, so a pass is *self-reported*, a reconciled row in the ledger included (it is
-read, not asked of the provider in this run; :mod:`pytest_distcheck.dod.provenance`). It is stale when a code file of the
-lab (``[tp_inference] code``, ``*.py``) changed since the result was produced (or the result does not
-record it). CPU results are read (and must be valid) but are not evidence for this item.
+copied on the learner's machine, so a pass is *self-reported*, a reconciled row in the ledger included
+(it is read, not asked of the provider in this run; :mod:`pytest_distcheck.dod.provenance`). It is stale
+when a code file of the lab (``[tp_inference] code``, ``*.py``) changed since the result was produced (or
+the result does not record it). CPU results are read (and must be valid) but are not evidence for this item.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def _hidden_changes(files: list[Path], blobs: dict[Path, tuple[str, str]], root:
     hashed = _git(root, "hash-object", "--", *[str(f) for f in files])
     if hashed.returncode != 0:
         return set(files)  # unreadable content is not the committed content
-    return {f for f, h in zip(files, hashed.stdout.split()) if h != blobs[f][1]}
+    return {f for f, h in zip(files, hashed.stdout.split(), strict=False) if h != blobs[f][1]}
 
 
 def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:

@@ -27,6 +27,7 @@ import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -189,12 +190,12 @@ def require_consistent(what: str, stored: Any, recomputed: Any, *, where: str, t
 FUTURE_SLACK_S = 300.0
 
 
-def in_the_future(stamp: object, now: "datetime | None" = None) -> bool:
+def in_the_future(stamp: object, now: datetime | None = None) -> bool:
     """Whether an ISO 8601 time stamp (``2026-11-30T12:00:00Z``; no zone: UTC) lies more than
     :data:`FUTURE_SLACK_S` seconds after ``now`` (default: the current time). Evidence dated in the future
     was typed, not produced (red-team A14). A value that is not such a stamp is not in the future (its
     schema check names it)."""
-    from datetime import UTC, datetime
+    from datetime import UTC
 
     if not isinstance(stamp, str):
         return False

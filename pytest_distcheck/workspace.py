@@ -111,7 +111,8 @@ class Workspace:
         """A path from the file, made absolute against the workspace root.
 
         The path is returned as named, with ``..`` folded but links not followed. The kit reads and writes
-        these paths (the ledger, live logs, the diagram page), so they must stay inside the root: an absolute path or one that climbs out (``../..``, a symlink) is an
+        these paths (the ledger, live logs, the diagram page), so they must stay inside the root: an
+        absolute path or one that climbs out (``../..``, a symlink) is an
         error naming ``field``, unless the file sets ``allow_paths_outside_root = true`` at its top.
 
         Raises:

@@ -273,7 +273,8 @@ def test_a09_a_learner_path_linking_into_the_reference_solutions_is_a_copy(tmp_p
     assert copied_from(note) == "it links to the reference solution solutions/docs/notes/fsdp.md"
     linked_dir = tmp_path / "docs2"
     linked_dir.symlink_to(REPO / "solutions" / "docs")
-    assert copied_from(linked_dir / "tp-sharding.md") == "it links to the reference solution solutions/docs/tp-sharding.md"
+    assert copied_from(linked_dir / "tp-sharding.md") == (
+        "it links to the reference solution solutions/docs/tp-sharding.md")
     assert copied_from(REPO / "solutions" / "docs" / "notes" / "fsdp.md") is None  # the reference itself
 
 
@@ -366,10 +367,9 @@ def test_the_verdict_is_re_derived_from_the_items_not_taken_from_the_gate_sectio
 def test_a07_a_kit_installed_from_inside_the_workspace_fails_the_gate(tmp_path):
     """In-process: red-team A07 (the learner's fork installed editable, its kit source editable): the kit
     imported lies under the workspace root, so the gate cannot pass whatever the report says."""
+    import pytest_distcheck
     from pytest_distcheck.dod import isolation
     from pytest_distcheck.workspace import load_workspace
-
-    import pytest_distcheck
 
     root = REPO  # this checkout holds the kit (editable) and a Phase 35 workspace file
     kit = Path(pytest_distcheck.__file__).resolve().parent

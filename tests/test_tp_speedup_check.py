@@ -233,14 +233,16 @@ def test_a_run_on_local_gpus_is_not_a_cloud_run(workspace, good, pytester):
 def test_a_result_dated_in_the_future_is_broken(workspace, good):
     """Red-team A14: a result typed with 2031 times."""
     good["finished_utc"] = "2031-05-01T00:05:00Z"
-    _broken(workspace(good), "results/synthetic-cuda-2gpu.json: dated in the future (finished_utc 2031-05-01T00:05:00Z)*")
+    _broken(workspace(good),
+            "results/synthetic-cuda-2gpu.json: dated in the future (finished_utc 2031-05-01T00:05:00Z)*")
 
 
 def test_a_reconciled_row_read_from_the_ledger_is_not_confirmed(workspace, good, pytester):
     """Red-team A03: a `reconciled` row typed into the ledger; the provider was not asked in this run."""
     ledger = pytester.path / "ledger.md"
-    ledger.write_text(ledger.read_text() + "| 2026-01-01T00:20:00Z | r0learner-0001 | reconciled | runpod | TEST GPU x 2 "
-                      "| 900 | 2.78 | 0.6950 | USD | tp-inference | tests/test_tp.py::test_speedup | pod-learner |\n")
+    ledger.write_text(ledger.read_text() + "| 2026-01-01T00:20:00Z | r0learner-0001 | reconciled | runpod "
+                      "| TEST GPU x 2 | 900 | 2.78 | 0.6950 | USD | tp-inference | tests/test_tp.py::test_speedup "
+                      "| pod-learner |\n")
     result = workspace(good)
     result.stdout.fnmatch_lines(["DONE     tp-speedup-committed  evidence checked, self-reported (reconciled row in "
                                  "the ledger, not re-checked in this run): 1 GPU result(s)*"])
