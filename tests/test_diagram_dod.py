@@ -45,8 +45,12 @@ def make_phase(root: Path) -> None:
 
 
 @pytest.fixture
-def phase(pytester: pytest.Pytester) -> pytest.Pytester:
+def phase(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """The phase's workspace file, the diagram check and the plan module; no page yet."""
+    # An `experiments` package imported by an earlier test of this worker (another phase) would be the one
+    # the check reads, not this phase's: pytester restores sys.modules after a test, not before.
+    for name in [m for m in sys.modules if m == "experiments" or m.startswith("experiments.")]:
+        monkeypatch.delitem(sys.modules, name)
     make_phase(pytester.path)
     return pytester
 
