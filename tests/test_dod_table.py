@@ -68,6 +68,11 @@ def test_failed_assert_is_broken_other_exceptions_are_errors(workspace_dir):
                                  "BLOCKED  beta   blocked by alpha (broken)"])
     result = run(workspace_dir, alpha="{}['missing']")
     result.stdout.fnmatch_lines(["ERROR    alpha  check crashed in call: KeyError: 'missing'"])
+    # The kit's ConfigError names wrong input and where (red-team A10b: evidence linked from outside the root).
+    result = run(workspace_dir, alpha="raise __import__('pytest_distcheck.errors').errors.ConfigError("
+                 "'w.toml', 'page', 'docs/x.md is outside the workspace root')")
+    result.stdout.fnmatch_lines(["ERROR    alpha  wrong input: w.toml, page: docs/x.md is outside the workspace root"])
+    assert "crashed" not in result.stdout.str()
 
 
 def test_stale_is_reported_and_fails_the_gate(workspace_dir):

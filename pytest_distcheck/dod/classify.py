@@ -1,7 +1,8 @@
 """From what a DoD check did to its state: the kit's observation first, pytest's report second.
 
 A check that returned means done; ``pending``/``broken``/``stale`` (and the kit's ``Blocked``) say
-so themselves; a failing ``assert`` is broken; a skip is pending; anything else is an error. Where
+so themselves; a failing ``assert`` is broken; a skip is pending; anything else is an error (the kit's ``ConfigError``, wrong
+input named with where, is shown as such, not as a crash). Where
 the report says passed but the kit saw the function raise, or never saw it run, the outcome is
 untrusted: something between the check and its report changed it.
 """
@@ -15,6 +16,7 @@ import pytest
 from pytest_distcheck.dod.integrity import Observer
 from pytest_distcheck.dod.outcome import DodOutcome, Done
 from pytest_distcheck.dod.state import CheckOutcome, State
+from pytest_distcheck.errors import ConfigError
 
 
 def _first_line(text: str, default: str) -> str:
@@ -38,6 +40,9 @@ def from_exception(item_id: str, nodeid: str, exc: BaseException, when: str) -> 
         return CheckOutcome(item_id, nodeid, State.PENDING, f"marked xfail: {exc.msg}")
     if when == "call" and isinstance(exc, AssertionError):
         return CheckOutcome(item_id, nodeid, State.BROKEN, _first_line(str(exc), "assertion failed"))
+    if isinstance(exc, ConfigError):
+        # Wrong input (a workspace field, evidence linked from outside the root) is the learner's to fix.
+        return CheckOutcome(item_id, nodeid, State.ERROR, f"wrong input: {_first_line(str(exc), '')}")
     return CheckOutcome(item_id, nodeid, State.ERROR,
                         f"check crashed in {when}: {type(exc).__name__}: {_first_line(str(exc), '')}".rstrip(": "))
 
