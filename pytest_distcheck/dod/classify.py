@@ -1,9 +1,8 @@
 """From what a DoD check did to its state: the kit's observation first, pytest's report second.
 
 A check that returned means done; ``pending``/``broken``/``stale`` (and the kit's ``Blocked``) say
-so themselves; a failing ``assert`` is broken; a skip is pending; anything else is an error (the kit's ``ConfigError``, wrong
-input named with where, is shown as such, not as a crash). Where
-the report says passed but the kit saw the function raise, or never saw it run, the outcome is
+so themselves; a failing ``assert`` is broken; a skip is pending; anything else is an error (the kit's
+``ConfigError``, wrong input named with where, is shown as such, not as a crash). Where the report says passed but the kit saw the function raise, or never saw it run, the outcome is
 untrusted: something between the check and its report changed it.
 """
 
