@@ -2,8 +2,9 @@
 
 A check that returned means done; ``pending``/``broken``/``stale`` (and the kit's ``Blocked``) say
 so themselves; a failing ``assert`` is broken; a skip is pending; anything else is an error (the kit's
-``ConfigError``, wrong input named with where, is shown as such, not as a crash). Where the report says passed but the kit saw the function raise, or never saw it run, the outcome is
-untrusted: something between the check and its report changed it.
+``ConfigError``, wrong input named with where, is shown as such, not as a crash). Where the report says
+passed but the kit saw the function raise, or never saw it run, the outcome is untrusted: something
+between the check and its report changed it.
 """
 
 from __future__ import annotations
