@@ -12,6 +12,7 @@ import pytest
 import pytest_distcheck
 from pytest_distcheck.bandwidth import check_sanity, format_sweep, load_result
 from pytest_distcheck.committed import require_committed
+from pytest_distcheck.dod import provenance
 from pytest_distcheck.errors import ConfigError
 
 
@@ -66,7 +67,7 @@ def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, di
         pytest_distcheck.broken(f"the lab's log claims {claimed} timed all-reduces (sweep and DDP buckets) but "
                                 f"the ranks ran {ran}: the log must come from the run itself")
     distcheck_log(f"DDP lab, live on {WORLD_SIZE} gloo ranks (log: {path})", lab.format_table(fresh))
-    distcheck_evidence(path, flags=["confirmed"])
+    distcheck_evidence(path, flags=[provenance.CONFIRMED])
     pytest_distcheck.done(f"evidence checked, confirmed: the lab ran live on {WORLD_SIZE} gloo ranks in this run")
 
 

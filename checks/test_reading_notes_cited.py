@@ -15,6 +15,7 @@ from pytest_distcheck.citations.config import notes_config
 from pytest_distcheck.citations.resolver import Resolver
 from pytest_distcheck.citations.verdict import notes_verdict
 from pytest_distcheck.citations.verifier import verify_note
+from pytest_distcheck.dod import provenance
 
 LAB = "docs/lab/03-megatron-fsdp-reading.md"
 
@@ -46,5 +47,5 @@ def test_reading_notes_cite_design_decisions(distcheck_workspace, distcheck_log,
     if verdict.state == "broken":
         pytest_distcheck.broken(verdict.reason)
     distcheck_log("Reading notes, citations verified against the installed sources", verdict.reason)
-    distcheck_evidence(flags=["confirmed"])
+    distcheck_evidence(flags=[provenance.CONFIRMED])
     pytest_distcheck.done("evidence checked, confirmed: every citation resolved in the installed sources")

@@ -88,8 +88,6 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log, distcheck_evide
     require_committed([cfg.ledger], distcheck_workspace.root)
     # The ledger is written on the learner's machine, reconciled rows included: the provider is not asked in
     # this run, so the evidence is self-reported whatever the ledger says (red-team A03).
-    label = provenance.SELF_REPORTED
-    if accounting.confirmation(rows) == "confirmed by the provider":
-        label += " (reconciled row in the ledger, not re-checked in this run)"
+    label = provenance.ledger_label(accounting.confirmation(rows) == "confirmed by the provider")
     distcheck_evidence(flags=[provenance.SELF_REPORTED])
     pytest_distcheck.done(f"evidence checked, {label}: {lines[0]}")

@@ -17,6 +17,7 @@ from pytest_distcheck.diagram.check import check_page, svg_state
 from pytest_distcheck.diagram.config import diagram_config
 from pytest_distcheck.diagram.generate import unedited_start
 from pytest_distcheck.diagram.mermaid import MermaidParser
+from pytest_distcheck.dod import provenance
 
 # DoD item tp-diagram-committed fixes the plan the diagram draws (Megatron-LM, sec. 3): the workspace's plan
 # module is the learner's code, so it must hold at least these (red-team A17: a plan shrunk to one layer).
@@ -64,5 +65,5 @@ def test_tp_diagram_matches_the_plan(distcheck_workspace, distcheck_log, distche
         f"({', '.join(f'{p} {s}' for p, s in cfg.plan.items())}) on {cfg.world_size} ranks; "
         f"{cfg.svg_rel} is current",
     )
-    distcheck_evidence(flags=["confirmed"])
+    distcheck_evidence(flags=[provenance.CONFIRMED])
     pytest_distcheck.done("evidence checked, confirmed: the diagram matches the plan")

@@ -118,9 +118,7 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
     best = max(result["speedups"], key=lambda s: s["decode"])
     from pytest_distcheck.budget.accounting import provider_confirmed
 
-    # A reconciled row is read from the learner's ledger, not asked of the provider in this run (red-team A03).
-    label = provenance.SELF_REPORTED + (" (reconciled row in the ledger, not re-checked in this run)"
-                                        if provider_confirmed(rows, run_id) else "")
+    label = provenance.ledger_label(provider_confirmed(rows, run_id))
     return (f"{label}: {rel}: {result['device']['count']} x {result['device']['name']} ({result['backend']}), "
             f"run {run_id} cost ${charge.usd:.4f} of ${ceiling} ({'settled' if charge.settled else 'open'}); "
             f"best decode speedup {best['decode']:.2f}x at TP {best['tp']}, batch {best['batch_size']}, "

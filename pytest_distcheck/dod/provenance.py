@@ -15,9 +15,10 @@ either *confirmed* or only *self-reported* (issue 13, point 3).
   Markdown after whitespace normalisation), and a check names the files it judged with the
   ``distcheck_evidence`` fixture; a file that is a copy (:func:`copied_from`) makes its check untrusted.
   Files that ship identical in the learner's starting workspace (the empty ledger) are not fingerprinted.
-- Provider confirmation belongs to the spend-integrity work (issue 18): a run whose ledger rows the
-  provider's bill confirms (:func:`pytest_distcheck.budget.accounting.provider_confirmed`, after
-  ``distcheck budget --reconcile``) is *confirmed*; :func:`label` turns that answer into the table's word.
+- Provider confirmation belongs to the spend-integrity work (issue 18). A ``reconciled`` row in the
+  ledger (written by ``distcheck budget --reconcile``) is read from the learner's file, not asked of the
+  provider in this run, so it never makes ledger evidence *confirmed* (red-team A03);
+  :func:`ledger_label` says self-reported and notes the reconciled row.
 """
 
 from __future__ import annotations
@@ -232,6 +233,8 @@ def fixture_rows(rows: Iterable[Any]) -> list[Any]:
     return [r for r in rows if r.run_id in fp["run_ids"] or MARKER in f"{r.resource} {r.resource_id}".upper()]
 
 
-def label(confirmed: bool | None) -> str:
-    """The table's word for evidence: ``confirmed`` only when a provider (or a live run) confirmed it."""
-    return CONFIRMED if confirmed else SELF_REPORTED
+def ledger_label(reconciled: bool | None) -> str:
+    """The table's word for evidence read from the spend ledger: always *self-reported*; ``reconciled``
+    (the ledger holds the provider's bill for it, :mod:`pytest_distcheck.budget.accounting`) adds that this
+    row was not re-checked in this run (red-team A03: such a row can be typed by hand)."""
+    return SELF_REPORTED + (" (reconciled row in the ledger, not re-checked in this run)" if reconciled else "")
