@@ -166,9 +166,7 @@ def finish(root: Path, workspace_rel: str, text: str | None, rc: int, json_path:
     except (ConfigError, OSError):
         item_ids = []
     whys = rederive(doc, item_ids, rc) if item_ids else ["the workspace file cannot be read"]
-    kit = Path(__file__).resolve().parents[1]
-    if kit == root.resolve() or root.resolve() in kit.parents:
-        whys.append(f"the kit is installed from inside the workspace (editable: {kit}): a grader cannot trust it")
+    whys += kit_inside(root)
     if isinstance(doc, dict) and isinstance(doc.get("gate"), dict):
         said = doc["gate"].get("verdict")
         doc["gate"].update(passed=not whys, verdict=PASSED if not whys else UNVERIFIED if said == UNVERIFIED
@@ -298,8 +296,7 @@ def problems(config: pytest.Config) -> list[str]:
     expected = ini_text(config.rootpath, str(config.getini("distcheck_config")))
     if ini is None or ini.name != INI_NAME or ini.read_text(encoding="utf-8") != expected:
         out.append(f"the ini file {ini} is not the kit's")
-    if _inside(KIT_DIR, config.rootpath.resolve()):
-        out.append(f"the kit is installed from inside the workspace (editable: {KIT_DIR}): a grader cannot trust it")
+    out += kit_inside(config.rootpath)
     trusted = (KIT_DIR, *_PYTEST_DIRS)
     for name, plugin in config.pluginmanager.list_name_plugin():
         if plugin is None:
@@ -308,6 +305,16 @@ def problems(config: pytest.Config) -> list[str]:
         if not where or not any(_inside(Path(where).resolve(), d) for d in trusted):
             out.append(f"plugin {name!r} from {where or 'an unknown place'} is loaded")
     return out
+
+
+def kit_inside(root: Path) -> list[str]:
+    """``[why]`` when the kit imported here lives under the workspace ``root`` (an editable install of the
+    learner's fork, whose kit source they can edit: red-team A07), else ``[]``."""
+    from pytest_distcheck.dod.integrity import KIT_DIR, _inside
+
+    if _inside(KIT_DIR, Path(root).resolve()):
+        return [f"the kit is installed from inside the workspace (editable: {KIT_DIR}): a grader cannot trust it"]
+    return []
 
 
 def expose_root(root: Path) -> None:
