@@ -53,9 +53,8 @@ def run(args: argparse.Namespace) -> int:
     if args.pod:
         from pytest_distcheck.pods.timings import Timings
 
-        # The same sum pods/lease.py reserves: run time + ready timeout + teardown.
         t = Timings()
-        seconds += t.ready_timeout + t.teardown
+        seconds = t.reserved_seconds(seconds)  # what pods/lease.py reserves
         span = (f", reserved as gpu_pod does: {args.minutes:g} min run + {t.ready_timeout / 60:g} min to get ready + "
                 f"{t.teardown / 60:g} min to terminate = {seconds / 60:g} min")
     est = guard.estimate(args.provider, args.gpu, args.count, seconds, args.cloud)

@@ -89,8 +89,7 @@ class Lease:
     # -- entering ------------------------------------------------------------------------------
     def __enter__(self) -> LeasedPod:
         rate = self.provider.rate(self.request)  # Unavailable here: nothing reserved, nothing to undo
-        t = self.timings
-        self.reservation = self._reserve(self.request.seconds + t.ready_timeout + t.teardown, rate)
+        self.reservation = self._reserve(self.timings.reserved_seconds(self.request.seconds), rate)
         try:
             self._start()
         except BaseException:

@@ -55,6 +55,11 @@ class Timings:
             raise ValueError(f"heartbeat_stale ({self.heartbeat_stale:g}) must exceed heartbeat_every "
                              f"({self.heartbeat_every:g}), or the pod ends itself while the client is alive")
 
+    def reserved_seconds(self, run_seconds: float) -> float:
+        """Seconds of pod time a lease reserves for ``run_seconds`` of work: the run, plus up to
+        ``ready_timeout`` to get the pod ready and ``teardown`` to terminate it (both billed)."""
+        return run_seconds + self.ready_timeout + self.teardown
+
     @classmethod
     def parse(cls, text: str, source: str = "timings") -> Timings:
         """``"name=seconds name=seconds ..."`` (spaces or commas between) over the defaults.
