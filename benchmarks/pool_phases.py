@@ -12,7 +12,10 @@ Starts a 2-rank :class:`~pytest_distcheck.ranks.pool.RankPool` and prints median
   ranks' output files, unpickling results), timed by wrapping the pool's functions; what is left of
   ``_collect`` is waiting for the ranks (their work plus waking up processes on the shared cores);
 - a rank's ``_restore`` (the per-call state reset, after the reply, off the caller's path but on
-  the same 2 cores), timed inside the rank.
+  the same 2 cores), timed inside the rank;
+- the floor under any design that keeps rank processes: one byte written to each of 2 plain forked
+  processes and one read back from each (``os.write``/``os.read`` on pipes, no Python objects sent),
+  after 0.3 ms of busy work in this process, as pytest does between tests.
 """
 
 from __future__ import annotations
@@ -65,6 +68,45 @@ def timed_restore(n: int) -> float:
     return statistics.median(times)
 
 
+def _echo_byte(r: int, w: int) -> None:
+    while os.read(r, 1):
+        os.write(w, b"x")
+    os._exit(0)
+
+
+def round_trip_floor(n: int, busy_s: float = 0.0003) -> float:
+    """Median seconds of one fan-out/fan-in of a byte to 2 forked processes, after ``busy_s`` of work."""
+    ends: list[tuple[int, int, int]] = []
+    for _ in range(2):
+        to_child, from_parent = os.pipe()
+        to_parent, from_child = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            # the parent's ends (also of an earlier child's pipes) held open here: no EOF, no exit
+            for fd in (from_parent, to_parent, *(fd for _, w, r in ends for fd in (w, r))):
+                os.close(fd)
+            _echo_byte(to_child, from_child)
+        os.close(to_child)
+        os.close(from_child)
+        ends.append((pid, from_parent, to_parent))
+    times = []
+    for _ in range(n):
+        end = time.perf_counter() + busy_s
+        while time.perf_counter() < end:
+            pass
+        t0 = time.perf_counter()
+        for _, w, _ in ends:
+            os.write(w, b"x")
+        for _, _, r in ends:
+            os.read(r, 1)
+        times.append(time.perf_counter() - t0)
+    for pid, w, r in ends:
+        os.close(w)
+        os.close(r)
+        os.waitpid(pid, 0)
+    return statistics.median(times)
+
+
 def _median_ms(pool: pool_mod.RankPool, fn: Callable[[], Any], n: int) -> float:
     times = []
     for _ in range(n):
@@ -111,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 _wrap(stack, pool, name, phases)
             _wrap(stack, pool._env, "diff", phases)
             for conn in pool._conns:
-                _wrap(stack, conn, "send", phases)
+                _wrap(stack, conn, "send_bytes", phases)
             for output in pool._outputs:
                 _wrap(stack, output, "call_text", phases)
             _median_ms(pool, noop, n)
@@ -121,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:18s} {statistics.median(times) * 1e6:7.1f} us" + (f" x {per_call}" if per_call > 1 else ""))
         restore = pool.run(timed_restore, (4 * n,), {}, 60)
         print(f"rank's state reset after each call: {statistics.median(restore) * 1e6:.1f} us")
+        floor = round_trip_floor(n)
+        print(f"floor: a byte to 2 plain processes and back, after 0.3 ms busy: {floor * 1e6:.1f} us")
         print(f"load average (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} logical CPUs")
     finally:
         pool.close()

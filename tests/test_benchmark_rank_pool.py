@@ -81,5 +81,25 @@ def test_pool_phases_script_runs_and_names_every_phase(capsys):
     assert (pool.dump_call, pool.rewritten_modules) == kit_functions  # timing wrappers removed again
     out = capsys.readouterr().out
     for phase in ("call, function that does nothing", "the all-reduce inside rank 0", "dump_call", "send",
-                  "call_text", "_collect", "rank's state reset after each call"):
+                  "call_text", "_collect", "rank's state reset after each call", "floor: a byte to 2 plain processes"):
         assert phase in out
+
+
+def test_round_trip_floor_returns_after_reaping_its_processes():
+    from benchmarks import pool_phases
+
+    assert 0 < pool_phases.round_trip_floor(20) < 1.0  # (it waits for both echo processes to exit)
+
+
+def test_per_test_targets_against_both_trivial_tests_and_the_dispatch_alone():
+    pool = _row("pool", [1.5] + [0.0011] * 99, wall=3.0)
+    noop = _row("pool-noop", [1.5] + [0.0007] * 99, wall=2.9)
+    local = _row("torch-local", [0.5] + [0.0004] * 99, wall=2.6)
+    trivial = _row("trivial", [0.01] + [0.0002] * 99, wall=0.9)
+    trivial_torch = _row("trivial-torch", [0.01] + [0.0004] * 99, wall=2.5)
+    met = {what: (ok, measured) for what, ok, measured in rank_pool.targets([pool, noop, local, trivial, trivial_torch])}
+    assert met["per-test overhead of the pool <= 2x a trivial pytest test"] == (False, "0.70 ms vs 0.20 ms")
+    assert met["per-test overhead of the pool <= 2x a trivial pytest test in a module that imports torch"] == (
+        True, "0.70 ms vs 0.40 ms")
+    assert met["dispatch alone (a call without a collective) <= 2x a trivial pytest test"] == (
+        False, "0.50 ms vs 0.20 ms")

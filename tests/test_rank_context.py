@@ -221,3 +221,20 @@ def test_the_env_tracker_follows_changes_made_between_calls(monkeypatch):
     assert tracker.diff() == ({}, ["PATH"])
     monkeypatch.undo()
     assert tracker.diff() == ({}, [])
+
+
+def test_the_env_tracker_takes_pytests_own_variable_alone_or_with_others(monkeypatch):
+    from pytest_distcheck.ranks.context import EnvTracker
+
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "t.py::a (call)")
+    tracker = EnvTracker(dict(os.environ))
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "t.py::b (call)")  # the only change (the fast path)
+    assert tracker.diff() == ({"PYTEST_CURRENT_TEST": "t.py::b (call)"}, [])
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "t.py::c (call)")  # changed with another variable
+    monkeypatch.setenv("DISTCHECK_T_WITH", "w")
+    assert tracker.diff() == ({"PYTEST_CURRENT_TEST": "t.py::c (call)", "DISTCHECK_T_WITH": "w"}, [])
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "t.py::a (call)")  # back to the session's value
+    assert tracker.diff() == ({"DISTCHECK_T_WITH": "w"}, [])
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")
+    monkeypatch.delenv("DISTCHECK_T_WITH")
+    assert tracker.diff() == ({}, ["PYTEST_CURRENT_TEST"])

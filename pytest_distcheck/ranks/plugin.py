@@ -68,11 +68,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         atexit.unregister(registry.close)
 
 
-@pytest.fixture(scope="session")
-def _distcheck_pools(pytestconfig: pytest.Config):
-    return _registry(pytestconfig)
-
-
 def _fail(node, text: str):
     __tracebackhide__ = True
     pytest.fail(f"{node.nodeid}: {text}", pytrace=False)
@@ -115,7 +110,7 @@ def _debug_level(node, fail: bool = True) -> str | None:
 
 
 @pytest.fixture
-def dist_world(request: pytest.FixtureRequest, _distcheck_pools):
+def dist_world(request: pytest.FixtureRequest):
     """A gloo process group of N ranks (``@pytest.mark.world_size(n)``, default 2) to run code on.
 
     ``dist_world.run(fn, *args, timeout=None, **kwargs)`` runs ``fn`` on every rank, each in its own
@@ -128,10 +123,11 @@ def dist_world(request: pytest.FixtureRequest, _distcheck_pools):
     """
     from pytest_distcheck.ranks.group import RankGroup
 
+    pools = _registry(request.config)  # not a session fixture: looking one up costs every test ~20 us
     size, marker = _world_size(request)
     debug = _debug_level(request.node)
     if request.node.get_closest_marker("fresh_ranks"):
-        _distcheck_pools.restart(size, "gloo", debug)
+        pools.restart(size, "gloo", debug)
     node = request.node
 
     def check() -> None:
@@ -142,5 +138,5 @@ def dist_world(request: pytest.FixtureRequest, _distcheck_pools):
                         f"{size}. Put @pytest.mark.world_size(n) on the test, or parametrize dist_world "
                         "indirectly: @pytest.mark.parametrize('dist_world', [2, 4], indirect=True)")
 
-    return RankGroup(_distcheck_pools, size, "gloo", TIMEOUT.positive_float(request.config), debug=debug,
+    return RankGroup(pools, size, "gloo", TIMEOUT.positive_float(request.config), debug=debug,
                      live=request.config.getoption("capture") == "no", nodeid=node.nodeid, check=check)

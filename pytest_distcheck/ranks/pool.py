@@ -65,11 +65,13 @@ from __future__ import annotations
 
 import codecs
 import os
+import pickle
+import select
 import signal
 import sys
 import time
 import warnings
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
 
@@ -295,7 +297,12 @@ class RankPool:
     @property
     def alive(self) -> bool:
         """Whether every rank process is running (False before the first start and after a kill)."""
-        return bool(self._pids) and not any(pidfd_exited(fd) for fd in self._pidfds)
+        if not self._pids:
+            return False
+        poller = select.poll()  # one system call for all ranks (a pidfd turns readable when it ends)
+        for fd in self._pidfds:
+            poller.register(fd, select.POLLIN)
+        return not poller.poll(0)
 
     def pids(self) -> list[int]:
         """Process ids of the ranks, in rank order (empty while none run)."""
@@ -376,12 +383,14 @@ class RankPool:
         ctx = {"env": self._env.diff(), "cwd": os.getcwd(), "pass_rank": pass_rank,
                "rewrite": None if rewrite == self._rewrite_sent else rewrite}
         self._rewrite_sent = rewrite
-        msg = ("run", call_id, payload, self.generation, float(self.pg_timeout), list(sys.path), self._origin, ctx)
+        # Pickled once for every rank (Connection.send would pickle it again for each).
+        msg = pickle.dumps(("run", call_id, payload, self.generation, float(self.pg_timeout), sys.path,
+                            self._origin, ctx), pickle.HIGHEST_PROTOCOL)
         for output in self._outputs:
             output.mark()
         for conn in self._conns:
             try:
-                conn.send(msg)
+                conn.send_bytes(msg)
             except OSError:  # the rank is gone; _collect reports how it ended
                 pass
         outcomes, results, seqs, keep = self._collect(call_id, timeout, live, nodeid)
@@ -407,8 +416,23 @@ class RankPool:
         seqs: list[Any] = [None] * n
         keep = [False] * n
         deadline = time.monotonic() + timeout
-        pending = {self._conns[r]: r for r in range(n)}
-        pidfds = {self._pidfds[r]: r for r in range(n)}
+        # fd -> rank, for each rank's pipe and pidfd; both leave the poll set once the rank is done.
+        # (A select.poll, not multiprocessing's wait(), which builds a selector in Python on every call.)
+        poller = select.poll()
+        conn_fd: dict[int, int] = {}
+        pid_fd: dict[int, int] = {}
+        for r in range(n):
+            conn_fd[self._conns[r].fileno()] = r
+            pid_fd[self._pidfds[r]] = r
+            poller.register(self._conns[r].fileno(), select.POLLIN)
+            poller.register(self._pidfds[r], select.POLLIN)
+        pending = set(range(n))
+
+        def done(rank: int) -> None:
+            pending.discard(rank)
+            poller.unregister(self._conns[rank].fileno())
+            poller.unregister(self._pidfds[rank])
+
         timed_out = False
         try:
             while pending:
@@ -416,24 +440,24 @@ class RankPool:
                 if remaining <= 0:
                     timed_out = True
                     break
-                ready = wait([*pending, *(fd for fd, r in pidfds.items() if self._conns[r] in pending)],
-                             timeout=min(remaining, LIVE_POLL_S) if live else remaining)
+                # (an hour at most per poll: poll's int of milliseconds ends at about 24 days)
+                ready = poller.poll(1000 * min(remaining, LIVE_POLL_S if live else 3600.0))
                 if live:
                     for rank, output in enumerate(self._outputs):
                         output.tail(rank)
-                for obj in ready:
-                    rank = pending.get(obj) if isinstance(obj, Connection) else pidfds[obj]
-                    if rank is None or self._conns[rank] not in pending:
+                for fd, _ in ready:
+                    rank = conn_fd.get(fd, pid_fd.get(fd))
+                    if rank not in pending:
                         continue
                     conn = self._conns[rank]
                     # A rank that reported and then exited has both ready: read the report first.
-                    if isinstance(obj, int) and not conn.poll(0):
-                        del pending[conn]
+                    if fd in pid_fd and not conn.poll(0):
+                        done(rank)
                         outcomes[rank] = self._death(rank)
                         continue
-                    del pending[conn]
+                    done(rank)
                     try:
-                        kind, cid, outcome, result, seq, ok = conn.recv()
+                        kind, cid, outcome, result, seq, ok = pickle.loads(conn.recv_bytes())
                     except (EOFError, OSError):
                         outcomes[rank] = self._death(rank)
                         continue
@@ -446,9 +470,10 @@ class RankPool:
         except BaseException:  # KeyboardInterrupt, pytest-timeout: leave nothing running
             self.kill()
             raise
-        stacks = self._dump_stacks(list(pending.values())) if pending else {}
+        pending = sorted(pending)
+        stacks = self._dump_stacks(pending) if pending else {}
         died = any(o is not None and o.status in ("error", "died") for o in outcomes)
-        for rank in pending.values():
+        for rank in pending:
             status = "timeout" if timed_out and not died else "stopped"
             why = f"no result after {timeout:g} s" if status == "timeout" else STOPPED
             outcomes[rank] = RankOutcome(rank, status, why, stack=stacks.get(rank, ""))
