@@ -320,17 +320,20 @@ def targets(rows: list[dict]) -> list[tuple[str, bool, str]]:
         for base, what in (("trivial", "a trivial pytest test"),
                            ("trivial-torch", "a trivial pytest test in a module that imports torch")):
             if base in by:
-                trivial = by[base]["per_test_median_s"]
-                out.append((f"per-test overhead of the pool <= 2x {what}", added <= 2 * trivial,
-                            f"{added * 1e3:.2f} ms vs {trivial * 1e3:.2f} ms"))
+                out.append(_within_2x(f"per-test overhead of the pool <= 2x {what}", added, by[base]))
     if "pool-noop" in by and "trivial" in by:
         # The pool's dispatch alone: a call that does nothing against a test that does nothing, both in a
         # pytest process without torch.
         added = by["pool-noop"]["per_test_median_s"] - by["trivial"]["per_test_median_s"]
-        trivial = by["trivial"]["per_test_median_s"]
-        out.append(("dispatch alone (a call without a collective) <= 2x a trivial pytest test",
-                    added <= 2 * trivial, f"{added * 1e3:.2f} ms vs {trivial * 1e3:.2f} ms"))
+        out.append(_within_2x("dispatch alone (a call without a collective) <= 2x a trivial pytest test", added,
+                              by["trivial"]))
     return out
+
+
+def _within_2x(what: str, added_s: float, trivial: dict) -> tuple[str, bool, str]:
+    """A target line: ``added_s`` seconds per test at most twice the ``trivial`` row's per-test median."""
+    base = trivial["per_test_median_s"]
+    return what, added_s <= 2 * base, f"{added_s * 1e3:.2f} ms vs {base * 1e3:.2f} ms"
 
 
 def _host() -> dict:

@@ -97,7 +97,8 @@ def test_per_test_targets_against_both_trivial_tests_and_the_dispatch_alone():
     local = _row("torch-local", [0.5] + [0.0004] * 99, wall=2.6)
     trivial = _row("trivial", [0.01] + [0.0002] * 99, wall=0.9)
     trivial_torch = _row("trivial-torch", [0.01] + [0.0004] * 99, wall=2.5)
-    met = {what: (ok, measured) for what, ok, measured in rank_pool.targets([pool, noop, local, trivial, trivial_torch])}
+    rows = [pool, noop, local, trivial, trivial_torch]
+    met = {what: (ok, measured) for what, ok, measured in rank_pool.targets(rows)}
     assert met["per-test overhead of the pool <= 2x a trivial pytest test"] == (False, "0.70 ms vs 0.20 ms")
     assert met["per-test overhead of the pool <= 2x a trivial pytest test in a module that imports torch"] == (
         True, "0.70 ms vs 0.40 ms")

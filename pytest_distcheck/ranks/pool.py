@@ -87,7 +87,7 @@ from pytest_distcheck.ranks.payload import dump_call, origin_file
 from pytest_distcheck.ranks.rank_warnings import reissue
 from pytest_distcheck.ranks.report import STOPPED, blame, detail_rerun, known_crash
 from pytest_distcheck.ranks.tempdirs import SessionFolder
-from pytest_distcheck.ranks.zygote import Zygote, ZygoteError, pidfd_exited
+from pytest_distcheck.ranks.zygote import Zygote, ZygoteError, any_exited
 
 # After the first rank fails, how long its peers get to report before they are stopped.
 PEER_GRACE_S = 5.0
@@ -297,12 +297,7 @@ class RankPool:
     @property
     def alive(self) -> bool:
         """Whether every rank process is running (False before the first start and after a kill)."""
-        if not self._pids:
-            return False
-        poller = select.poll()  # one system call for all ranks (a pidfd turns readable when it ends)
-        for fd in self._pidfds:
-            poller.register(fd, select.POLLIN)
-        return not poller.poll(0)
+        return bool(self._pids) and not any_exited(self._pidfds)
 
     def pids(self) -> list[int]:
         """Process ids of the ranks, in rank order (empty while none run)."""
@@ -341,7 +336,7 @@ class RankPool:
     def _wait_gone(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
         for fd in self._pidfds:
-            pidfd_exited(fd, max(deadline - time.monotonic(), 0.0))
+            any_exited([fd], max(deadline - time.monotonic(), 0.0))
 
     # -- calls ------------------------------------------------------------------------------------
     def run(self, fn: Callable[..., Any], args: tuple, kwargs: dict, timeout: float, *, live: bool = False,

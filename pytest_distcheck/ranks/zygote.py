@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import recv_handle, send_handle
@@ -45,10 +46,12 @@ def die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def pidfd_exited(pidfd: int, timeout: float = 0.0) -> bool:
-    """Whether the process behind ``pidfd`` has ended (a pidfd turns readable when it does)."""
+def any_exited(pidfds: Iterable[int], timeout: float = 0.0) -> bool:
+    """Whether any process behind ``pidfds`` has ended, waiting up to ``timeout`` seconds (a pidfd turns
+    readable when its process ends; one system call for all of them)."""
     poller = select.poll()  # not select(): fd numbers may pass FD_SETSIZE in a busy pytest process
-    poller.register(pidfd, select.POLLIN)
+    for fd in pidfds:
+        poller.register(fd, select.POLLIN)
     return bool(poller.poll(timeout * 1000))
 
 
