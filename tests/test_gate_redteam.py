@@ -447,3 +447,66 @@ def test_a09_a_workspace_path_linking_into_its_solutions_folder_is_a_copy(tmp_pa
     from pytest_distcheck.dod.provenance import evidence_entry
     (entry,) = evidence_entry([ws.resolve("docs/notes/fsdp.md")], ws.root)["files"]
     assert entry["path"] == "docs/notes/fsdp.md" and entry["copied"].startswith("it links to")
+
+
+PLAN35 = {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise", "mlp.down": "rowwise"}
+
+
+def test_a20_the_starting_page_with_only_a_mermaid_comment_added_is_still_unedited():
+    """Red-team 02: a `%%` line inside the block is invisible in the drawing: it explains nothing."""
+    from pytest_distcheck.diagram.generate import starting_page, unedited_start
+
+    page = starting_page("experiments/tp_inference/plan.py", PLAN35, 2, "tp-sharding.svg")
+    assert unedited_start(page, PLAN35, 2)
+    commented = page.replace("flowchart TD\n", "flowchart TD\n  %% mine\n\n", 1)
+    assert commented != page and unedited_start(commented, PLAN35, 2)
+    explained = page + "\nEach rank holds half of the heads; the all-reduce after attn.out sums the partial outputs.\n"
+    assert not unedited_start(explained, PLAN35, 2)
+
+
+def _reflowed(text: str) -> str:
+    """Red-team 08: blank lines inside the Mermaid block removed (its chunks merge into one paragraph) and a
+    word added to each prose paragraph, so no paragraph of the reference is left whole."""
+    out = []
+    for chunk in re.split(r"(```mermaid\n.*?\n```)", text, flags=re.S):
+        if chunk.startswith("```mermaid"):
+            out.append(re.sub(r"\n[ \t]*\n", "\n", chunk))
+        else:
+            out.append(re.sub(r"([^\n])(\n[ \t]*\n|\Z)", r"\1 Indeed.\2", chunk))
+    return "".join(out)
+
+
+def test_a21_the_reference_diagram_reflowed_with_its_prose_changed_is_a_copy(tmp_path):
+    from pytest_distcheck.dod.provenance import copied_from
+
+    page = tmp_path / "docs" / "tp-sharding.md"
+    page.parent.mkdir(parents=True)
+    page.write_text(_reflowed((REPO / "solutions" / "docs" / "tp-sharding.md").read_text()))
+    assert copied_from(page) == ("its Mermaid diagram is that of the reference solution solutions/docs/tp-sharding.md "
+                                 "(comments, blank lines and spacing aside)")
+
+
+def test_a22_a_right_page_of_the_kits_diagram_fixtures_is_a_copy_and_a_wrong_one_is_left_to_the_check(tmp_path):
+    """Red-team 03: fixtures/diagrams/ok-*.md pass the diagram check (tests/test_diagram_corpus.py); copied
+    into the learner's page they are the kit's work. The wrong pages fail the check on their own."""
+    from pytest_distcheck.dod.provenance import copied_from
+
+    page = tmp_path / "docs" / "tp-sharding.md"
+    page.parent.mkdir(parents=True)
+    page.write_text((REPO / "fixtures" / "diagrams" / "ok-gpu-subgraph-edges.md").read_text() + "\nMine.\n")
+    assert copied_from(page) == ("its Mermaid diagram is that of the kit's own fixture "
+                                 "fixtures/diagrams/ok-gpu-subgraph-edges.md (comments, blank lines and spacing aside)")
+    page.write_text((REPO / "fixtures" / "diagrams" / "missing-all-reduce.md").read_text())
+    assert copied_from(page) is None
+    assert copied_from(REPO / "fixtures" / "diagrams" / "ok-gpu-subgraph-edges.md") is None  # in place
+
+
+def test_a21_a_learners_own_page_from_the_starting_diagram_is_not_a_copy(tmp_path):
+    from pytest_distcheck.diagram.generate import starting_page
+    from pytest_distcheck.dod.provenance import copied_from
+
+    page = tmp_path / "docs" / "tp-sharding.md"
+    page.parent.mkdir(parents=True)
+    page.write_text(starting_page("experiments/tp_inference/plan.py", PLAN35, 2, "tp-sharding.svg")
+                    + "\nEach rank holds half of the heads and half of the MLP's hidden units.\n")
+    assert copied_from(page) is None

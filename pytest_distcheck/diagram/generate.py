@@ -20,6 +20,7 @@ import re
 from typing import Mapping
 
 from pytest_distcheck.diagram.labels import STYLE_CLASSES, STYLE_LABELS
+from pytest_distcheck.diagram.markdown import drawing_key
 from pytest_distcheck.tp.plan import validate_plan
 
 # The local work between a sublayer's sharded outputs and its row-parallel layer, by common names.
@@ -63,11 +64,11 @@ _IMAGE = re.compile(r"^!\[[^\]]*\]\([^)]*\)\s*$", re.MULTILINE)
 
 def unedited_start(markdown: str, plan: Mapping[str, str], world_size: int) -> bool:
     """Whether ``markdown`` is the starting page as ``distcheck diagram`` wrote it, nothing explained: its
-    only Mermaid block is :func:`starting_diagram` (whitespace aside) and, comments and image links aside,
-    it has no text of its own. Red-team R3: such a page is the kit's work, not the learner's."""
+    only Mermaid block draws :func:`starting_diagram` (:func:`~pytest_distcheck.diagram.markdown.drawing_key`:
+    comments and spacing aside) and, comments and image links aside, it has no text of its own. Red-team R3:
+    such a page is the kit's work, not the learner's."""
     blocks = _FENCE.findall(markdown)
-    start = " ".join(starting_diagram(plan, world_size).split())
-    if len(blocks) != 1 or " ".join(blocks[0].split()) != start:
+    if len(blocks) != 1 or drawing_key(blocks[0]) != drawing_key(starting_diagram(plan, world_size)):
         return False
     rest = _IMAGE.sub("", _FENCE.sub("", _COMMENT.sub("", markdown)))
     return not rest.strip()

@@ -40,6 +40,14 @@ class MermaidBlock:
         return min(self.fence_line + max(block_line, 1), last)
 
 
+def drawing_key(source: str) -> str:
+    """A Mermaid block's source without what does not change its drawing: comment lines (``%%``), blank
+    lines and runs of spaces. Two blocks with the same key draw the same diagram (red-team: a comment line
+    added to the starting page, the reference diagram with its blank lines removed)."""
+    kept = (line for line in source.split("\n") if not line.lstrip().startswith("%%"))
+    return " ".join(" ".join(kept).split())
+
+
 def _parser() -> MarkdownIt:
     return MarkdownIt("commonmark")
 

@@ -12,7 +12,8 @@ either *confirmed* or only *self-reported* (issue 13, point 3).
   other (the quiz log, the spend ledger, a GPU result tied to ledger rows by run id and pod).
 - Reference solutions (``solutions/``) are teaching material, never the learner's evidence (red-team R3):
   their fingerprints ship in the same file (``solutions``: file hashes, and the paragraphs of their
-  Markdown after whitespace normalisation), and a check names the files it judged with the
+  Markdown after whitespace normalisation, and the drawing of each Mermaid block: :func:`drawings`; the
+  right diagram pages of the kit's tests are fingerprinted the same way), and a check names the files it judged with the
   ``distcheck_evidence`` fixture; a file that is a copy (:func:`copied_from`) makes its check untrusted.
   Files that ship identical in the learner's starting workspace (the empty ledger) are not fingerprinted.
 - Provider confirmation belongs to the spend-integrity work (issue 18). A ``reconciled`` row in the
@@ -44,11 +45,15 @@ def measurements_hash(result: Mapping[str, Any]) -> str:
 
 # The fixtures that could pose as evidence of a paid run: results and spend ledgers.
 EVIDENCE_LIKE = ("tp_inference", "budget")
+# The diagram pages of the kit's tests that pass the diagram check (fixtures/diagrams/README.md); the wrong
+# ones fail it on their own.
+RIGHT_DIAGRAMS = "diagrams/ok-*.md"
 
 
 def fingerprints_of(fixtures_dir: Path, root: Path) -> dict[str, Any]:
     """The fingerprints of the kit's evidence-like fixtures (:data:`EVIDENCE_LIKE` under ``fixtures_dir``):
-    run ids, file hashes, measurement hashes."""
+    run ids, file hashes, measurement hashes; and the :func:`drawings` of the right diagram pages
+    (:data:`RIGHT_DIAGRAMS`)."""
     run_ids, files, measured = set(), {}, {}
     paths = sorted(p for sub in EVIDENCE_LIKE for p in (fixtures_dir / sub).rglob("*"))
     for path in paths:
@@ -70,7 +75,11 @@ def fingerprints_of(fixtures_dir: Path, root: Path) -> dict[str, Any]:
             run_ids.add(data["run_id"])
         if isinstance(data, dict) and data.get("measurements"):
             measured[measurements_hash(data)] = rel
-    return {"marker": MARKER, "run_ids": sorted(run_ids), "files": files, "measurements": measured}
+    drawn = {_digest(key.encode()): path.relative_to(root).as_posix()
+             for path in sorted(fixtures_dir.glob(RIGHT_DIAGRAMS))
+             for key in drawings(path.read_text(encoding="utf-8"))}
+    return {"marker": MARKER, "run_ids": sorted(run_ids), "files": files, "measurements": measured,
+            "drawings": drawn}
 
 
 SOLUTIONS = "solutions"
@@ -82,10 +91,24 @@ def paragraphs(text: str) -> list[str]:
     """The paragraphs of a text (blocks between blank or whitespace-only lines), whitespace collapsed, of at least
     :data:`MIN_PARAGRAPH` characters. Invisible changes are undone first (red-team A19): Unicode NFKC,
     format characters (category Cf, e.g. zero-width spaces) dropped, Mermaid comment lines (``%%``) dropped."""
-    text = "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
+    text = _visible(text)
     text = "\n".join(line for line in text.split("\n") if not line.lstrip().startswith("%%"))
     blocks = (" ".join(b.split()) for b in re.split(r"\n[ \t\r]*\n", text))
     return [b for b in blocks if len(b) >= MIN_PARAGRAPH]
+
+
+def _visible(text: str) -> str:
+    """``text`` with invisible changes undone: Unicode NFKC, format characters (category Cf) dropped."""
+    return "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
+
+
+def drawings(text: str) -> list[str]:
+    """The :func:`~pytest_distcheck.diagram.markdown.drawing_key` of each Mermaid block of a Markdown text
+    (invisible characters dropped first) that is at least :data:`MIN_PARAGRAPH` long."""
+    from pytest_distcheck.diagram.markdown import drawing_key, mermaid_blocks
+
+    keys = (drawing_key(b.source) for b in mermaid_blocks(_visible(text)))
+    return [k for k in keys if len(k) >= MIN_PARAGRAPH]
 
 
 def _digest(data: bytes) -> str:
@@ -112,10 +135,12 @@ def _starting_texts(rel: Path, root: Path) -> list[Path]:
 
 def solutions_fingerprints(solutions_dir: Path, root: Path) -> dict[str, Any]:
     """The fingerprints of the reference solutions under ``solutions_dir`` (its README aside): file hashes,
-    and the hashes of their Markdown paragraphs (:func:`paragraphs`), each naming its file. A file, or a
-    paragraph, that ships identical in the learner's starting workspace is left out."""
+    and the hashes of their Markdown paragraphs (:func:`paragraphs`) and Mermaid drawings (:func:`drawings`),
+    each naming its file. A file, paragraph or drawing that ships identical in the learner's starting
+    workspace is left out."""
     files: dict[str, str] = {}
     paras: dict[str, str] = {}
+    drawn: dict[str, str] = {}
     for path in sorted(solutions_dir.rglob("*")):
         if not path.is_file() or path.name == "README.md" or "__pycache__" in path.parts:
             continue
@@ -132,7 +157,11 @@ def solutions_fingerprints(solutions_dir: Path, root: Path) -> dict[str, Any]:
             for para in paragraphs(data.decode("utf-8")):
                 if para not in known:
                     paras.setdefault(_digest(para.encode()), rel)
-    return {"files": files, "paragraphs": paras}
+            shipped = {k for p in starts for k in drawings(p.read_text(encoding="utf-8"))}
+            for key in drawings(data.decode("utf-8")):
+                if key not in shipped:
+                    drawn.setdefault(_digest(key.encode()), rel)
+    return {"files": files, "paragraphs": paras, "drawings": drawn}
 
 
 def _in_place(path: Path, ref: str) -> bool:
@@ -145,12 +174,14 @@ def _in_place(path: Path, ref: str) -> bool:
 def copied_from(path: Path) -> str | None:
     """Why the evidence file ``path`` is a copy of a reference solution; ``None`` when it is not (or it is
     the reference itself, in its ``solutions/`` folder). A copy: a link to it, the same bytes, a JSON file of
-    the same parsed content, or a Markdown file at least 3 and more than half of whose paragraphs
-    (:func:`paragraphs`) are those of one reference file."""
+    the same parsed content, a Markdown file at least 3 and more than half of whose paragraphs
+    (:func:`paragraphs`) are those of one reference file, or one with a Mermaid block that draws what a
+    reference page or a right diagram of the kit's fixtures draws (:func:`drawings`)."""
     path = Path(path)
     if not path.is_file():
         return None
-    fp = shipped_fingerprints().get(SOLUTIONS, {"files": {}, "paragraphs": {}})
+    kit = shipped_fingerprints()
+    fp = kit.get(SOLUTIONS, {"files": {}, "paragraphs": {}})
     data = path.read_bytes()
     same = fp["files"].get(_digest(data))
     if same:
@@ -164,7 +195,8 @@ def copied_from(path: Path) -> str | None:
         return f"it is the reference solution {same}, parsed"
     if path.suffix != ".md":
         return None
-    mine = paragraphs(data.decode("utf-8", errors="replace"))
+    text = data.decode("utf-8", errors="replace")
+    mine = paragraphs(text)
     hits: dict[str, int] = {}
     for para in mine:
         ref = fp["paragraphs"].get(_digest(para.encode()))
@@ -173,6 +205,12 @@ def copied_from(path: Path) -> str | None:
     ref, n = max(hits.items(), key=lambda kv: kv[1], default=("", 0))
     if n >= 3 and 2 * n > len(mine) and not _in_place(path, ref):
         return f"{n} of its {len(mine)} paragraphs are those of the reference solution {ref}"
+    for key in drawings(text):
+        digest = _digest(key.encode())
+        for ref, whose in ((fp.get("drawings", {}).get(digest), "the reference solution"),
+                           (kit.get("drawings", {}).get(digest), "the kit's own fixture")):
+            if ref and not _in_place(path, ref):
+                return f"its Mermaid diagram is that of {whose} {ref} (comments, blank lines and spacing aside)"
     return None
 
 
