@@ -481,7 +481,11 @@ def test_a21_the_reference_diagram_reflowed_with_its_prose_changed_is_a_copy(tmp
 
     page = tmp_path / "docs" / "tp-sharding.md"
     page.parent.mkdir(parents=True)
-    page.write_text(_reflowed((REPO / "solutions" / "docs" / "tp-sharding.md").read_text()))
+    reflowed = _reflowed((REPO / "solutions" / "docs" / "tp-sharding.md").read_text())
+    page.write_text(reflowed)  # its prose is a near-copy too (shingles: tests/test_provenance_near_copies.py)
+    assert copied_from(page) == ("16 of its 17 paragraphs are those of the reference solution "
+                                 "solutions/docs/tp-sharding.md")
+    page.write_text("# My page\n\n" + re.search(r"```mermaid\n.*?\n```", reflowed, re.S).group(0) + "\n")
     assert copied_from(page) == ("its Mermaid diagram is that of the reference solution solutions/docs/tp-sharding.md "
                                  "(comments, blank lines and spacing aside)")
 

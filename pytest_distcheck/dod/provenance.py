@@ -11,11 +11,20 @@ either *confirmed* or only *self-reported* (issue 13, point 3).
   *self-reported*: the check can only verify that files typed or copied by the learner agree with each
   other (the quiz log, the spend ledger, a GPU result tied to ledger rows by run id and pod).
 - Reference solutions (``solutions/``) are teaching material, never the learner's evidence (red-team R3):
-  their fingerprints ship in the same file (``solutions``: file hashes, and the paragraphs of their
-  Markdown after whitespace normalisation, and the drawing of each Mermaid block: :func:`drawings`; the
-  right diagram pages of the kit's tests are fingerprinted the same way), and a check names the files it judged with the
-  ``distcheck_evidence`` fixture; a file that is a copy (:func:`copied_from`) makes its check untrusted.
-  Files that ship identical in the learner's starting workspace (the empty ledger) are not fingerprinted.
+  their fingerprints ship in the same file (``solutions``: file hashes, and the drawing of each Mermaid
+  block: :func:`drawings`; the right diagram pages of the kit's tests are fingerprinted the same way), and
+  a check names the files it judged with the ``distcheck_evidence`` fixture; a file that is a copy
+  (:func:`copied_from`) makes its check untrusted. Files that ship identical in the learner's starting
+  workspace (the empty ledger) are not fingerprinted.
+- Prose is matched by similarity, not identity (red-team 05 and 11b: a word appended to each paragraph of
+  a reference note; notes pieced together from the course pages with code fences dropped): the hashed
+  4-word shingles (:func:`shingles`) of the Markdown of ``solutions/`` and of the course pages
+  ``distcheck init`` ships (``docs/theory``, ``docs/lab``, ``docs/README.md``) ship under ``shingles``, per
+  file, less those of the learner's own starting files (the note skeleton). A paragraph is taken from a
+  source when over a third of its shingles are that source's (:func:`taken_from`); a word added, dropped
+  or changed costs at most 4 shingles, while prose written apart rarely shares a third (measured: 3 of the
+  64 paragraphs of this repository's README, by the lab pages' authors, one of them a lab paragraph quoted
+  whole; none of the 47 of docs/ci/threat-model.md, benchmarks/README.md, fixtures/diagrams/README.md).
 - Provider confirmation belongs to the spend-integrity work (issue 18). A ``reconciled`` row in the
   ledger (written by ``distcheck budget --reconcile``) is read from the learner's file, not asked of the
   provider in this run, so it never makes ledger evidence *confirmed* (red-team A03);
@@ -24,6 +33,7 @@ either *confirmed* or only *self-reported* (issue 13, point 3).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -134,34 +144,107 @@ def _starting_texts(rel: Path, root: Path) -> list[Path]:
 
 
 def solutions_fingerprints(solutions_dir: Path, root: Path) -> dict[str, Any]:
-    """The fingerprints of the reference solutions under ``solutions_dir`` (its README aside): file hashes,
-    and the hashes of their Markdown paragraphs (:func:`paragraphs`) and Mermaid drawings (:func:`drawings`),
-    each naming its file. A file, paragraph or drawing that ships identical in the learner's starting
-    workspace is left out."""
+    """The fingerprints of the reference solutions under ``solutions_dir`` (its README aside): file hashes
+    and Mermaid drawings (:func:`drawings`), each naming its file. A file or drawing that ships identical in
+    the learner's starting workspace is left out. Their prose is fingerprinted by :func:`text_fingerprints`."""
     files: dict[str, str] = {}
-    paras: dict[str, str] = {}
     drawn: dict[str, str] = {}
     for path in sorted(solutions_dir.rglob("*")):
         if not path.is_file() or path.name == "README.md" or "__pycache__" in path.parts:
             continue
         rel = path.relative_to(root).as_posix()
-        starts = _starting_texts(path.relative_to(solutions_dir), root)
         data = path.read_bytes()
+        starts = _starting_texts(path.relative_to(solutions_dir), root)
         if any(p.read_bytes() == data for p in starts):
             continue
         files[_digest(data)] = rel
         if path.suffix == ".json" and _json_digest(data):
             files[_json_digest(data)] = rel
         if path.suffix == ".md":
-            known = {q for p in starts for q in paragraphs(p.read_text(encoding="utf-8"))}
-            for para in paragraphs(data.decode("utf-8")):
-                if para not in known:
-                    paras.setdefault(_digest(para.encode()), rel)
             shipped = {k for p in starts for k in drawings(p.read_text(encoding="utf-8"))}
             for key in drawings(data.decode("utf-8")):
                 if key not in shipped:
                     drawn.setdefault(_digest(key.encode()), rel)
-    return {"files": files, "paragraphs": paras, "drawings": drawn}
+    return {"files": files, "drawings": drawn}
+
+
+# Word shingles: k-word windows of a paragraph, each hashed to SHINGLE_HEX hex digits (32 bits: among the
+# ~30 000 shingles of the sources a chance collision is rare, and the manifest stays small).
+SHINGLE_WORDS, SHINGLE_HEX = 4, 8
+# A paragraph is taken from a source when more than this share of its shingles are the source's.
+TAKEN = 1 / 3
+_WORD = re.compile(r"\w+")
+
+
+def shingles(paragraph: str) -> set[str]:
+    """The hashed word shingles of a paragraph: its words (``\\w+``, lower case; citations ``[cite: ...]``
+    left out, since two readers citing one place quote the same installed source) in windows of
+    :data:`SHINGLE_WORDS`, each the first :data:`SHINGLE_HEX` hex digits of its sha256. Punctuation,
+    Markdown marks and code fences do not count, so neither does adding or dropping them; a word added,
+    dropped or changed alters at most :data:`SHINGLE_WORDS` shingles. Empty under that many words."""
+    from pytest_distcheck.citations.syntax import CITATION
+
+    words = _WORD.findall(CITATION.sub(" ", paragraph).lower())
+    return {hashlib.sha256(" ".join(words[i:i + SHINGLE_WORDS]).encode()).hexdigest()[:SHINGLE_HEX]
+            for i in range(len(words) - SHINGLE_WORDS + 1)}
+
+
+_MERMAID = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*mermaid\b.*?^[ \t]*\1[ \t]*$", re.M | re.S)
+
+
+def prose_paragraphs(text: str) -> list[str]:
+    """The :func:`paragraphs` of a Markdown text but its Mermaid blocks (diagrams are compared by what they
+    draw, :func:`drawings`: a wrong diagram made from the reference one is judged by the diagram check)."""
+    return paragraphs(_MERMAID.sub("", text))
+
+
+def _text_shingles(paths: Iterable[Path]) -> set[str]:
+    return {s for p in paths for para in prose_paragraphs(p.read_text(encoding="utf-8")) for s in shingles(para)}
+
+
+def text_sources(root: Path) -> dict[Path, set[Path]]:
+    """The Markdown a learner's note must not be made of, under ``root``, each with the learner's own starting
+    files whose text it may share: the reference solutions' (``solutions/**/*.md``, README aside) with
+    :func:`_starting_texts`, and the course pages ``distcheck init`` ships (the phase pack's Markdown,
+    :data:`pytest_distcheck.phase_pack.PACK_GLOBS`, but the note skeleton under ``docs/notes/``, which is the
+    learner's to fill) with that skeleton."""
+    from pytest_distcheck.phase_pack import PACK_GLOBS
+
+    own = [g for g in PACK_GLOBS if g.startswith("docs/notes/")]
+    skeleton = {p for g in own for p in root.glob(g) if p.is_file()}
+    solutions = root / SOLUTIONS
+    out = {p: set(_starting_texts(p.relative_to(solutions), root))
+           for p in sorted(solutions.rglob("*.md")) if p.name != "README.md"}
+    pages = sorted({p for g in PACK_GLOBS if g.endswith(".md") and g not in own for p in root.glob(g) if p.is_file()})
+    return out | {p: skeleton for p in pages}
+
+
+def text_fingerprints(root: Path) -> dict[str, Any]:
+    """The word shingles (:func:`shingles`) of each of :func:`text_sources`, but those of its starting files:
+    ``{"words": SHINGLE_WORDS, "hex": SHINGLE_HEX, "sources": {path: sorted shingles, concatenated}}``."""
+    sources = {}
+    for path, starts in text_sources(root).items():
+        mine = _text_shingles([path]) - _text_shingles(starts)
+        if mine:
+            sources[path.relative_to(root).as_posix()] = "".join(sorted(mine))
+    return {"words": SHINGLE_WORDS, "hex": SHINGLE_HEX, "sources": sources}
+
+
+@functools.lru_cache(maxsize=64)
+def _unpack(hexes: str) -> frozenset[str]:
+    return frozenset(hexes[i:i + SHINGLE_HEX] for i in range(0, len(hexes), SHINGLE_HEX))
+
+
+def taken_from(paragraph: str, sources: Mapping[str, str]) -> str | None:
+    """The source (a path of :func:`text_fingerprints`' ``sources``) that holds the most of ``paragraph``'s
+    shingles, when that is more than :data:`TAKEN` of them; ``None`` otherwise (or when the paragraph has
+    fewer than :data:`SHINGLE_WORDS` words)."""
+    mine = shingles(paragraph)
+    if not mine:
+        return None
+    best, n = max(((src, len(mine & _unpack(hexes))) for src, hexes in sources.items()),
+                  key=lambda kv: kv[1], default=("", 0))
+    return best if n > TAKEN * len(mine) else None
 
 
 def _in_place(path: Path, ref: str) -> bool:
@@ -175,13 +258,16 @@ def copied_from(path: Path) -> str | None:
     """Why the evidence file ``path`` is a copy of a reference solution; ``None`` when it is not (or it is
     the reference itself, in its ``solutions/`` folder). A copy: a link to it, the same bytes, a JSON file of
     the same parsed content, a Markdown file at least 3 and more than half of whose paragraphs
-    (:func:`paragraphs`) are those of one reference file, or one with a Mermaid block that draws what a
-    reference page or a right diagram of the kit's fixtures draws (:func:`drawings`)."""
+    (:func:`prose_paragraphs`, Mermaid blocks aside) are taken (:func:`taken_from`: a few words added,
+    dropped or changed per paragraph do not matter) from one reference file or one course page (the reason
+    names it), or one with a Mermaid block that draws what a reference page or a right diagram of the kit's
+    fixtures draws (:func:`drawings`). Cost: one sha256 per word of the file and set look-ups against the
+    ~24 500 shipped shingles (about 4 ms for a 36-paragraph note)."""
     path = Path(path)
     if not path.is_file():
         return None
     kit = shipped_fingerprints()
-    fp = kit.get(SOLUTIONS, {"files": {}, "paragraphs": {}})
+    fp = kit.get(SOLUTIONS, {"files": {}})
     data = path.read_bytes()
     same = fp["files"].get(_digest(data))
     if same:
@@ -196,15 +282,16 @@ def copied_from(path: Path) -> str | None:
     if path.suffix != ".md":
         return None
     text = data.decode("utf-8", errors="replace")
-    mine = paragraphs(text)
+    mine = prose_paragraphs(text)
     hits: dict[str, int] = {}
     for para in mine:
-        ref = fp["paragraphs"].get(_digest(para.encode()))
-        if ref:
-            hits[ref] = hits.get(ref, 0) + 1
-    ref, n = max(hits.items(), key=lambda kv: kv[1], default=("", 0))
-    if n >= 3 and 2 * n > len(mine) and not _in_place(path, ref):
-        return f"{n} of its {len(mine)} paragraphs are those of the reference solution {ref}"
+        src = taken_from(para, kit.get("shingles", {}).get("sources", {}))
+        if src:
+            hits[src] = hits.get(src, 0) + 1
+    src, n = max(hits.items(), key=lambda kv: kv[1], default=("", 0))
+    if n >= 3 and 2 * n > len(mine) and not _in_place(path, src):
+        what = "the reference solution" if src.startswith(SOLUTIONS + "/") else "the course page"
+        return f"{n} of its {len(mine)} paragraphs are those of {what} {src}"
     for key in drawings(text):
         digest = _digest(key.encode())
         for ref, whose in ((fp.get("drawings", {}).get(digest), "the reference solution"),
@@ -239,7 +326,7 @@ def kit_fingerprints(root: Path) -> dict[str, Any]:
     """What ``data/kit-fixtures.json`` holds for the repository at ``root``: the fixtures'
     (:func:`fingerprints_of`) and the reference solutions' (:func:`solutions_fingerprints`)."""
     return {**fingerprints_of(root / "fixtures", root),
-            SOLUTIONS: solutions_fingerprints(root / SOLUTIONS, root)}
+            SOLUTIONS: solutions_fingerprints(root / SOLUTIONS, root), "shingles": text_fingerprints(root)}
 
 
 def shipped_fingerprints() -> dict[str, Any]:
