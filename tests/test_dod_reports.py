@@ -155,7 +155,7 @@ def test_the_report_carries_each_items_evidence_and_flags(workspace_dir):
             distcheck_evidence("plot.png", flags=["confirmed"])
         """})
     result = workspace_dir.runpytest("-p", "no:cacheprovider", "--dod-json", "out/dod.json")
-    result.stdout.fnmatch_lines(["UNTRUSTED  beta   copied from the reference solutions: plot.png: it is the reference "
+    result.stdout.fnmatch_lines(["UNTRUSTED  beta   copied from the kit: plot.png: it is the reference "
                                  "solution solutions/experiments/ddp_cpu/results/allreduce-cpu.png, byte for byte*"])
     alpha, beta = load(workspace_dir)["items"]
     assert alpha["state"] == "done" and alpha["flags"] == ["self-reported", "fast-quiz"]

@@ -6,7 +6,7 @@ R1. a root-level module shadowing one the kit imports late (``statistics.py``) r
 R2. ``experiments/__init__.py`` (imported by the live DDP check) replaces ``__new__`` of the outcome classes
     so that ``pending(...)`` raises ``Done``;
 R3. the reference work of ``solutions/`` (notes, diagram page and SVG, DDP log, TP results) copied into the
-    learner's paths: each item whose evidence is a copy is untrusted, "copied from the reference solutions",
+    learner's paths: each item whose evidence is a copy is untrusted, "copied from the kit",
     and the JSON report names the files, their hashes and the flag ``copied`` (R7);
 R6. a workspace file whose phase has no shipped DoD (``id = "36"``) with one trivial item: the gate says
     "unverified" and exits non-zero (a phase the kit ships no DoD for is never "passed").
@@ -138,7 +138,7 @@ def test_r3_the_reference_solutions_copied_into_the_learners_paths_are_untrusted
     git_commit_all(root)  # committed, as the items ask: only the copies stand between them and done
     result, report = gate(pytester)
     for item in ("ddp-allreduce-logged", "tp-speedup-committed", "reading-notes-cited", "tp-diagram-committed"):
-        result.stdout.fnmatch_lines([f"UNTRUSTED  {item}*copied from the reference solutions: *"])
+        result.stdout.fnmatch_lines([f"UNTRUSTED  {item}*copied from the kit: *"])
     result.stdout.fnmatch_lines(["*docs/notes/fsdp.md: * of its * paragraphs are those of the reference solution "
                                  "solutions/docs/notes/fsdp.md*",
                                  "*docs/tp-sharding.svg: it is the reference solution solutions/docs/tp-sharding.svg, "
@@ -356,7 +356,7 @@ def test_the_verdict_is_re_derived_from_the_items_not_taken_from_the_gate_sectio
     assert rederive(doc, ids, 0) == ["summary: 1/2 items done, of 2"]
     doc = _passing_doc(ids)
     doc["items"][0]["evidence"] = [{"path": "x", "sha256": "sha256:0", "copied": "it is the reference"}]
-    assert rederive(doc, ids, 0) == ["evidence copied from the reference solutions: a"]
+    assert rederive(doc, ids, 0) == ["evidence copied from the kit: a"]
     assert rederive(_passing_doc(["a"]), ids, 0) == ["the report's items are not the workspace's (a, b)",
                                                      "summary: 1/1 items done, of 2"]
     doc = _passing_doc(ids)

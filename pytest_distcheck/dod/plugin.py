@@ -89,8 +89,9 @@ def _with_evidence(outcome: CheckOutcome, rep: pytest.TestReport) -> CheckOutcom
     copied = [f for f in files.values() if f["copied"]]
     if copied and state is not State.UNTRUSTED:
         state, command = State.UNTRUSTED, None
-        reason = ("copied from the reference solutions: " + "; ".join(f"{f['path']}: {f['copied']}" for f in copied)
-                  + " (reference solutions are teaching material, never counted as your work)")
+        reason = ("copied from the kit: " + "; ".join(f"{f['path']}: {f['copied']}" for f in copied)
+                  + " (its reference solutions, course pages and fixtures are teaching material, never counted as"
+                  " your work)")
     return CheckOutcome(outcome.item_id, outcome.nodeid, state, reason, command, tuple(files.values()),
                         tuple(dict.fromkeys(flags)))
 

@@ -76,7 +76,7 @@ def rederive(doc: Any, item_ids: list[str], rc: int) -> list[str]:
     copied = [str(it.get("id")) for it in items if "copied" in (it.get("flags") or [])
               or any(isinstance(e, dict) and e.get("copied") for e in it.get("evidence") or [])]
     if copied:
-        out.append(f"evidence copied from the reference solutions: {', '.join(copied)}")
+        out.append(f"evidence copied from the kit: {', '.join(copied)}")
     summary = doc.get("summary") or {}
     if not (summary.get("total") == summary.get("done") == len(item_ids)):
         out.append(f"summary: {summary.get('done')}/{summary.get('total')} items done, of {len(item_ids)}")
