@@ -73,7 +73,8 @@ def _from_course_pages(pkg: str, ver: str) -> str:
 def test_notes_made_of_the_course_pages_are_copied_and_name_the_page(tmp_path, pkg, ver):
     note = _write(tmp_path / "docs" / "notes" / "n.md", _from_course_pages(pkg, ver))
     why = copied_from(note) or ""
-    assert re.search(r"\d+ of its \d+ paragraphs are those of the course page docs/(theory|lab)/[\w.-]+\.md", why), why
+    page = r"the course page docs/(theory|lab)/[\w.-]+\.md"
+    assert re.search(rf"\d+ of its \d+ paragraphs are those of (the kit: \d+ of )?{page}", why), why
 
 
 def test_a_course_page_copied_whole_into_a_note_is_copied(tmp_path):
@@ -148,3 +149,18 @@ def test_a_fresh_workspace_and_the_reference_workspace_in_place_are_not_copied(t
     for path in sorted((REPO / "solutions").rglob("*")):
         if path.is_file():
             assert copied_from(path) is None, path
+
+
+def test_a_note_pieced_from_several_kit_texts_is_copied_naming_each(tmp_path):
+    """No one source holds half of the note, but the kit's texts together do: 2 paragraphs of each reference note
+    and 2 of a theory page, a word appended to each, with 2 of one's own."""
+    parts = [paragraphs(_reference(n))[5:7] for n in NOTES]
+    parts.append(paragraphs((REPO / "docs" / "theory" / "03-collectives-and-cost.md").read_text(encoding="utf-8"))[2:4])
+    taken = [p + " Indeed." for part in parts for p in part]
+    note = _write(tmp_path / "docs" / "notes" / "fsdp.md", "\n\n".join(OWN[:2] + taken))
+    assert copied_from(note) == ("6 of its 8 paragraphs are those of the kit: 2 of the course page "
+                                 "docs/theory/03-collectives-and-cost.md, 2 of the reference solution "
+                                 "solutions/docs/notes/fsdp.md, 2 of the reference solution "
+                                 "solutions/docs/notes/megatron.md")
+    note.write_text("\n\n".join(OWN + taken[:4]))  # 4 of 10: not more than half
+    assert copied_from(note) is None

@@ -16,15 +16,16 @@ either *confirmed* or only *self-reported* (issue 13, point 3).
   a check names the files it judged with the ``distcheck_evidence`` fixture; a file that is a copy
   (:func:`copied_from`) makes its check untrusted. Files that ship identical in the learner's starting
   workspace (the empty ledger) are not fingerprinted.
-- Prose is matched by similarity, not identity (red-team 05 and 11b: a word appended to each paragraph of
-  a reference note; notes pieced together from the course pages with code fences dropped): the hashed
-  4-word shingles (:func:`shingles`) of the Markdown of ``solutions/`` and of the course pages
-  ``distcheck init`` ships (``docs/theory``, ``docs/lab``, ``docs/README.md``) ship under ``shingles``, per
-  file, less those of the learner's own starting files (the note skeleton). A paragraph is taken from a
-  source when over a third of its shingles are that source's (:func:`taken_from`); a word added, dropped
-  or changed costs at most 4 shingles, while prose written apart rarely shares a third (measured: 3 of the
-  64 paragraphs of this repository's README, by the lab pages' authors, one of them a lab paragraph quoted
-  whole; none of the 47 of docs/ci/threat-model.md, benchmarks/README.md, fixtures/diagrams/README.md).
+- Prose is matched by similarity, not identity (red-team 05 and 11b: a word appended to each paragraph of a
+  reference note; notes pieced together from the course pages with code fences dropped): the hashed 4-word
+  shingles (:func:`shingles`) of the Markdown of ``solutions/`` and of the course pages ``distcheck init``
+  ships (``docs/theory``, ``docs/lab``, ``docs/README.md``) ship under ``shingles``, per file, less those of
+  the learner's own starting files (the note skeleton). A paragraph is taken from a source when over a third
+  of its shingles are that source's (:func:`taken_from`), and a note is a copy when at least 3 and more than
+  half of its paragraphs are taken, from one source or several; a word added, dropped or changed costs at
+  most 4 shingles, while prose written apart rarely shares a third (measured: 3 of the 64 paragraphs of this
+  repository's README, by the lab pages' authors, one of them a lab paragraph quoted whole; none of the 47
+  of docs/ci/threat-model.md, benchmarks/README.md, fixtures/diagrams/README.md).
 - Provider confirmation belongs to the spend-integrity work (issue 18). A ``reconciled`` row in the
   ledger (written by ``distcheck budget --reconcile``) is read from the learner's file, not asked of the
   provider in this run, so it never makes ledger evidence *confirmed* (red-team A03);
@@ -255,14 +256,15 @@ def _in_place(path: Path, ref: str) -> bool:
 
 
 def copied_from(path: Path) -> str | None:
-    """Why the evidence file ``path`` is a copy of a reference solution; ``None`` when it is not (or it is
-    the reference itself, in its ``solutions/`` folder). A copy: a link to it, the same bytes, a JSON file of
-    the same parsed content, a Markdown file at least 3 and more than half of whose paragraphs
-    (:func:`prose_paragraphs`, Mermaid blocks aside) are taken (:func:`taken_from`: a few words added,
-    dropped or changed per paragraph do not matter) from one reference file or one course page (the reason
-    names it), or one with a Mermaid block that draws what a reference page or a right diagram of the kit's
-    fixtures draws (:func:`drawings`). Cost: one sha256 per word of the file and set look-ups against the
-    ~24 500 shipped shingles (about 4 ms for a 36-paragraph note)."""
+    """Why the evidence file ``path`` is a copy of the kit's material (a reference solution, a course page, a
+    diagram of its fixtures); ``None`` when it is not (or it is that file itself, in its place). A copy: a
+    link to a reference file, the same bytes, a JSON file of the same parsed content, a Markdown file at
+    least 3 and more than half of whose paragraphs (:func:`prose_paragraphs`, Mermaid blocks aside) are
+    taken (:func:`taken_from`: a few words added, dropped or changed per paragraph do not matter) from the
+    reference files and course pages, one or several (the reason names each, with its count), or one with
+    a Mermaid block that draws what a reference page or a right diagram of the kit's fixtures draws
+    (:func:`drawings`). Cost: one sha256 per word of the file and set look-ups against the ~24 500 shipped
+    shingles (about 4 ms for a 36-paragraph note)."""
     path = Path(path)
     if not path.is_file():
         return None
@@ -286,12 +288,17 @@ def copied_from(path: Path) -> str | None:
     hits: dict[str, int] = {}
     for para in mine:
         src = taken_from(para, kit.get("shingles", {}).get("sources", {}))
-        if src:
+        if src and not _in_place(path, src):
             hits[src] = hits.get(src, 0) + 1
-    src, n = max(hits.items(), key=lambda kv: kv[1], default=("", 0))
-    if n >= 3 and 2 * n > len(mine) and not _in_place(path, src):
-        what = "the reference solution" if src.startswith(SOLUTIONS + "/") else "the course page"
-        return f"{n} of its {len(mine)} paragraphs are those of {what} {src}"
+    n = sum(hits.values())
+    if n >= 3 and 2 * n > len(mine):
+        named = [f"{'the reference solution' if src.startswith(SOLUTIONS + '/') else 'the course page'} {src}"
+                 for src in sorted(hits, key=lambda s: (-hits[s], s))]
+        if len(hits) == 1:
+            return f"{n} of its {len(mine)} paragraphs are those of {named[0]}"
+        counts = sorted(hits.values(), reverse=True)
+        return f"{n} of its {len(mine)} paragraphs are those of the kit: " + ", ".join(
+            f"{k} of {what}" for k, what in zip(counts, named, strict=True))
     for key in drawings(text):
         digest = _digest(key.encode())
         for ref, whose in ((fp.get("drawings", {}).get(digest), "the reference solution"),
