@@ -63,3 +63,11 @@ def test_links_to_resolves_relative_paths_from_the_page():
     assert links_to(PAGE, page, P("other.svg"))
     assert not links_to(PAGE, page, P("docs/other.svg"))
     assert not links_to("see `tp.svg` in code only\n", page, P("docs/tp.svg"))
+
+
+def test_without_mermaid_empties_every_block_and_its_fences_and_keeps_the_rest_in_place():
+    from pytest_distcheck.diagram.markdown import without_mermaid
+
+    page = "a\n```mermaid\nflowchart TD\n  x --> y\n```\nb\n~~~ Mermaid\nz\n~~~\n```python\nkept\n```\n```mermaid\nopen"
+    assert without_mermaid(page).split("\n") == ["a", "", "", "", "", "b", "", "", "", "```python", "kept", "```",
+                                                 "", ""]

@@ -48,6 +48,17 @@ def drawing_key(source: str) -> str:
     return " ".join(" ".join(kept).split())
 
 
+def without_mermaid(markdown: str) -> str:
+    """``markdown`` with the lines of every Mermaid block, its fences included, left empty (so the text
+    around a block stays apart from it and the other lines keep their numbers)."""
+    lines = markdown.split("\n")
+    for b in mermaid_blocks(markdown):
+        last = b.fence_line + b.source.count("\n") + (1 if b.closed else 0)  # 1-based: the closing fence
+        for i in range(b.fence_line - 1, min(last, len(lines))):
+            lines[i] = ""
+    return "\n".join(lines)
+
+
 def _parser() -> MarkdownIt:
     return MarkdownIt("commonmark")
 

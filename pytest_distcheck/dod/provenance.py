@@ -190,13 +190,12 @@ def shingles(paragraph: str) -> set[str]:
             for i in range(len(words) - SHINGLE_WORDS + 1)}
 
 
-_MERMAID = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*mermaid\b.*?^[ \t]*\1[ \t]*$", re.M | re.S)
-
-
 def prose_paragraphs(text: str) -> list[str]:
     """The :func:`paragraphs` of a Markdown text but its Mermaid blocks (diagrams are compared by what they
     draw, :func:`drawings`: a wrong diagram made from the reference one is judged by the diagram check)."""
-    return paragraphs(_MERMAID.sub("", text))
+    from pytest_distcheck.diagram.markdown import without_mermaid
+
+    return paragraphs(without_mermaid(text))
 
 
 def _text_shingles(paths: Iterable[Path]) -> set[str]:
