@@ -198,6 +198,14 @@ def test_trivial(i):
     pass
 '''),
 }
+HARNESSES["pool-torch"] = ("dist_world, module imports torch", BODY + '''
+import pytest
+import torch  # noqa: F401
+
+@pytest.mark.parametrize("i", range(N))
+def test_all_reduce(dist_world, i):
+    dist_world.run(all_reduce_check)
+''')
 HARNESSES["trivial-torch"] = ("trivial pytest test, module imports torch", '''
 import pytest
 import torch  # noqa: F401
@@ -208,7 +216,7 @@ def test_trivial(i):
 ''')
 SLOW = {"spawn", "mptc"}
 # Sessions that load this kit's plugin, as a learner's do (the torch harnesses run without it).
-WITH_PLUGIN = {"pool", "pool-noop", "pool-fresh", "torch-local", "trivial", "trivial-torch"}
+WITH_PLUGIN = {"pool", "pool-torch", "pool-noop", "pool-fresh", "torch-local", "trivial", "trivial-torch"}
 
 
 def run_harness(name: str, n: int, workdir: Path, timeout_s: float) -> dict:

@@ -87,6 +87,49 @@ def test_zygote_starts_at_collection(pytester):
     result.stdout.fnmatch_lines(["*ZYGOTE-STARTED*OFF*"])
 
 
+def test_zygote_starts_before_a_test_module_that_names_dist_world_is_imported(pytester):
+    # A learner's module imports torch at its top: the zygote's own import must not wait for it.
+    pytester.makeconftest("""
+        import builtins
+        def pytest_configure(config):
+            builtins._distcheck_t_config = config
+    """)
+    pytester.makepyfile(test_early="""
+        import builtins
+        from pytest_distcheck.ranks.plugin import _REGISTRY
+        reg = builtins._distcheck_t_config.stash.get(_REGISTRY, None)
+        AT_IMPORT = sorted(reg._zygotes) if reg is not None else []
+
+        def test_a(dist_world):
+            assert AT_IMPORT == ["OFF"]
+            assert dist_world.run(lambda: 1) == [1, 1]
+    """)
+    pytester.makepyfile(test_plain="def test_b():\n    pass\n")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_a_zygote_no_collected_test_needs_is_stopped(pytester):
+    # The module names dist_world, but every test of it runs at another debug level (or uses none).
+    pytester.makeconftest("""
+        def pytest_collection_finish(session):
+            from pytest_distcheck.ranks.plugin import _REGISTRY
+            print("ZYGOTES", sorted(session.config.stash[_REGISTRY]._zygotes))
+    """)
+    pytester.makepyfile(test_detail="""
+        import pytest
+
+        @pytest.mark.dist_debug("INFO")
+        def test_a(dist_world):
+            pass
+
+        def test_b():  # dist_world is only named here
+            pass
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*ZYGOTES ?'INFO'?"])
+
+
 def test_collect_only_or_deselected_tests_leave_no_zygote(pytester):
     pytester.makeconftest("""
         def pytest_collection_finish(session):

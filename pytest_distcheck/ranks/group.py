@@ -164,6 +164,19 @@ class PoolRegistry:
         if pool is not None:
             pool.kill()
 
+    def keep_levels(self, debugs: set[str | None]) -> None:
+        """Stop the zygotes (and their pools) of debug levels no test in ``debugs`` asks for.
+
+        ``debugs`` holds ``dist_debug`` levels as the tests give them (``None``: the session's own);
+        an empty set stops them all and removes the session folder, as :meth:`close` does.
+        """
+        if not debugs:
+            self.close()
+            return
+        wanted = {_level(self.base_env, d) for d in debugs}
+        for level in [lv for lv in self._zygotes if lv not in wanted]:
+            self._drop_level(level)
+
     def close(self) -> None:
         """Stop every rank and zygote, and remove the session folder (end of session; ``get`` starts anew)."""
         for level in list(self._zygotes):

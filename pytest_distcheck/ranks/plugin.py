@@ -43,22 +43,39 @@ def _registry(config: pytest.Config):
     return registry
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    if "dist_world" not in getattr(item, "fixturenames", ()) or item.config.option.collectonly:
-        return
-    level = _debug_level(item, fail=False)
-    started = item.config.stash.setdefault(_STARTED, set())
+def _start_zygote(config: pytest.Config, level: str | None) -> None:
+    started = config.stash.setdefault(_STARTED, set())
     if level not in started:
         started.add(level)
-        _registry(item.config).zygote(level)  # starts importing torch now; waited for at first use
+        _registry(config).zygote(level)  # starts importing torch now; waited for at first use
+
+
+def pytest_pycollect_makemodule(module_path, parent) -> None:
+    # Before the module is imported: a learner's test module imports torch at its top, and the zygote's
+    # own import should run beside that one, not after it. (A dist_world used only through a conftest
+    # fixture starts the zygote when its first test is collected, below.)
+    if parent.config.option.collectonly:
+        return
+    try:
+        names_it = b"dist_world" in module_path.read_bytes()
+    except OSError:
+        return
+    if names_it:
+        _start_zygote(parent.config, None)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if "dist_world" in getattr(item, "fixturenames", ()) and not item.config.option.collectonly:
+        _start_zygote(item.config, _debug_level(item, fail=False))
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # -k, -m or --dod left no dist_world test: stop the zygote started while collecting.
+    # -k, -m or --dod left no dist_world test, or none at a level started early: stop those zygotes.
     registry = config.stash.get(_REGISTRY, None)
-    if registry is not None and not any("dist_world" in getattr(i, "fixturenames", ()) for i in items):
-        registry.close()
+    if registry is not None:
+        registry.keep_levels({_debug_level(i, fail=False) for i in items
+                              if "dist_world" in getattr(i, "fixturenames", ())})
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
