@@ -10,6 +10,7 @@ machine:
 - ``pool``: this kit's ``dist_world`` fixture (ranks forked once from a zygote, group kept);
 - ``pool-noop``: ``dist_world.run`` of a function that does nothing (the pool's dispatch without the
   test's all-reduce: where the pool's per-test time goes);
+- ``pool-noop-bare``: the same in a module that does not import torch (the pytest process never holds it);
 - ``pool-fresh``: the same with ``@pytest.mark.fresh_ranks`` on every test (new ranks each test);
 - ``spawn``: ``torch.multiprocessing.spawn`` of 2 ranks per test, ``env://`` on a free port;
 - ``mptc``: ``torch.testing._internal.common_distributed.MultiProcessTestCase`` (spawn per test);
@@ -17,10 +18,13 @@ machine:
 - ``mttc``: ``MultiThreadedTestCase`` (threads and the in-process "threaded" group, no gloo);
 - ``torch-local``: the same tests without ranks, in a module that imports torch (the session
   ``dist_world``'s start-up is measured against: issue 15's target is at most 0.5 s over it);
-- ``trivial``: a test that does nothing (pytest's own per-test cost; the pool may add at most 2x it);
-- ``trivial-torch``: the same in a module that imports torch, as a learner's distributed test module
-  does (a pytest process that holds torch runs every test slower).
+- ``trivial``: a test that does nothing, in a module without torch (pytest's own per-test cost);
+- ``trivial-torch``: the same in a module that imports torch (pytest's per-test cost in a process that
+  holds torch: its logging plugin attaches a handler to each of torch's non-propagating loggers in every
+  test phase, and garbage collection walks torch's objects).
 
+Every module of a torch harness imports torch at its top, as a learner's test module does: a session
+whose pytest process never imports torch would hide the cost of two torch imports on two cores.
 Every test body all-reduces a one-element tensor over 2 ranks and checks the sum, so a test's time
 is the harness's overhead. Measured per test: setup + call + teardown as pytest reports them. The
 start-up cost is the first test's time minus the median of the others; the session wall time is
@@ -80,6 +84,7 @@ def all_reduce_check():
 HARNESSES = {
     "pool": ("dist_world (this kit)", BODY + '''
 import pytest
+import torch  # noqa: F401 - at the top, as in a learner's module: the pytest process holds torch
 
 @pytest.mark.parametrize("i", range(N))
 def test_all_reduce(dist_world, i):
@@ -87,6 +92,7 @@ def test_all_reduce(dist_world, i):
 '''),
     "pool-noop": ("dist_world, call without a collective", '''
 import pytest
+import torch  # noqa: F401
 
 def noop():
     return None
@@ -97,6 +103,7 @@ def test_noop(dist_world, i):
 '''),
     "pool-fresh": ("dist_world + @fresh_ranks", BODY + '''
 import pytest
+import torch  # noqa: F401
 
 @pytest.mark.fresh_ranks
 @pytest.mark.parametrize("i", range(N))
@@ -198,13 +205,15 @@ def test_trivial(i):
     pass
 '''),
 }
-HARNESSES["pool-torch"] = ("dist_world, module imports torch", BODY + '''
+HARNESSES["pool-noop-bare"] = ("dist_world, call without a collective, module without torch", '''
 import pytest
-import torch  # noqa: F401
+
+def noop():
+    return None
 
 @pytest.mark.parametrize("i", range(N))
-def test_all_reduce(dist_world, i):
-    dist_world.run(all_reduce_check)
+def test_noop(dist_world, i):
+    dist_world.run(noop)
 ''')
 HARNESSES["trivial-torch"] = ("trivial pytest test, module imports torch", '''
 import pytest
@@ -216,7 +225,7 @@ def test_trivial(i):
 ''')
 SLOW = {"spawn", "mptc"}
 # Sessions that load this kit's plugin, as a learner's do (the torch harnesses run without it).
-WITH_PLUGIN = {"pool", "pool-torch", "pool-noop", "pool-fresh", "torch-local", "trivial", "trivial-torch"}
+WITH_PLUGIN = {"pool", "pool-noop-bare", "pool-noop", "pool-fresh", "torch-local", "trivial", "trivial-torch"}
 
 
 def run_harness(name: str, n: int, workdir: Path, timeout_s: float) -> dict:
@@ -324,17 +333,19 @@ def targets(rows: list[dict]) -> list[tuple[str, bool, str]]:
         extra = pool["session_wall_s"] - by["torch-local"]["session_wall_s"]
         out.append(("session overhead <= 0.5 s over the same tests importing torch without ranks", extra <= 0.5,
                     f"{extra:+.2f} s"))
+        # Issue 15's own measure: the per-test time the pool and the test's gloo all-reduce add to the same
+        # test run without ranks, against that test's time (it measured 0.68 ms against 0.45 ms).
         added = pool["per_test_median_s"] - by["torch-local"]["per_test_median_s"]
-        for base, what in (("trivial", "a trivial pytest test"),
-                           ("trivial-torch", "a trivial pytest test in a module that imports torch")):
-            if base in by:
-                out.append(_within_2x(f"per-test overhead of the pool <= 2x {what}", added, by[base]))
-    if "pool-noop" in by and "trivial" in by:
-        # The pool's dispatch alone: a call that does nothing against a test that does nothing, both in a
-        # pytest process without torch.
-        added = by["pool-noop"]["per_test_median_s"] - by["trivial"]["per_test_median_s"]
-        out.append(_within_2x("dispatch alone (a call without a collective) <= 2x a trivial pytest test", added,
-                              by["trivial"]))
+        out.append(_within_2x("pool with the test's all-reduce adds <= 2x the same test without ranks", added,
+                              by["torch-local"]))
+    # The pool's own per-test cost: a call that does nothing, against a test that does nothing in the same
+    # kind of module.
+    for noop, base, what in (("pool-noop", "trivial-torch", "in a module that imports torch"),
+                             ("pool-noop-bare", "trivial", "in a module without torch")):
+        if noop in by and base in by:
+            added = by[noop]["per_test_median_s"] - by[base]["per_test_median_s"]
+            out.append(_within_2x(f"dispatch (a call without a collective) adds <= 2x a trivial pytest test {what}",
+                                  added, by[base]))
     return out
 
 
