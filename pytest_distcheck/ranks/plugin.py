@@ -1,7 +1,9 @@
 """The ``dist_world`` fixture and its markers: wiring only (the work is in ``pool``, ``group``, ``zygote``).
 
-The zygote (the process that imports torch once) starts as soon as collection meets a test that uses
-``dist_world``, so its import runs while pytest collects the rest.
+The zygote (the process that imports torch once) starts as soon as pytest is about to import a test
+module that names ``dist_world``, so its import runs beside the module's own ``import torch``; a test that
+gets ``dist_world`` through a conftest fixture starts it when collected. Zygotes no selected test needs
+are stopped when collection ends.
 """
 
 from __future__ import annotations

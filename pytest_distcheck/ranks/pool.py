@@ -6,8 +6,10 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
   (test_rank_recovery::test_a_segfault_is_reported_with_its_signal_and_stack). Each rank has its own
   session (a kill reaches grandchildren) and SIGKILL as its parent-death signal (SIGINT does not stop a
   rank blocked in gloo) (test_rank_processes::test_ranks_die_with_a_killed_pytest);
-- the zygote starts as soon as pytest collects a test that uses ``dist_world``, so its torch import
-  overlaps collection (test_rank_plugin::test_zygote_starts_at_collection);
+- the zygote starts as soon as pytest is about to import a test module that names ``dist_world`` (or,
+  for a fixture that wraps it in a conftest, collects a test that uses it), so its torch import runs
+  beside the test module's own ``import torch`` (test_rank_plugin::test_zygote_starts_at_collection,
+  test_rank_plugin::test_zygote_starts_before_a_test_module_that_names_dist_world_is_imported);
 - rendezvous on a ``FileStore`` in the session's private temporary folder, a new file for every start
   of the ranks: nothing to collide under xdist, no stale keys, and no DNS (a ``TCPStore`` reverse-resolves
   its peers, which stalls 5 s whenever the resolver drops a query)
