@@ -67,7 +67,8 @@ def test_done_with_a_reason_is_shown_in_the_table(workspace_dir):
         @pytest.fixture(autouse=True)
         def forge():
             pytest_distcheck.done("forged")
-        """, "ERROR*alpha  done() raised in setup, not by the check's function"),
+        """, "UNTRUSTED*alpha  Done('forged') was raised by checks/conftest.py:6, neither the check's module nor "
+            "the kit*"),
 ])
 def test_done_raised_outside_the_checks_function_does_not_count(workspace_dir, where, text, expected):
     checks(workspace_dir, alpha="pytest_distcheck.broken('wrong')")

@@ -114,6 +114,52 @@ class Origins:
         return self.rel(code_file(obj)) + (f":{line}" if line else "")
 
 
+def _module_of(frame: types.FrameType) -> types.ModuleType | None:
+    """The module whose namespace ``frame`` runs in, by identity (a rebound ``__name__`` names no module)."""
+    mod = sys.modules.get(frame.f_globals.get("__name__", ""))
+    return mod if mod is not None and getattr(mod, "__dict__", None) is frame.f_globals else None
+
+
+def _kit_frame(frame: types.FrameType) -> bool:
+    mod = _module_of(frame)
+    return (mod is not None and mod.__name__.split(".", 1)[0] == "pytest_distcheck"
+            and _inside(Path(frame.f_code.co_filename).resolve(), KIT_DIR))
+
+
+def foreign_raise(exc: BaseException, module: types.ModuleType | None, origins: Origins) -> str | None:
+    """``file:line`` of the code that raised the DoD outcome ``exc`` when it is neither the check's module nor
+    the kit; ``None`` when an outcome of the check or the kit (red-team t2 B2: lab code calling ``done()`` at
+    import, while a check imports it).
+
+    The raiser is the last frame of ``exc``'s traceback outside the kit's outcome module. Frames are told
+    apart by the namespace they run in (``f_globals``, by identity), not by their file name, which
+    ``compile`` sets at will. A traceback can be forged (``TracebackType``) to end in the check's frame, but
+    the frames the exception unwound through stay in it: every frame after the check function's must be
+    the check's, the kit's or trusted code (pytest, the standard library, installed packages).
+    """
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append((tb.tb_frame, tb.tb_lineno))
+        tb = tb.tb_next
+    mine = (lambda f: f.f_globals is module.__dict__) if module is not None else (lambda f: False)
+    outcome_ns = sys.modules["pytest_distcheck.dod.outcome"].__dict__
+    frames = [(f, n) for f, n in frames if f.f_globals is not outcome_ns]
+    if not frames:
+        return None
+    starts = [i for i, (f, _) in enumerate(frames) if mine(f)]
+    suspects = [frames[-1]] + (frames[starts[0] + 1:] if starts else [])
+    for frame, line in suspects:
+        mod = _module_of(frame)
+        ok = mine(frame) or _kit_frame(frame)
+        if not ok and frame is not frames[-1][0]:
+            ok = origins.trusted(frame.f_code.co_filename) and (mod is None or origins.trusted(getattr(
+                mod, "__file__", None) or frame.f_code.co_filename))
+        if not ok:
+            return f"{origins.rel(frame.f_code.co_filename)}:{line}"
+    return None
+
+
 def _impl_name(impl: Any) -> str:
     return getattr(impl.function, "__name__", "?")
 

@@ -30,6 +30,7 @@ from pytest_distcheck.dod.integrity import (
     Origins,
     code_file,
     foreign_hooks,
+    foreign_raise,
     static_problems,
 )
 from pytest_distcheck.dod.outcome import Blocked
@@ -300,7 +301,9 @@ class DodPlugin:
         if item_id is None or self.workspace is None:
             return rep
         seen = self.observer.seen(item.nodeid) if rep.when == "call" else None
-        outcome = classify(item_id, rep, call, seen, self.suspects.get(item.nodeid, []))
+        module = getattr(item, "module", None)
+        outcome = classify(item_id, rep, call, seen, self.suspects.get(item.nodeid, []),
+                           lambda exc: foreign_raise(exc, module, self.origins))
         if outcome is None:
             return rep
         problems = self.static.get(item.nodeid, []) + self.runtime.pop(item.nodeid, [])
