@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -151,3 +152,55 @@ def test_a_package_rewritten_in_the_parent_keeps_its_resources_in_the_ranks(pyte
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+# --- which functions travel by reference: importability is decided as the ranks would import ----------
+def test_a_function_of_an_importable_test_module_goes_by_reference():
+    from pytest_distcheck.ranks.payload import _by_value
+
+    assert _by_value(checks_a_sum) == []  # this module is on sys.path (prepend mode): the ranks import it
+
+
+def test_a_module_imported_from_off_sys_path_goes_by_value(tmp_path, monkeypatch):
+    """--import-mode=importlib imports tests/test_x.py as ``tests.test_x`` without putting its folder on
+    sys.path: find_spec would answer from sys.modules, yet the ranks cannot import it."""
+    import importlib.util
+
+    from pytest_distcheck.ranks.payload import _by_value
+
+    (tmp_path / "offpath_pkg").mkdir()
+    file = tmp_path / "offpath_pkg" / "test_mod.py"
+    file.write_text("def fn():\n    return 1\n")
+    spec = importlib.util.spec_from_file_location("offpath_pkg.test_mod", file)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "offpath_pkg.test_mod", module)
+    spec.loader.exec_module(module)
+    assert _by_value(module.fn) == [module]
+
+
+IMPORTLIB_MODE = """
+import torch.distributed as dist
+
+def body(x):
+    assert x + dist.get_rank() == 99
+    return x
+
+def test_module_level(dist_world):
+    dist_world.run(body, 1)
+"""
+
+
+def test_import_mode_importlib_test_modules_in_subfolders(pytester):
+    # The project is a folder below pytest's cwd (which `python -m pytest` puts on sys.path), as under
+    # the `pytest` command, whose sys.path has no project folder: its modules are importable only here.
+    for folder, init in (("plain", False), ("pkg", True)):  # tests/ with and without __init__.py
+        (pytester.path / "proj" / folder).mkdir(parents=True)
+        if init:
+            (pytester.path / "proj" / folder / "__init__.py").touch()
+        (pytester.path / "proj" / folder / "test_e.py").write_text(IMPORTLIB_MODE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--import-mode=importlib",
+                                           "--rootdir=proj", "proj")
+    result.assert_outcomes(failed=2)
+    result.stdout.no_fnmatch_line("*ModuleNotFoundError*")
+    # rewritten in the parent, sent by value
+    assert result.stdout.str().count("rank 0: error (AssertionError: assert (1 + 0) == 99)") == 2

@@ -2,13 +2,13 @@
 
 A function whose module the ranks can import by name (an installed package, or a test module on
 ``sys.path``, which travels with every call) goes by reference: the rank imports that module once.
+Whether they can is asked of the import system's finders, not of ``sys.modules`` (:func:`_find_spec`).
 Nested functions, lambdas and functions of modules that cannot be imported by name go by value;
 cloudpickle then drops their file name, which the rank restores in tracebacks from ``origin_file``.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from typing import Any, Callable
@@ -17,7 +17,7 @@ import cloudpickle
 
 from pytest_distcheck.ranks.errors import PicklingError
 
-# id(module) -> (module, whether it travels by value): find_spec costs about 0.1 ms, and a test calls
+# id(module) -> (module, whether it travels by value): a finder search costs about 0.1 ms, and a test calls
 # dist_world.run with functions of the same few modules again and again. The module is kept so its id
 # is never reused by another object.
 _BY_VALUE: dict[int, tuple[Any, bool]] = {}
@@ -38,13 +38,35 @@ def _by_value(fn: Callable[..., Any]) -> list[Any]:
 def _importable_elsewhere(name: str, module: Any) -> bool:
     if name == "__main__":
         return False
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        spec = None
+    spec = _find_spec(name)
     file = getattr(module, "__file__", None)
     return not (spec is None or not spec.origin or not file
                 or os.path.realpath(spec.origin) != os.path.realpath(file))
+
+
+def _find_spec(name: str) -> Any:
+    """Where a fresh process on this ``sys.path`` finds module ``name``: the import system's own search
+    (each finder of ``sys.meta_path``, package by package), never its ``sys.modules`` shortcut, which
+    ``importlib.util.find_spec`` takes. pytest's ``--import-mode=importlib`` puts ``tests.test_x`` in
+    ``sys.modules`` without its folder on ``sys.path``: the ranks could not import it by name."""
+    parts = name.split(".")
+    path = spec = None
+    for i in range(len(parts)):
+        if i and path is None:  # the parent is not a package
+            return None
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            try:
+                spec = find(".".join(parts[:i + 1]), path) if find else None
+            except (ImportError, ValueError):
+                spec = None
+            if spec is not None:
+                break
+        if spec is None:
+            return None
+        path = spec.submodule_search_locations
+    return spec
 
 
 def origin_file(fn: Callable[..., Any]) -> str:
