@@ -204,3 +204,17 @@ def test_import_mode_importlib_test_modules_in_subfolders(pytester):
     result.stdout.no_fnmatch_line("*ModuleNotFoundError*")
     # rewritten in the parent, sent by value
     assert result.stdout.str().count("rank 0: error (AssertionError: assert (1 + 0) == 99)") == 2
+
+
+def _record_rank(rank, results):
+    results[rank] = rank * 10
+
+
+def test_a_manager_dict_passed_to_spawn_works_in_the_ranks(dist_world):
+    # The ranks fork from a zygote of their own, so their authkey must be set to this process's.
+    import multiprocessing
+
+    with multiprocessing.Manager() as manager:
+        results = manager.dict()
+        dist_world.spawn(_record_rank, args=(results,))
+        assert dict(results) == {0: 0, 1: 10}

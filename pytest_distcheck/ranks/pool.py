@@ -73,6 +73,7 @@ import signal
 import sys
 import time
 import warnings
+from multiprocessing import current_process
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
@@ -239,7 +240,7 @@ class RankPool:
             if not self._own_zygote:
                 raise ZygoteError("the rank zygote this pool forks from is gone")
             self._zygote = Zygote(self._path(-1, "log"), self.start_timeout, env=self.base_env)
-        init = {"sys_path": list(sys.path), "cwd": os.getcwd()}
+        init = {"sys_path": list(sys.path), "cwd": os.getcwd(), "authkey": bytes(current_process().authkey)}
         self._attempts += 1  # a new store file for every attempt: a failed one may have left keys
         store_file = os.path.join(self._dir, f"store.{self._attempts}")
         self._rewrite_sent = None

@@ -37,6 +37,7 @@ import faulthandler
 import importlib.abc
 import importlib.util
 import linecache
+import multiprocessing
 import os
 import pickle
 import random
@@ -367,6 +368,8 @@ def serve(conn: Connection, rank: int, world_size: int, backend: str, store_file
     """Be rank ``rank`` of ``world_size``: open the pool's store, then run calls sent on ``conn``.
 
     Called in a process just forked from the zygote, with stdout and stderr already on the rank's files.
+    The first message (``init``) gives pytest's ``sys.path``, cwd and ``multiprocessing`` authkey (so
+    Manager proxies passed as arguments connect as in ``mp.spawn``'s children; the key is never logged).
     Returns when the parent goes away or after a call that raised; the caller
     then ends the process with ``os._exit`` (gloo threads may still hold the store at teardown).
     """
@@ -377,5 +380,7 @@ def serve(conn: Connection, rank: int, world_size: int, backend: str, store_file
     assert kind == "init"
     sys.path[:] = init["sys_path"]
     os.chdir(init["cwd"])
+    # pytest's authkey: a multiprocessing Manager proxy passed in a call authenticates with it
+    multiprocessing.current_process().authkey = init["authkey"]
     _Rank(conn, rank, world_size, backend, store_file).serve()
     conn.close()
