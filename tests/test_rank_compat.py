@@ -159,6 +159,7 @@ def test_a_function_of_an_importable_test_module_goes_by_reference():
     from pytest_distcheck.ranks.payload import _by_value
 
     assert _by_value(checks_a_sum) == []  # this module is on sys.path (prepend mode): the ranks import it
+    assert _by_value(int) == [] and _by_value(os.makedirs) == []  # built-in and frozen modules
 
 
 def test_a_module_imported_from_off_sys_path_goes_by_value(tmp_path, monkeypatch):

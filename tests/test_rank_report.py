@@ -30,6 +30,53 @@ def test_a_dead_peer_also_counts_as_the_culprit():
     assert blame(outcomes)[1].status == "stopped"
 
 
+GLOO_CLOSED = ("RuntimeError: [third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+               "[127.0.0.1]:52141. This is typically caused by a remote worker crashing.")
+GLOO_RESET = "RuntimeError: [pair.cc:537] Read error [127.0.0.1]:35476: Connection reset by peer. This is typically"
+
+
+@pytest.mark.parametrize("gloo", [GLOO_CLOSED, GLOO_RESET])
+def test_a_peer_cut_off_in_a_collective_by_a_failed_rank_is_stopped(gloo):
+    outcomes = [RankOutcome(0, "error", "ZeroDivisionError: division by zero", phase="call"),
+                RankOutcome(1, "error", gloo, traceback="tb", stderr="gloo log", phase="call")]
+    out = blame(outcomes)
+    assert out[0] is outcomes[0]
+    assert (out[1].status, out[1].error, out[1].traceback, out[1].stderr) == ("stopped", STOPPED, "tb", "gloo log")
+    text = str(RankError(out))
+    assert text.startswith("rank(s) 0 failed\n")  # the one that failed of its own
+    assert "  rank 1: stopped after a peer failed\n" in text
+
+
+def test_connection_errors_on_every_failing_rank_stay_errors():
+    outcomes = [RankOutcome(0, "ok"), RankOutcome(1, "error", GLOO_RESET, phase="call"),
+                RankOutcome(2, "error", GLOO_CLOSED, phase="call")]
+    assert blame(outcomes) == outcomes  # no rank failed of its own: gloo's error is the story
+    assert str(RankError(outcomes)).startswith("rank(s) 1, 2 failed\n")
+
+
+def test_a_rank_raising_in_a_collective_of_its_own_is_not_relabelled():
+    outcomes = [RankOutcome(0, "error", "ValueError: bad", phase="call"),
+                RankOutcome(1, "error", "RuntimeError: shape mismatch in all_reduce", phase="call")]
+    assert blame(outcomes) == outcomes
+
+
+def boom_on_rank_0_while_rank_1_waits():
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        raise ValueError("rank zero fails")
+    dist.barrier()
+
+
+def test_a_peer_waiting_in_a_barrier_is_reported_as_stopped(dist_world):
+    dist_world.run(int)  # the group is up: the peer fails inside the user's call, not in set-up
+    with pytest.raises(RankError) as info:
+        dist_world.run(boom_on_rank_0_while_rank_1_waits)
+    text = str(info.value)
+    assert text.startswith("rank(s) 0 failed\n  rank 0: error (ValueError: rank zero fails)\n"
+                           "  rank 1: stopped after a peer failed\n")
+
+
 def test_first_call_where_rank_0_raises_at_once(dist_world):
     dist_world._registry.restart(2, "gloo")  # a first call: the group is built inside it
 

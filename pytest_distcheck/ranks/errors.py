@@ -37,6 +37,9 @@ class RankOutcome:
 class RankError(Exception):
     """One or more ranks did not return normally. The message shows every rank's outcome.
 
+    Its first line names the ranks that failed of their own (``rank(s) 0 failed``); a rank stopped
+    because of them is listed below it (``rank 1: stopped after a peer failed``).
+
     Attributes:
         outcomes: one :class:`RankOutcome` per rank, in rank order.
         failed_ranks: ranks whose status is not ``ok``/``skip``.
@@ -50,12 +53,15 @@ class RankError(Exception):
         super().__init__(self._format(detail, hint))
 
     def _format(self, detail: str, hint: str) -> str:
-        ranks = ", ".join(str(r) for r in self.failed_ranks)
-        lines = [self.headline.format(ranks=ranks) + (f": {detail}" if detail else "")]
+        # The headline names the ranks that failed of their own, not those stopped because of them.
+        ranks = ", ".join(str(o.rank) for o in self.outcomes if o.status not in ("ok", "skip", "stopped"))
+        lines = [self.headline.format(ranks=ranks or ", ".join(map(str, self.failed_ranks)))
+                 + (f": {detail}" if detail else "")]
         if hint:
             lines.append(hint)
         for o in self.outcomes:
-            lines.append(f"  rank {o.rank}: {o.status}" + (f" ({o.error})" if o.error else ""))
+            lines.append(f"  rank {o.rank}: " + (o.error if o.error.startswith(o.status) else o.status
+                                                   + (f" ({o.error})" if o.error else "")))
         for o in self.outcomes:
             parts = []
             if o.traceback:

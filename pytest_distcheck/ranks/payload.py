@@ -39,6 +39,8 @@ def _importable_elsewhere(name: str, module: Any) -> bool:
     if name == "__main__":
         return False
     spec = _find_spec(name)
+    if spec is not None and spec.origin in ("built-in", "frozen"):  # builtins, os: in every interpreter
+        return True
     file = getattr(module, "__file__", None)
     return not (spec is None or not spec.origin or not file
                 or os.path.realpath(spec.origin) != os.path.realpath(file))

@@ -12,19 +12,27 @@ from pytest_distcheck.ranks.errors import RankOutcome
 STOPPED = "stopped after a peer failed"
 
 
-def blame(outcomes: list[RankOutcome]) -> list[RankOutcome]:
-    """Mark ranks whose group set-up failed because a peer failed in the user's code as stopped.
+# gloo's errors on a rank whose peer went away (closed its sockets by exiting), in set-up or a collective.
+PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "connectFullMesh failed")
 
-    A rank that raises at once exits and closes its sockets; a peer still building the group then fails
-    in gloo ("connectFullMesh failed", "Connection closed by peer"). That error says nothing about the
-    peer's own code, so it is reported as ``stopped`` (its traceback kept). If every failing rank failed
-    in set-up, nothing is changed: the set-up itself is the problem.
+
+def blame(outcomes: list[RankOutcome]) -> list[RankOutcome]:
+    """Mark ranks that failed only because a peer failed in the user's code as stopped.
+
+    A rank that raises exits at once and closes its sockets; a peer still building the group, or waiting
+    in a collective with it, then fails in gloo ("connectFullMesh failed", "Connection closed by peer",
+    "Connection reset by peer"). That error says nothing about the peer's own code, so it is reported as
+    ``stopped`` (its traceback and output kept). A rank counts as failing of its own when it died or
+    raised in the call something else than gloo's lost connection. Without such a rank nothing is
+    changed: the set-up or the connection itself is the problem.
     """
-    culprit = any(o.status in ("error", "died") and o.phase != "setup" for o in outcomes)
-    if not culprit:
+    def follower(o: RankOutcome) -> bool:
+        return o.status == "error" and (o.phase == "setup" or any(p in o.error for p in PEER_GONE))
+
+    if not any(o.status in ("error", "died") and not follower(o) for o in outcomes):
         return outcomes
     return [RankOutcome(o.rank, "stopped", STOPPED, traceback=o.traceback, stdout=o.stdout, stderr=o.stderr)
-            if o.status == "error" and o.phase == "setup" else o for o in outcomes]
+            if follower(o) else o for o in outcomes]
 
 
 def detail_rerun(nodeid: str, level: str) -> str:
