@@ -6,13 +6,19 @@ import time
 
 import pytest
 
-from pytest_distcheck.ranks.errors import PicklingError, RankError, RankTimeout
+from pytest_distcheck.ranks.errors import PicklingError, RankError, RanksOutOfStepWarning, RankTimeout
 
 
 def rank_and_size():
     import torch.distributed as dist
 
     return dist.get_rank(), dist.get_world_size(), dist.get_backend()
+
+
+def pid(*_rank):
+    import os
+
+    return os.getpid()
 
 
 def all_reduce_sum(value):
@@ -198,3 +204,31 @@ def test_a_destroyed_group_is_rebuilt(dist_world):
 
     dist_world.run(destroy)
     assert dist_world.run(all_reduce_sum, 0) == [1.0, 1.0]
+
+
+@pytest.mark.fresh_ranks
+def test_fresh_ranks_starts_every_pool_the_test_calls_anew(dist_world, monkeypatch):
+    # Ranks of another world size and of another debug level, alive before this test's first call on each.
+    registry = dist_world._registry
+    old = [p for size, debug in ((4, None), (2, "DETAIL"))
+           for p in registry.get(size, "gloo", debug).run(pid, (), {}, 60)]
+    four = dist_world.spawn(pid, nprocs=4)
+    assert set(four).isdisjoint(old)
+    assert dist_world.spawn(pid, nprocs=4) == four  # only the first call of each pool in the test restarts it
+    monkeypatch.setenv("TORCH_DISTRIBUTED_DEBUG", "DETAIL")
+    assert set(dist_world.run(pid)).isdisjoint(old)
+
+
+def lone_async_all_reduce(*_rank):
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        dist.all_reduce(torch.ones(1), async_op=True)  # never matched: the ranks end out of step
+
+
+def test_an_out_of_step_warning_points_at_the_tests_call(dist_world):
+    with pytest.warns(RanksOutOfStepWarning) as record:
+        dist_world.run(lone_async_all_reduce)
+        dist_world.spawn(lone_async_all_reduce)
+    assert [w.filename for w in record] == [__file__, __file__]  # not the kit's group.py

@@ -6,6 +6,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 ORDERED = """
 import os
 import pytest
@@ -156,3 +158,49 @@ def test_a_zygote_still_importing_torch_is_killed_not_waited_for(tmp_path):
     zygote = Zygote(str(tmp_path / "zygote.log"))
     zygote.close()
     assert zygote._proc.returncode == -signal.SIGKILL  # a stop it had read would have ended it with 0
+
+
+def test_the_session_environment_is_the_one_pytest_configured_with(pytester, monkeypatch):
+    # No module names dist_world (a conftest fixture wraps it): the registry is made inside the first test,
+    # whose monkeypatched debug level must not become the session's, as it would for every later test.
+    monkeypatch.delenv("TORCH_DISTRIBUTED_DEBUG", raising=False)
+    pytester.makeconftest("""
+        import pytest
+
+        @pytest.fixture
+        def world(request):
+            return request.getfixturevalue("dist_" + "world")
+    """)
+    pytester.makepyfile(test_a="""
+        import pytest
+
+        @pytest.fixture
+        def detail(monkeypatch):
+            monkeypatch.setenv("TORCH_DISTRIBUTED_DEBUG", "DETAIL")
+
+        def test_1_detail(detail, world):
+            pass
+
+        def test_2_default(world):
+            assert "TORCH_DISTRIBUTED_DEBUG" not in world._registry.base_env
+    """)
+    pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly").assert_outcomes(passed=2)
+
+
+@pytest.mark.world_size(2)
+@pytest.mark.parametrize("late", [pytest.mark.world_size(4), pytest.mark.dist_debug("DETAIL"), pytest.mark.fresh_ranks],
+                         ids=["world_size-over-the-decorator", "dist_debug", "fresh_ranks"])
+def test_a_marker_added_while_the_test_runs_fails_the_call(dist_world, request, late):
+    request.node.add_marker(late)
+    with pytest.raises(pytest.fail.Exception, match=f"a {late.name} marker was added while the test ran"):
+        dist_world.run(len, [])
+
+
+def test_the_proposed_rerun_names_the_test_from_where_pytest_was_started(pytester, monkeypatch):
+    # rootdir (pytest.ini) above tests/, pytest started inside tests/: "tests/test_x.py::..." is not found there.
+    pytester.makeini("[pytest]\n")
+    (pytester.mkdir("tests") / "test_x.py").write_text(
+        "def test_a(request):\n"  # fetched by name: no zygote starts for this in-process run
+        "    assert request.getfixturevalue('dist_' + 'world')._nodeid == 'test_x.py::test_a'\n")
+    monkeypatch.chdir(pytester.path / "tests")
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -22,11 +22,13 @@ class RankGroup:
         debug: the ranks' ``TORCH_DISTRIBUTED_DEBUG`` level (``OFF``, ``INFO``, ``DETAIL``), or ``None``
             for the session's (the environment pytest started with) unless the test itself set the
             variable (``monkeypatch.setenv``): then each call runs on ranks started with that level.
+        fresh: ``@pytest.mark.fresh_ranks``: the first call on each world size and debug level restarts
+            that pool's ranks (whatever size ``spawn(nprocs=)`` or level ``monkeypatch`` selects).
     """
 
     def __init__(self, registry: PoolRegistry, world_size: int, backend: str, timeout: float,
                  debug: str | None = None, live: bool = False, nodeid: str = "",
-                 check: Callable[[], None] | None = None) -> None:
+                 check: Callable[[], None] | None = None, fresh: bool = False) -> None:
         self._registry = registry
         self.world_size = world_size
         self.backend = backend
@@ -35,6 +37,7 @@ class RankGroup:
         self._live = live
         self._nodeid = nodeid
         self._check = check
+        self._fresh: set[tuple[int, str]] | None = set() if fresh else None  # (size, level) restarted
 
     def run(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None, **kwargs: Any) -> list[Any]:
         """Run ``fn(*args, **kwargs)`` on every rank, with ``torch.distributed`` initialised.
@@ -99,6 +102,11 @@ class RankGroup:
             env = os.environ.get("TORCH_DISTRIBUTED_DEBUG")
             if env != self._registry.base_env.get("TORCH_DISTRIBUTED_DEBUG") and env:
                 debug = env.upper() if env.upper() in DEBUG_LEVELS else None
+        if self._fresh is not None:
+            key = (size, _level(self._registry.base_env, debug))
+            if key not in self._fresh:
+                self._fresh.add(key)
+                self._registry.restart(size, self.backend, debug)
         pool = self._registry.get(size, self.backend, debug)
         return pool.run(fn, args, kwargs, timeout=self.timeout if timeout is None else timeout,
                         live=self._live, pass_rank=pass_rank, nodeid=self._nodeid)
@@ -112,19 +120,19 @@ class PoolRegistry:
     """One :class:`RankPool` per (world size, backend, debug level) in this pytest process.
 
     Pools of one debug level fork from one zygote, started with that ``TORCH_DISTRIBUTED_DEBUG`` (torch
-    reads it at import). The session's base environment (the one every call's environment is diffed
-    against) is this process's when the registry is made, at pytest start-up: a test's ``monkeypatch``
-    never becomes part of it. Files live in one session folder, locked while this process lives;
+    reads it at import) in ``base_env``. Files live in one session folder, locked while this process lives;
     folders of dead sessions (unlocked, older than a minute) are removed when a session first makes its own.
 
     Args:
+        base_env: the session's environment, which every call's environment is diffed against (the
+            plugin takes it at ``pytest_configure``, so a test's ``monkeypatch`` never becomes part of it).
         watch_pid: a process whose end should end the zygotes and ranks at once (the xdist controller).
     """
 
-    def __init__(self, watch_pid: int | None = None) -> None:
+    def __init__(self, base_env: dict[str, str], watch_pid: int | None = None) -> None:
         self._pools: dict[tuple[int, str, str], RankPool] = {}
         self._zygotes: dict[str, Zygote] = {}
-        self.base_env = dict(os.environ)
+        self.base_env = base_env
         self._watch_pid = watch_pid
         self._folder: SessionFolder | None = None
 

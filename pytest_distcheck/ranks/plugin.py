@@ -19,17 +19,31 @@ from pytest_distcheck.settings import TIMEOUT
 MARKERS = {
     "world_size": "world_size(n): number of ranks the dist_world fixture starts (default 2); or parametrize "
                   "dist_world indirectly: @pytest.mark.parametrize('dist_world', [2, 4], indirect=True)",
-    "fresh_ranks": "fresh_ranks: run this test on newly started rank processes",
+    "fresh_ranks": "fresh_ranks: run this test on newly started rank processes (its first call on each world "
+                   "size and debug level)",
     "dist_debug": "dist_debug(level): run this test's ranks with TORCH_DISTRIBUTED_DEBUG=level "
                   "(OFF, INFO or DETAIL), set before torch is imported; other tests are unaffected",
 }
+# A marker the fixture reads at set-up, added while the test runs: what to do instead.
+_LATE_FIX = {
+    "world_size": "Put @pytest.mark.world_size(n) on the test, or parametrize dist_world indirectly: "
+                  "@pytest.mark.parametrize('dist_world', [2, 4], indirect=True)",
+    "dist_debug": "Put @pytest.mark.dist_debug(level) on the test, or set the level before the call: "
+                  "monkeypatch.setenv('TORCH_DISTRIBUTED_DEBUG', level)",
+    "fresh_ranks": "Put @pytest.mark.fresh_ranks on the test",
+}
 _REGISTRY = pytest.StashKey[object]()
+_BASE_ENV = pytest.StashKey[dict]()  # os.environ at configure time: what every call's environment is diffed against
 _STARTED = pytest.StashKey[set]()  # debug levels whose zygote collection already started
 
 
+@pytest.hookimpl(trylast=True)  # after conftests' and other plugins' own set-up of the environment
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS.values():
         config.addinivalue_line("markers", line)
+    # Taken now, not when the registry is first made: that may be inside a test (dist_world reached through
+    # a conftest fixture), whose monkeypatch would become every later test's base and the zygote's.
+    config.stash[_BASE_ENV] = dict(os.environ)
 
 
 def _registry(config: pytest.Config):
@@ -40,7 +54,7 @@ def _registry(config: pytest.Config):
         # Under xdist the controller is this worker's parent: the zygotes watch it, so a killed controller
         # takes the ranks with it at once (the worker itself notices only seconds later).
         watch = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else None
-        registry = config.stash[_REGISTRY] = PoolRegistry(watch_pid=watch)
+        registry = config.stash[_REGISTRY] = PoolRegistry(config.stash[_BASE_ENV], watch_pid=watch)
         atexit.register(registry.close)  # also when the session ends by an exception
     return registry
 
@@ -106,13 +120,13 @@ def _world_size(request: pytest.FixtureRequest):
         if marker is not None:
             _fail(request.node, "the world size is given twice (@pytest.mark.world_size and an indirect "
                                 "parametrize of dist_world): keep one")
-        return param, marker
+        return param
     if marker is None:
-        return DEFAULT_WORLD_SIZE, None
+        return DEFAULT_WORLD_SIZE
     value = marker.args[0] if marker.args else marker.kwargs.get("n")
     if not _whole(value):
         _fail(request.node, f"@pytest.mark.world_size needs a whole number >= 1, got {value!r}")
-    return value, marker
+    return value
 
 
 def _debug_level(node, fail: bool = True) -> str | None:
@@ -128,6 +142,14 @@ def _debug_level(node, fail: bool = True) -> str | None:
     return value.upper()
 
 
+def _invocation_nodeid(config: pytest.Config, nodeid: str) -> str:
+    """The node id with its file relative to where pytest was started, so a proposed re-run works there."""
+    if config.invocation_params.dir == config.rootpath:
+        return nodeid
+    path, sep, rest = nodeid.partition("::")  # node ids are relative to the rootdir
+    return os.path.relpath(config.rootpath / path, config.invocation_params.dir) + sep + rest
+
+
 @pytest.fixture
 def dist_world(request: pytest.FixtureRequest):
     """A gloo process group of N ranks (``@pytest.mark.world_size(n)``, default 2) to run code on.
@@ -135,27 +157,34 @@ def dist_world(request: pytest.FixtureRequest):
     ``dist_world.run(fn, *args, timeout=None, **kwargs)`` runs ``fn`` on every rank, each in its own
     process with ``torch.distributed`` initialised, and returns the per-rank results in rank order;
     ``dist_world.spawn(fn, args=(...), nprocs=n)`` calls ``fn(rank, *args)`` as ``mp.spawn`` does.
-    The ranks live across tests (started once per world size); ``@pytest.mark.fresh_ranks`` asks for
-    new processes, ``@pytest.mark.dist_debug("DETAIL")`` for ranks with that debug level. The world size
+    The ranks live across tests (started once per world size); with ``@pytest.mark.fresh_ranks`` the
+    test's first call on each world size and debug level runs on newly started ranks;
+    ``@pytest.mark.dist_debug("DETAIL")`` asks for ranks with that debug level. A ``world_size``,
+    ``dist_debug`` or ``fresh_ranks`` marker added while the test runs fails its next call. The world size
     may also come from ``@pytest.mark.parametrize("dist_world", [2, 4], indirect=True)``.
     See :class:`pytest_distcheck.ranks.group.RankGroup`.
     """
     from pytest_distcheck.ranks.group import RankGroup
 
     pools = _registry(request.config)  # not a session fixture: looking one up costs every test ~20 us
-    size, marker = _world_size(request)
+    size = _world_size(request)
     debug = _debug_level(request.node)
-    if request.node.get_closest_marker("fresh_ranks"):
-        pools.restart(size, "gloo", debug)
     node = request.node
+    markers = tuple(node.own_markers)
 
     def check() -> None:
+        # The markers were read at set-up (and add_marker appends: get_closest_marker still returns a
+        # decorator's), so a late one would be silently ignored. Comparing lengths keeps this check ~free.
         __tracebackhide__ = True
-        if node.get_closest_marker("world_size") is not marker:
-            _fail(node, "a world_size marker was added while the test ran (request.node.add_marker); "
-                        "dist_world had already started with world size "
-                        f"{size}. Put @pytest.mark.world_size(n) on the test, or parametrize dist_world "
-                        "indirectly: @pytest.mark.parametrize('dist_world', [2, 4], indirect=True)")
+        if len(node.own_markers) != len(markers):
+            for mark in node.own_markers:
+                if mark.name in _LATE_FIX and mark not in markers:
+                    _fail(node, f"a {mark.name} marker was added while the test ran (request.node.add_marker): "
+                                f"dist_world was already set up (world size {size}, debug level "
+                                f"{debug or 'of the session'}) and would ignore it. {_LATE_FIX[mark.name]}")
 
     return RankGroup(pools, size, "gloo", TIMEOUT.positive_float(request.config), debug=debug,
-                     live=request.config.getoption("capture") == "no", nodeid=node.nodeid, check=check)
+                     live=request.config.getoption("capture") == "no", check=check,
+                     nodeid=_invocation_nodeid(request.config, node.nodeid),
+                     fresh=node.get_closest_marker("fresh_ranks") is not None)
+

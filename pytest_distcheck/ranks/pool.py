@@ -401,7 +401,7 @@ class RankPool:
                 "ranks ended the call out of step (collectives issued per rank: "
                 + ", ".join(f"rank {r}: {s}" for r, s in enumerate(seqs))
                 + "): a collective or send that only some ranks issued, or an async_op never waited on? "
-                  "The ranks were replaced." + (f" To find it, {rerun}" if rerun else "")), stacklevel=3)
+                  "The ranks were replaced." + (f" To find it, {rerun}" if rerun else "")), stacklevel=4)
         elif not all(keep):
             self.generation += 1  # subgroups or a destroyed group: the next call gets a fresh group
         return self._finish(outcomes, results, live)
