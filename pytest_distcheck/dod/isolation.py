@@ -26,6 +26,10 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
   the kit imports late (red-team R1, tests/test_gate_redteam.py). Code from the root outside ``checks/``
   and ``experiments/`` that runs anyway (a name nothing installed provides) is seen by an audit hook and
   makes every item untrusted, naming the file (:class:`RootWatch`).
+- The parent records the git repository before it starts the sub-session and after it ended
+  (:func:`repo_state`: HEAD, the tracked files' status, HEAD's last reflog entry); lab code that commits a
+  made-up log while the checks run makes every item untrusted, naming both commits (red-team t2 B3,
+  tests/test_gate_repository.py).
 - What is *not* isolated: the checks import the learner's lab code (``experiments/``, reachable through
   the root at the end of ``sys.path``); the live DDP check runs it. See docs/ci/threat-model.md.
 """
@@ -114,7 +118,8 @@ def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str
     The sub-session writes its JSON report to a folder of this process's, and ends itself with
     ``os._exit`` right after (no atexit hook of lab code runs there, red-team A01); this process reads the
     report the moment it exits, re-derives the verdict (:func:`~pytest_distcheck.dod.report.rederive`)
-    and writes the reports the learner asked for itself.
+    and writes the reports the learner asked for itself. It records the repository before and after
+    (:func:`repo_state`): a commit, a changed tracked file or a new reflog entry makes every item untrusted.
 
     Args:
         root: the workspace root (pytest rootdir); ``workspace_rel``: its workspace file, relative.
@@ -127,6 +132,7 @@ def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str
     for path in (json_path, md_path):  # a report of an earlier run must not stand in for this one
         if path and Path(path).is_file():
             Path(path).unlink()
+    start = repo_state(root)  # taken out here, where lab code cannot reach
     with tempfile.TemporaryDirectory(prefix="distcheck-gate-") as tmp:
         ini = Path(tmp) / INI_NAME
         ini.write_text(ini_text(root, workspace_rel), encoding="utf-8")
@@ -142,14 +148,52 @@ def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str
             text = child_json.read_text(encoding="utf-8")
         except OSError:
             text = None
-    return finish(root, workspace_rel, text, rc, json_path, md_path, write)
+    return finish(root, workspace_rel, text, rc, json_path, md_path, write, repo_changes(start, repo_state(root)))
+
+
+def repo_state(root: Path) -> dict[str, str] | None:
+    """The git repository holding ``root`` as the gate sees it: ``head`` (the commit), ``tracked`` (``git status
+    --porcelain`` of tracked files) and ``reflog`` (HEAD's last reflog entry); ``None`` outside a repository
+    or without git."""
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.rstrip("\n") if out.returncode == 0 else None
+
+    head = git("rev-parse", "HEAD")
+    if head is None:
+        return None
+    return {"head": head, "tracked": git("status", "--porcelain", "--untracked-files=no") or "",
+            "reflog": git("reflog", "-n", "1", "--format=%gd: %gs", "HEAD") or ""}
+
+
+def repo_changes(before: dict[str, str] | None, after: dict[str, str] | None) -> list[str]:
+    """``[why]`` when the repository changed between two :func:`repo_state` (red-team t2 B3: lab code that
+    commits a made-up log while the checks run); ``[]`` when it did not."""
+    if before is None:
+        return []
+    if after is None:
+        why = "it is no longer a git repository"
+    elif after["head"] != before["head"]:
+        why = f"HEAD moved from {before['head'][:12]} to {after['head'][:12]}"
+    elif after["tracked"] != before["tracked"]:
+        files = "; ".join(f.strip() for f in after["tracked"].splitlines()[:3])
+        why = f"tracked files changed ({files or 'now clean'})"
+    elif after["reflog"] != before["reflog"]:
+        why = f"HEAD's reflog changed (last entry now: {after['reflog']})"
+    else:
+        return []
+    return ["the repository changed while the gate ran: " + why]
 
 
 def finish(root: Path, workspace_rel: str, text: str | None, rc: int, json_path: str | None,
-           md_path: str | None, write: Callable[[str], None]) -> int:
+           md_path: str | None, write: Callable[[str], None], repo: list[str] | None = None) -> int:
     """The gate's verdict from the sub-session's JSON report ``text`` and exit status ``rc``: re-derived
     from the items, written into the ``gate`` section of the reports at ``json_path``/``md_path``, said on
-    the last line; returns the exit status (0 only when passed)."""
+    the last line; returns the exit status (0 only when passed). ``repo``: how the repository changed while
+    the sub-session ran (:func:`repo_changes`): every item becomes untrusted, naming it."""
     import json
 
     from pytest_distcheck.dod import markdown
@@ -165,7 +209,10 @@ def finish(root: Path, workspace_rel: str, text: str | None, rc: int, json_path:
         item_ids = [it.id for it in load_workspace(root / workspace_rel, root=root).items]
     except (ConfigError, OSError):
         item_ids = []
+    if repo and isinstance(doc, dict) and isinstance(doc.get("items"), list):
+        _untrust(doc, "; ".join(repo))
     whys = rederive(doc, item_ids, rc) if item_ids else ["the workspace file cannot be read"]
+    whys += repo or []
     whys += kit_inside(root)
     if isinstance(doc, dict) and isinstance(doc.get("gate"), dict):
         said = doc["gate"].get("verdict")
@@ -186,6 +233,18 @@ def finish(root: Path, workspace_rel: str, text: str | None, rc: int, json_path:
     write("distcheck gate: verdict re-derived from the sub-session's report: "
           + ("PASSED\n" if not whys else "FAILED (" + "; ".join(whys) + ")\n"))
     return status
+
+
+def _untrust(doc: dict, why: str) -> None:
+    """Every item of the report ``doc`` untrusted for ``why`` (its own reason kept after it)."""
+    for it in doc["items"]:
+        if isinstance(it, dict):
+            it.update(state="untrusted", reason=f"{why} (the check's own: {it.get('state')}: {it.get('reason')})",
+                      command=None)
+    if isinstance(doc.get("summary"), dict):
+        n = len(doc["items"])
+        doc["summary"].update(done=0, by_state={**dict.fromkeys(doc["summary"].get("by_state") or {}, 0),
+                                                "untrusted": n})
 
 
 def ignored_args(args: Iterable[str]) -> list[str]:
