@@ -219,3 +219,29 @@ def test_a_manager_dict_passed_to_spawn_works_in_the_ranks(dist_world):
         results = manager.dict()
         dist_world.spawn(_record_rank, args=(results,))
         assert dict(results) == {0: 0, 1: 10}
+
+
+def _fails_on_rank_1(rank, world_size):
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    if rank == 1:
+        raise ValueError("bad input on rank 1")
+
+
+def test_spawn_raises_what_mp_spawn_raises(dist_world):
+    # A ported `with pytest.raises(mp.ProcessRaisedException, match=...)` keeps working.
+    import torch.multiprocessing as mp
+
+    with pytest.raises(mp.ProcessRaisedException, match="bad input on rank 1") as info:
+        dist_world.spawn(_fails_on_rank_1, args=(2,))
+    assert isinstance(info.value, RankError) and info.value.error_index == 1
+    assert "rank 0: stopped after a peer failed" in str(info.value) or "rank 0: ok" in str(info.value)
+
+
+def test_a_spawn_error_needs_no_torch_here(monkeypatch):
+    from pytest_distcheck.ranks.errors import RankOutcome, spawn_error
+
+    monkeypatch.delitem(sys.modules, "torch.multiprocessing", raising=False)
+    err = RankError([RankOutcome(0, "error", "ValueError: x", phase="call")])
+    assert spawn_error(err) is err and "torch.multiprocessing" not in sys.modules

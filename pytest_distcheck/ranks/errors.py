@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 
@@ -94,3 +95,34 @@ class RanksOutOfStepWarning(UserWarning):
     Usually a collective or send that only some ranks issued, or an ``async_op`` never waited on.
     The pool replaced its ranks, so the next call starts in step.
     """
+
+
+# torch.multiprocessing.ProcessRaisedException -> the RankError that is also one (made on first use)
+_SPAWN_ERRORS: dict[type, type] = {}
+
+
+def spawn_error(err: RankError) -> RankError:
+    """What ``dist_world.spawn`` raises for ``err``: also a ``torch.multiprocessing.ProcessRaisedException``
+    when a rank raised, as ``mp.spawn`` does, so a ported ``pytest.raises(mp.ProcessRaisedException,
+    match=...)`` still holds (the message has every rank's error text and traceback).
+
+    The class is made from torch's only when this process has imported ``torch.multiprocessing``
+    (every ``import torch`` does); otherwise ``err`` is returned as it is, and torch stays unimported.
+    Its ``error_index`` is the first rank that raised; ``error_pid`` is None (the rank was replaced).
+    """
+    mp = sys.modules.get("torch.multiprocessing")
+    raised = [o.rank for o in err.outcomes if o.status == "error"]
+    if mp is None or not raised or type(err) is not RankError:
+        return err
+    base = mp.ProcessRaisedException
+    cls = _SPAWN_ERRORS.get(base)
+    if cls is None:
+        cls = _SPAWN_ERRORS[base] = type("RankError", (RankError, base), {
+            "__module__": __name__,
+            # unpickled as torch's own (this class is made at run time)
+            "__reduce__": lambda self: (base, (self.msg, self.error_index, self.error_pid)),
+        })
+    new = cls.__new__(cls, *err.args)
+    new.args, new.outcomes, new.failed_ranks = err.args, err.outcomes, err.failed_ranks
+    new.msg, new.error_index, new.error_pid = str(err), raised[0], None
+    return new

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from pytest_distcheck.ranks.errors import RankError, spawn_error
 from pytest_distcheck.ranks.pool import RankPool
 from pytest_distcheck.ranks.tempdirs import SessionFolder
 from pytest_distcheck.ranks.zygote import Zygote
@@ -80,7 +81,9 @@ class RankGroup:
 
         Raises:
             TypeError: ``join=False`` (the pool always waits) or ``args`` is not a tuple or list.
-            RankError, RankTimeout, PicklingError: as :meth:`run`.
+            RankError, RankTimeout, PicklingError: as :meth:`run`; a ``RankError`` for a rank that raised is
+                also a ``torch.multiprocessing.ProcessRaisedException``, as ``mp.spawn`` raises
+                (:func:`~pytest_distcheck.ranks.errors.spawn_error`).
         """
         __tracebackhide__ = True
         if not join:
@@ -91,7 +94,10 @@ class RankGroup:
         size = self.world_size if nprocs is None else nprocs
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ValueError(f"dist_world.spawn(nprocs=...) needs a whole number >= 1, got {nprocs!r}")
-        return self._call(fn, tuple(args), {}, timeout, size, pass_rank=True)
+        try:
+            return self._call(fn, tuple(args), {}, timeout, size, pass_rank=True)
+        except RankError as exc:
+            raise spawn_error(exc) from None
 
     def _call(self, fn, args, kwargs, timeout, size, pass_rank) -> list[Any]:
         __tracebackhide__ = True
