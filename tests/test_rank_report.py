@@ -125,3 +125,16 @@ def test_dead_session_folders_are_swept_and_live_ones_kept(tmp_path):
     finally:
         os.close(held)
     assert not dead.exists() and live.exists() and young.exists()
+
+
+def test_the_errors_a_test_catches_come_from_the_top_level_package():
+    import subprocess
+    import sys
+
+    import pytest_distcheck
+    from pytest_distcheck.ranks import errors
+
+    for name in ("RankError", "RankTimeout", "RanksOutOfStepWarning", "PicklingError"):
+        assert getattr(pytest_distcheck, name) is getattr(errors, name) and name in pytest_distcheck.__all__
+    code = "import sys, pytest_distcheck; print('torch' in sys.modules)"  # still import-light
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
