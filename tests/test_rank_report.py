@@ -96,6 +96,8 @@ def test_first_call_where_rank_0_raises_at_once(dist_world):
 def test_detail_rerun_quotes_the_node_id():
     cmd = detail_rerun("tests/test_x.py::test_y[a b]", "OFF")
     assert "TORCH_DISTRIBUTED_DEBUG=DETAIL pytest 'tests/test_x.py::test_y[a b]'" in cmd
+    assert "issued differently (op, shape, dtype)" in cmd
+    assert "a collective only some ranks issued still hangs under DETAIL, and the ranks' stacks show where" in cmd
     assert detail_rerun("tests/test_x.py::test_y", "DETAIL") == ""  # already on
 
 

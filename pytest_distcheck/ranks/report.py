@@ -36,12 +36,18 @@ def blame(outcomes: list[RankOutcome]) -> list[RankOutcome]:
 
 
 def detail_rerun(nodeid: str, level: str) -> str:
-    """The exact command that re-runs a test with torch's collective checks (DETAIL), or ''."""
+    """The exact command that re-runs a test with torch's collective checks (DETAIL), or ''.
+
+    DETAIL compares every collective across the ranks before running it (``ProcessGroupWrapper``), so it
+    names one the ranks issued differently (op, shape, dtype); a collective only some ranks issued has
+    nothing to compare with and still hangs under DETAIL, and the ranks' stacks show where.
+    """
     if not nodeid or level == "DETAIL":
         return ""
-    return ("re-run with torch's collective checks, which name a collective that ranks issued differently "
-            "(op, shape, dtype, order): TORCH_DISTRIBUTED_DEBUG=DETAIL pytest " + shlex.quote(nodeid)
-            + " (or mark the test @pytest.mark.dist_debug(\"DETAIL\"))")
+    return ("re-run with torch's collective checks, which name a collective the ranks issued differently "
+            "(op, shape, dtype): TORCH_DISTRIBUTED_DEBUG=DETAIL pytest " + shlex.quote(nodeid)
+            + " (or mark the test @pytest.mark.dist_debug(\"DETAIL\")); a collective only some ranks issued "
+            "still hangs under DETAIL, and the ranks' stacks show where")
 
 
 def known_crash(o: RankOutcome, level: str) -> str:
