@@ -1,4 +1,5 @@
-"""What a rank reports back, and the one error a test sees when any rank did not succeed."""
+"""What a rank reports back, and the one error a test sees when any rank did not succeed (also in the form
+``mp.spawn`` raises, for ``dist_world.spawn``). Imports no torch: the top-level package re-exports these."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ class RankOutcome:
     Attributes:
         rank: the rank (0 .. world_size-1).
         status: ``ok``, ``error``, ``skip``, ``timeout`` (did not finish in time, killed), ``died``
-            (the process exited or was killed by a signal), or ``stopped`` (killed because a peer failed).
+            (the process exited or was killed by a signal), or ``stopped`` (killed because a peer failed, or
+            failed only with gloo's lost connection to that peer: :func:`pytest_distcheck.ranks.report.blame`).
         error: one line, e.g. ``ValueError: bad shape`` or ``killed by SIGSEGV``.
         traceback: the remote traceback text, when there is one.
         stdout, stderr: what the rank wrote to its stdout and stderr during the call (Python and C level,
