@@ -108,3 +108,74 @@ def test_a_lab_returning_a_canned_log_without_all_reduces_is_broken(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "live", "checks")
     result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  the lab's log claims 49 timed all-reduces "
                                  "(sweep and DDP buckets) but the ranks ran 0*"])
+
+
+BUMPS_THE_COUNTER = '''
+import torch.distributed as dist
+
+def run(cfg=None):  # red-team t2 B1b: no collective; the kit's counter bumped through its wrapper's closure
+    for cell in getattr(dist.all_reduce, "__closure__", None) or ():
+        if isinstance(cell.cell_contents, list) and cell.cell_contents:
+            cell.cell_contents[0] += 10**6
+    return json.loads(LOG)
+'''
+
+PADS_WITH_ONE_ELEMENT = '''
+import torch, torch.distributed as dist
+
+def run(cfg=None):  # red-team t2 B1a: as many all-reduces as the log claims, each of one float
+    log = json.loads(LOG)
+    n = sum(r["reps"] for r in log["allreduce_sweep"]) + len(log["ddp"]["bucket_allreduce"])
+    for _ in range(n):
+        dist.all_reduce(torch.zeros(1))
+    return log
+'''
+
+
+def _live(pytester, lab: str) -> pytest.RunResult:
+    """The live check on a lab ``experiments/ddp_cpu/lab.py`` (CANNED_LAB's log, then ``lab``)."""
+    pytester.mkdir("checks")
+    shutil.copy(CHECK, pytester.path / "checks" / CHECK.name)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    data = json.loads((REPO / "solutions/experiments/ddp_cpu/results/allreduce-cpu.json").read_text())
+    data["host"]["load_avg_1m"] += 0.25  # not a copy of the reference: only the live run judges it
+    (pytester.path / "experiments" / "ddp_cpu").mkdir(parents=True)
+    (pytester.path / "experiments" / "__init__.py").write_text("")
+    (pytester.path / "experiments" / "ddp_cpu" / "__init__.py").write_text("")
+    (pytester.path / "experiments" / "ddp_cpu" / "lab.py").write_text(CANNED_LAB.format(log=json.dumps(data)) + lab)
+    (pytester.path / "checks" / "distcheck.toml").write_text(
+        "[phase]\nid = 't'\ntitle = 't'\n"
+        "[[items]]\nid = 'ddp-allreduce-logged'\ntitle = 'ddp'\nhow = 'run the lab'\n"
+        "[ddp]\ncommitted_log = 'log.json'\nlive_log = 'live.json'\n")
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "live", "checks")
+
+
+def test_b1b_a_counter_bumped_through_the_wrappers_closure_is_not_a_collective(pytester):
+    """The count of all-reduces comes from the default process group's sequence number, not from a Python
+    counter the lab can reach."""
+    result = _live(pytester, BUMPS_THE_COUNTER)
+    result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  the lab's log claims 49 timed all-reduces "
+                                 "(sweep and DDP buckets) but the ranks ran 0*"])
+
+
+FORGES_THE_RECORDS = PADS_WITH_ONE_ELEMENT.replace("    return log", """\
+    for cell in dist.all_reduce.__closure__ or ():  # the kit's records of sizes, written by hand
+        if isinstance(cell.cell_contents, dict):
+            for r in log["allreduce_sweep"]:
+                cell.cell_contents[r["size_bytes"]] += r["reps"]
+            for b in log["ddp"]["bucket_allreduce"]:
+                cell.cell_contents[b["bytes"]] += 1
+    return log""")
+
+
+@pytest.mark.parametrize(("lab", "expected"), [
+    (PADS_WITH_ONE_ELEMENT, "the lab's log claims 5 all-reduces of 4096 B but rank 0 all-reduced 0 tensors of that "
+                            "size*"),
+    (FORGES_THE_RECORDS, "rank 0: the kit's wrapper recorded 98 all-reduces but the process group ran 49 "
+                         "collectives: its records were tampered with"),
+], ids=["pads", "pads-and-forges-records"])
+def test_b1a_one_element_all_reduces_do_not_back_a_log_of_other_sizes(pytester, lab, expected):
+    """Each size the log claims must have been all-reduced at least its ``reps`` times on every rank, and the
+    kit's records of sizes can count no more all-reduces than the process group ran collectives."""
+    result = _live(pytester, lab)
+    result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  " + expected])
