@@ -36,8 +36,9 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
   (stack-dumped with faulthandler on SIGUSR1, then killed), or the ranks ended out of step (a
   :class:`~pytest_distcheck.ranks.errors.RanksOutOfStepWarning` names the counts)
   (test_rank_recovery::test_ranks_left_out_of_step_are_detected_and_replaced);
-- a rank whose group set-up failed because a peer failed in user code is reported "stopped after a peer
-  failed", not with gloo's connect error (:func:`pytest_distcheck.ranks.report.blame`; test_rank_report);
+- a rank that failed only because a peer failed in user code (gloo's lost connection, in the group's
+  set-up or in a collective) is reported "stopped after a peer failed", not with gloo's error
+  (:func:`pytest_distcheck.ranks.report.blame`; test_rank_report);
 - a timeout or an out-of-step call proposes the exact re-run with ``TORCH_DISTRIBUTED_DEBUG=DETAIL``
   (test_rank_context::test_a_lone_collective_always_ends_as_rank_timeout); debug levels run on ranks of
   their own zygote, started with the variable set before ``import torch``, because torch reads it only
