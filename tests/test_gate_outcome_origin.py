@@ -108,3 +108,34 @@ def test_b2_the_lab_raising_done_at_import_is_untrusted_under_the_gate(pytester)
     ddp = next(it for it in report["items"] if it["id"] == "ddp-allreduce-logged")
     assert ddp["state"] == "untrusted", ddp
     assert f"was raised by experiments/ddp_cpu/lab.py:{len(lines) + 4}, neither the check's module" in ddp["reason"]
+
+
+POSES_AS_KIT = """
+import sys
+__name__ = "pytest_distcheck.zz_lab"
+sys.modules[__name__] = sys.modules["experiments.lab"]
+import pytest_distcheck
+pytest_distcheck.done("evidence checked")
+"""
+
+
+def test_a_sourceless_lab_posing_as_a_kit_module_is_untrusted_in_the_gates_sub_session(workspace_dir, monkeypatch):
+    """A lab shipped as ``lab.pyc`` alone, compiled under a kit file name, that renames its module into the
+    kit's package: the sub-session knows the kit's namespaces from before any learner code loaded."""
+    import importlib.util
+    import marshal
+
+    from dod_support import IN_PROCESS_GATE
+
+    from pytest_distcheck.dod import isolation, outcome
+
+    monkeypatch.setattr(isolation, "REQUIRED", False)
+    workspace_dir.makepyfile(**{"experiments/__init__": "", "checks/test_checks": CHECK.format(
+        body="import experiments.lab")})
+    code = compile(POSES_AS_KIT, outcome.__file__.replace("outcome.py", "state.py"), "exec")
+    (workspace_dir.path / "experiments" / "lab.pyc").write_bytes(
+        importlib.util.MAGIC_NUMBER + b"\0" * 12 + marshal.dumps(code))
+    workspace_dir.syspathinsert()
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", *IN_PROCESS_GATE)
+    result.stdout.fnmatch_lines(["UNTRUSTED  alpha  Done('evidence checked') was raised by *state.py:6, neither "
+                                 "the check's module nor the kit*"])

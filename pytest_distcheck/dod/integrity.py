@@ -33,6 +33,7 @@ import pluggy
 import pytest
 
 import pytest_distcheck
+from pytest_distcheck.dod import outcome as _outcome
 
 KIT_DIR = Path(pytest_distcheck.__file__).resolve().parent
 _PYTEST_DIRS = (Path(pytest.__file__).resolve().parent, Path(inspect.getfile(pytest.Item)).resolve().parent,
@@ -120,13 +121,17 @@ def _module_of(frame: types.FrameType) -> types.ModuleType | None:
     return mod if mod is not None and getattr(mod, "__dict__", None) is frame.f_globals else None
 
 
-def _kit_frame(frame: types.FrameType) -> bool:
+def _kit_frame(frame: types.FrameType, kit: set[int] | None) -> bool:
+    if not _inside(Path(frame.f_code.co_filename).resolve(), KIT_DIR):
+        return False
+    if kit is not None:
+        return id(frame.f_globals) in kit
     mod = _module_of(frame)
-    return (mod is not None and mod.__name__.split(".", 1)[0] == "pytest_distcheck"
-            and _inside(Path(frame.f_code.co_filename).resolve(), KIT_DIR))
+    return mod is not None and mod.__name__.split(".", 1)[0] == "pytest_distcheck"
 
 
-def foreign_raise(exc: BaseException, module: types.ModuleType | None, origins: Origins) -> str | None:
+def foreign_raise(exc: BaseException, module: types.ModuleType | None, origins: Origins,
+                  kit: set[int] | None = None) -> str | None:
     """``file:line`` of the code that raised the DoD outcome ``exc`` when it is neither the check's module nor
     the kit; ``None`` when an outcome of the check or the kit (red-team t2 B2: lab code calling ``done()`` at
     import, while a check imports it).
@@ -135,7 +140,10 @@ def foreign_raise(exc: BaseException, module: types.ModuleType | None, origins: 
     apart by the namespace they run in (``f_globals``, by identity), not by their file name, which
     ``compile`` sets at will. A traceback can be forged (``TracebackType``) to end in the check's frame, but
     the frames the exception unwound through stay in it: every frame after the check function's must be
-    the check's, the kit's or trusted code (pytest, the standard library, installed packages).
+    the check's, the kit's or trusted code (pytest, the standard library, installed packages). ``kit``: the
+    ids of the kit modules' namespaces taken before any learner code loaded (the gate's sub-session,
+    :meth:`ModuleSnapshot.namespaces`); without it a kit module is found through ``sys.modules``, which
+    lab code can extend with a module of its own renamed into the kit's package.
     """
     frames = []
     tb = exc.__traceback__
@@ -143,7 +151,7 @@ def foreign_raise(exc: BaseException, module: types.ModuleType | None, origins: 
         frames.append((tb.tb_frame, tb.tb_lineno))
         tb = tb.tb_next
     mine = (lambda f: f.f_globals is module.__dict__) if module is not None else (lambda f: False)
-    outcome_ns = sys.modules["pytest_distcheck.dod.outcome"].__dict__
+    outcome_ns = vars(_outcome)
     frames = [(f, n) for f, n in frames if f.f_globals is not outcome_ns]
     if not frames:
         return None
@@ -151,7 +159,7 @@ def foreign_raise(exc: BaseException, module: types.ModuleType | None, origins: 
     suspects = [frames[-1]] + (frames[starts[0] + 1:] if starts else [])
     for frame, line in suspects:
         mod = _module_of(frame)
-        ok = mine(frame) or _kit_frame(frame)
+        ok = mine(frame) or _kit_frame(frame, kit)
         if not ok and frame is not frames[-1][0]:
             ok = origins.trusted(frame.f_code.co_filename) and (mod is None or origins.trusted(getattr(
                 mod, "__file__", None) or frame.f_code.co_filename))
@@ -345,6 +353,10 @@ class ModuleSnapshot:
         self.class_data = {(name, cls_name): _data(dict(vars(cls)), _MEMBERS) for name in self.kit
                            for cls_name, cls in _kit_classes(name, self.modules[name]).items()}
         self.exits = {f"{m}.{a}": getattr(sys.modules[m], a, None) for m, a in _EXITS if m in sys.modules}
+
+    def namespaces(self) -> set[int]:
+        """The ids of the kit modules' namespaces (``vars(module)``) as at the snapshot."""
+        return {id(vars(self.modules[name])) for name in self.kit}
 
     def _kit_functions(self) -> list[types.FunctionType]:
         funcs = [v for (name, _), v in self.attrs.items() if name in self.kit and isinstance(v, types.FunctionType)]
