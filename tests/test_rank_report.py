@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 
 import pytest
 
 from pytest_distcheck.ranks.errors import RankError, RankOutcome
 from pytest_distcheck.ranks.report import STOPPED, blame, detail_rerun, known_crash
-from pytest_distcheck.ranks.tempdirs import SESSION_PREFIX, sweep_dead_sessions
+from pytest_distcheck.ranks.tempdirs import NEW_PREFIX, SESSION_PREFIX, SessionFolder, sweep_dead_sessions
 
 
 def test_a_setup_failure_after_a_peer_raised_is_reported_as_stopped():
@@ -109,24 +110,47 @@ def test_ddp_segfault_under_detail_is_named():
     assert known_crash(o, "INFO") == ""
 
 
-def test_dead_session_folders_are_swept_and_live_ones_kept(tmp_path):
+def test_dead_session_folders_are_swept_at_once_and_live_ones_kept(tmp_path):
     import fcntl
 
+    # A session folder is locked before it gets its name, so a dead one goes however young it is.
     dead, live, young = (tmp_path / f"{SESSION_PREFIX}{name}" for name in ("dead", "live", "young"))
-    for folder in (dead, live, young):
+    # A folder still being made (its owner died before naming it) goes only once it is a minute old.
+    making, stale = (tmp_path / f"{NEW_PREFIX}{name}" for name in ("making", "stale"))
+    for folder in (dead, live, young, making, stale):
         folder.mkdir()
         (folder / ".lock").touch()
         (folder / "rank0.out").write_text("x")
     old = time.time() - 3600
-    for folder in (dead, live):
+    for folder in (dead, live, stale):
         os.utime(folder, (old, old))
     held = os.open(live / ".lock", os.O_RDONLY)
     fcntl.flock(held, fcntl.LOCK_EX)  # as a running session holds it
     try:
-        assert sweep_dead_sessions(str(tmp_path)) == [str(dead)]
+        assert sorted(sweep_dead_sessions(str(tmp_path))) == sorted(map(str, (dead, young, stale)))
     finally:
         os.close(held)
-    assert not dead.exists() and live.exists() and young.exists()
+    assert live.exists() and making.exists()
+    assert not any(p.exists() for p in (dead, young, stale))
+
+
+def test_a_new_session_folder_is_named_and_locked(tmp_path, monkeypatch):
+    import fcntl
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    folder = SessionFolder()
+    try:
+        assert os.path.basename(folder.path).startswith(SESSION_PREFIX)
+        fd = os.open(os.path.join(folder.path, ".lock"), os.O_RDONLY)
+        try:
+            with pytest.raises(OSError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        assert sweep_dead_sessions(str(tmp_path)) == []
+    finally:
+        folder.remove()
+    assert not os.path.exists(folder.path) and list(tmp_path.iterdir()) == []
 
 
 def test_the_errors_a_test_catches_come_from_the_top_level_package():
