@@ -8,6 +8,7 @@ names the file and line that raised the outcome.
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from dod_support import git_commit_all
@@ -42,9 +43,17 @@ raise Done("evidence checked").with_traceback(types.TracebackType(None, f, f.f_l
 """
 
 
+def _forget_experiments(monkeypatch) -> None:
+    # This repository's own ``experiments`` package, imported by an earlier test in the same process, would
+    # shadow the workspace's (pytester restores sys.modules only to what it was before the run).
+    for name in [n for n in sys.modules if n == "experiments" or n.startswith("experiments.")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
 @pytest.fixture
-def lab_workspace(workspace_dir):
+def lab_workspace(workspace_dir, monkeypatch):
     """The two-item workspace with a lab package ``experiments`` the check of ``alpha`` imports."""
+    _forget_experiments(monkeypatch)
     workspace_dir.makepyfile(**{"experiments/__init__": ""})
     workspace_dir.syspathinsert()
 
@@ -130,6 +139,7 @@ def test_a_sourceless_lab_posing_as_a_kit_module_is_untrusted_in_the_gates_sub_s
     from pytest_distcheck.dod import isolation, outcome
 
     monkeypatch.setattr(isolation, "REQUIRED", False)
+    _forget_experiments(monkeypatch)
     workspace_dir.makepyfile(**{"experiments/__init__": "", "checks/test_checks": CHECK.format(
         body="import experiments.lab")})
     code = compile(POSES_AS_KIT, outcome.__file__.replace("outcome.py", "state.py"), "exec")
