@@ -251,10 +251,19 @@ class _Rank:
             me.check_user_init(backend, world_size, rank)
             if not dist.is_initialized():  # the user destroyed it earlier in this call: rebuild on our store
                 me.reinits += 1
-                me._init(f"pg/{me.generation}/user{me.reinits}", me.timeout)
+                prefix = f"pg/{me.generation}/user{me.reinits}"
+                me._all_arrive(prefix)
+                me._init(prefix, me.timeout)
 
         init_process_group.__wrapped__ = self._orig_init
         dist.init_process_group = c10d.init_process_group = init_process_group
+
+    def _all_arrive(self, prefix: str) -> None:
+        """Wait on the store until every rank reached ``prefix`` (its old group destroyed) before any connects
+        the new one: a rank still tearing its group down closed a connection a faster peer's new group was
+        making ("Gloo connectFullMesh failed ... Connection closed by peer", seen in .ci/run)."""
+        self.store.set(f"{prefix}/arrived/{self.rank}", b"1")
+        self.store.wait([f"{prefix}/arrived/{r}" for r in range(self.world_size)], timedelta(seconds=self.timeout))
 
     def check_user_init(self, backend, world_size, user_rank) -> None:
         wrong = []
