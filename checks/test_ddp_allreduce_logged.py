@@ -4,8 +4,9 @@ The live check runs the learner's lab on the ranks and believes its log only as 
 the default process group ran at least as many collectives as the log times all-reduces (its sequence
 number), every size the log times was all-reduced at least that many times on every rank (the kit's
 wrapper records sizes), and the wrapper recorded no more all-reduces than the group ran collectives.
-The times themselves are the lab's. The log at ``[ddp] committed_log`` must also be committed as it is
-(pytest_distcheck.committed asks git).
+The log is judged as read back from disk, never as ``run()`` returned it. The times themselves are the
+lab's. The log at ``[ddp] committed_log`` must also be committed as it is (pytest_distcheck.committed
+asks git).
 """
 
 from __future__ import annotations
@@ -105,14 +106,17 @@ def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, di
     path = distcheck_workspace.resolve(distcheck_workspace.section("ddp")["live_log"])
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(fresh, indent=2) + "\n")
+    # Judged as read back (plain JSON types), never as returned: a dict subclass can hide entries from .get
+    # that json.dumps writes (red-team t3 B).
     try:
-        check_sanity(load_result(path), path, WORLD_SIZE, SIZES)
+        log = load_result(path)
+        check_sanity(log, path, WORLD_SIZE, SIZES)
     except ConfigError as exc:
         pytest_distcheck.broken(str(exc))
-    unbacked = _unbacked(fresh, runs)
+    unbacked = _unbacked(log, runs)
     if unbacked:
         pytest_distcheck.broken(unbacked)
-    distcheck_log(f"DDP lab, live on {WORLD_SIZE} gloo ranks (log: {path})", lab.format_table(fresh))
+    distcheck_log(f"DDP lab, live on {WORLD_SIZE} gloo ranks (log: {path})", lab.format_table(log))
     distcheck_evidence(path, flags=[provenance.CONFIRMED])
     pytest_distcheck.done(f"evidence checked, confirmed: the lab ran live on {WORLD_SIZE} gloo ranks in this run")
 

@@ -179,3 +179,21 @@ def test_b1a_one_element_all_reduces_do_not_back_a_log_of_other_sizes(pytester, 
     kit's records of sizes can count no more all-reduces than the process group ran collectives."""
     result = _live(pytester, lab)
     result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  " + expected])
+
+
+LIES_WITH_GET = '''
+class LabLog(dict):  # red-team t3 B: json.dumps writes the whole log, .get hides what the ranks must back
+    def get(self, key, default=None):
+        return default if key in ("allreduce_sweep", "ddp") else super().get(key, default)
+
+def run(cfg=None):
+    return LabLog(json.loads(LOG))
+'''
+
+
+def test_t3b_the_log_is_judged_as_written_to_disk_not_as_returned(pytester):
+    """A returned dict whose ``.get`` hides the sweep must not hide it from the check: the check reads the
+    live log back from disk (plain JSON types) and judges that."""
+    result = _live(pytester, LIES_WITH_GET)
+    result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  the lab's log claims 49 timed all-reduces "
+                                 "(sweep and DDP buckets) but the ranks ran 0*"])
