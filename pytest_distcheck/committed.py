@@ -3,6 +3,7 @@
 A check calls :func:`require_committed` once its evidence is right: a file that is untracked, only
 staged, changed since its last commit, ignored by git, or in a workspace outside any git repository
 leaves the item pending, with the git command that commits it. git is asked through a subprocess
+through :func:`pytest_distcheck.git.run_git`, which ignores ``GIT_*`` variables lab code may set
 (``git ls-files`` for what is tracked, ``git status --porcelain`` for what changed, ``git hash-object``
 against the index blob for changes hidden from ``git status`` by ``update-index --skip-worktree`` or
 ``--assume-unchanged``), so there is no new dependency.
@@ -23,12 +24,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_distcheck.dod.outcome import pending
+from pytest_distcheck.git import run_git
 
 NOT_A_REPOSITORY = "not in a git repository"
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60, check=False)
+    return run_git(root, *args)
 
 
 def _rel(path: Path, root: Path) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -72,3 +73,29 @@ def test_a_change_hidden_from_git_status_is_still_uncommitted(tmp_path, flag):
     assert uncommitted(["a.md"], tmp_path) == ["a.md has uncommitted changes"]
     (tmp_path / "a.md").write_text("placeholder\n")
     assert uncommitted(["a.md"], tmp_path) == []
+
+
+def test_t3e_git_variables_set_by_lab_code_do_not_shadow_the_repository(tmp_path, monkeypatch):
+    """Red-team t3 E: lab code points GIT_DIR/GIT_WORK_TREE at a shadow repository in which the made-up log
+    is committed; every git call of the kit still reads the workspace's own repository."""
+    from pytest_distcheck.dod.isolation import repo_state
+    from pytest_distcheck.dod.report import _git_commit
+
+    ws, shadow = tmp_path / "ws", tmp_path / "shadow"
+    ws.mkdir()
+    shadow.mkdir()
+    (ws / "log.json").write_text("{}")
+    (ws / "other.md").write_text("x")
+    git(ws, "init", "-q")
+    git(ws, "add", "other.md")
+    git(ws, "commit", "-qm", "real")
+    real_head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True).stdout.strip()
+    env = {"GIT_DIR": str(shadow / ".git"), "GIT_WORK_TREE": str(ws)}
+    for args in (("init", "-q"), ("add", "log.json"), ("commit", "-qm", "shadow")):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=ws, check=True,
+                       capture_output=True, env={**os.environ, **env})
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert uncommitted(["log.json"], ws) == ["log.json is not committed"]
+    assert _git_commit(ws) == real_head
+    assert repo_state(ws)["head"] == real_head

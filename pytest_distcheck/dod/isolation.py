@@ -47,6 +47,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_distcheck.git import run_git
+
 FLAG = "--distcheck-subsession"
 # The kit's own tests of in-process detection (tests/test_dod_gate.py) turn this off; in the sub-session a
 # problem of :func:`problems` makes every item untrusted.
@@ -157,7 +159,7 @@ def repo_state(root: Path) -> dict[str, str] | None:
     or without git."""
     def git(*args: str) -> str | None:
         try:
-            out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60)
+            out = run_git(root, *args)
         except (OSError, subprocess.TimeoutExpired):
             return None
         return out.stdout.rstrip("\n") if out.returncode == 0 else None

@@ -20,6 +20,7 @@ import pytest
 
 import pytest_distcheck
 from pytest_distcheck.dod.state import ItemResult, State
+from pytest_distcheck.git import run_git
 from pytest_distcheck.workspace import Workspace
 
 FORMAT = "pytest-distcheck/dod-report"
@@ -93,7 +94,7 @@ def unverified_reason(phase_id: str) -> str:
 
 def _git_commit(root: Path) -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        out = run_git(root, "rev-parse", "HEAD", timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
