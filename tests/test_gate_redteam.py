@@ -514,3 +514,25 @@ def test_a21_a_learners_own_page_from_the_starting_diagram_is_not_a_copy(tmp_pat
     page.write_text(starting_page("experiments/tp_inference/plan.py", PLAN35, 2, "tp-sharding.svg")
                     + "\nEach rank holds half of the heads and half of the MLP's hidden units.\n")
     assert copied_from(page) is None
+
+
+def test_t3a_a_check_modules_function_with_swapped_code_or_defaults_is_named(tmp_path):
+    """Red-team t3 A: lab code swaps ``__code__`` of a check module's function (its identity kept, so the
+    name still points to the same object); ``__defaults__`` and ``__kwdefaults__`` likewise."""
+    import types
+
+    from pytest_distcheck.dod.integrity import ModuleSnapshot, Origins
+
+    check = types.ModuleType("test_t3a_check")
+    code = "def _unbacked(log, runs, strict=True, *, why='x'):\n    return 'not backed'\n"
+    exec(compile(code, str(tmp_path / "checks" / "test_t3a_check.py"), "exec"), vars(check))
+    snap = ModuleSnapshot(Origins(tmp_path / "checks", tmp_path), [check], since="after the start")
+    assert not [p for p in snap.problems() if "t3a" in p]
+    check._unbacked.__code__ = (lambda log, runs, strict=True, *, why="x": None).__code__
+    check._unbacked.__defaults__ = (False,)
+    check._unbacked.__kwdefaults__ = {"why": "y"}
+    problems = [p for p in snap.problems({"test_t3a_check"}) if "t3a" in p]
+    assert len(problems) == 3, problems
+    assert problems[0].startswith("test_t3a_check._unbacked.__code__ was replaced after the start (now code from ")
+    assert problems[1:] == ["test_t3a_check._unbacked.__defaults__ was replaced after the start",
+                            "test_t3a_check._unbacked.__kwdefaults__ was replaced after the start"]

@@ -325,8 +325,9 @@ class ModuleSnapshot:
     """The callables, classes and modules of the kit's and the checks' modules, as at collection.
 
     For the kit's modules also the members of each class they define (``Pending.__new__``, methods,
-    properties: red-team R2) and the code object of every function, by identity, so a class patched in
-    place or a function whose ``__code__`` was swapped is named too.
+    properties: red-team R2); for the kit's and the checks' modules the code object, defaults and keyword
+    defaults of every function, by identity, so a class patched in place or a function whose ``__code__``
+    was swapped (red-team t3 A) is named too.
 
     :meth:`problems` lists attributes replaced since then, attributes that are mocks, kit attributes
     whose code is foreign, and checks' attributes defined in a ``conftest.py`` outside the checks folder.
@@ -347,7 +348,9 @@ class ModuleSnapshot:
                       for attr, value in list(vars(mod).items()) if isinstance(value, _WATCHED)}
         self.members = {(name, cls_name): _members(cls) for name in self.kit
                         for cls_name, cls in _kit_classes(name, self.modules[name]).items()}
-        self.codes = {id(f): f.__code__ for f in self._kit_functions()}
+        # (function, its module, code, defaults, keyword defaults): the function kept so its id is not reused
+        self.codes = {id(f): (f, name, f.__code__, f.__defaults__, dict(f.__kwdefaults__ or {}))
+                      for name, f in self._functions()}
         # Data too (red-team A12: ``Pending.state = "done"``, ``report.FAILED = "passed"``).
         self.data = {name: _data(dict(vars(self.modules[name])), _WATCHED) for name in self.kit}
         self.class_data = {(name, cls_name): _data(dict(vars(cls)), _MEMBERS) for name in self.kit
@@ -358,10 +361,12 @@ class ModuleSnapshot:
         """The ids of the kit modules' namespaces (``vars(module)``) as at the snapshot."""
         return {id(vars(self.modules[name])) for name in self.kit}
 
-    def _kit_functions(self) -> list[types.FunctionType]:
-        funcs = [v for (name, _), v in self.attrs.items() if name in self.kit and isinstance(v, types.FunctionType)]
-        for members in self.members.values():
-            funcs += [f for f in map(_member_func, members.values()) if isinstance(f, types.FunctionType)]
+    def _functions(self) -> list[tuple[str, types.FunctionType]]:
+        """``(module name, function)`` for the functions of the kit's and the checks' modules and the methods
+        of the kit's classes."""
+        funcs = [(name, v) for (name, _), v in self.attrs.items() if isinstance(v, types.FunctionType)]
+        for (name, _), members in self.members.items():
+            funcs += [(name, f) for f in map(_member_func, members.values()) if isinstance(f, types.FunctionType)]
         return funcs
 
     def problems(self, module_names: set[str] | None = None) -> list[str]:
@@ -380,7 +385,7 @@ class ModuleSnapshot:
                     out.append(f"{what} was replaced {self.since} (now {self._describe(value)})")
                 elif isinstance(value, types.FunctionType) and self._foreign(name, value):
                     out.append(f"{what} is {self._describe(value)}, not the kit's or the checks' own")
-        return out + self._class_problems() + self._code_problems() + self._data_problems()
+        return out + self._class_problems() + self._code_problems(module_names) + self._data_problems()
 
     def _data_problems(self) -> list[str]:
         out = []
@@ -428,13 +433,22 @@ class ModuleSnapshot:
                     out.append(f"{what} was replaced {self.since} (now {self._describe(_member_func(now[attr]))})")
         return out
 
-    def _code_problems(self) -> list[str]:
+    def _code_problems(self, module_names: set[str] | None = None) -> list[str]:
+        """A function whose ``__code__``, ``__defaults__`` or ``__kwdefaults__`` was swapped while the name
+        still points to it (red-team R2 for the kit, t3 A for the checks: ``_unbacked.__code__ = ...``)."""
         out = []
-        for func in self._kit_functions():
-            code = self.codes.get(id(func))
-            if code is not None and func.__code__ is not code:
-                out.append(f"{func.__module__}.{func.__qualname__}.__code__ was replaced {self.since} (now code "
+        for func, name, code, defaults, kwdefaults in self.codes.values():
+            if name not in self.kit and module_names is not None and name not in module_names:
+                continue
+            what = f"{func.__module__}.{func.__qualname__}"
+            if func.__code__ is not code:
+                out.append(f"{what}.__code__ was replaced {self.since} (now code "
                            f"from {self.origins.rel(func.__code__.co_filename)}:{func.__code__.co_firstlineno})")
+            if func.__defaults__ is not defaults:
+                out.append(f"{what}.__defaults__ was replaced {self.since}")
+            now = func.__kwdefaults__ or {}
+            if now.keys() != kwdefaults.keys() or any(now[k] is not v for k, v in kwdefaults.items()):
+                out.append(f"{what}.__kwdefaults__ was replaced {self.since}")
         return out
 
     def _foreign(self, module: str, func: types.FunctionType) -> bool:
