@@ -197,3 +197,24 @@ def test_t3b_the_log_is_judged_as_written_to_disk_not_as_returned(pytester):
     result = _live(pytester, LIES_WITH_GET)
     result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  the lab's log claims 49 timed all-reduces "
                                  "(sweep and DDP buckets) but the ranks ran 0*"])
+
+
+SWAPS_THE_CHECKS_CODE = '''
+import sys
+
+def _never_unbacked(log, runs):
+    return None
+
+f = sys._getframe(0)  # red-team t3 A: the check's _unbacked keeps its identity, its code is the lab's
+while f is not None and "_run_recording_all_reduces" not in f.f_globals:
+    f = f.f_back
+if f is not None:  # on the ranks the lab is imported outside the check
+    f.f_globals["_unbacked"].__code__ = _never_unbacked.__code__
+'''
+
+
+def test_t3a_lab_code_swapping_the_checks_code_is_untrusted(pytester):
+    """The module snapshot records the code of the check module's functions, not only what each name is."""
+    result = _live(pytester, SWAPS_THE_CHECKS_CODE)
+    result.stdout.fnmatch_lines(["UNTRUSTED*ddp-allreduce-logged*_unbacked.__code__ was replaced while the checks "
+                                 "ran (now code from experiments/ddp_cpu/lab.py:*"])
