@@ -127,7 +127,8 @@ class PoolRegistry:
 
     Pools of one debug level fork from one zygote, started with that ``TORCH_DISTRIBUTED_DEBUG`` (torch
     reads it at import) in ``base_env``. Files live in one session folder, locked while this process lives;
-    folders of dead sessions (unlocked, older than a minute) are removed when a session first makes its own.
+    folders of dead sessions (unlocked) are removed when a session first makes its own
+    (:mod:`~pytest_distcheck.ranks.tempdirs`).
 
     Args:
         base_env: the session's environment, which every call's environment is diffed against (the
