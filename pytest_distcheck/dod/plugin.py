@@ -302,9 +302,10 @@ class DodPlugin:
             return rep
         seen = self.observer.seen(item.nodeid) if rep.when == "call" else None
         module = getattr(item, "module", None)
-        kit = self.early.namespaces() if self.early is not None else None  # the sub-session's, before lab code
+        # (kit namespaces: the sub-session's, from before lab code; read only when an outcome was raised)
         outcome = classify(item_id, rep, call, seen, self.suspects.get(item.nodeid, []),
-                           lambda exc: foreign_raise(exc, module, self.origins, kit))
+                           lambda exc: foreign_raise(exc, module, self.origins,
+                                                     self.early.namespaces() if self.early is not None else None))
         if outcome is None:
             return rep
         problems = self.static.get(item.nodeid, []) + self.runtime.pop(item.nodeid, [])
