@@ -93,18 +93,52 @@ def test_output_of_a_raising_rank_and_c_level_output_are_shown(dist_world):
     assert "from C on fd 1" in str(info.value) and "from python" in str(info.value)
 
 
-def group_timeout_s():
+def group_timeout_s(group=None):
     import torch
     import torch.distributed as dist
 
-    backend = dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))
-    return backend.options._timeout.total_seconds()
+    group = group or dist.distributed_c10d._get_default_group()
+    return group._get_backend(torch.device("cpu")).options._timeout.total_seconds()
+
+
+def subgroup_timeouts_s():
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    plain, explicit = dist.new_group(), dist.new_group(timeout=timedelta(seconds=7))
+    by_size, _ = dist.new_subgroups(group_size=1)
+    return [group_timeout_s(g) for g in (None, plain, by_size, explicit)]
 
 
 def test_the_group_timeout_is_above_the_call_timeout(dist_world):
     # Equal timeouts race: gloo's "Timed out waiting" could reach the pool first, as a RankError.
     for timeout in (5, 20):
         assert all(t > timeout + 5 for t in dist_world.run(group_timeout_s, timeout=timeout))
+
+
+def test_a_subgroup_without_a_timeout_gets_the_groups(dist_world):
+    # torch gives it its own default (gloo: 30 min): under a call of an hour gloo's "Timed out waiting" on
+    # the subgroup would come before the kit's RankTimeout. A timeout the test names is kept.
+    for world, plain, by_size, explicit in dist_world.run(subgroup_timeouts_s, timeout=3600):
+        assert plain == by_size == world > 3600 + 5
+        assert explicit == 7
+
+
+def test_torchs_subgroup_default_is_back_after_the_call():
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    from pytest_distcheck.ranks.worker import subgroup_timeout
+
+    c10d = dist.distributed_c10d
+    if not hasattr(c10d, "_get_default_timeout"):
+        pytest.skip("this torch has no _get_default_timeout: subgroups keep torch's default")
+    before = c10d._get_default_timeout(dist.Backend.GLOO)
+    with subgroup_timeout(dist, 42.0):
+        assert c10d._get_default_timeout(dist.Backend.GLOO) == timedelta(seconds=42)
+    assert c10d._get_default_timeout(dist.Backend.GLOO) == before
 
 
 def test_a_lone_collective_always_ends_as_rank_timeout(dist_world):

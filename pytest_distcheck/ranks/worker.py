@@ -17,9 +17,9 @@ State reset after every call (documented in the README): the global RNG states o
 and NumPy (when loaded), torch's default dtype, default device, grad mode, deterministic-algorithms
 flag and intra-op thread count, the c10d debug level (``dist.set_debug_level``), ``os.environ``, the
 working directory and the warnings filters; subgroups a call created are destroyed (when the next call
-starts). Anything else a test
-changes at module level (a module's globals, ``sys.modules``) stays for the next test on the same pool;
-ask for ``@pytest.mark.fresh_ranks``.
+starts). During a call a subgroup made without a timeout gets the default group's
+(:func:`subgroup_timeout`). Anything else a test changes at module level (a module's globals,
+``sys.modules``) stays for the next test on the same pool; ask for ``@pytest.mark.fresh_ranks``.
 
 A user's own ``init_process_group`` (the ``mp.spawn`` style) is tolerated: with the group up and
 compatible arguments it does nothing; after the user's ``destroy_process_group`` it builds a new group
@@ -76,6 +76,34 @@ def _chain(te: traceback.TracebackException):
         seen.add(id(te))
         yield te
         te = te.__cause__ or te.__context__
+
+
+@contextlib.contextmanager
+def subgroup_timeout(dist, seconds: float):
+    """While open, a process group made without a timeout gets ``seconds`` (the default group's).
+
+    torch gives ``new_group``, ``new_subgroups``, ``split_group`` and ``DeviceMesh`` groups made without a
+    timeout its backend default (30 min for gloo, 10 min for NCCL), not the default group's; so under a
+    call timeout above that, gloo's "Timed out waiting" on a subgroup would beat the kit's ``RankTimeout``.
+    All of them (and ``monitored_barrier`` without a timeout) ask ``distributed_c10d._get_default_timeout``
+    (read in torch 2.13.0's distributed_c10d.py; there since pytorch/pytorch#110947, torch 2.2), which is
+    replaced while open; a timeout the user passes is kept.
+
+    Args:
+        dist: the imported ``torch.distributed``.
+        seconds: the timeout, seconds.
+    """
+    c10d = dist.distributed_c10d
+    torch_default = getattr(c10d, "_get_default_timeout", None)
+    if torch_default is None:  # a private name: where it is gone, subgroups keep torch's default
+        yield
+        return
+    timeout = timedelta(seconds=seconds)
+    c10d._get_default_timeout = lambda backend: timeout
+    try:
+        yield
+    finally:
+        c10d._get_default_timeout = torch_default
 
 
 class _RewritingFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -320,7 +348,7 @@ class _Rank:
             self._ensure_group(generation, timeout)
             phase = "call"
             fn, args, kwargs = cloudpickle.loads(payload)
-            with rank_warnings.recording() as wlog:
+            with rank_warnings.recording() as wlog, subgroup_timeout(self.dist, self.timeout):
                 value = fn(self.rank, *args, **kwargs) if ctx.get("pass_rank") else fn(*args, **kwargs)
             try:
                 result = cloudpickle.dumps(value)
