@@ -106,4 +106,4 @@ def test_the_lab_plan_declares_its_residual_sublayers():
     from pytest_distcheck.diagram.plan import layer_names_of
 
     assert lab.BLOCK_PLAN == BLOCK
-    assert layer_names_of(lab, "BLOCK_PLAN") == RESIDUAL
+    assert layer_names_of(vars(lab), "BLOCK_PLAN") == RESIDUAL

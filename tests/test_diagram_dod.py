@@ -211,10 +211,11 @@ def test_a_missing_page_is_a_one_line_error(phase, monkeypatch, capsys):
     ('plan = "experiments.tp_inference.plan:BLOCK_PLAN"', 'plan = "experiments.tp_inference.plan"',
      "diagram.plan: expected 'module:attribute', found 'experiments.tp_inference.plan'"),
     ('plan = "experiments.tp_inference.plan:BLOCK_PLAN"', 'plan = "experiments.tp_inference.plan:NOPE"',
-     "diagram.plan: module 'experiments.tp_inference.plan' has no attribute 'NOPE'"),
+     "diagram.plan: module 'experiments.tp_inference.plan' has no attribute 'NOPE' (no top-level assignment in "
+     "experiments/tp_inference/plan.py)"),
     ('plan = "experiments.tp_inference.plan:BLOCK_PLAN"', 'plan = "no_such_plan_module:PLAN"',
-     "diagram.plan: cannot import 'no_such_plan_module': ModuleNotFoundError: No module named "
-     "'no_such_plan_module'"),
+     "diagram.plan: module 'no_such_plan_module' not found: neither "
+     "no_such_plan_module/__init__.py nor no_such_plan_module.py under {root}"),
     ("world_size = 2", "world_size = 0", "diagram.world_size: must be >= 1, found 0"),
     ('page = "docs/tp-sharding.md"', "page = 3", "diagram.page: expected a str, found 3"),
     ("[diagram]", "[diagram_old]", "[diagram]: section missing (needs page, plan, world_size)"),
@@ -226,7 +227,26 @@ def test_bad_diagram_settings_name_the_field(phase, monkeypatch, capsys, old, ne
     toml.write_text(text.replace(old, new))
     monkeypatch.chdir(phase.path)
     assert main(["diagram"]) == 2
+    message = message.format(root=phase.path.resolve())
     assert capsys.readouterr().err == f"distcheck diagram: checks/distcheck.toml, {message}\n"
+
+
+def test_the_workspace_plan_is_read_without_running_the_learners_packages(tmp_path):
+    """The check runs in the gate's verdict process: the plan module and the packages above it are the
+    learner's code, so the kit reads the plan's literal and runs none of them (docs/ci/threat-model.md, sec. 4)."""
+    from pytest_distcheck.diagram.config import diagram_config
+    from pytest_distcheck.workspace import load_workspace
+
+    make_phase(tmp_path)
+    marker = tmp_path / "ran"
+    run = f"open({str(marker)!r}, 'w').close()\n"
+    for init in ("experiments/__init__.py", "experiments/tp_inference/__init__.py"):
+        (tmp_path / init).write_text(run)
+    plan = tmp_path / "experiments" / "tp_inference" / "plan.py"
+    plan.write_text(run + plan.read_text())
+    cfg = diagram_config(load_workspace(tmp_path / "checks" / "distcheck.toml"))
+    assert cfg.plan == {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise", "mlp.down": "rowwise"}
+    assert not marker.exists()
 
 
 def test_a_plan_with_an_unknown_style_is_a_config_error(phase, monkeypatch, capsys):

@@ -4,8 +4,9 @@
   distcheck diagram --check [PAGE]   compare PAGE's diagram (default [diagram].page) with the plan
   distcheck diagram --render [PAGE]  write PAGE's diagram as SVG beside it (PAGE with .svg)
 
-With --plan the workspace file is not read: a plan of one's own, either module:NAME (importable from
-the current folder; NAME_ALIASES, NAME_FUSED, NAME_RESIDUAL beside it are read too) or inline:
+With --plan the workspace file is not read: a plan of one's own, either module:NAME (a .py file under
+the current folder, read as literals without running it; NAME_ALIASES, NAME_FUSED, NAME_RESIDUAL
+beside it are read too) or inline:
 
   distcheck diagram --check my-block.md --plan mymodel.plan:PLAN
   distcheck diagram --check my-block.md --plan 'attn.qkv=colwise,attn.out=rowwise' --world-size 2

@@ -3,7 +3,7 @@
 ```toml
 [diagram]
 page = "docs/tp-sharding.md"                        # relative to the workspace root
-plan = "experiments.tp_inference.plan:BLOCK_PLAN"   # module:attribute, importable from the root
+plan = "experiments.tp_inference.plan:BLOCK_PLAN"   # module:attribute, a .py file under the root
 world_size = 2                                      # ranks the diagram shows
 # optional: more names diagrams give a layer, added to those declared with the plan
 aliases = { "attn.qkv" = ["Wqkv"], "mlp.down" = ["W2"] }
@@ -11,18 +11,19 @@ aliases = { "attn.qkv" = ["Wqkv"], "mlp.down" = ["W2"] }
 
 The rendered SVG lives beside the page, with the same name and ``.svg``. Besides the plan, its module
 may declare ``<NAME>_ALIASES``, ``<NAME>_FUSED`` and ``<NAME>_RESIDUAL``
-(:func:`pytest_distcheck.diagram.plan.layer_names_of`).
+(:func:`pytest_distcheck.diagram.plan.layer_names_of`). All four are read from the module's source as
+literals, never imported: the diagram check runs in the gate's verdict process, and the plan module and
+the packages above it are the learner's code (:mod:`pytest_distcheck.diagram.source`).
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_distcheck.diagram.plan import LayerNames, layer_names_of
+from pytest_distcheck.diagram.source import SourceError, module_file, read_literals
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.tp.plan import validate_plan
 from pytest_distcheck.workspace import Workspace
@@ -59,12 +60,12 @@ class DiagramConfig:
 
 
 def diagram_config(ws: Workspace) -> DiagramConfig:
-    """Read and check ``[diagram]``, importing the plan it names.
+    """Read and check ``[diagram]``, reading the plan it names from its source (nothing is imported).
 
     Raises:
-        ConfigError: the section or a key is missing or of the wrong type, the plan cannot be imported,
-            is not a mapping of module path -> style name, or names an unknown style (each naming the
-            file and ``diagram.<key>``).
+        ConfigError: the section or a key is missing or of the wrong type, the plan cannot be read
+            (:func:`load_plan_names`), is not a mapping of module path -> style name, or names an unknown
+            style (each naming the file and ``diagram.<key>``).
     """
     sec = ws.section(SECTION)
     if not sec:
@@ -108,36 +109,41 @@ def load_plan(ref: str, root: Path, file: Path, field: str) -> dict[str, str]:
 
 
 def load_plan_names(ref: str, root: Path, file: Path, field: str) -> tuple[dict[str, str], LayerNames]:
-    """Import a plan named ``module:attribute``, with ``root`` first on the import path, and the
-    layer names declared beside it (``<attribute>_ALIASES``, ``_FUSED``, ``_RESIDUAL``).
+    """A plan named ``module:attribute`` and the layer names declared beside it (``<attribute>_ALIASES``,
+    ``_FUSED``, ``_RESIDUAL``), read from the module's source under ``root`` without running any code:
+    neither the module nor the packages above it are imported (:mod:`pytest_distcheck.diagram.source`).
 
     Args:
-        ref: e.g. ``experiments.tp_inference.plan:BLOCK_PLAN``.
-        root: folder the module is imported from.
+        ref: e.g. ``experiments.tp_inference.plan:BLOCK_PLAN`` (``experiments/tp_inference/plan.py``, or
+            ``.../plan/__init__.py``, under ``root``).
+        root: folder the dotted module name starts from.
         file, field: where ``ref`` was written, for errors.
 
     Raises:
-        ConfigError: malformed ``ref``, import failure (with the exception's text), missing attribute,
-            not a mapping of str -> str, an unknown style, or layer names that do not fit the plan.
+        ConfigError: malformed ``ref``; no source file for the module (names the paths looked for); the file
+            does not parse, a value is not a literal, or is changed by another statement (names the file,
+            line and attribute); missing attribute; not a mapping of str -> str; an unknown style; or
+            layer names that do not fit the plan.
     """
     module_name, _, attr = ref.partition(":")
-    if not module_name or not attr:
+    if not attr.isidentifier() or not all(part.isidentifier() for part in module_name.split(".")):
         raise ConfigError(file, field, f"expected 'module:attribute', found {ref!r}")
-    root_s = str(Path(root).resolve())
-    added = root_s not in sys.path
-    if added:
-        sys.path.insert(0, root_s)
-        importlib.invalidate_caches()
+    candidates = module_file(root, module_name)
+    rel = next((c for c in candidates if (root / c).is_file()), None)
+    if rel is None:
+        looked = " nor ".join(c.as_posix() for c in candidates)
+        raise ConfigError(file, field, f"module {module_name!r} not found: neither {looked} under "
+                                       f"{Path(root).resolve()}")
+    names = (attr, f"{attr}_ALIASES", f"{attr}_FUSED", f"{attr}_RESIDUAL")
     try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # a plan module's own bug must not become a bare traceback
-        raise ConfigError(file, field, f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
-    finally:
-        if added:
-            sys.path.remove(root_s)
-    if not hasattr(module, attr):
-        raise ConfigError(file, field, f"module {module_name!r} has no attribute {attr!r}")
-    plan = getattr(module, attr)
+        found = read_literals(root / rel, names)
+    except SourceError as exc:
+        raise ConfigError(file, field, f"{rel.as_posix()}:{exc.line}: {exc.problem}") from None
+    if attr not in found:
+        raise ConfigError(file, field, f"module {module_name!r} has no attribute {attr!r} (no top-level "
+                                       f"assignment in {rel.as_posix()})")
+    values = {name: value for name, (_, value) in found.items()}
+    plan = values[attr]
     if not isinstance(plan, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in plan.items()
     ):
@@ -146,7 +152,7 @@ def load_plan_names(ref: str, root: Path, file: Path, field: str) -> tuple[dict[
         raise ConfigError(file, field, f"{ref} is empty")
     try:
         validate_plan(plan)
-        names = layer_names_of(module, attr).validate(plan)
+        layer_names = layer_names_of(values, attr).validate(plan)
     except ValueError as exc:
         raise ConfigError(file, field, f"{ref}: {exc}") from None
-    return dict(plan), names
+    return dict(plan), layer_names

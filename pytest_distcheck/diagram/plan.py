@@ -56,24 +56,28 @@ class LayerNames:
         return self
 
 
-def layer_names_of(module: object, attr: str) -> LayerNames:
+def layer_names_of(values: Mapping[str, object], attr: str) -> LayerNames:
     """The :class:`LayerNames` a plan module declares beside its plan ``attr``: ``<attr>_ALIASES``
     (path -> names), ``<attr>_FUSED`` (name -> paths), ``<attr>_RESIDUAL`` (parent modules); each
     optional.
 
+    Args:
+        values: the module's top-level names -> values (those read from its source, or ``vars(module)``).
+        attr: the plan's name, e.g. ``BLOCK_PLAN``.
+
     Raises:
         ValueError: one of them has the wrong shape (names the attribute).
     """
-    aliases = getattr(module, f"{attr}_ALIASES", {})
-    fused = getattr(module, f"{attr}_FUSED", {})
-    residual = getattr(module, f"{attr}_RESIDUAL", ())
+    aliases = values.get(f"{attr}_ALIASES", {})
+    fused = values.get(f"{attr}_FUSED", {})
+    residual = values.get(f"{attr}_RESIDUAL", ())
     for name, value in ((f"{attr}_ALIASES", aliases), (f"{attr}_FUSED", fused)):
         if not isinstance(value, Mapping) or not all(
             isinstance(k, str) and isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v)
             for k, v in value.items()
         ):
             raise ValueError(f"{name} must map str to a list of str")
-    if isinstance(residual, str) or not all(isinstance(x, str) for x in residual):
+    if not isinstance(residual, (list, tuple)) or not all(isinstance(x, str) for x in residual):
         raise ValueError(f"{attr}_RESIDUAL must be a list of str")
     return LayerNames(
         {k: tuple(v) for k, v in aliases.items()}, {k: tuple(v) for k, v in fused.items()}, tuple(residual)
