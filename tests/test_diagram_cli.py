@@ -15,8 +15,7 @@ BLOCK = "attn.qkv=colwise,attn.out=rowwise,mlp.up=colwise,mlp.down=rowwise"
 @pytest.fixture
 def bare(tmp_path, monkeypatch):
     """An empty folder: no checks/distcheck.toml anywhere."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)  # --plan module:NAME is read from the current folder, not sys.path
     return tmp_path
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import shutil
-import sys
 from contextlib import chdir, redirect_stdout
 from pathlib import Path
 
@@ -45,12 +44,9 @@ def make_phase(root: Path) -> None:
 
 
 @pytest.fixture
-def phase(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """The phase's workspace file, the diagram check and the plan module; no page yet."""
-    # An `experiments` package imported by an earlier test of this worker (another phase) would be the one
-    # the check reads, not this phase's: pytester restores sys.modules after a test, not before.
-    for name in [m for m in sys.modules if m == "experiments" or m.startswith("experiments.")]:
-        monkeypatch.delitem(sys.modules, name)
+def phase(pytester: pytest.Pytester) -> pytest.Pytester:
+    """The phase's workspace file, the diagram check and the plan module; no page yet. The plan is read
+    from this copy's source (never imported), so an `experiments` package another test imported is not it."""
     make_phase(pytester.path)
     return pytester
 
@@ -74,16 +70,11 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     names only the page's basename and its block, so it is the same in any folder)."""
     root = tmp_path_factory.mktemp("rendered_phase")
     make_phase(root)
-    before = set(sys.modules)  # as pytester does: this phase's `experiments` must not outlive it
     out = io.StringIO()
-    try:
-        with chdir(root), redirect_stdout(out):
-            assert main(["diagram"]) == 0
-            (root / PAGE).write_text(out.getvalue() + EXPLAINED)
-            assert main(["diagram", "--render"]) == 0
-    finally:
-        for name in set(sys.modules) - before:
-            del sys.modules[name]
+    with chdir(root), redirect_stdout(out):
+        assert main(["diagram"]) == 0
+        (root / PAGE).write_text(out.getvalue() + EXPLAINED)
+        assert main(["diagram", "--render"]) == 0
     return {rel: (root / rel).read_text() for rel in (PAGE, SVG)}
 
 

@@ -59,7 +59,7 @@ def test_a_package_module_is_read_from_its_init(tmp_path):
 
 def test_annotated_and_repeated_assignments_read_as_python_would(tmp_path):
     (tmp_path / "p.py").write_text(
-        '"""doc"""\nfrom __future__ import annotations\n\n'
+        '"""doc"""\nfrom __future__ import annotations\n\nPLAN: dict[str, str]\n'
         'PLAN: dict[str, str] = {"mlp.up": "colwise"}\n'
         f"PLAN = {PLAN}\n"
         'PLAN_ALIASES: dict[str, list[str]] = {"attn.qkv": ["c_attn"]}\n'

@@ -84,6 +84,8 @@ def read_literals(path: Path, names: Iterable[str]) -> dict[str, tuple[int, obje
                 assigned[target.id] = value
                 literal_targets.add(id(target))
     for node in _module_scope(tree):
+        if isinstance(node, ast.AnnAssign) and node.value is None:  # ``PLAN: dict`` binds nothing
+            literal_targets.add(id(node.target))
         name = _bound_name(node, wanted)
         if name is not None and id(node) not in literal_targets:
             raise SourceError(getattr(node, "lineno", 0), f"{name} is bound or changed here other than by a "
