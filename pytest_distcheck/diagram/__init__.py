@@ -10,6 +10,7 @@
 - :mod:`.generate`: a correct starting diagram from a plan.
 - :mod:`.check`: a page checked end to end, and its rendered SVG kept in step.
 - :mod:`.config`: the workspace's ``[diagram]`` section.
+- :mod:`.source`: the plan's literals read from its module's source, never importing it.
 
 Importing this package is cheap; mermaidx loads only when a parser starts or an SVG is rendered.
 """

@@ -39,7 +39,7 @@ class SourceError(ValueError):
         super().__init__(f"line {line}: {problem}" if line else problem)
 
 
-def module_file(root: Path, module: str) -> tuple[Path, ...]:
+def module_sources(root: Path, module: str) -> tuple[Path, ...]:
     """The source files that may hold ``module`` (dotted, e.g. ``experiments.tp_inference.plan``) under
     ``root``, in the order Python's path finder tries them: the package's ``__init__.py``, then the module.
 
