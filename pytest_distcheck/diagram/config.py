@@ -128,7 +128,7 @@ def load_plan_names(ref: str, root: Path, file: Path, field: str) -> tuple[dict[
     module_name, _, attr = ref.partition(":")
     if not attr.isidentifier() or not all(part.isidentifier() for part in module_name.split(".")):
         raise ConfigError(file, field, f"expected 'module:attribute', found {ref!r}")
-    candidates = module_sources(root, module_name)
+    candidates = module_sources(module_name)
     rel = next((c for c in candidates if (root / c).is_file()), None)
     if rel is None:
         looked = " nor ".join(c.as_posix() for c in candidates)

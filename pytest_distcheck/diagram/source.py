@@ -39,12 +39,10 @@ class SourceError(ValueError):
         super().__init__(f"line {line}: {problem}" if line else problem)
 
 
-def module_sources(root: Path, module: str) -> tuple[Path, ...]:
-    """The source files that may hold ``module`` (dotted, e.g. ``experiments.tp_inference.plan``) under
-    ``root``, in the order Python's path finder tries them: the package's ``__init__.py``, then the module.
-
-    Nothing is imported. ``module`` must be dotted identifiers (the caller checks); the paths are relative
-    to ``root`` and the caller takes the first that is a file.
+def module_sources(module: str) -> tuple[Path, ...]:
+    """The source files that may hold ``module`` (dotted identifiers, e.g. ``experiments.tp_inference.plan``;
+    the caller checks), relative to the folder it is found from, in the order Python's path finder tries
+    them: the package's ``__init__.py``, then the module's ``.py``. Nothing is imported or looked up.
     """
     parts = module.split(".")
     return (Path(*parts, "__init__.py"), Path(*parts[:-1], parts[-1] + ".py"))
