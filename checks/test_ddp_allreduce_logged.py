@@ -4,14 +4,14 @@ The live check runs the learner's lab on the ranks and believes its log only as 
 the default process group ran at least as many collectives as the log times all-reduces (its sequence
 number), every size the log times was all-reduced at least that many times on every rank (the kit's
 wrapper records sizes), and the wrapper recorded no more all-reduces than the group ran collectives.
-The log is judged as read back from disk, never as ``run()`` returned it. The times themselves are the
-lab's. The log at ``[ddp] committed_log`` must also be committed as it is (pytest_distcheck.committed
-asks git).
+The lab is imported by name on the ranks only, never in this process: under ``--gate`` this process
+decides the verdict, and lab code in it could reach the kit's records (red-team t3 H3, F). Only plain
+data comes back: the log as JSON text, the counts, the lab's table as text. The log is judged as read
+back from disk. The times themselves are the lab's. The log at ``[ddp] committed_log`` must also be
+committed as it is (pytest_distcheck.committed asks git).
 """
 
 from __future__ import annotations
-
-import json
 
 import pytest
 
@@ -22,9 +22,21 @@ from pytest_distcheck.dod import provenance
 from pytest_distcheck.errors import ConfigError
 
 
+def _run_lab_on_rank(module: str, reps: int) -> tuple[str, int | None, dict[int, int], list[int], str]:
+    """On a rank: import the lab ``module`` by name and run ``run(LabConfig(reps=reps))`` under
+    :func:`_run_recording_all_reduces`. Returns plain data only: the log as JSON text, the collectives the
+    default group ran, ``{bytes: all-reduces}``, the lab's sweep sizes (bytes) and its table (text)."""
+    import importlib
+    import json
+
+    lab = importlib.import_module(module)
+    log, ran, sizes = _run_recording_all_reduces(lab.run, lab.LabConfig(reps=reps))
+    return json.dumps(log, indent=2), ran, sizes, list(lab.LabConfig.sizes_bytes), str(lab.format_table(log))
+
+
 def _run_recording_all_reduces(run, cfg):
     """On a rank: ``run(cfg)``, the collectives the default process group ran meanwhile and the byte size of
-    every ``torch.distributed.all_reduce`` on it, ``{bytes: calls}``. Sent to the ranks by value.
+    every ``torch.distributed.all_reduce`` on it, ``{bytes: calls}``.
 
     The count is the group's own collective sequence number (red-team t2 B1b: a Python counter in the
     wrapper's closure can be bumped without any collective); ``None`` on a torch without it. The sizes come
@@ -97,26 +109,22 @@ WORLD_SIZE = 2
 @pytest.mark.dod("ddp-allreduce-logged")
 @pytest.mark.world_size(WORLD_SIZE)
 def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, distcheck_log, distcheck_evidence):
-    from experiments.ddp_cpu import lab  # imports torch: only when the live run is selected
-
-    assert list(lab.LabConfig.sizes_bytes) == SIZES, "the lab's sweep sizes changed; update SIZES"
-    runs = dist_world.run(_run_recording_all_reduces, lab.run, lab.LabConfig(reps=3), timeout=300)
-    fresh = runs[0][0]
+    runs = dist_world.run(_run_lab_on_rank, "experiments.ddp_cpu.lab", 3, timeout=300)
+    text, _, _, sizes, table = runs[0]
+    assert sizes == SIZES, "the lab's sweep sizes changed; update SIZES"
     # The live log is kept (not committed) so a learner can compare it with the committed one.
     path = distcheck_workspace.resolve(distcheck_workspace.section("ddp")["live_log"])
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(fresh, indent=2) + "\n")
-    # Judged as read back (plain JSON types), never as returned: a dict subclass can hide entries from .get
-    # that json.dumps writes (red-team t3 B).
+    path.write_text(text + "\n")
     try:
         log = load_result(path)
         check_sanity(log, path, WORLD_SIZE, SIZES)
     except ConfigError as exc:
         pytest_distcheck.broken(str(exc))
-    unbacked = _unbacked(log, runs)
+    unbacked = _unbacked(log, [run[:3] for run in runs])
     if unbacked:
         pytest_distcheck.broken(unbacked)
-    distcheck_log(f"DDP lab, live on {WORLD_SIZE} gloo ranks (log: {path})", lab.format_table(log))
+    distcheck_log(f"DDP lab, live on {WORLD_SIZE} gloo ranks (log: {path})", table)
     distcheck_evidence(path, flags=[provenance.CONFIRMED])
     pytest_distcheck.done(f"evidence checked, confirmed: the lab ran live on {WORLD_SIZE} gloo ranks in this run")
 

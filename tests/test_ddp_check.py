@@ -213,8 +213,10 @@ if f is not None:  # on the ranks the lab is imported outside the check
 '''
 
 
-def test_t3a_lab_code_swapping_the_checks_code_is_untrusted(pytester):
-    """The module snapshot records the code of the check module's functions, not only what each name is."""
+def test_t3a_lab_code_swapping_the_checks_code_cannot_reach_the_check(pytester):
+    """The lab is imported on the ranks only: what it swaps there is a copy of the check's functions, and the
+    check in this process judges its canned log as it is. (In this process the module snapshot would name
+    the swap: tests/test_gate_redteam.py::test_t3a_a_check_modules_function_with_swapped_code_or_defaults_is_named.)"""
     result = _live(pytester, SWAPS_THE_CHECKS_CODE)
-    result.stdout.fnmatch_lines(["UNTRUSTED*ddp-allreduce-logged*_unbacked.__code__ was replaced while the checks "
-                                 "ran (now code from experiments/ddp_cpu/lab.py:*"])
+    result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  the lab's log claims 49 timed all-reduces "
+                                 "(sweep and DDP buckets) but the ranks ran 0*"])

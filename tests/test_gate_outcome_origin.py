@@ -97,9 +97,10 @@ def test_outcomes_the_check_and_the_kit_raise_count(lab_workspace):
     result.stdout.fnmatch_lines(["DONE     alpha  evidence checked, self-reported: mine"])
 
 
-def test_b2_the_lab_raising_done_at_import_is_untrusted_under_the_gate(pytester):
+def test_b2_the_lab_raising_done_at_import_cannot_end_the_check_under_the_gate(pytester):
     """Red-team t2 B2 as a learner runs it: `pytest --gate` on the Phase 35 workspace whose lab ends the live
-    check with done() at import."""
+    check with done() at import. The lab is imported on the ranks only, so its done() is an exception of the
+    ranks: the check crashed, never done."""
     from test_gate_redteam import REPO, gate, phase35
 
     root = phase35(pytester)
@@ -115,8 +116,9 @@ def test_b2_the_lab_raising_done_at_import_is_untrusted_under_the_gate(pytester)
     git_commit_all(root)
     result, report = gate(pytester)
     ddp = next(it for it in report["items"] if it["id"] == "ddp-allreduce-logged")
-    assert ddp["state"] == "untrusted", ddp
-    assert f"was raised by experiments/ddp_cpu/lab.py:{len(lines) + 4}, neither the check's module" in ddp["reason"]
+    assert ddp["state"] == "error", ddp
+    assert "RankError: rank(s) 0, 1 failed" in ddp["reason"]
+    result.stdout.fnmatch_lines(["*rank 0: error (Done: evidence checked, confirmed: the lab ran live)*"])
 
 
 POSES_AS_KIT = """

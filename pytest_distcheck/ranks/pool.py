@@ -61,12 +61,17 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
   instead of a 35-70 us ``set_state`` on the shared cores; :class:`~pytest_distcheck.ranks.worker.NumpyRng`;
   test_rank_recovery::test_numpy_rng_restore_puts_back_draws_seeds_and_the_cached_gaussian);
 - warnings raised in the ranks are re-issued in the test process under the test's filters
-  (:mod:`pytest_distcheck.ranks.rank_warnings`; tests/test_rank_warnings.py).
+  (:mod:`pytest_distcheck.ranks.rank_warnings`; tests/test_rank_warnings.py);
+- a rank's reply is unpickled as plain data only (:func:`plain_loads`: no class or function is looked
+  up), so a rank cannot run code in this process through the reply's framing; the return values too
+  when :data:`PLAIN_RESULTS` is set, as the gate's sub-session sets it: there the ranks run the
+  learner's lab and this process decides the verdict (tests/test_gate_lab_on_ranks.py).
 """
 
 from __future__ import annotations
 
 import codecs
+import io
 import os
 import pickle
 import select
@@ -103,6 +108,27 @@ LIVE_POLL_S = 0.1
 OUTPUT_MAX = 64_000
 # Longest call timeout, seconds (a year): beyond it the poll and the group's timedelta overflow.
 MAX_TIMEOUT_S = 366 * 24 * 3600
+
+
+# Return values come back as plain data only (str, bytes, numbers, bool, None, list, tuple, dict, set): the
+# gate's sub-session sets it (pytest_distcheck.dod.plugin), where the ranks run code it must not trust.
+PLAIN_RESULTS = False
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"{module}.{name} is not plain data")
+
+
+def plain_loads(data: bytes) -> Any:
+    """Unpickle ``data`` holding plain data only: builtin str, bytes, int, float, bool,
+    None, list, tuple, dict, set and frozenset. Nothing is imported or called, so bytes a rank made cannot
+    run code here (the Python docs' "Restricting Globals", pickle module).
+
+    Raises:
+        pickle.UnpicklingError: ``data`` names a class or function (any other object), or is not a pickle.
+    """
+    return _PlainUnpickler(io.BytesIO(data)).load()
 
 
 def group_timeout(call_timeout: float) -> float:
@@ -456,12 +482,15 @@ class RankPool:
                         continue
                     done(rank)
                     try:
-                        kind, cid, outcome, result, seq, ok = pickle.loads(conn.recv_bytes())
+                        kind, cid, outcome, result, seq, ok = plain_loads(conn.recv_bytes())
+                        assert kind == "result" and cid == call_id
+                        outcomes[rank] = RankOutcome(**outcome)
                     except (EOFError, OSError):
                         outcomes[rank] = self._death(rank)
                         continue
-                    assert kind == "result" and cid == call_id
-                    outcomes[rank] = RankOutcome(**outcome)
+                    except Exception as exc:  # noqa: BLE001 - whatever the rank sent, it is not the kit's reply
+                        outcomes[rank] = RankOutcome(rank, "error", f"the rank's reply is not the kit's: {exc}")
+                        continue
                     results[rank], seqs[rank], keep[rank] = result, seq, ok
                 failed = any(o is not None and o.status in ("error", "died") for o in outcomes)
                 if failed and pending:
@@ -534,9 +563,10 @@ class RankPool:
             raise RankError(outcomes, detail="ranks disagree: some skipped, some did not (" + "; ".join(
                 f"rank {o.rank}: {o.status} {o.error}".strip() for o in outcomes) + ")")
         try:
-            return [cloudpickle.loads(r) for r in results]
+            return [plain_loads(r) if PLAIN_RESULTS else cloudpickle.loads(r) for r in results]
         except Exception as exc:  # noqa: BLE001
-            raise PicklingError(f"a rank's return value could not be unpickled here: {exc}") from exc
+            only = " (only plain data may come back from the ranks here: PLAIN_RESULTS)" if PLAIN_RESULTS else ""
+            raise PicklingError(f"a rank's return value could not be unpickled here{only}: {exc}") from exc
 
 
 _KIT_FRAMES = (f'File "{os.path.dirname(os.path.abspath(__file__))}{os.sep}', 'File "<frozen runpy>"')

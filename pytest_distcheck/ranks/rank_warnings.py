@@ -7,9 +7,11 @@ Design (pinned by tests/test_rank_warnings.py):
 - the pool re-issues them there with ``warnings.warn_explicit`` after a call that returned, keeping
   the category, message, file and line the rank saw, so ``-W error::UserWarning`` fails the test
   (raised when ``run`` returns; the ranks themselves ran on) and ``pytest.warns`` catches them;
-- the category travels by name (module and qualified name) and is looked up in the test process, so
-  ``pytest.warns(MyWarning)`` matches a class of the test module (a copy made by unpickling would not);
-  a category that cannot be found there becomes a ``UserWarning`` whose message starts with its name;
+- the category travels by name (module and qualified name) and is looked up among the modules the test
+  process has imported, so ``pytest.warns(MyWarning)`` matches a class of the test module (a copy made by
+  unpickling would not); a category not found there becomes a ``UserWarning`` whose message starts with
+  its name. Nothing is imported by a name a rank sent: that would run a module the test never imported
+  (in the gate's sub-session, the learner's lab);
 - the same warning (category, message, file, line) from several ranks, or several times in one call,
   is issued once, as Python's ``default`` action shows one warning per location;
 - a call that raised shows its warnings in the rank's stderr instead, as before: a warning turned
@@ -19,7 +21,6 @@ Design (pinned by tests/test_rank_warnings.py):
 from __future__ import annotations
 
 import contextlib
-import importlib
 import sys
 import warnings
 from typing import Iterator
@@ -53,7 +54,7 @@ def as_text(log: list[warnings.WarningMessage]) -> str:
 
 def _category(module: str, qualname: str) -> type[Warning] | None:
     try:
-        obj = sys.modules.get(module) or importlib.import_module(module)
+        obj = sys.modules[module]
         for part in qualname.split("."):
             obj = getattr(obj, part)
     except Exception:  # noqa: BLE001 - any failure means: not findable here

@@ -1,0 +1,158 @@
+"""The learner's lab runs on the ranks only, never in the process that decides the gate's verdict.
+
+Red team t3 (2026-12-01) made `distcheck gate` say PASSED (6/6) with nothing done: lab code imported by the
+live DDP check in the gate's sub-session found the DoD plugin's instance through ``gc`` and rewrote its
+outcomes (H3), or built a function with the check module's globals that called ``done()`` (F). The check
+now imports the lab by name on the ranks, and in the sub-session the ranks' replies and return values are
+unpickled as plain data only (``pytest_distcheck.ranks.pool.plain_loads``), so neither a lab object nor
+crafted bytes can run code there.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from dod_support import git_commit_all
+from test_gate_redteam import gate, phase35
+
+from pytest_distcheck.ranks import pool
+
+# t3 H3, as the red team ran it: every outcome recorded and to come turned into DONE, then its own test skipped.
+REWRITES_THE_OUTCOMES = '''
+def _install():
+    import dataclasses
+    import gc
+    from pytest_distcheck.dod.plugin import DodPlugin
+    from pytest_distcheck.dod.state import State
+
+    def done(o):
+        return dataclasses.replace(o, state=State.DONE, command=None, reason="evidence checked")
+
+    class Outcomes(list):
+        def append(self, o):
+            super().append(done(o))
+
+    for obj in gc.get_objects():
+        if type(obj) is DodPlugin:
+            obj.outcomes = Outcomes(done(o) for o in obj.outcomes)
+
+
+_install()
+import pytest as _pytest
+
+_pytest.skip("not yet")
+'''
+
+# t3 F: LabConfig replaced by a function that runs in the check module's namespace and says done.
+SAYS_DONE_AS_THE_CHECK = '''
+def _says_done(*args, **kwargs):
+    pytest_distcheck.done("evidence checked, confirmed: the lab ran live on 2 gloo ranks in this run")
+
+
+def _install():
+    import sys as _sys
+    import types as _types
+    f = _sys._getframe(1)
+    while f is not None:
+        g = f.f_globals
+        if "_run_recording_all_reduces" in g and "pytest_distcheck" in g:
+            global LabConfig
+            real = LabConfig
+            LabConfig = _types.FunctionType(_says_done.__code__, g, "LabConfig")
+            LabConfig.sizes_bytes = real.sizes_bytes
+            return
+        f = f.f_back
+
+
+_install()
+'''
+
+# Text the check takes from the lab (its table) that runs code wherever it is unpickled: ``str()`` keeps a
+# subclass whose ``__str__`` returns itself.
+RUNS_CODE_WHEN_UNPICKLED = '''
+class _Table(str):
+    def __str__(self):
+        return self
+
+    def __reduce__(self):
+        return (exec, ("import pathlib; pathlib.Path(%r).write_text('ran')",))
+
+
+_real_table = format_table
+
+
+def format_table(result):
+    return _Table(_real_table(result))
+'''
+
+
+@pytest.mark.parametrize("attack", [REWRITES_THE_OUTCOMES, SAYS_DONE_AS_THE_CHECK], ids=["t3-H3", "t3-F"])
+def test_lab_code_cannot_reach_the_verdict(pytester, attack):
+    root = phase35(pytester)
+    lab = root / "experiments" / "ddp_cpu" / "lab.py"
+    lab.write_text(lab.read_text() + attack)
+    git_commit_all(root)
+    result, report = gate(pytester)  # asserts the gate failed and the example workflow rejects its report
+    assert report["summary"]["done"] <= 1, report["summary"]  # spend-within-budget: nothing spent
+    ddp = next(it for it in report["items"] if it["id"] == "ddp-allreduce-logged")
+    assert ddp["state"] != "done", ddp
+
+
+def test_a_lab_object_that_runs_code_when_unpickled_never_runs_in_the_gate(pytester):
+    root = phase35(pytester)
+    marker = root / "unpickled-in-the-verdict-process"
+    lab = root / "experiments" / "ddp_cpu" / "lab.py"
+    lab.write_text(lab.read_text() + RUNS_CODE_WHEN_UNPICKLED % str(marker))
+    git_commit_all(root)
+    result, report = gate(pytester)
+    assert not marker.exists()
+    ddp = next(it for it in report["items"] if it["id"] == "ddp-allreduce-logged")
+    assert ddp["state"] == "error", ddp
+    result.stdout.fnmatch_lines(["*only plain data may come back from the ranks here*builtins.exec is not plain data*"])
+
+
+class _Runs:
+    def __reduce__(self):
+        return (print, ("ran",))
+
+
+@pytest.mark.parametrize("value", [
+    ("result", 1, {"rank": 0, "status": "ok"}, b"\x80", None, True),
+    {"a": [1, 2.5, "x", None, True], "b": (b"y",), "c": {3}, "d": frozenset({4})},
+])
+def test_plain_data_round_trips(value):
+    assert pool.plain_loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL)) == value
+
+
+def test_anything_that_names_a_class_or_function_is_refused(capsys):
+    with pytest.raises(pickle.UnpicklingError, match="builtins.print is not plain data"):
+        pool.plain_loads(pickle.dumps(_Runs()))
+    with pytest.raises(pickle.UnpicklingError, match="collections.OrderedDict is not plain data"):
+        pool.plain_loads(pickle.dumps(__import__("collections").OrderedDict(a=1)))
+    assert capsys.readouterr().out == ""
+
+
+def _sends_a_crafted_reply(marker: str) -> None:
+    """On a rank: from now on the worker's replies are bytes that run code wherever they are unpickled."""
+    import pickle as real
+    import sys
+    import types
+
+    class Payload:
+        def __reduce__(self):
+            return (exec, (f"import pathlib; pathlib.Path({marker!r}).write_text('ran')",))
+
+    worker = sys.modules["pytest_distcheck.ranks.worker"]
+    worker.pickle = types.SimpleNamespace(dumps=lambda obj, protocol=None: real.dumps(Payload()),
+                                          loads=real.loads, HIGHEST_PROTOCOL=real.HIGHEST_PROTOCOL)
+
+
+@pytest.mark.fresh_ranks
+def test_a_crafted_reply_of_a_rank_runs_no_code_here(dist_world, tmp_path):
+    from pytest_distcheck.ranks.errors import RankError
+
+    marker = tmp_path / "ran-in-the-test-process"
+    with pytest.raises(RankError, match=r"the rank's reply is not the kit's: builtins.exec is not plain data"):
+        dist_world.run(_sends_a_crafted_reply, str(marker))
+    assert not marker.exists()
