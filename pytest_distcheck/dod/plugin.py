@@ -140,10 +140,10 @@ class DodPlugin:
         """In the gate's sub-session, before any of the learner's code loads: check the isolation, import
         the kit modules the registered checks use and snapshot them."""
         from pytest_distcheck.dod import isolation
-        from pytest_distcheck.ranks import pool
+        from pytest_distcheck.ranks.plugin import plain_results_only
 
         assert self.workspace is not None and self.origins is not None
-        pool.PLAIN_RESULTS = True  # the ranks run the learner's lab: nothing they return may run code here
+        plain_results_only(self.config)  # the ranks run the learner's lab: nothing they return may run code here
         self.isolation = isolation.problems(self.config)
         self.root_watch = isolation.RootWatch(self.config.rootpath, self.origins)
         files = {self.config.rootpath / c.split("::", 1)[0] for it in self.workspace.items for c in it.checks}

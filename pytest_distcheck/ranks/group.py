@@ -137,6 +137,7 @@ class PoolRegistry:
     """
 
     def __init__(self, base_env: dict[str, str], watch_pid: int | None = None) -> None:
+        self.plain_results = False  # set by :func:`pytest_distcheck.ranks.plugin.plain_results_only`
         self._pools: dict[tuple[int, str, str], RankPool] = {}
         self._zygotes: dict[str, Zygote] = {}
         self.base_env = base_env
@@ -170,7 +171,8 @@ class PoolRegistry:
             folder = os.path.join(self.folder(), f"pool-{world_size}-{backend}-{level}")
             os.makedirs(folder, exist_ok=True)
             pool = self._pools[key] = RankPool(world_size, backend, zygote=zygote, base_env=self.base_env,
-                                               folder=folder, debug_level=level)
+                                               folder=folder, debug_level=level,
+                                               plain_results=self.plain_results)
         return pool
 
     def restart(self, world_size: int, backend: str, debug: str | None = None) -> None:

@@ -35,6 +35,18 @@ _LATE_FIX = {
 _REGISTRY = pytest.StashKey[object]()
 _BASE_ENV = pytest.StashKey[dict]()  # os.environ at configure time: what every call's environment is diffed against
 _STARTED = pytest.StashKey[set]()  # debug levels whose zygote collection already started
+_PLAIN = pytest.StashKey[bool]()  # plain_results_only was called
+
+
+def plain_results_only(config: pytest.Config) -> None:
+    """From now on this session's ranks may return plain data only (``RankPool(plain_results=True)``): for a
+    session whose ranks run code it must not trust (the gate's sub-session, where the ranks run the lab)."""
+    config.stash[_PLAIN] = True
+    registry = config.stash.get(_REGISTRY, None)
+    if registry is not None:
+        registry.plain_results = True
+        for pool in registry._pools.values():
+            pool.plain_results = True
 
 
 @pytest.hookimpl(trylast=True)  # after conftests' and other plugins' own set-up of the environment
@@ -55,6 +67,7 @@ def _registry(config: pytest.Config):
         # takes the ranks with it at once (the worker itself notices only seconds later).
         watch = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else None
         registry = config.stash[_REGISTRY] = PoolRegistry(config.stash[_BASE_ENV], watch_pid=watch)
+        registry.plain_results = config.stash.get(_PLAIN, False)
         atexit.register(registry.close)  # also when the session ends by an exception
     return registry
 

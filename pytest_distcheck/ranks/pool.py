@@ -64,8 +64,8 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
   (:mod:`pytest_distcheck.ranks.rank_warnings`; tests/test_rank_warnings.py);
 - a rank's reply is unpickled as plain data only (:func:`plain_loads`: no class or function is looked
   up), so a rank cannot run code in this process through the reply's framing; the return values too
-  when :data:`PLAIN_RESULTS` is set, as the gate's sub-session sets it: there the ranks run the
-  learner's lab and this process decides the verdict (tests/test_gate_lab_on_ranks.py).
+  for a pool made with ``plain_results=True``, as the gate's sub-session makes them: there the ranks run
+  the learner's lab and this process decides the verdict (tests/test_gate_lab_on_ranks.py).
 """
 
 from __future__ import annotations
@@ -108,11 +108,6 @@ LIVE_POLL_S = 0.1
 OUTPUT_MAX = 64_000
 # Longest call timeout, seconds (a year): beyond it the poll and the group's timedelta overflow.
 MAX_TIMEOUT_S = 366 * 24 * 3600
-
-
-# Return values come back as plain data only (str, bytes, numbers, bool, None, list, tuple, dict, set): the
-# gate's sub-session sets it (pytest_distcheck.dod.plugin), where the ranks run code it must not trust.
-PLAIN_RESULTS = False
 
 
 class _PlainUnpickler(pickle.Unpickler):
@@ -215,6 +210,8 @@ class RankPool:
         folder: where the rank files go (default: a locked session folder of its own, made at start and
             removed by :meth:`close`; :mod:`pytest_distcheck.ranks.tempdirs`).
         debug_level: the ranks' ``TORCH_DISTRIBUTED_DEBUG`` (``OFF``/``INFO``/``DETAIL``), for the report.
+        plain_results: unpickle return values as plain data only (:func:`plain_loads`), for ranks that run
+            code this process must not trust; a call returning anything else raises ``PicklingError``.
 
     Attributes:
         starts: how many times ranks were started; started_s: seconds the last start took.
@@ -225,13 +222,14 @@ class RankPool:
 
     def __init__(self, world_size: int, backend: str = "gloo", zygote: Zygote | None = None,
                  start_timeout: float = 120.0, base_env: dict[str, str] | None = None,
-                 folder: str | None = None, debug_level: str = "OFF") -> None:
+                 folder: str | None = None, debug_level: str = "OFF", plain_results: bool = False) -> None:
         if world_size < 1:
             raise ValueError(f"world_size must be >= 1, got {world_size}")
         self.world_size = world_size
         self.backend = backend
         self.start_timeout = start_timeout
         self.debug_level = debug_level
+        self.plain_results = plain_results
         self.generation = 0  # the group's PrefixStore prefix; a new one for every new group
         self.pg_timeout = 0.0  # seconds the current group's collectives may take
         self.calls = 0
@@ -563,9 +561,9 @@ class RankPool:
             raise RankError(outcomes, detail="ranks disagree: some skipped, some did not (" + "; ".join(
                 f"rank {o.rank}: {o.status} {o.error}".strip() for o in outcomes) + ")")
         try:
-            return [plain_loads(r) if PLAIN_RESULTS else cloudpickle.loads(r) for r in results]
+            return [plain_loads(r) if self.plain_results else cloudpickle.loads(r) for r in results]
         except Exception as exc:  # noqa: BLE001
-            only = " (only plain data may come back from the ranks here: PLAIN_RESULTS)" if PLAIN_RESULTS else ""
+            only = " (only plain data may come back from the ranks here)" if self.plain_results else ""
             raise PicklingError(f"a rank's return value could not be unpickled here{only}: {exc}") from exc
 
 
