@@ -39,14 +39,18 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
 
+from pytest_distcheck.dod import leftovers
 from pytest_distcheck.git import run_git
 
 FLAG = "--distcheck-subsession"
@@ -65,6 +69,7 @@ WHAT = ("learner conftest.py files (--noconftest)", "installed plugins (PYTEST_D
         "kit functions replaced by the learner's modules after the sub-session started (snapshot)")
 # Passed on from the learner's command line to the sub-session (paths made absolute); the rest is ignored.
 CARRIED = ("--gate", "--dod-json", "--dod-markdown", "--color")
+RELAY_S = 5.0  # seconds to finish relaying the sub-session's output once it and what it left are gone
 
 
 def ini_text(root: Path, workspace_rel: str) -> str:
@@ -122,6 +127,10 @@ def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str
     report the moment it exits, re-derives the verdict (:func:`~pytest_distcheck.dod.report.rederive`)
     and writes the reports the learner asked for itself. It records the repository before and after
     (:func:`repo_state`): a commit, a changed tracked file or a new reflog entry makes every item untrusted.
+    While the sub-session runs this process is a child subreaper (:class:`~pytest_distcheck.dod.leftovers.Watch`,
+    Linux only): a process the sub-session's tree left behind (a lab's double-forked daemon) is killed and
+    reaped before the report is read, and makes every item untrusted, naming it. Every module :func:`finish`
+    needs is imported before the sub-session starts: lab code may rewrite the kit's files meanwhile.
 
     Args:
         root: the workspace root (pytest rootdir); ``workspace_rel``: its workspace file, relative.
@@ -129,28 +138,39 @@ def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str
         color: ``yes``, ``no`` or ``auto``.
         write: where the sub-session's output goes, line by line (the terminal).
     """
-    import tempfile
-
+    import_dod_modules()
     for path in (json_path, md_path):  # a report of an earlier run must not stand in for this one
         if path and Path(path).is_file():
             Path(path).unlink()
     start = repo_state(root)  # taken out here, where lab code cannot reach
+    watch = leftovers.Watch()
     with tempfile.TemporaryDirectory(prefix="distcheck-gate-") as tmp:
         ini = Path(tmp) / INI_NAME
         ini.write_text(ini_text(root, workspace_rel), encoding="utf-8")
         child_json = Path(tmp) / "dod-report.json"
         argv = command(root, ini, targets(root, workspace_rel), str(child_json), None, color)
-        proc = subprocess.Popen(argv, cwd=root, env=clean_env(dict(os.environ)), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, errors="replace")
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            write(line)
-        rc = proc.wait()
+        watch.start()
+        try:
+            proc = subprocess.Popen(argv, cwd=root, env=clean_env(dict(os.environ)), stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, errors="replace")
+            # A thread relays the output: a process left behind may hold the pipe open until it is killed.
+            relay = threading.Thread(target=_relay, args=(proc.stdout, write), daemon=True)
+            relay.start()
+            rc = proc.wait()
+        finally:
+            left = watch.end()  # also the sub-session itself, if this process was interrupted
+        relay.join(RELAY_S)
         try:
             text = child_json.read_text(encoding="utf-8")
         except OSError:
             text = None
-    return finish(root, workspace_rel, text, rc, json_path, md_path, write, repo_changes(start, repo_state(root)))
+    seen = repo_changes(start, repo_state(root)) + ([leftovers.verdict_text(left)] if left else [])
+    return finish(root, workspace_rel, text, rc, json_path, md_path, write, seen)
+
+
+def _relay(stream, write: Callable[[str], None]) -> None:
+    for line in stream:
+        write(line)
 
 
 def repo_state(root: Path) -> dict[str, str] | None:
@@ -194,10 +214,9 @@ def finish(root: Path, workspace_rel: str, text: str | None, rc: int, json_path:
            md_path: str | None, write: Callable[[str], None], repo: list[str] | None = None) -> int:
     """The gate's verdict from the sub-session's JSON report ``text`` and exit status ``rc``: re-derived
     from the items, written into the ``gate`` section of the reports at ``json_path``/``md_path``, said on
-    the last line; returns the exit status (0 only when passed). ``repo``: how the repository changed while
-    the sub-session ran (:func:`repo_changes`): every item becomes untrusted, naming it."""
-    import json
-
+    the last line; returns the exit status (0 only when passed). ``repo``: what this process saw happen while
+    the sub-session ran (:func:`repo_changes`, processes it left behind): every item becomes untrusted,
+    naming it."""
     from pytest_distcheck.dod import markdown
     from pytest_distcheck.dod.report import FAILED, PASSED, UNVERIFIED, rederive
     from pytest_distcheck.errors import ConfigError

@@ -107,6 +107,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                               if "dist_world" in getattr(i, "fixturenames", ())})
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # Before the DoD plugin writes its reports: in the gate's sub-session no rank or zygote, where lab code
+    # ran, may still be alive to rewrite them (docs/ci/threat-model.md, section 3).
+    registry = session.config.stash.get(_REGISTRY, None)
+    if registry is not None:
+        registry.close()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     registry = config.stash.get(_REGISTRY, None)
     if registry is not None:

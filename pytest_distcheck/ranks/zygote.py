@@ -276,6 +276,8 @@ def main(fd: int, watch: list[int]) -> None:
                         os.killpg(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
+                for pid in children.values():  # reaped here: else they would outlive the zygote as zombies
+                    os.waitpid(pid, 0)
                 os._exit(0)
             _, args = msg
             conn_fd = recv_handle(conn)
