@@ -30,6 +30,11 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
   (:func:`repo_state`: HEAD, the tracked files' status, HEAD's last reflog entry); lab code that commits a
   made-up log while the checks run makes every item untrusted, naming both commits (red-team t2 B3,
   tests/test_gate_repository.py).
+- No process that ran lab code outlives the verdict (Linux): the sub-session stops its ranks and zygotes
+  before it writes its report (``pytest_distcheck.ranks.plugin``), and while it runs the parent is a child
+  subreaper that then kills, reaps and names what the sub-session's tree left
+  (:mod:`~pytest_distcheck.dod.leftovers`): every item untrusted. The parent imports what the verdict needs
+  before the sub-session starts (lab code may rewrite the kit's files meanwhile). tests/test_gate_leftovers.py.
 - What is *not* isolated: the checks import the learner's lab code (``experiments/``, reachable through
   the root at the end of ``sys.path``); the live DDP check runs it. See docs/ci/threat-model.md.
 """
