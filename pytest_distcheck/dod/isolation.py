@@ -35,8 +35,10 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
   subreaper that then kills, reaps and names what the sub-session's tree left
   (:mod:`~pytest_distcheck.dod.leftovers`): every item untrusted. The parent imports what the verdict needs
   before the sub-session starts (lab code may rewrite the kit's files meanwhile). tests/test_gate_leftovers.py.
-- What is *not* isolated: the checks import the learner's lab code (``experiments/``, reachable through
-  the root at the end of ``sys.path``); the live DDP check runs it. See docs/ci/threat-model.md.
+- No learner code runs in the sub-session itself: the live DDP check imports the lab by name on the
+  ranks, whose replies this process unpickles as plain data only (``ranks.plugin.plain_results_only``),
+  and the diagram check reads the TP plan's source as literals (tests/test_gate_lab_on_ranks.py). What the
+  lab can still do on the ranks: docs/ci/threat-model.md, section 4.
 """
 
 from __future__ import annotations
