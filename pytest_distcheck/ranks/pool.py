@@ -22,7 +22,9 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
   test_rank_group::test_a_destroyed_group_is_rebuilt, test_rank_group::test_state_a_test_leaves_behind_is_reset);
 - the group's own timeout is ``2 x call timeout + 10 s``: the kit's deadline always expires first, so a
   hang is always a :class:`RankTimeout` with every rank's stack, never gloo's "Timed out waiting" as a
-  ``RankError`` (test_rank_context::test_the_group_timeout_is_above_the_call_timeout);
+  ``RankError`` (test_rank_context::test_the_group_timeout_is_above_the_call_timeout); a subgroup made in
+  a call without a timeout gets the group's, not torch's 30 min
+  (test_rank_context::test_a_subgroup_without_a_timeout_gets_the_groups);
 - every call carries the test's environment (a diff against the session's start), cwd, ``sys.path`` and
   assertion-rewritten modules, applied in the rank and undone after the call, so ``monkeypatch`` works
   as in a plain test and nothing leaks to the next one (:mod:`pytest_distcheck.ranks.context`;
