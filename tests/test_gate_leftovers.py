@@ -108,6 +108,17 @@ def test_the_watch_kills_reaps_and_names_what_was_left_and_nothing_else(tmp_path
         older.wait()
 
 
+def test_off_linux_the_watch_does_nothing_and_does_not_fail(monkeypatch):
+    """Without prctl (another platform) no subreaper is set and nothing under this process is new."""
+    from pytest_distcheck.dod import leftovers
+
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert leftovers._prctl() is None
+    watch = leftovers.Watch()
+    watch.start()
+    assert watch.end() == []
+
+
 # The lab starts one daemon in the sub-session itself, at import (it keeps the sub-session's output pipe
 # open), and one on rank 0, which rewrites the learner's report whenever it finds one not forged.
 LAB = DAEMON + """

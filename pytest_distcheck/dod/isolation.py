@@ -131,9 +131,10 @@ def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str
 
     The sub-session writes its JSON report to a folder of this process's, and ends itself with
     ``os._exit`` right after (no atexit hook of lab code runs there, red-team A01); this process reads the
-    report the moment it exits, re-derives the verdict (:func:`~pytest_distcheck.dod.report.rederive`)
-    and writes the reports the learner asked for itself. It records the repository before and after
-    (:func:`repo_state`): a commit, a changed tracked file or a new reflog entry makes every item untrusted.
+    report once it and what it left behind are gone, re-derives the verdict
+    (:func:`~pytest_distcheck.dod.report.rederive`) and writes the reports the learner asked for itself. It
+    records the repository before and after (:func:`repo_state`): a commit, a changed tracked file or a new
+    reflog entry makes every item untrusted.
     While the sub-session runs this process is a child subreaper (:class:`~pytest_distcheck.dod.leftovers.Watch`,
     Linux only): a process the sub-session's tree left behind (a lab's double-forked daemon) is killed and
     reaped before the report is read, and makes every item untrusted, naming it. Every module :func:`finish`
