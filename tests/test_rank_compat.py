@@ -75,6 +75,21 @@ def test_init_destroy_init_again_within_one_call(dist_world):
     assert dist_world.run(lambda: __import__("torch.distributed").distributed.get_world_size()) == [2, 2]
 
 
+def _group_arrivals() -> list[bytes]:
+    import gc
+
+    rank = next(o for o in gc.get_objects() if type(o).__name__ == "_Rank")
+    return [rank.store.get(f"pg/{rank.generation}/up/arrived/{r}") for r in range(rank.world_size)]
+
+
+@pytest.mark.fresh_ranks
+def test_no_rank_runs_user_code_before_every_peer_has_connected_the_group(dist_world):
+    """A rank whose gloo connect returned first, and whose user code destroyed the group at once, closed a socket
+    its peer was still connecting (test_init_destroy_init_again_within_one_call failed so in .ci/run, 2 runs in
+    5): each rank waits on the store for every peer after the group is made."""
+    assert dist_world.run(_group_arrivals) == [[b"1", b"1"]] * 2
+
+
 def test_an_incompatible_init_says_what_to_remove(dist_world):
     def wrong(rank):
         import torch.distributed as dist

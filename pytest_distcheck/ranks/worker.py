@@ -259,6 +259,10 @@ class _Rank:
         dist = self.dist
         self._orig_init(self.backend, store=dist.PrefixStore(prefix, self.store), rank=self.rank,
                         world_size=self.world_size, timeout=timedelta(seconds=timeout))
+        # gloo's connect returns on one rank before its peer's has finished: user code that destroys the
+        # group at once would close a socket the peer is still connecting ("Gloo connectFullMesh failed
+        # ... Connection closed by peer" on the peer, in its set-up, seen in .ci/run).
+        self._all_arrive(f"{prefix}/up", timeout)
 
     def _drop_group(self) -> None:
         with contextlib.suppress(Exception):
@@ -280,18 +284,17 @@ class _Rank:
             if not dist.is_initialized():  # the user destroyed it earlier in this call: rebuild on our store
                 me.reinits += 1
                 prefix = f"pg/{me.generation}/user{me.reinits}"
-                me._all_arrive(prefix)
+                me._all_arrive(prefix, me.timeout)
                 me._init(prefix, me.timeout)
 
         init_process_group.__wrapped__ = self._orig_init
         dist.init_process_group = c10d.init_process_group = init_process_group
 
-    def _all_arrive(self, prefix: str) -> None:
-        """Wait on the store until every rank reached ``prefix`` (its old group destroyed) before any connects
-        the new one: a rank still tearing its group down closed a connection a faster peer's new group was
-        making ("Gloo connectFullMesh failed ... Connection closed by peer", seen in .ci/run)."""
+    def _all_arrive(self, prefix: str, timeout: float) -> None:
+        """Wait on the store, at most ``timeout`` seconds, until every rank reached ``prefix``: before a rank
+        connects a new group (every peer's old one destroyed) and after (every peer connected)."""
         self.store.set(f"{prefix}/arrived/{self.rank}", b"1")
-        self.store.wait([f"{prefix}/arrived/{r}" for r in range(self.world_size)], timedelta(seconds=self.timeout))
+        self.store.wait([f"{prefix}/arrived/{r}" for r in range(self.world_size)], timedelta(seconds=timeout))
 
     def check_user_init(self, backend, world_size, user_rank) -> None:
         wrong = []
