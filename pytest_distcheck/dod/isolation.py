@@ -27,9 +27,10 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
   and ``experiments/`` that runs anyway (a name nothing installed provides) is seen by an audit hook and
   makes every item untrusted, naming the file (:class:`RootWatch`).
 - The parent records the git repository before it starts the sub-session and after it ended
-  (:func:`repo_state`: HEAD, the tracked files' status, HEAD's last reflog entry); lab code that commits a
-  made-up log while the checks run makes every item untrusted, naming both commits (red-team t2 B3,
-  tests/test_gate_repository.py).
+  (:func:`repo_state`: HEAD, the tracked files' status, HEAD's last reflog entry, the repository's config, hooks
+  and ``info/attributes``); lab code that commits a made-up log while the checks run makes every item
+  untrusted, naming both commits (red-team t2 B3, tests/test_gate_repository.py), and so does lab code that
+  points the config at a program (t4 A4; no kit git call runs one: :mod:`pytest_distcheck.git`).
 - No process that ran lab code outlives the verdict (Linux): the sub-session stops its ranks and zygotes
   before it writes its report (``pytest_distcheck.ranks.plugin``), and while it runs the parent is a child
   subreaper that then kills, reaps and names what the sub-session's tree left
@@ -44,6 +45,7 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib
 import importlib.util
 import json
@@ -133,8 +135,9 @@ def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str
     ``os._exit`` right after (no atexit hook of lab code runs there, red-team A01); this process reads the
     report once it and what it left behind are gone, re-derives the verdict
     (:func:`~pytest_distcheck.dod.report.rederive`) and writes the reports the learner asked for itself. It
-    records the repository before and after (:func:`repo_state`): a commit, a changed tracked file or a new
-    reflog entry makes every item untrusted.
+    records the repository before and after (:func:`repo_state`, the after one while the leftover watch is still
+    on): a commit, a changed tracked file, a new reflog entry, a changed config, hook or ``info/attributes``
+    makes every item untrusted.
     While the sub-session runs this process is a child subreaper (:class:`~pytest_distcheck.dod.leftovers.Watch`,
     Linux only): a process the sub-session's tree left behind (a lab's double-forked daemon) is killed and
     reaped before the report is read, and makes every item untrusted, naming it. Every module :func:`finish`
@@ -165,6 +168,8 @@ def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str
             relay = threading.Thread(target=_relay, args=(proc.stdout, write), daemon=True)
             relay.start()
             rc = proc.wait()
+            # Still watched: a program git may start (red team t4 A4) is this process's, killed and named.
+            end = repo_state(root)
         finally:
             left = watch.end()  # also the sub-session itself, if this process was interrupted
         relay.join(RELAY_S)
@@ -172,7 +177,7 @@ def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str
             text = child_json.read_text(encoding="utf-8")
         except OSError:
             text = None
-    seen = repo_changes(start, repo_state(root)) + ([leftovers.verdict_text(left)] if left else [])
+    seen = repo_changes(start, end) + ([leftovers.verdict_text(left)] if left else [])
     return finish(root, workspace_rel, text, rc, json_path, md_path, write, seen)
 
 
@@ -183,8 +188,10 @@ def _relay(stream, write: Callable[[str], None]) -> None:
 
 def repo_state(root: Path) -> dict[str, str] | None:
     """The git repository holding ``root`` as the gate sees it: ``head`` (the commit), ``tracked`` (``git status
-    --porcelain`` of tracked files) and ``reflog`` (HEAD's last reflog entry); ``None`` outside a repository
-    or without git."""
+    --porcelain`` of tracked files), ``reflog`` (HEAD's last reflog entry), ``config`` (the repository's own
+    config entries, ``key\\nvalue`` each, NUL-separated: red team t4 A4 set ``core.fsmonitor`` there), ``hooks``
+    and ``attributes`` (sha256 of the hooks folder and of ``info/attributes``, ``path:digest``); ``None``
+    outside a repository or without git."""
     def git(*args: str) -> str | None:
         try:
             out = run_git(root, *args)
@@ -195,13 +202,46 @@ def repo_state(root: Path) -> dict[str, str] | None:
     head = git("rev-parse", "HEAD")
     if head is None:
         return None
+    fields = (git("config", "--list", "-z", "--show-scope") or "").split("\0")
+    config = "\0".join(entry for scope, entry in zip(fields[::2], fields[1::2], strict=False) if scope != "command")
+    common = git("rev-parse", "--git-common-dir") or ".git"  # not --git-path hooks: the kit's core.hooksPath
+    hooks, attributes = f"{common}/hooks", f"{common}/info/attributes"
     return {"head": head, "tracked": git("status", "--porcelain", "--untracked-files=no") or "",
-            "reflog": git("reflog", "-n", "1", "--format=%gd: %gs", "HEAD") or ""}
+            "reflog": git("reflog", "-n", "1", "--format=%gd: %gs", "HEAD") or "", "config": config,
+            "hooks": f"{hooks}:{_digest(root / hooks)}", "attributes": f"{attributes}:{_digest(root / attributes)}"}
+
+
+def _digest(path: Path) -> str:
+    """sha256 of a file, or of a folder's files (names, contents, link targets, executable bits); ``""``
+    when there is nothing."""
+    h = hashlib.sha256()
+    found = sorted(p for p in path.rglob("*") if not p.is_dir() or p.is_symlink()) if path.is_dir() else \
+        [path] if path.exists() or path.is_symlink() else []
+    for p in found:
+        h.update(f"{p.relative_to(path).as_posix() if p != path else ''}\0{os.access(p, os.X_OK)}\0".encode())
+        try:
+            h.update(os.readlink(p).encode() if p.is_symlink() else hashlib.sha256(p.read_bytes()).digest())
+        except OSError as exc:
+            h.update(str(exc.errno).encode())
+    return h.hexdigest() if found else ""
+
+
+def _config_keys_changed(before: str, after: str) -> list[str]:
+    def entries(text: str) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for entry in filter(None, text.split("\0")):
+            key, _, value = entry.partition("\n")
+            out.setdefault(key, []).append(value)
+        return out
+
+    b, a = entries(before), entries(after)
+    return sorted(k for k in b.keys() | a.keys() if b.get(k) != a.get(k))
 
 
 def repo_changes(before: dict[str, str] | None, after: dict[str, str] | None) -> list[str]:
     """``[why]`` when the repository changed between two :func:`repo_state` (red-team t2 B3: lab code that
-    commits a made-up log while the checks run); ``[]`` when it did not."""
+    commits a made-up log while the checks run; t4 A4: lab code that points the repository's config at a
+    program of its own); ``[]`` when it did not. A config change names the keys, never their values."""
     if before is None:
         return []
     if after is None:
@@ -213,6 +253,12 @@ def repo_changes(before: dict[str, str] | None, after: dict[str, str] | None) ->
         why = f"tracked files changed ({files or 'now clean'})"
     elif after["reflog"] != before["reflog"]:
         why = f"HEAD's reflog changed (last entry now: {after['reflog']})"
+    elif after["config"] != before["config"]:
+        why = f"the repository's config changed ({', '.join(_config_keys_changed(before['config'], after['config']))})"
+    elif after["hooks"] != before["hooks"]:
+        why = f"the repository's hooks changed ({after['hooks'].rpartition(':')[0]})"
+    elif after["attributes"] != before["attributes"]:
+        why = f"the repository's attributes changed ({after['attributes'].rpartition(':')[0]})"
     else:
         return []
     return ["the repository changed while the gate ran: " + why]
