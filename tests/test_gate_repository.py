@@ -70,6 +70,34 @@ def test_the_repository_state_names_what_changed(tmp_path):
                                          "repository"]
 
 
+def test_the_after_run_record_is_taken_while_the_leftover_watch_is_on(workspace_dir, monkeypatch):
+    """So a program a git call of the parent might still start (t4 A4) is the parent's, killed and named."""
+    from pytest_distcheck.dod import isolation, leftovers
+
+    order = []
+
+    class Watch(leftovers.Watch):
+        def start(self):
+            order.append("watch on")
+            super().start()
+
+        def end(self):
+            order.append("watch off")
+            return super().end()
+
+    def repo_state(root):
+        order.append("record")
+        return real(root)
+
+    real = isolation.repo_state
+    monkeypatch.setattr(leftovers, "Watch", Watch)
+    monkeypatch.setattr(isolation, "repo_state", repo_state)
+    write_checks(workspace_dir, alpha="pass")
+    git_commit_all(workspace_dir.path)
+    isolation.run_gate(workspace_dir.path, "checks/distcheck.toml", None, None, "no", lambda text: None)
+    assert order == ["record", "watch on", "record", "watch off"]
+
+
 # Red team t4 A4, as the red team ran it (appended to experiments/__init__.py, imported on the ranks): the lab
 # points core.fsmonitor at a hook; git, started by the gate's parent after its leftover watch ended, ran the
 # hook, whose double-forked daemon rewrote the learner's reports to PASSED ~0.2 s after the parent exited.
