@@ -29,15 +29,20 @@ So a file is compared with its committed blob byte for byte: a clean filter (git
 learner relies on is not applied. ``diff.external``, textconv and the other programs git runs for diffs,
 merges, remotes or editors are not turned off: no kit call diffs, merges, fetches or edits. Not done: a
 change of the config between the listing and the call (lab code running at that moment) is not seen here;
-the gate's parent compares the config before and after (``isolation.repo_state``).
+the gate's parent compares the config before and after (``isolation.repo_state``). git itself is the one found
+on PATH when the kit was imported (:data:`GIT`).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
+# Found once, when the kit is imported (the gate's parent imports it before any lab code runs): a ``git`` that
+# lab code drops later into a folder on PATH (a virtual environment's ``bin``) is never the one run.
+GIT = shutil.which("git") or "git"
 # command-line config for every kit git call: (key, value)
 NEUTRAL = (("core.fsmonitor", "false"), ("core.hooksPath", os.devnull), ("log.showSignature", "false"))
 FILTER_KEYS = ("clean", "smudge", "process")
@@ -52,7 +57,7 @@ def _env() -> dict[str, str]:
 
 def _run(root: Path | str, args: tuple[str, ...], env: dict[str, str], timeout: float
          ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "--no-pager", "-C", str(root), *args], capture_output=True, text=True,
+    return subprocess.run([GIT, "--no-pager", "-C", str(root), *args], capture_output=True, text=True,
                           timeout=timeout, check=False, env=env, stdin=subprocess.DEVNULL)
 
 

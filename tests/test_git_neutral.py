@@ -137,3 +137,17 @@ def test_a_config_hook_or_attributes_change_is_a_repository_change(tmp_path):
     (tmp_path / ".git" / "info" / "attributes").write_text("* filter=x\n")
     assert repo_changes(start, repo_state(tmp_path)) == [
         "the repository changed while the gate ran: the repository's attributes changed (.git/info/attributes)"]
+
+
+def test_a_git_dropped_on_path_after_the_kit_was_imported_is_not_run(tmp_path, monkeypatch):
+    """Lab code can write into a folder on PATH (a virtual environment's bin); the gate's parent imported the kit
+    before any lab code ran."""
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "a.txt").write_text("a")
+    git_commit_all(tmp_path / "repo")
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    _script(bin_ / "git", tmp_path / "ran", "exit 1")
+    monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
+    assert repo_state(tmp_path / "repo") is not None
+    assert not (tmp_path / "ran").exists()
