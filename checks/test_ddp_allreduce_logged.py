@@ -22,13 +22,18 @@ from pytest_distcheck.dod import provenance
 from pytest_distcheck.errors import ConfigError
 
 
-def _run_lab_on_rank(module: str, reps: int) -> tuple[str, int | None, dict[int, int], list[int], str]:
-    """On a rank: import the lab ``module`` by name and run ``run(LabConfig(reps=reps))`` under
+def _run_lab_on_rank(root: str, module: str, reps: int) -> tuple[str, int | None, dict[int, int], list[int], str]:
+    """On a rank: import the lab ``module`` by name from the workspace ``root`` (last on ``sys.path``: the
+    gate's sub-session never has it) and run ``run(LabConfig(reps=reps))`` under
     :func:`_run_recording_all_reduces`. Returns plain data only: the log as JSON text, the collectives the
     default group ran, ``{bytes: all-reduces}``, the lab's sweep sizes (bytes) and its table (text)."""
     import importlib
     import json
+    import sys
 
+    if root not in sys.path:
+        sys.path.append(root)
+        importlib.invalidate_caches()
     lab = importlib.import_module(module)
     log, ran, sizes = _run_recording_all_reduces(lab.run, lab.LabConfig(reps=reps))
     return json.dumps(log, indent=2), ran, sizes, list(lab.LabConfig.sizes_bytes), str(lab.format_table(log))
@@ -109,7 +114,7 @@ WORLD_SIZE = 2
 @pytest.mark.dod("ddp-allreduce-logged")
 @pytest.mark.world_size(WORLD_SIZE)
 def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, distcheck_log, distcheck_evidence):
-    runs = dist_world.run(_run_lab_on_rank, "experiments.ddp_cpu.lab", 3, timeout=300)
+    runs = dist_world.run(_run_lab_on_rank, str(distcheck_workspace.root), "experiments.ddp_cpu.lab", 3, timeout=300)
     text, _, _, sizes, table = runs[0]
     assert sizes == SIZES, "the lab's sweep sizes changed; update SIZES"
     # The live log is kept (not committed) so a learner can compare it with the committed one.

@@ -22,7 +22,7 @@ FAILED = pytest.ExitCode.TESTS_FAILED
 def ran(name):
     """The gate's reason for a workspace file outside checks/ that ran in the process (its audit hook): in these
     in-process runs a conftest.py or test file is such code. The item's own checks' reason follows it."""
-    return f"{name} (workspace code outside checks/ and experiments/) ran inside the gate's sub-session"
+    return f"{name} (workspace code other than the registered checks) ran inside the gate's sub-session"
 
 
 def checks(pytester, alpha="pass", beta="pass"):

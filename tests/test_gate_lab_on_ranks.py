@@ -156,3 +156,68 @@ def test_a_crafted_reply_of_a_rank_runs_no_code_here(dist_world, tmp_path):
     with pytest.raises(RankError, match=r"the rank's reply is not the kit's: builtins.exec is not plain data"):
         dist_world.run(_sends_a_crafted_reply, str(marker))
     assert not marker.exists()
+
+
+# Red team t4 A1: a package init in the checks folder, imported by pytest with the checks, would run in the
+# sub-session (the verdict process) and turn every outcome DONE.
+CHECKS_PACKAGE_INIT = '''
+import pathlib
+pathlib.Path(%r).write_text("ran")
+'''
+
+
+def test_t4_a1_a_checks_package_init_never_runs(pytester):
+    root = phase35(pytester)
+    marker = root / "ran-in-the-sub-session"
+    (root / "checks" / "__init__.py").write_text(CHECKS_PACKAGE_INIT % str(marker))
+    git_commit_all(root)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gate", "--dod-markdown", "summary.md")
+    assert result.ret != 0
+    assert not marker.exists()
+    result.stdout.fnmatch_lines(["*FAILED (the gate did not start: checks/__init__.py would run inside its "
+                                 "sub-session (the course's checks folder is no package: remove it))"])
+    assert "gate: FAILED" in (root / "summary.md").read_text()
+
+
+# Red team t4 A6: a rank warning whose category claims a lazy attribute of a kit package made the sub-session
+# import torch, whose device-backend entry points include one declared by a dist-info at the workspace root.
+A6_LAB = '''
+def _a6_trigger():
+    import warnings
+    W = type("W", (UserWarning,), {})
+    W.__module__, W.__qualname__ = "pytest_distcheck.tp", "assert_tp_matches_dense"
+    warnings.warn("lab: using the default bucket size", W)
+_a6_trigger()
+'''
+A6_BACKEND = '''
+import pathlib, sys
+def load():
+    if "--distcheck-subsession" in sys.argv:
+        pathlib.Path(%r).write_text("ran")
+'''
+
+
+def test_t4_a6_a_root_dist_info_entry_point_never_loads_in_the_sub_session(pytester):
+    root = phase35(pytester)
+    marker = root / "entry-point-ran-in-the-sub-session"
+    info = root / "labtools-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: labtools\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[torch.backends]\nlabtools = experiments.ddp_cpu.backend:load\n")
+    (root / "experiments" / "ddp_cpu" / "backend.py").write_text(A6_BACKEND % str(marker))
+    lab = root / "experiments" / "ddp_cpu" / "lab.py"
+    lab.write_text(lab.read_text() + A6_LAB)
+    git_commit_all(root)
+    gate(pytester)
+    assert not marker.exists()
+
+
+def test_a_warning_category_is_never_looked_up_through_a_modules_getattr():
+    import subprocess
+    import sys
+
+    code = ("import sys; from pytest_distcheck.ranks import rank_warnings as w; import pytest_distcheck.tp\n"
+            "assert w._category('pytest_distcheck.tp', 'assert_tp_matches_dense') is None\n"
+            "print('pytest_distcheck.tp.compare' in sys.modules, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]

@@ -112,7 +112,7 @@ def test_what_the_sub_session_shuts_out(attempt):
     args = attempt.get("args", [])
     assert isolation.ignored_args(["--gate", "--dod-json", "r.json", *args]) == args
     env = isolation.clean_env({**attempt.get("env", {}), "HOME": "/h"})
-    assert env == {"HOME": "/h", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    assert env == {"HOME": "/h", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
     argv = isolation.command(Path("/w"), Path("/t/distcheck-gate.ini"), ["checks/test_x.py::test_y"], None, None)
     assert {"-I", "--noconftest", "-c", "/t/distcheck-gate.ini"} <= set(argv)
     assert not args or f" {' '.join(args)} " not in f" {' '.join(argv)} "

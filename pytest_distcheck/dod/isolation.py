@@ -21,11 +21,15 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
   loads, imports the kit modules the checks use and snapshots them (:func:`kit_modules_used`), so a
   learner module imported by a check that replaces a kit function is caught even with a builtin or
   a ``functools.partial`` (tests/test_gate_tamper.py).
-- The workspace root goes on ``sys.path`` only after that, and last (:func:`expose_root`), and the checks
-  folder is appended too (``--import-mode=append``): a root-level ``statistics.py`` cannot shadow a module
-  the kit imports late (red-team R1, tests/test_gate_redteam.py). Code from the root outside ``checks/``
-  and ``experiments/`` that runs anyway (a name nothing installed provides) is seen by an audit hook and
-  makes every item untrusted, naming the file (:class:`RootWatch`).
+- The workspace root is never on the sub-session's ``sys.path`` for a phase whose DoD the kit ships (its
+  checks import none of the learner's code; the live DDP check hands the root to the ranks; for another
+  phase :func:`expose_root` appends it), and the checks folder is appended
+  (``--import-mode=append``): a root-level ``statistics.py`` cannot shadow a module the kit imports late
+  (red-team R1, tests/test_gate_redteam.py), and a ``*.dist-info`` at the root is no installed package
+  to ``importlib.metadata`` (its entry points never load: red-team t4 A6). Workspace code other than the
+  registered check files that runs anyway is seen by an audit hook and makes every item untrusted,
+  naming the file (:class:`RootWatch`). The parent does not start the sub-session when a check's folder
+  is a package (``checks/__init__.py`` would run in it: red-team t4 A1; :func:`package_inits`).
 - The parent records the git repository before it starts the sub-session and after it ended
   (:func:`repo_state`: HEAD, the tracked files' status, HEAD's last reflog entry, the repository's config, hooks
   and ``info/attributes``); lab code that commits a made-up log while the checks run makes every item
@@ -71,8 +75,7 @@ INI_NAME = "distcheck-gate.ini"
 WHAT = ("learner conftest.py files (--noconftest)", "installed plugins (PYTEST_DISABLE_PLUGIN_AUTOLOAD=1)",
         "-p plugins, -o, -k/-m/--deselect and every other argument of the learner's command line",
         "the learner's ini file and its addopts (the kit's own ini)",
-        "root-level modules shadowing what the kit imports (the root goes last on sys.path, after the kit "
-        "imported what it uses)",
+        "root-level modules shadowing what the kit imports (the workspace root is not on sys.path)",
         "PYTEST_*, DISTCHECK_* and PYTHON* environment variables (python -I)",
         "test files other than the registered checks",
         "kit functions replaced by the learner's modules after the sub-session started (snapshot)")
@@ -82,8 +85,8 @@ RELAY_S = 5.0  # seconds to finish relaying the sub-session's output once it and
 
 
 def ini_text(root: Path, workspace_rel: str) -> str:
-    """The kit's ini file for the sub-session: the workspace file, nothing else (no ``pythonpath``: pytest
-    would put the root first on ``sys.path`` before the kit loads; :func:`expose_root` appends it later)."""
+    """The kit's ini file for the sub-session: the workspace file, nothing else (no ``pythonpath``: the
+    workspace root stays off ``sys.path``)."""
     return (f"# written by pytest-distcheck for the gate's isolated sub-session\n[pytest]\n"
             f"distcheck_config = {workspace_rel}\naddopts =\n")
 
@@ -92,6 +95,7 @@ def clean_env(environ: dict[str, str]) -> dict[str, str]:
     """``environ`` without ``PYTEST_*``, ``DISTCHECK_*`` and ``PYTHON*`` variables, plugin autoload off."""
     env = {k: v for k, v in environ.items() if not k.startswith(("PYTEST_", "DISTCHECK_", "PYTHON"))}
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # torch would load every installed `torch.backends` entry point
     return env
 
 
@@ -153,6 +157,14 @@ def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str
     for path in (json_path, md_path):  # a report of an earlier run must not stand in for this one
         if path and Path(path).is_file():
             Path(path).unlink()
+    inits = package_inits(root, workspace_rel)
+    if inits:
+        why = (f"the gate did not start: {', '.join(inits)} would run inside its sub-session (the course's checks "
+               "folder is no package: remove it)")
+        if md_path:
+            Path(md_path).write_text(f"**gate: FAILED**: {why}\n", encoding="utf-8")
+        write(f"distcheck gate: FAILED ({why})\n")
+        return 1
     start = repo_state(root)  # taken out here, where lab code cannot reach
     watch = leftovers.Watch()
     with tempfile.TemporaryDirectory(prefix="distcheck-gate-") as tmp:
@@ -179,6 +191,22 @@ def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str
             text = None
     seen = repo_changes(start, end) + ([leftovers.verdict_text(left)] if left else [])
     return finish(root, workspace_rel, text, rc, json_path, md_path, write, seen)
+
+
+def expose_root(root: Path) -> None:
+    """Put the workspace root last on ``sys.path``, once: only for a phase the kit ships no DoD for, whose
+    checks may import the project's code (its gate is at best "unverified"). A shipped phase's checks never
+    import the learner's code, and there the root stays off ``sys.path``."""
+    if str(root) not in sys.path:
+        sys.path.append(str(root))
+
+
+def package_inits(root: Path, workspace_rel: str) -> list[str]:
+    """The ``__init__.py`` files, relative to ``root``, that would make a registered check's folder a package:
+    pytest would import them, learner code, in the sub-session (red-team t4 A1)."""
+    paths = [root / t.split("::", 1)[0] for t in targets(root, workspace_rel)]
+    folders = {p if p.is_dir() else p.parent for p in paths}
+    return sorted((f / "__init__.py").relative_to(root).as_posix() for f in folders if (f / "__init__.py").exists())
 
 
 def _relay(stream, write: Callable[[str], None]) -> None:
@@ -451,15 +479,9 @@ def kit_inside(root: Path) -> list[str]:
     return []
 
 
-def expose_root(root: Path) -> None:
-    """Put the workspace root last on ``sys.path`` (the checks import ``experiments``), once."""
-    if str(root) not in sys.path:
-        sys.path.append(str(root))
-
-
 class RootWatch:
-    """Code from the workspace root, outside ``checks/``, ``experiments/`` and installed packages, that ran
-    in this process: seen by an audit hook (``exec`` of a module's code) and in ``sys.modules``.
+    """Code from the workspace root, other than the registered ``checks`` files and installed packages, that
+    ran in this process: seen by an audit hook (``exec`` of a module's code) and in ``sys.modules``.
 
     A module that removes itself from ``sys.modules`` after running (red-team R1's shadow) is still seen by
     the hook. ``problems()`` names each file, relative to the root.
@@ -468,9 +490,9 @@ class RootWatch:
     _current: RootWatch | None = None
     _hooked = False
 
-    def __init__(self, root: Path, origins: object) -> None:
+    def __init__(self, root: Path, origins: object, checks: Iterable[Path]) -> None:
         self.root = root.resolve()
-        self.allowed = (self.root / "checks", self.root / "experiments")
+        self.allowed = [Path(c).resolve() for c in checks]  # check files, or a checks folder collected whole
         self.origins = origins
         self.seen: dict[str, None] = {}
         RootWatch._current = self
@@ -485,7 +507,7 @@ class RootWatch:
         from pytest_distcheck.dod.integrity import _inside
 
         path = Path(filename).resolve()
-        if (not _inside(path, self.root) or any(_inside(path, d) for d in self.allowed)
+        if (not _inside(path, self.root) or any(_inside(path, a) for a in self.allowed)
                 or self.origins.trusted(filename)):  # type: ignore[attr-defined]
             return
         self.seen[filename] = None
@@ -494,8 +516,8 @@ class RootWatch:
         """One sentence per foreign file that ran (``[]`` if none)."""
         for mod in list(sys.modules.values()):
             self.note(getattr(mod, "__file__", None))
-        return [f"{Path(f).resolve().relative_to(self.root).as_posix()} (workspace code outside checks/ and "
-                "experiments/) ran inside the gate's sub-session" for f in self.seen]
+        return [f"{Path(f).resolve().relative_to(self.root).as_posix()} (workspace code other than the registered "
+                "checks) ran inside the gate's sub-session" for f in self.seen]
 
 
 def _audit(event: str, args: tuple) -> None:

@@ -145,12 +145,14 @@ class DodPlugin:
         assert self.workspace is not None and self.origins is not None
         plain_results_only(self.config)  # the ranks run the learner's lab: nothing they return may run code here
         self.isolation = isolation.problems(self.config)
-        self.root_watch = isolation.RootWatch(self.config.rootpath, self.origins)
         files = {self.config.rootpath / c.split("::", 1)[0] for it in self.workspace.items for c in it.checks}
+        whole = [self.workspace.checks_dir] if any(not it.checks for it in self.workspace.items) else []
+        self.root_watch = isolation.RootWatch(self.config.rootpath, self.origins, [*files, *whole])
         isolation.preimport(sorted(f for f in files if f.is_file()))
         isolation.import_dod_modules()  # the verdict's own (report, state, ...) are lazy imports: snapshot them now
         self.early = ModuleSnapshot(self.origins, [], since="after the gate's sub-session started")
-        isolation.expose_root(self.config.rootpath)
+        if self.canonical is None:
+            isolation.expose_root(self.config.rootpath)
 
     # -- collection ------------------------------------------------------------------------------
 

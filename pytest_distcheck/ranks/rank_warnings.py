@@ -10,8 +10,9 @@ Design (pinned by tests/test_rank_warnings.py):
 - the category travels by name (module and qualified name) and is looked up among the modules the test
   process has imported, so ``pytest.warns(MyWarning)`` matches a class of the test module (a copy made by
   unpickling would not); a category not found there becomes a ``UserWarning`` whose message starts with
-  its name. Nothing is imported by a name a rank sent: that would run a module the test never imported
-  (in the gate's sub-session, the learner's lab);
+  its name. Nothing is imported by a name a rank sent, and the name is looked up in the modules' and
+  classes' own ``__dict__``, never through ``getattr`` (a module's ``__getattr__`` may import): that would
+  run code the test never imported (in the gate's sub-session, the learner's lab);
 - the same warning (category, message, file, line) from several ranks, or several times in one call,
   is issued once, as Python's ``default`` action shows one warning per location;
 - a call that raised shows its warnings in the rank's stderr instead, as before: a warning turned
@@ -56,7 +57,7 @@ def _category(module: str, qualname: str) -> type[Warning] | None:
     try:
         obj = sys.modules[module]
         for part in qualname.split("."):
-            obj = getattr(obj, part)
+            obj = vars(obj)[part]  # not getattr: a module's __getattr__ may import (red-team t4 A6)
     except Exception:  # noqa: BLE001 - any failure means: not findable here
         return None
     return obj if isinstance(obj, type) and issubclass(obj, Warning) else None
