@@ -62,10 +62,15 @@ def in_process_gate(monkeypatch):
     monkeypatch.setattr(isolation, "REQUIRED", False)
 
 
+def workflow_steps() -> dict[str, dict]:
+    """The example workflow's named steps, over all its jobs."""
+    jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
+    return {s["name"]: s for job in jobs.values() for s in job["steps"] if s.get("name")}
+
+
 def workflow_verdict() -> str:
     """The jq expression of the workflow's verdict step."""
-    steps = yaml.safe_load(WORKFLOW.read_text())["jobs"]["gate"]["steps"]
-    run = next(s["run"] for s in steps if s.get("name") == "Check the report's verdict")
+    run = workflow_steps()["Check the report's verdict"]["run"]
     return run.split("'")[1]
 
 

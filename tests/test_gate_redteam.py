@@ -425,6 +425,11 @@ def test_the_workflow_installs_the_pinned_kit_and_runs_distcheck_gate():
     assert "-e" not in install["run"].split() and "pip install -e" not in runs
     assert 'pip install "$DISTCHECK_KIT"' in install["run"] and "KIT-TAG" in install["env"]["DISTCHECK_KIT"]
     assert "distcheck gate" in runs and "pytest --gate" not in runs
+    # Red team t4: the gate job ran lab code, which may leave files on its runner (a `jq` on PATH): the verdict
+    # is read in a job of its own, from the uploaded report only.
+    verdict = yaml.safe_load(WORKFLOW.read_text())["jobs"]["verdict"]
+    assert verdict["needs"] == "gate" and "jq -e" not in runs
+    assert [s.get("uses", "").split("@")[0] for s in verdict["steps"]][0] == "actions/download-artifact"
 
 
 def test_a09_a_workspace_path_linking_into_its_solutions_folder_is_a_copy(tmp_path):
