@@ -17,8 +17,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
-import shutil
-import sys
 from pathlib import Path
 
 import _pytest.assertion.rewrite as rewrite

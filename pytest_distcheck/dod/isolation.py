@@ -6,8 +6,9 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
 
 - ``pytest --gate`` (and ``distcheck gate``) run the checks in one extra process, launched by
   :func:`run_gate` (tests/test_gate_bypasses.py, 1-5):
-  ``python -I -m pytest -c <kit ini> --rootdir <root> --noconftest -p pytest_distcheck.plugin
-  -p no:cacheprovider --gate --distcheck-subsession --dod-json <a file of the parent's> <registered checks>``
+  ``python -I -X pycache_prefix=<beside the ini> -m pytest -c <kit ini> --rootdir <root> --noconftest
+  -p pytest_distcheck.plugin -p no:cacheprovider --gate --distcheck-subsession --dod-json <a file of the parent's>
+  <registered checks>``
   with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and every ``PYTEST_*``/``DISTCHECK_*`` variable removed.
   ``-I`` drops ``PYTHON*`` variables, the user site and the current folder from ``sys.path``; no
   ``conftest.py``, no other plugin, no learner ini, ``addopts`` or ``-o`` reach it. It ends with
@@ -81,6 +82,7 @@ WHAT = ("learner conftest.py files (--noconftest)", "installed plugins (PYTEST_D
         "kit functions replaced by the learner's modules after the sub-session started (snapshot)")
 # Passed on from the learner's command line to the sub-session (paths made absolute); the rest is ignored.
 CARRIED = ("--gate", "--dod-json", "--dod-markdown", "--color")
+PYCACHE = "pycache"  # the sub-session's bytecode folder, beside its ini in the parent's temporary folder
 RELAY_S = 5.0  # seconds to finish relaying the sub-session's output once it and what it left are gone
 
 
@@ -119,8 +121,14 @@ def targets(root: Path, workspace_rel: str) -> list[str]:
 
 def command(root: Path, ini: Path, nodeids: list[str], json_path: str | None, md_path: str | None,
             color: str = "auto") -> list[str]:
-    """The sub-session's command line (see the module docstring)."""
-    argv = [sys.executable, "-I", "-m", "pytest", "-c", str(ini), "--rootdir", str(root), "--noconftest",
+    """The sub-session's command line (see the module docstring).
+
+    Bytecode is read and written only under a fresh folder beside ``ini`` (``-X pycache_prefix``; pytest's
+    assertion-rewrite cache follows it too, ``_pytest.assertion.rewrite.get_cache_dir``): a committed
+    ``checks/__pycache__`` or a ``.pyc`` planted beside a kit module is never read (red team t4 A2, A3).
+    """
+    argv = [sys.executable, "-I", "-X", f"pycache_prefix={ini.parent / PYCACHE}", "-m", "pytest", "-c", str(ini),
+            "--rootdir", str(root), "--noconftest",
             "-p", "pytest_distcheck.plugin", "-p", "no:cacheprovider", "--import-mode=append", "--gate", FLAG,
             f"--color={color}"]
     if json_path:
@@ -407,14 +415,53 @@ def kit_modules_used(files: Iterable[Path]) -> list[str]:
 
 
 def preimport(files: Iterable[Path]) -> list[str]:
-    """Import the kit modules ``files`` use (see :func:`kit_modules_used`); names of those that failed."""
+    """Import the kit modules ``files`` use (see :func:`kit_modules_used`), and those the kit modules already
+    loaded import inside functions (the plugins' fixtures and hooks); names of those that failed.
+
+    After this the sub-session imports no kit module for the first time (:class:`LateKitImports`): lab code on
+    the ranks could have rewritten its source or planted its bytecode by then (red team t4 A3).
+    """
+    loaded = [Path(m.__file__) for n, m in list(sys.modules.items())
+              if n.split(".", 1)[0] == "pytest_distcheck" and getattr(m, "__file__", None)]
     failed = []
-    for name in kit_modules_used(files):
+    for name in kit_modules_used([*files, *loaded]):
         try:
             importlib.import_module(name)
         except Exception as exc:  # a missing optional dependency: the check itself will say so
             failed.append(f"{name} ({type(exc).__name__})")
     return failed
+
+
+class LateKitImports:
+    """A meta-path finder that refuses (``ImportError``) and names any kit module imported for the first time
+    once armed, i.e. after :func:`preimport`: lab code on the ranks may have rewritten its ``.py`` in a
+    writable install by then, or planted bytecode for it (red team t4 A3). Modules are found by reading their
+    imports, so a dynamic ``importlib.import_module`` a check reaches is refused here, never loaded late.
+    """
+
+    def __init__(self) -> None:
+        self.refused: dict[str, None] = {}
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        """Raise ``ImportError`` for a ``pytest_distcheck`` module (only called for one not imported yet)."""
+        if name.split(".", 1)[0] == "pytest_distcheck":
+            self.refused[name] = None
+            raise ImportError(f"{name} was not imported before the checks started: the gate's sub-session "
+                              "imports no kit module after lab code may have run", name=name)
+
+    def arm(self) -> None:
+        """Refuse from now on (first on ``sys.meta_path``)."""
+        sys.meta_path.insert(0, self)
+
+    def disarm(self) -> None:
+        """Stop refusing (the end of the session: the kit's in-process tests go on in this process)."""
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+    def problems(self) -> list[str]:
+        """One sentence per refused module (``[]`` if none)."""
+        return [f"the kit module {n} was first imported after the checks started (lab code on the ranks may have "
+                "rewritten it): refused" for n in self.refused]
 
 
 def import_dod_modules() -> None:
@@ -437,8 +484,9 @@ def _plugin_file(plugin: object) -> str | None:
 def problems(config: pytest.Config) -> list[str]:
     """Why this process is not the isolated sub-session :func:`run_gate` starts; ``[]`` when it is.
 
-    Checked: Python's ``-I``; ``--noconftest``; plugin autoload off; no ``PYTEST_ADDOPTS``/``PYTEST_PLUGINS``;
-    no ``-o``; the ini file is the kit's, for this rootdir; every registered plugin is pytest's or the kit's.
+    Checked: Python's ``-I`` and ``-X pycache_prefix``; ``--noconftest``; plugin autoload off; no
+    ``PYTEST_ADDOPTS``/``PYTEST_PLUGINS``; no ``-o``; the ini file is the kit's, for this rootdir; every
+    registered plugin is pytest's or the kit's.
     """
     from pytest_distcheck.dod.integrity import _PYTEST_DIRS, KIT_DIR, _inside
 
@@ -458,6 +506,8 @@ def problems(config: pytest.Config) -> list[str]:
     expected = ini_text(config.rootpath, str(config.getini("distcheck_config")))
     if ini is None or ini.name != INI_NAME or ini.read_text(encoding="utf-8") != expected:
         out.append(f"the ini file {ini} is not the kit's")
+    if ini is None or sys.pycache_prefix != str(ini.parent / PYCACHE):
+        out.append("bytecode cached beside the sources may be read (no -X pycache_prefix of the gate's own)")
     out += kit_inside(config.rootpath)
     trusted = (KIT_DIR, *_PYTEST_DIRS)
     for name, plugin in config.pluginmanager.list_name_plugin():

@@ -124,6 +124,7 @@ class DodPlugin:
         self.isolation: list[str] | None = None  # problems with this process's isolation; None: not the gate's
         self.early: ModuleSnapshot | None = None
         self.root_watch: Any = None  # isolation.RootWatch in the gate's sub-session
+        self.late_imports: Any = None  # isolation.LateKitImports in the gate's sub-session
         self.canonical: dict[str, Any] | None = None  # how the workspace matches the shipped DoD of its phase
         self.session: pytest.Session | None = None
         self._exit = os._exit  # taken before any learner code runs: the sub-session ends through it
@@ -153,6 +154,8 @@ class DodPlugin:
         self.early = ModuleSnapshot(self.origins, [], since="after the gate's sub-session started")
         if self.canonical is None:
             isolation.expose_root(self.config.rootpath)
+        self.late_imports = isolation.LateKitImports()
+        self.late_imports.arm()
 
     # -- collection ------------------------------------------------------------------------------
 
@@ -400,6 +403,8 @@ class DodPlugin:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The gate's sub-session (python -I, so never a test's in-process run) ends here, its report
         written: no atexit hook of lab code can rewrite the report or the exit status (red-team A01)."""
+        if self.late_imports is not None:
+            self.late_imports.disarm()
         if self.isolation is None or not sys.flags.isolated:
             return
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
@@ -430,6 +435,8 @@ class DodPlugin:
             whys.append("the gate's sub-session is not isolated: " + "; ".join(self.isolation))
         if self.root_watch is not None:  # also in the kit's in-process tests: a conftest that got in is named
             whys += self.root_watch.problems()
+        if self.late_imports is not None:
+            whys += self.late_imports.problems()
         if self.early is not None:  # the gate's sub-session: kit code or data changed by the end of the run (A12)
             tampered = list(dict.fromkeys(self.early.problems()
                                           + (self.snapshot.problems(set()) if self.snapshot is not None else [])))

@@ -96,6 +96,9 @@ class Zygote:
                 pass
         try:
             with open(log_path, "wb") as log:
+                # No -X pycache_prefix here, unlike the gate's sub-session: the ranks forked from the zygote
+                # run the learner's lab, which can change anything in them anyway (their replies are judged
+                # as untrusted data), and a fresh prefix would compile torch from source each time (+3 s CPU).
                 self._proc = subprocess.Popen(
                     [sys.executable, "-m", "pytest_distcheck.ranks.zygote", *map(str, fds)],
                     pass_fds=fds, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
