@@ -15,8 +15,10 @@ first imported after the first call on the ranks.
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import _pytest.assertion.rewrite as rewrite
@@ -162,6 +164,21 @@ def test_a3_a_kit_pyc_the_lab_plants_never_runs_and_no_kit_module_loads_after_th
     assert "call" in events, events  # the live DDP check ran the lab
     late = [e for e in events[events.index("call"):] if e.startswith("import ")]
     assert late == [], late
+    assert "first imported after the checks started" not in result.stdout.str()  # nor refused before the log
+
+
+def test_a_kit_module_first_imported_once_armed_is_refused_and_named():
+    late = isolation.LateKitImports()
+    late.arm()
+    try:
+        with pytest.raises(ImportError, match="imports no kit module after lab code may have run"):
+            importlib.import_module("pytest_distcheck.dod.not_loaded_yet")
+        importlib.import_module("json.decoder")  # not the kit's: left alone
+    finally:
+        late.disarm()
+    assert late not in sys.meta_path
+    assert late.problems() == ["the kit module pytest_distcheck.dod.not_loaded_yet was first imported after the "
+                               "checks started (lab code on the ranks may have rewritten it): refused"]
 
 
 def test_the_sub_session_reads_and_writes_bytecode_only_in_a_folder_of_the_parents():
