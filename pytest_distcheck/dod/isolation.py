@@ -79,7 +79,9 @@ WHAT = ("learner conftest.py files (--noconftest)", "installed plugins (PYTEST_D
         "root-level modules shadowing what the kit imports (the workspace root is not on sys.path)",
         "PYTEST_*, DISTCHECK_* and PYTHON* environment variables (python -I)",
         "test files other than the registered checks",
-        "kit functions replaced by the learner's modules after the sub-session started (snapshot)")
+        "kit functions replaced by the learner's modules after the sub-session started (snapshot)",
+        "bytecode it did not compile itself (-X pycache_prefix) and kit modules first imported after the checks "
+        "started")
 # Passed on from the learner's command line to the sub-session (paths made absolute); the rest is ignored.
 CARRIED = ("--gate", "--dod-json", "--dod-markdown", "--color")
 PYCACHE = "pycache"  # the sub-session's bytecode folder, beside its ini in the parent's temporary folder
