@@ -149,6 +149,9 @@ class DodPlugin:
         files = {self.config.rootpath / c.split("::", 1)[0] for it in self.workspace.items for c in it.checks}
         whole = [self.workspace.checks_dir] if any(not it.checks for it in self.workspace.items) else []
         self.root_watch = isolation.RootWatch(self.config.rootpath, self.origins, [*files, *whole])
+        if not any(f.is_file() for f in files):  # the whole folder is collected then too (isolation.targets)
+            whole = [self.workspace.checks_dir]
+        files |= {p for d in whole for p in d.rglob("*.py")}
         isolation.preimport(sorted(f for f in files if f.is_file()))
         isolation.import_dod_modules()  # the verdict's own (report, state, ...) are lazy imports: snapshot them now
         self.early = ModuleSnapshot(self.origins, [], since="after the gate's sub-session started")
