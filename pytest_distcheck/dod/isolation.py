@@ -21,7 +21,9 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
 - The sub-session checks its own isolation (:func:`problems`) and, before anything of the learner's
   loads, imports the kit modules the checks use and snapshots them (:func:`kit_modules_used`), so a
   learner module imported by a check that replaces a kit function is caught even with a builtin or
-  a ``functools.partial`` (tests/test_gate_tamper.py).
+  a ``functools.partial`` (tests/test_gate_tamper.py). A kit module first imported after that is refused
+  and makes every item untrusted (:class:`LateKitImports`), and bytecode is read only from a fresh folder of
+  the parent's (``-X pycache_prefix``): red team t4 A2, A3, tests/test_gate_bytecode.py.
 - The workspace root is never on the sub-session's ``sys.path`` for a phase whose DoD the kit ships (its
   checks import none of the learner's code; the live DDP check hands the root to the ranks; for another
   phase :func:`expose_root` appends it), and the checks folder is appended
