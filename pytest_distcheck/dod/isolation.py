@@ -440,7 +440,9 @@ class LateKitImports:
     """A meta-path finder that refuses (``ImportError``) and names any kit module imported for the first time
     once armed, i.e. after :func:`preimport`: lab code on the ranks may have rewritten its ``.py`` in a
     writable install by then, or planted bytecode for it (red team t4 A3). Modules are found by reading their
-    imports, so a dynamic ``importlib.import_module`` a check reaches is refused here, never loaded late.
+    imports, so a dynamic ``importlib.import_module`` a check reaches is refused here, never loaded late; so is
+    a kit module a check imports only through a workspace module that is not a check file (a phase's checks
+    import the kit modules they use themselves, by name).
     """
 
     def __init__(self) -> None:
