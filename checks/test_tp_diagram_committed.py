@@ -18,6 +18,7 @@ from pytest_distcheck.diagram.config import diagram_config
 from pytest_distcheck.diagram.generate import unedited_start
 from pytest_distcheck.diagram.mermaid import MermaidParser
 from pytest_distcheck.dod import provenance
+from pytest_distcheck.errors import ConfigError
 
 # DoD item tp-diagram-committed fixes the plan the diagram draws (Megatron-LM, sec. 3): the workspace's plan
 # module is the learner's code, so it must hold at least these (red-team A17: a plan shrunk to one layer).
@@ -27,7 +28,10 @@ DOD_PLAN = {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise", "
 @pytest.mark.local
 @pytest.mark.dod("tp-diagram-committed")
 def test_tp_diagram_matches_the_plan(distcheck_workspace, distcheck_log, distcheck_evidence):
-    cfg = diagram_config(distcheck_workspace)
+    try:
+        cfg = diagram_config(distcheck_workspace)
+    except ConfigError as exc:  # the plan or the [diagram] section is the learner's input: broken, not a crash
+        pytest_distcheck.broken(str(exc))
     changed = [f"{layer} missing (expected {style})" if layer not in cfg.plan else
                f"{layer} is {cfg.plan[layer]} (expected {style})"
                for layer, style in DOD_PLAN.items() if cfg.plan.get(layer) != style]

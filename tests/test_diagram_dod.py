@@ -122,6 +122,16 @@ def test_a_wrong_diagram_is_broken_naming_the_difference(phase: pytest.Pytester,
     result.stdout.fnmatch_lines([f"BROKEN*tp-diagram-committed*{reason}"])
 
 
+def test_a_plan_that_is_not_a_literal_is_broken_not_a_crash(phase: pytest.Pytester):
+    """The plan is the learner's input: a name where a style must be written out is broken evidence naming
+    the file and line, not an error (which the README keeps for bugs of the kit)."""
+    plan = phase.path / "experiments" / "tp_inference" / "plan.py"
+    plan.write_text('COL = "colwise"\n' + plan.read_text().replace('"attn.qkv": "colwise"', '"attn.qkv": COL'))
+    result = run_check(phase)
+    result.stdout.fnmatch_lines(["BROKEN*tp-diagram-committed*experiments/tp_inference/plan.py:*: BLOCK_PLAN is "
+                                 "not a literal (a name where a value must be written out)*"])
+
+
 def test_no_page_is_pending_with_the_command(phase: pytest.Pytester):
     result = run_check(phase)
     result.stdout.fnmatch_lines([

@@ -73,21 +73,21 @@ def test_annotated_and_repeated_assignments_read_as_python_would(tmp_path):
 
 
 @pytest.mark.parametrize("source, line, found", [
-    ('STYLES = ("colwise", "rowwise")\nPLAN = {f"l{i}": s for i, s in enumerate(STYLES)}\n', 2, "DictComp"),
-    ("BASE = {}\n\nPLAN = BASE\n", 3, "Name"),
-    ('PLAN = dict(qkv="colwise")\n', 1, "Call"),
-    ('PLAN = {"attn.qkv": "col" + "wise"}\n', 1, "BinOp"),
+    ('STYLES = ("colwise", "rowwise")\nPLAN = {f"l{i}": s for i, s in enumerate(STYLES)}\n', 2, "a comprehension"),
+    ("BASE = {}\n\nPLAN = BASE\n", 3, "a name"),
+    ('PLAN = dict(qkv="colwise")\n', 1, "a call"),
+    ('PLAN = {"attn.qkv": "col" + "wise"}\n', 1, "an operation"),
 ])
 def test_a_plan_that_is_not_a_literal_names_file_line_and_attribute(tmp_path, source, line, found):
     (tmp_path / "p.py").write_text(source)
     message = error(tmp_path, "p:PLAN")
-    assert message.startswith(f"p.py:{line}: PLAN is not a literal ({found}): ")
+    assert message.startswith(f"p.py:{line}: PLAN is not a literal ({found} where a value must be written out): ")
     assert "without running code" in message
 
 
 def test_layer_names_beside_the_plan_must_be_literals_too(tmp_path):
     (tmp_path / "p.py").write_text(f"PLAN = {PLAN}\nPARENTS = ['attn']\nPLAN_RESIDUAL = tuple(PARENTS)\n")
-    assert error(tmp_path, "p:PLAN").startswith("p.py:3: PLAN_RESIDUAL is not a literal (Call): ")
+    assert error(tmp_path, "p:PLAN").startswith("p.py:3: PLAN_RESIDUAL is not a literal (a call where a value must be written out): ")
 
 
 @pytest.mark.parametrize("later, line", [

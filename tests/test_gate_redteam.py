@@ -389,6 +389,18 @@ def test_a07_a_kit_installed_from_inside_the_workspace_fails_the_gate(tmp_path):
     assert lines[-1].startswith("distcheck gate: verdict re-derived from the sub-session's report: FAILED (the kit")
 
 
+def test_a_kit_installed_in_a_virtual_environment_inside_the_workspace_is_an_installed_kit(tmp_path):
+    """The README sets up `.venv/` inside the workspace: its site-packages hold an installed kit, not the
+    workspace's own source (a fresh-user trial found every item untrusted there)."""
+    from pytest_distcheck.dod import isolation
+
+    venv_kit = tmp_path / ".venv" / "lib" / "python3.11" / "site-packages" / "pytest_distcheck"
+    assert isolation.kit_inside(tmp_path, venv_kit, str(tmp_path / ".venv")) == []
+    fork = tmp_path / "pytest_distcheck"  # `pip install -e .` of a fork, run by a Python installed elsewhere
+    assert isolation.kit_inside(tmp_path, fork, "/usr") == [
+        f"the kit is installed from inside the workspace (editable: {fork}): a grader cannot trust it"]
+
+
 @pytest.mark.parametrize("forge", ["none", "summary", "pending", "copied-flag", "copied-evidence", "no-items",
                                    "not-rederived"])
 def test_a18_the_workflow_verdict_reads_the_items_not_only_the_gate_section(tmp_path, forge):

@@ -101,9 +101,15 @@ def _literal(name: str, value: ast.expr) -> object:
             raise SourceError(value.lineno, f"{name} cannot be built from its literal: {exc}") from None
         raise SourceError(
             bad.lineno,
-            f"{name} is not a literal ({type(bad).__name__}): write it out as a literal (dict, list, tuple, "
-            "str) so the kit can read it without running code",
+            f"{name} is not a literal ({_KINDS.get(type(bad), 'an expression')} where a value must be written "
+            "out): write it out as a literal (dict, list, tuple, str) so the kit can read it without running code",
         ) from None
+
+
+_KINDS = {ast.Name: "a name", ast.Attribute: "an attribute", ast.Call: "a call", ast.BinOp: "an operation",
+          ast.DictComp: "a comprehension", ast.ListComp: "a comprehension", ast.SetComp: "a comprehension",
+          ast.GeneratorExp: "a comprehension", ast.JoinedStr: "an f-string", ast.Subscript: "a subscript",
+          ast.Dict: "a dict with ** unpacking"}
 
 
 def _non_literal(node: ast.expr) -> ast.expr | None:

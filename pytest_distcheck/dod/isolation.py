@@ -525,13 +525,16 @@ def problems(config: pytest.Config) -> list[str]:
     return out
 
 
-def kit_inside(root: Path) -> list[str]:
-    """``[why]`` when the kit imported here lives under the workspace ``root`` (an editable install of the
-    learner's fork, whose kit source they can edit: red-team A07), else ``[]``."""
+def kit_inside(root: Path, kit_dir: Path | None = None, prefix: str | None = None) -> list[str]:
+    """``[why]`` when the kit imported here is the workspace's own source: under the workspace ``root`` but
+    outside the Python environment running it (``sys.prefix``): an editable install of the learner's fork,
+    whose kit source they can edit (red-team A07). A virtual environment inside the workspace (``.venv/``,
+    as the README sets one up) holds an installed kit, as one outside it does. Else ``[]``."""
     from pytest_distcheck.dod.integrity import KIT_DIR, _inside
 
-    if _inside(KIT_DIR, Path(root).resolve()):
-        return [f"the kit is installed from inside the workspace (editable: {KIT_DIR}): a grader cannot trust it"]
+    kit = Path(kit_dir or KIT_DIR).resolve()
+    if _inside(kit, Path(root).resolve()) and not _inside(kit, Path(prefix or sys.prefix).resolve()):
+        return [f"the kit is installed from inside the workspace (editable: {kit}): a grader cannot trust it"]
     return []
 
 
