@@ -87,7 +87,8 @@ def test_a_plan_that_is_not_a_literal_names_file_line_and_attribute(tmp_path, so
 
 def test_layer_names_beside_the_plan_must_be_literals_too(tmp_path):
     (tmp_path / "p.py").write_text(f"PLAN = {PLAN}\nPARENTS = ['attn']\nPLAN_RESIDUAL = tuple(PARENTS)\n")
-    assert error(tmp_path, "p:PLAN").startswith("p.py:3: PLAN_RESIDUAL is not a literal (a call where a value must be written out): ")
+    assert error(tmp_path, "p:PLAN").startswith(
+        "p.py:3: PLAN_RESIDUAL is not a literal (a call where a value must be written out): ")
 
 
 @pytest.mark.parametrize("later, line", [
