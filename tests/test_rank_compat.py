@@ -257,6 +257,30 @@ def test_spawn_raises_what_mp_spawn_raises(dist_world):
     assert "rank 0: stopped after a peer failed" in str(info.value) or "rank 0: ok" in str(info.value)
 
 
+def _only_rank_0_all_reduces_then_destroys(rank):
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    if rank == 0:
+        dist.all_reduce(torch.ones(1))  # the course bug: rank 1 never joins
+    dist.destroy_process_group()  # rank 1 gets here at once and closes its connections
+
+
+def test_a_lone_collective_cut_off_by_a_peers_destroy_is_explained(dist_world, tmp_path):
+    # Not "a remote worker crashing": rank 1 returned; rank 0 was left alone in its collective.
+    with pytest.raises(RankError) as info:
+        dist_world.spawn(_only_rank_0_all_reduces_then_destroys, nprocs=2)
+    text = str(info.value)
+    assert text.startswith("rank(s) 0 failed: rank 1 returned and closed its connections while rank 0 was "
+                           "still in a collective: a collective only some ranks issued?\n"), text
+    assert "TORCH_DISTRIBUTED_DEBUG=DETAIL pytest" in text
+    assert "test_a_lone_collective_cut_off_by_a_peers_destroy_is_explained" in text
+    assert "rank 1: ok" in text and "Connection closed by peer" in text  # gloo's own words are kept
+    dist_world.spawn(_course_worker, args=(2, str(tmp_path)), nprocs=2)  # the next call is served as usual
+    assert (tmp_path / "rank1.txt").read_text() == "3.0"
+
+
 def test_a_spawn_error_needs_no_torch_here(monkeypatch):
     from pytest_distcheck.ranks.errors import RankOutcome, spawn_error
 

@@ -99,6 +99,23 @@ def test_a_hung_rank_is_dumped_and_killed_after_the_timeout(dist_world):
     assert dist_world.run(all_reduce_sum, 1) == [3.0, 3.0]  # a new pool serves the next call
 
 
+def sleep_long():
+    import time
+
+    time.sleep(60)
+
+
+@pytest.mark.timeout(4)
+def test_a_pytest_timeout_below_the_calls_caps_it_so_the_ranks_stacks_are_shown(dist_world):
+    # The call's own timeout (60 s) is above pytest-timeout's: without the cap, pytest-timeout's bare
+    # "Timeout (>4.0s)" fails this test and the ranks' stacks are never shown.
+    with pytest.raises(RankTimeout) as info:
+        dist_world.run(sleep_long)
+    text = str(info.value)
+    assert "capped by pytest-timeout's 4 s" in text
+    assert info.value.failed_ranks == [0, 1] and text.count("in sleep_long") == 2  # every rank's stack
+
+
 def test_system_exit_and_pytest_fail_in_a_rank_are_reported(dist_world):
     def leave():
         import sys

@@ -111,6 +111,44 @@ def test_ranks_left_out_of_step_are_detected_and_replaced(dist_world):
     assert set(p for p, _ in dist_world.run(pid_and_parent)).isdisjoint(pids)
 
 
+def members_use_a_subgroup(members):
+    """Correct torch usage: every rank calls new_group, only its members use it."""
+    import torch
+    import torch.distributed as dist
+
+    group = dist.new_group(members)
+    t = torch.ones(1)
+    if dist.get_rank() in members:
+        dist.all_reduce(t, group=group)
+    return t.item()
+
+
+@pytest.mark.filterwarnings("error::pytest_distcheck.ranks.errors.RanksOutOfStepWarning")
+@pytest.mark.parametrize(("dist_world", "members"), [(4, [0, 1]), (2, [0])], indirect=["dist_world"])
+def test_a_subgroup_only_its_members_use_is_not_out_of_step(dist_world, members, monkeypatch):
+    # Members' pg_map grew, non-members' did not: both must say "subgroups made" (no sequence number),
+    # and a rank without a number is never compared.
+    from pytest_distcheck.ranks.pool import RankPool
+
+    seen = []
+    collect = RankPool._collect
+
+    def spy(self, *args):
+        out = collect(self, *args)
+        seen.append(out[2:])  # (sequence numbers, keep) per rank
+        return out
+
+    monkeypatch.setattr(RankPool, "_collect", spy)
+    n = dist_world.world_size
+    expected = [float(len(members)) if r in members else 1.0 for r in range(n)]
+    pids = dist_world.run(pid_and_parent)
+    for _ in range(2):
+        assert dist_world.run(members_use_a_subgroup, members) == expected
+    assert seen[1] == ([None] * n, [False] * n)
+    assert dist_world.run(in_step_all_reduce) == [n * (n + 1) / 2] * n  # rebuilt group, in step
+    assert dist_world.run(pid_and_parent) == pids  # the ranks were kept, not replaced
+
+
 def test_the_group_is_kept_while_ranks_stay_in_step(dist_world):
     def group_id():
         import torch.distributed as dist

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from pytest_distcheck.ranks import report
 from pytest_distcheck.ranks.errors import RankError, RankOutcome
 from pytest_distcheck.ranks.report import STOPPED, blame, detail_rerun, known_crash
 from pytest_distcheck.ranks.tempdirs import NEW_PREFIX, SESSION_PREFIX, SessionFolder, sweep_dead_sessions
@@ -92,6 +93,26 @@ def test_first_call_where_rank_0_raises_at_once(dist_world):
     text = str(info.value)
     assert "rank 0: error (ValueError: at once)" in text
     assert "rank 1: error" not in text  # returned, or stopped after a peer failed: never a gloo error
+
+
+def test_a_lost_connection_while_every_peer_returned_is_explained():
+    outcomes = [RankOutcome(0, "error", GLOO_CLOSED, phase="call"), RankOutcome(1, "ok"),
+                RankOutcome(2, "error", GLOO_RESET, phase="call"), RankOutcome(3, "ok")]
+    assert report.peers_returned(outcomes) == (
+        "ranks 1, 3 returned and closed their connections while ranks 0, 2 were still in a collective: "
+        "a collective only some ranks issued?")
+
+
+@pytest.mark.parametrize("outcomes", [
+    [RankOutcome(0, "error", GLOO_CLOSED, phase="call"), RankOutcome(1, "died", "killed by SIGKILL")],
+    [RankOutcome(0, "error", GLOO_CLOSED, phase="call"), RankOutcome(1, "error", "ValueError: x", phase="call")],
+    [RankOutcome(0, "error", GLOO_CLOSED, phase="setup"), RankOutcome(1, "ok")],
+    [RankOutcome(0, "error", "ValueError: x", phase="call"), RankOutcome(1, "ok")],
+    [RankOutcome(0, "error", GLOO_CLOSED, phase="call"), RankOutcome(1, "timeout", "no result after 2 s")],
+    [RankOutcome(0, "error", GLOO_CLOSED, phase="call"), RankOutcome(1, "error", GLOO_RESET, phase="call")],
+])
+def test_a_lost_connection_is_not_blamed_on_returned_peers_otherwise(outcomes):
+    assert report.peers_returned(outcomes) == ""
 
 
 def test_detail_rerun_quotes_the_node_id():
