@@ -106,6 +106,12 @@ def subgroup_timeout(dist, seconds: float):
         c10d._get_default_timeout = torch_default
 
 
+def _group_count(dist) -> int | None:
+    """How many process groups c10d has named so far (``_world.group_count``, torch 2.5..2.13; None where
+    gone). ``new_group`` (without ``use_local_synchronization``) counts on every rank, members or not."""
+    return getattr(getattr(dist.distributed_c10d, "_world", None), "group_count", None)
+
+
 class _RewritingFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Imports the modules pytest rewrote in the parent through pytest's own assertion rewriting."""
 
@@ -189,6 +195,7 @@ class _Rank:
         self.conn, self.rank, self.world_size, self.backend = conn, rank, world_size, backend
         self.generation: int | None = None
         self.timeout = 0.0  # seconds: the current group's timeout
+        self.group_count: int | None = None  # c10d's count of groups made, when the pool made its group
         self.reinits = 0  # groups the user's own init_process_group built during this call
         self.rewriter = _RewritingFinder()
         sys.meta_path.insert(0, self.rewriter)
@@ -259,6 +266,7 @@ class _Rank:
         dist = self.dist
         self._orig_init(self.backend, store=dist.PrefixStore(prefix, self.store), rank=self.rank,
                         world_size=self.world_size, timeout=timedelta(seconds=timeout))
+        self.group_count = _group_count(dist)
         # gloo's connect returns on one rank before its peer's has finished: user code that destroys the
         # group at once would close a socket the peer is still connecting ("Gloo connectFullMesh failed
         # ... Connection closed by peer" on the peer, in its set-up, seen in .ci/run).
@@ -311,13 +319,17 @@ class _Rank:
                 "match); choose the world size with @pytest.mark.world_size(n) or dist_world.spawn(..., nprocs=n).")
 
     def _group_state(self) -> tuple[int | None, bool]:
-        """(sequence number of the default group, whether it can be kept for the next call)."""
+        """(sequence number of the default group, whether it can be kept for the next call).
+
+        No number (None) once the call made subgroups, on every rank: a member's ``pg_map`` grew, while
+        ``new_group`` leaves a non-member's unchanged but still counts the group (``_world.group_count``).
+        """
         dist = self.dist
         if not dist.is_initialized() or self.reinits:
             return None, False
         c10d = dist.distributed_c10d
-        if len(c10d._world.pg_map) != 1:  # the test created subgroups: start the next one clean
-            return None, False
+        if len(c10d._world.pg_map) != 1 or _group_count(dist) != self.group_count:
+            return None, False  # the test created subgroups: start the next one clean
         try:
             return c10d._get_default_group()._get_sequence_number_for_group(), True
         except Exception:  # noqa: BLE001 - no sequence number: rebuild rather than guess
