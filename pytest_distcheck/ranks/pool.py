@@ -44,6 +44,10 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
 - a rank that failed only because a peer failed in user code (gloo's lost connection, in the group's
   set-up or in a collective) is reported "stopped after a peer failed", not with gloo's error
   (:func:`pytest_distcheck.ranks.report.blame`; test_rank_report);
+- a rank that failed with gloo's lost connection while every peer returned normally was left alone in a
+  collective that a returning peer's ``destroy_process_group`` cut off (no rank crashed, whatever gloo
+  says): the error says so and proposes the DETAIL re-run (:func:`pytest_distcheck.ranks.report.peers_returned`;
+  test_rank_compat::test_a_lone_collective_cut_off_by_a_peers_destroy_is_explained);
 - a timeout or an out-of-step call proposes the exact re-run with ``TORCH_DISTRIBUTED_DEBUG=DETAIL``
   (test_rank_context::test_a_lone_collective_always_ends_as_rank_timeout); debug levels run on ranks of
   their own zygote, started with the variable set before ``import torch``, because torch reads it only
@@ -99,7 +103,7 @@ from pytest_distcheck.ranks.errors import (
 )
 from pytest_distcheck.ranks.payload import dump_call, origin_file
 from pytest_distcheck.ranks.rank_warnings import reissue
-from pytest_distcheck.ranks.report import STOPPED, blame, detail_rerun, known_crash
+from pytest_distcheck.ranks.report import STOPPED, blame, detail_rerun, known_crash, peers_returned
 from pytest_distcheck.ranks.tempdirs import SessionFolder
 from pytest_distcheck.ranks.zygote import Zygote, ZygoteError, any_exited
 
@@ -434,7 +438,7 @@ class RankPool:
                   "The ranks were replaced." + (f" To find it, {rerun}" if rerun else "")), stacklevel=4)
         elif not all(keep):
             self.generation += 1  # subgroups or a destroyed group: the next call gets a fresh group
-        return self._finish(outcomes, results, live)
+        return self._finish(outcomes, results, live, nodeid)
 
     def _collect(self, call_id: int, timeout: float, live: bool, nodeid: str):
         __tracebackhide__ = True
@@ -545,14 +549,18 @@ class RankPool:
         return {r: _user_frames(Path(self._path(r, "stack")).read_text(errors="replace")
                                 .replace('File "<dynamic-code>"', origin)) for r in ranks}
 
-    def _finish(self, outcomes: list[RankOutcome], results: list[bytes], live: bool) -> list[Any]:
+    def _finish(self, outcomes: list[RankOutcome], results: list[bytes], live: bool, nodeid: str) -> list[Any]:
         __tracebackhide__ = True
         import cloudpickle
 
         if any(o.status not in ("ok", "skip") for o in outcomes):
             outcomes = blame(outcomes)
             notes = [f"rank {o.rank}: {note}" for o in outcomes if (note := known_crash(o, self.debug_level))]
-            raise RankError(outcomes, hint="\n".join(notes))
+            why = peers_returned(outcomes)
+            rerun = detail_rerun(nodeid, self.debug_level) if why else ""
+            if rerun:
+                notes.insert(0, rerun[:1].upper() + rerun[1:])
+            raise RankError(outcomes, detail=why, hint="\n".join(notes))
         if not live:
             for o in outcomes:
                 _echo(o)

@@ -35,6 +35,28 @@ def blame(outcomes: list[RankOutcome]) -> list[RankOutcome]:
             if follower(o) else o for o in outcomes]
 
 
+def peers_returned(outcomes: list[RankOutcome]) -> str:
+    """What happened when the only failures are gloo's lost connection in a call and every peer returned, or ''.
+
+    A rank left alone in a collective (one its peers never issued) hangs, unless a peer that returned
+    closes its connections (``destroy_process_group`` at the end of an ``mp.spawn`` function): then the
+    rank fails with gloo's "Connection closed by peer ... typically caused by a remote worker crashing",
+    although no rank crashed. Only when every other rank returned normally (``ok``).
+    """
+    lost = [o.rank for o in outcomes
+            if o.status == "error" and o.phase == "call" and any(p in o.error for p in PEER_GONE)]
+    returned = [o.rank for o in outcomes if o.status == "ok"]
+    if not lost or not returned or len(lost) + len(returned) != len(outcomes):
+        return ""
+
+    def ranks(rs: list[int]) -> str:
+        return ("ranks " if len(rs) > 1 else "rank ") + ", ".join(map(str, rs))
+
+    many = len(returned) > 1
+    return (f"{ranks(returned)} returned and closed {'their' if many else 'its'} connections while {ranks(lost)} "
+            f"{'were' if len(lost) > 1 else 'was'} still in a collective: a collective only some ranks issued?")
+
+
 def detail_rerun(nodeid: str, level: str) -> str:
     """The exact command that re-runs a test with torch's collective checks (DETAIL), or ''.
 
