@@ -7,6 +7,7 @@ import time
 import pytest
 
 from pytest_distcheck.ranks.errors import PicklingError, RankError, RanksOutOfStepWarning, RankTimeout
+from pytest_distcheck.ranks.pool import capped_timeout
 
 
 def rank_and_size():
@@ -114,6 +115,32 @@ def test_a_pytest_timeout_below_the_calls_caps_it_so_the_ranks_stacks_are_shown(
     text = str(info.value)
     assert "capped by pytest-timeout's 4 s" in text
     assert info.value.failed_ranks == [0, 1] and text.count("in sleep_long") == 2  # every rank's stack
+
+
+@pytest.mark.parametrize(("timeout", "left", "expected"), [
+    (60, 10, (8, "capped by pytest-timeout's 10 s")),  # 2 s left for the stack dump
+    (5, 10, (5, "")),  # ends in time: untouched
+    (60, 1, (0.5, "capped by pytest-timeout's 10 s")),  # little left: half of it
+    (60, -1, (0.01, "capped by pytest-timeout's 10 s")),  # already past: the call still gets a start
+])
+def test_capped_timeout(timeout, left, expected):
+    assert capped_timeout(timeout, left, 10.0) == expected
+
+
+def test_pytest_timeouts_own_settings_reach_the_fixture(pytester):
+    # Read through pytest-timeout's hook, as it resolved them: option, ini or marker.
+    pytester.makepyfile("""
+        import pytest
+        from pytest_distcheck.ranks.plugin import _PYTEST_TIMEOUT
+
+        def test_option(request):
+            assert request.node.stash[_PYTEST_TIMEOUT][1] == 10
+
+        @pytest.mark.timeout(3)
+        def test_marker(request):
+            assert request.node.stash[_PYTEST_TIMEOUT][1] == 3
+    """)
+    pytester.runpytest("--timeout", "10", "-p", "no:cacheprovider").assert_outcomes(passed=2)
 
 
 def test_system_exit_and_pytest_fail_in_a_rank_are_reported(dist_world):

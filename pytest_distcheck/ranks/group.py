@@ -25,11 +25,14 @@ class RankGroup:
             variable (``monkeypatch.setenv``): then each call runs on ranks started with that level.
         fresh: ``@pytest.mark.fresh_ranks``: the first call on each world size and debug level restarts
             that pool's ranks (whatever size ``spawn(nprocs=)`` or level ``monkeypatch`` selects).
+        outer: returns pytest-timeout's (``time.monotonic()`` deadline, seconds) for the test, or None;
+            read at each call, which is capped before that deadline (``RankPool.run``'s ``outer``).
     """
 
     def __init__(self, registry: PoolRegistry, world_size: int, backend: str, timeout: float,
                  debug: str | None = None, live: bool = False, nodeid: str = "",
-                 check: Callable[[], None] | None = None, fresh: bool = False) -> None:
+                 check: Callable[[], None] | None = None, fresh: bool = False,
+                 outer: Callable[[], tuple[float, float] | None] | None = None) -> None:
         self._registry = registry
         self.world_size = world_size
         self.backend = backend
@@ -38,6 +41,7 @@ class RankGroup:
         self._live = live
         self._nodeid = nodeid
         self._check = check
+        self._outer = outer
         self._fresh: set[tuple[int, str]] | None = set() if fresh else None  # (size, level) restarted
 
     def run(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None, **kwargs: Any) -> list[Any]:
@@ -115,7 +119,8 @@ class RankGroup:
                 self._registry.restart(size, self.backend, debug)
         pool = self._registry.get(size, self.backend, debug)
         return pool.run(fn, args, kwargs, timeout=self.timeout if timeout is None else timeout,
-                        live=self._live, pass_rank=pass_rank, nodeid=self._nodeid)
+                        live=self._live, pass_rank=pass_rank, nodeid=self._nodeid,
+                        outer=self._outer() if self._outer is not None else None)
 
 
 def _level(env: dict[str, str], debug: str | None) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import time
 
 import pytest
 
@@ -36,6 +37,7 @@ _REGISTRY = pytest.StashKey[object]()
 _BASE_ENV = pytest.StashKey[dict]()  # os.environ at configure time: what every call's environment is diffed against
 _STARTED = pytest.StashKey[set]()  # debug levels whose zygote collection already started
 _PLAIN = pytest.StashKey[bool]()  # plain_results_only was called
+_PYTEST_TIMEOUT = pytest.StashKey[tuple]()  # (time.monotonic() deadline, seconds) of pytest-timeout's timer
 
 
 def plain_results_only(config: pytest.Config) -> None:
@@ -56,6 +58,14 @@ def pytest_configure(config: pytest.Config) -> None:
     # Taken now, not when the registry is first made: that may be inside a test (dist_world reached through
     # a conftest fixture), whose monkeypatch would become every later test's base and the zygote's.
     config.stash[_BASE_ENV] = dict(os.environ)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings) -> None:
+    # pytest-timeout's own hook, given the settings it resolved (marker, --timeout, PYTEST_TIMEOUT, ini):
+    # dist_world's calls end before this deadline, so their RankTimeout (every rank's stack) comes first.
+    # Returns None: pytest-timeout's own implementation still sets the timer.
+    item.stash[_PYTEST_TIMEOUT] = (time.monotonic() + settings.timeout, settings.timeout)
 
 
 def _registry(config: pytest.Config):
@@ -208,5 +218,6 @@ def dist_world(request: pytest.FixtureRequest):
     return RankGroup(pools, size, "gloo", TIMEOUT.positive_float(request.config), debug=debug,
                      live=request.config.getoption("capture") == "no", check=check,
                      nodeid=_invocation_nodeid(request.config, node.nodeid),
-                     fresh=node.get_closest_marker("fresh_ranks") is not None)
+                     fresh=node.get_closest_marker("fresh_ranks") is not None,
+                     outer=lambda: node.stash.get(_PYTEST_TIMEOUT, None))
 

@@ -28,6 +28,11 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
   ``RankError`` (test_rank_context::test_the_group_timeout_is_above_the_call_timeout); a subgroup made in
   a call without a timeout gets the group's, not torch's 30 min
   (test_rank_context::test_a_subgroup_without_a_timeout_gets_the_groups);
+- under pytest-timeout (a dependency) a call that would outlive its timer ends ``OUTER_MARGIN_S`` before
+  it: otherwise its bare "Timeout" fails the test and the ranks' stacks are never shown. The deadline comes
+  from pytest-timeout's own ``pytest_timeout_set_timer`` hook, with the settings it resolved (marker,
+  option, environment, ini) (:func:`capped_timeout`;
+  test_rank_group::test_a_pytest_timeout_below_the_calls_caps_it_so_the_ranks_stacks_are_shown);
 - every call carries the test's environment (a diff against the session's start), cwd, ``sys.path`` and
   assertion-rewritten modules, applied in the rank and undone after the call, so ``monkeypatch`` works
   as in a plain test and nothing leaks to the next one (:mod:`pytest_distcheck.ranks.context`;
@@ -117,6 +122,9 @@ LIVE_POLL_S = 0.1
 OUTPUT_MAX = 64_000
 # Longest call timeout, seconds (a year): beyond it the poll and the group's timedelta overflow.
 MAX_TIMEOUT_S = 366 * 24 * 3600
+# Seconds a call capped by pytest-timeout ends before it (at most half the time left): the 0.3 s stack
+# dump, the kill and the report must be done before pytest-timeout fails the test without them.
+OUTER_MARGIN_S = 2.0
 
 
 class _PlainUnpickler(pickle.Unpickler):
@@ -133,6 +141,27 @@ def plain_loads(data: bytes) -> Any:
         pickle.UnpicklingError: ``data`` names a class or function (any other object), or is not a pickle.
     """
     return _PlainUnpickler(io.BytesIO(data)).load()
+
+
+def capped_timeout(timeout: float, left: float, outer: float) -> tuple[float, str]:
+    """The call's timeout under an outer deadline (pytest-timeout's) ``left`` seconds away, and a note.
+
+    A call that would outlive the outer deadline ends ``OUTER_MARGIN_S`` (at most half of ``left``) before
+    it, so its ``RankTimeout`` with every rank's stack comes first, not pytest-timeout's bare "Timeout".
+
+    Args:
+        timeout: the call's own timeout, seconds.
+        left: seconds until the outer deadline.
+        outer: the outer timeout as configured, seconds (named in the note).
+
+    Returns:
+        (seconds, "") when ``timeout`` ends in time; otherwise (capped seconds, at least 0.01, and
+        "capped by pytest-timeout's N s").
+    """
+    cap = left - min(OUTER_MARGIN_S, left / 2)
+    if timeout <= cap:
+        return timeout, ""
+    return max(cap, 0.01), f"capped by pytest-timeout's {outer:g} s"
 
 
 def group_timeout(call_timeout: float) -> float:
@@ -377,7 +406,7 @@ class RankPool:
 
     # -- calls ------------------------------------------------------------------------------------
     def run(self, fn: Callable[..., Any], args: tuple, kwargs: dict, timeout: float, *, live: bool = False,
-            pass_rank: bool = False, nodeid: str = "") -> list[Any]:
+            pass_rank: bool = False, nodeid: str = "", outer: tuple[float, float] | None = None) -> list[Any]:
         """Run ``fn(*args, **kwargs)`` on every rank; return the results in rank order.
 
         Args:
@@ -387,6 +416,9 @@ class RankPool:
                 written at the end of a call that returned, and put into the error of one that did not.
             pass_rank: call ``fn(rank, *args, **kwargs)`` (``torch.multiprocessing.spawn``'s convention).
             nodeid: the test's id, for the re-run command a timeout proposes.
+            outer: (``time.monotonic()`` deadline, seconds) of pytest-timeout's timer on the test, if any: a
+                call that would end after it is capped before it (:func:`capped_timeout`), once the ranks
+                are up.
 
         Raises:
             PicklingError: ``fn``, an argument or a result could not be pickled (names which).
@@ -404,6 +436,9 @@ class RankPool:
                              f"got {timeout!r}")
         payload = dump_call(fn, args, kwargs)
         self.start()
+        capped = ""
+        if outer is not None:
+            timeout, capped = capped_timeout(timeout, outer[0] - time.monotonic(), outer[1])
         need = group_timeout(timeout)
         if need > self.pg_timeout:  # the group's own timeout must not cut the call short
             self.generation += 1
@@ -425,7 +460,7 @@ class RankPool:
                 conn.send_bytes(msg)
             except OSError:  # the rank is gone; _collect reports how it ended
                 pass
-        outcomes, results, seqs, keep = self._collect(call_id, timeout, live, nodeid)
+        outcomes, results, seqs, keep = self._collect(call_id, timeout, live, nodeid, capped)
         if any(o.status not in ("ok", "skip") for o in outcomes):
             self.kill()  # a rank raised, died or hung: fresh ranks for the next call
         elif None not in seqs and len(set(seqs)) > 1:  # a rank without a number (subgroups) is not compared
@@ -440,7 +475,7 @@ class RankPool:
             self.generation += 1  # subgroups or a destroyed group: the next call gets a fresh group
         return self._finish(outcomes, results, live, nodeid)
 
-    def _collect(self, call_id: int, timeout: float, live: bool, nodeid: str):
+    def _collect(self, call_id: int, timeout: float, live: bool, nodeid: str, capped: str = ""):
         __tracebackhide__ = True
         n = self.world_size
         outcomes: list[RankOutcome | None] = [None] * n
@@ -506,11 +541,12 @@ class RankPool:
             self.kill()
             raise
         pending = sorted(pending)
+        seconds = f"{timeout:.3g} s" if capped else f"{timeout:g} s"
         stacks = self._dump_stacks(pending) if pending else {}
         died = any(o is not None and o.status in ("error", "died") for o in outcomes)
         for rank in pending:
             status = "timeout" if timed_out and not died else "stopped"
-            why = f"no result after {timeout:g} s" if status == "timeout" else STOPPED
+            why = f"no result after {seconds}" if status == "timeout" else STOPPED
             outcomes[rank] = RankOutcome(rank, status, why, stack=stacks.get(rank, ""))
         done: list[RankOutcome] = [o for o in outcomes if o is not None]
         for o, output in zip(done, self._outputs, strict=True):
@@ -522,7 +558,9 @@ class RankPool:
             if timed_out and not died:
                 returned = [f"rank {o.rank}: returned" for o in done if o.status == "ok"]
                 rerun = detail_rerun(nodeid, self.debug_level)
-                raise RankTimeout(done, detail=f"timeout {timeout:g} s" + (
+                limit = f"{seconds} ({capped}, so the ranks' stacks come before it fails the test)" if capped \
+                    else seconds
+                raise RankTimeout(done, detail=f"timeout {limit}" + (
                     f"; {', '.join(returned)} (ranks out of step: a collective only some ranks issued?)"
                     if returned else ""), hint=rerun[:1].upper() + rerun[1:] if rerun else "")
         return done, results, seqs, keep
