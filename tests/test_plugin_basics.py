@@ -131,3 +131,14 @@ def test_no_workspace_file_means_no_table(pytester):
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)
     assert "Definition of Done" not in result.stdout.str()
+
+
+def test_a_suite_without_a_workspace_gets_no_budget_or_pods_banner(pytester):
+    """An instructor's dist_world suite has no course workspace: the budget and pods lines are noise there
+    (fresh-user trial t5); they come back with --max-usd or a workspace file."""
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert "distcheck budget:" not in result.stdout.str() and "distcheck pods:" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["distcheck: backend gloo*no workspace file*"])
+    result = pytester.runpytest("-p", "no:cacheprovider", "--max-usd", "1")
+    result.stdout.fnmatch_lines(["distcheck budget: paid GPU tests on, --max-usd $1.00*", "distcheck pods:*"])

@@ -107,9 +107,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     from pytest_distcheck.errors import DistcheckError
 
     cap = max_usd(config)
+    ws = get_workspace(config)
+    if ws is None and cap is None:  # a suite of dist_world tests, no course workspace: nothing to say
+        return []
     paid = (f"paid GPU tests on, --max-usd {usd(cap)} this session" if cap is not None
             else "paid GPU tests off (give --max-usd USD to run tests marked gpu)")
-    ws = get_workspace(config)
     try:
         cfg = budget_config(ws) if ws is not None else None
         if cfg is None:

@@ -109,7 +109,12 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     import os
 
+    from pytest_distcheck.budget.plugin import max_usd
+    from pytest_distcheck.dod.plugin import get_workspace
+
     name = _provider_name(config)
+    if get_workspace(config) is None and max_usd(config) is None and not rehearsal(config):
+        return []  # a suite of dist_world tests, no course workspace: no pods in sight
     if rehearsal(config):
         return ["distcheck pods: REHEARSAL against the bundled fake RunPod API on this machine: nothing is paid, "
                 "results are not evidence"]
