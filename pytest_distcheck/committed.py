@@ -119,6 +119,22 @@ def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
     return reasons
 
 
+def commit_command(paths: Sequence[str], message: str, cwd: Path | str = ".") -> str:
+    """The one line a person runs in ``cwd`` to commit ``paths`` (as typed from ``cwd``) with ``message``.
+
+    ``git add P && git commit -m "MESSAGE" -- P``: ``-m`` so no editor opens, ``-- P`` so nothing else
+    already staged goes into the commit; preceded by ``git init && `` when ``cwd`` is in no git repository
+    (the form ``distcheck quiz`` first printed). ``message`` must not hold a double quote. Never raises.
+    """
+    quoted = " ".join(shlex.quote(str(p)) for p in paths)
+    line = f'git add {quoted} && git commit -m "{message}" -- {quoted}'
+    try:
+        repo = _git(Path(cwd), "rev-parse", "--show-toplevel").returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        repo = True  # git cannot be run here: the plain add/commit says what is needed
+    return line if repo else "git init && " + line
+
+
 def require_committed(paths: Sequence[Path | str], root: Path) -> None:
     """Stop the calling DoD check as pending unless every one of ``paths`` is committed as it is.
 

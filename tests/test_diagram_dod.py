@@ -171,14 +171,28 @@ def test_the_command_prints_a_starting_page_that_counts_once_explained(phase, mo
     for layer in ("attn.qkv", "attn.out", "mlp.up", "mlp.down"):
         assert f'["{layer}<br/>' in page
     (phase.path / PAGE).write_text(page)
-    assert main(["diagram", "--check"]) == 0
-    assert capsys.readouterr().out == (
-        "docs/tp-sharding.md: the diagram at line 7 matches experiments.tp_inference.plan:BLOCK_PLAN on 2 ranks\n"
+    matches = "docs/tp-sharding.md: the diagram at line 7 matches experiments.tp_inference.plan:BLOCK_PLAN on 2 ranks\n"
+    assert main(["diagram", "--check"]) == 0  # the diagram is right; its SVG is what is missing
+    assert capsys.readouterr().out == matches + (
+        "docs/tp-sharding.md: docs/tp-sharding.svg not found (the rendered diagram of docs/tp-sharding.md): "
+        "render it: distcheck diagram --render docs/tp-sharding.md\n"
     )
     assert main(["diagram", "--render"]) == 0
     assert capsys.readouterr().out == (
         "wrote tp-sharding.svg beside docs/tp-sharding.md, from its Mermaid block at line 7\n"
+        "then commit the page and its SVG (a DoD check reads them as committed): git init && git add "
+        'docs/tp-sharding.md docs/tp-sharding.svg && git commit -m "diagram and its SVG" -- docs/tp-sharding.md '
+        "docs/tp-sharding.svg\n"
     )
+    assert main(["diagram", "--check"]) == 0
+    assert capsys.readouterr().out == matches
+    (phase.path / PAGE).write_text(page.replace("flowchart TD\n", "flowchart TD\n  %% my own note\n", 1))
+    assert main(["diagram", "--check"]) == 0  # stale, as the DoD check says, not wrong: exit 0
+    assert capsys.readouterr().out == matches + (
+        "docs/tp-sharding.md: docs/tp-sharding.svg was rendered from another version of the Mermaid block at "
+        "docs/tp-sharding.md:7; the DoD item is stale until you run: distcheck diagram --render docs/tp-sharding.md\n"
+    )
+    (phase.path / PAGE).write_text(page)
     assert (phase.path / SVG).read_text().startswith("<!-- distcheck diagram: tp-sharding.md, Mermaid block at line 7")
     git_commit_all(phase.path)
     result = run_check(phase)  # right, rendered and committed, but the kit's work alone (red-team R3)

@@ -13,12 +13,17 @@ beside it are read too) or inline:
 
 Without --world-size a per-rank diagram must draw each layer on every rank it draws.
 The labelling convention the check reads is in pytest_distcheck.diagram.labels and on the page.
+Against the workspace's plan, --check also says when the SVG beside a right diagram is missing, not linked
+from the page or stale (rendered from another version of the block), as the DoD check does, with what
+fixes it; the diagram itself is right, so that leaves the exit status 0. --render ends with the git
+command that commits the page and its SVG.
 Exit status: 0 right, 1 the diagram differs from the plan or does not parse, 2 bad input.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     if not page.is_file():
         raise ConfigError(shown, "", f"page not found (start one with: distcheck diagram > {shown})")
     if args.check is not None:
-        return _check(page, shown, cfg)
+        return _check(page, shown, cfg, svg=args.plan is None)
     return _render(page, shown, cfg)
 
 
@@ -100,18 +105,27 @@ def _print_start(cfg, world_size: int, svg_name: str) -> int:
     return 0
 
 
-def _check(page: Path, shown: str, cfg) -> int:
-    from pytest_distcheck.diagram.check import check_page
+def _check(page: Path, shown: str, cfg, svg: bool) -> int:
+    from pytest_distcheck.diagram.check import check_page, svg_state
     from pytest_distcheck.diagram.mermaid import MermaidParser
 
+    markdown = page.read_text(encoding="utf-8")
     with MermaidParser() as parser:
-        result = check_page(page.read_text(encoding="utf-8"), cfg.plan, cfg.world_size, parser, cfg.names)
+        result = check_page(markdown, cfg.plan, cfg.world_size, parser, cfg.names)
     for f in result.findings:
         print(f"{shown}:{f.line}: {f.message}")
     if result.findings:
         return 1
     ranks = f"{cfg.world_size} ranks" if cfg.world_size is not None else "the ranks it draws"
     print(f"{shown}: the diagram at line {result.diagram.fence_line} matches {cfg.plan_ref} on {ranks}")
+    if svg:  # the SVG as the DoD check (checks/test_tp_diagram_committed.py) judges it
+        state = svg_state(markdown, shown, page.with_suffix(".svg"), result.diagram)
+        render = f"distcheck diagram --render {shown}"
+        fix = {"missing": f": render it: {render}", "unlinked": "",
+               "unstamped": f"; the DoD item is stale until you run: {render}",
+               "stale": f"; the DoD item is stale until you run: {render}"}
+        if state.state != "ok":
+            print(f"{shown}: {state.message}{fix[state.state]}")
     return 0
 
 
@@ -129,4 +143,11 @@ def _render(page: Path, shown: str, cfg) -> int:
     print(f"wrote {out.name} beside {shown}, from its Mermaid block at line {result.diagram.fence_line}")
     for f in result.findings:  # rendered anyway, so a person can look at what is wrong
         print(f"{shown}:{f.line}: {f.message}")
-    return 1 if result.findings else 0
+    if result.findings:
+        return 1
+    from pytest_distcheck.committed import commit_command
+
+    both = [os.path.relpath(page), os.path.relpath(out)]
+    print(f"then commit the page and its SVG (a DoD check reads them as committed): "
+          f"{commit_command(both, 'diagram and its SVG')}")
+    return 0

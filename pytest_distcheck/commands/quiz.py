@@ -13,6 +13,7 @@ as abandoned (no answers shown); before it, nothing is written.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -79,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     _say("`pytest -m local` re-grades it for the DoD.")
     if passes(sum(g.correct for g in graded), len(graded), cfg.pass_mark):
         # The CI gate re-grades the committed log, not the working copy.
-        _say(f"passed: commit the log so the CI gate sees it: git add {cfg.log_rel} && git commit -m "
-             f"\"quiz {bank.id}: passing attempt\" -- {cfg.log_rel}")
+        from pytest_distcheck.committed import commit_command
+
+        line = commit_command([os.path.relpath(cfg.log_path)], f"quiz {bank.id}: passing attempt")
+        _say(f"passed: commit the log so the CI gate sees it: {line}")
     return 0
