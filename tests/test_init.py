@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -36,8 +37,11 @@ def test_init_writes_a_workspace_then_is_idempotent(tmp_path, capsys):
     assert ledger.startswith("# Phase 35 cloud spend ledger") and "| time_utc | run_id |" in ledger
     assert (dest / ".gitignore").read_text() == "/.distcheck/\n.venv/\n__pycache__/\n*.pyc\n.pytest_cache/\n"
     assert (dest / "pytest.ini").read_text() == PYTEST_INI
-    assert capsys.readouterr().out.endswith(f"ready in {dest}: cd {dest} && pytest -m local (the DoD table says "
-                                            "what to do next)\n")
+    assert capsys.readouterr().out.endswith(
+        f"Phase workspace ready in {dest}. Next, commit it (the DoD items whose evidence is committed need it in "
+        "git), then check it:\n"
+        f'  cd {dest} && git init && git add . && git commit -m "Start the phase workspace (distcheck init)" -- .\n'
+        "  pytest -m local   (the DoD table says what to do next)\n")
     again = init_workspace(dest)
     assert again.written == [] and again.conflicts == []
     assert (dest / ".gitignore").read_text().count("/.distcheck/") == 1
@@ -68,7 +72,25 @@ def test_init_keeps_an_existing_pytest_configuration_and_gitignore(tmp_path):
 def test_init_in_the_current_folder_says_pytest_without_cd(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["init"]) == 0
-    assert capsys.readouterr().out.endswith("ready in .: pytest -m local (the DoD table says what to do next)\n")
+    assert capsys.readouterr().out.endswith(
+        '\n  git init && git add . && git commit -m "Start the phase workspace (distcheck init)" -- .\n'
+        "  pytest -m local   (the DoD table says what to do next)\n")
+
+
+def test_init_in_a_repository_prints_the_commit_of_what_it_wrote_and_that_line_commits_it(tmp_path, capsys):
+    """In a repository: add and commit what init wrote, by its top-level names (not `git add .`, which
+    would take the learner's unrelated files). Run as printed, the ledger and the checks are committed."""
+    from pytest_distcheck.committed import uncommitted
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert main(["init", str(tmp_path)]) == 0
+    tops = sorted({rel.split("/")[0] for rel in pack_files(REPO)} | {".gitignore", "conftest.py", "pytest.ini"})
+    line = capsys.readouterr().out.splitlines()[-2].strip()
+    assert line == (f"cd {tmp_path} && git add {' '.join(tops)} && git commit -m "
+                    f'"Start the phase workspace (distcheck init)" -- {" ".join(tops)}')
+    who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(line, shell=True, check=True, capture_output=True, env={**os.environ, **who})
+    assert uncommitted(["experiments/35-cloud-budget.md", "checks/distcheck.toml", ".gitignore"], tmp_path) == []
 
 
 def _pytest_without_the_kit(tmp_path: Path) -> list[str]:

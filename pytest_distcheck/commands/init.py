@@ -9,7 +9,8 @@ writes an empty spend ledger, adds /.distcheck/, .venv/ and Python's caches to .
 lines missing there), a conftest.py that stops a pytest without the kit with one line (when DIR has
 none) and, when DIR has no pytest configuration, a pytest.ini (testpaths = checks, pythonpath = .).
 Never overwrites: a file that exists with other contents stops the command before anything is written
-(exit 1). Running it again is harmless. Then: cd DIR && pytest -m local.
+(exit 1). Running it again is harmless. It ends with the git line that commits the new workspace (git init
+first when DIR is in no repository; the DoD items whose evidence is committed read git), then: pytest -m local.
 """
 
 from __future__ import annotations
@@ -42,5 +43,25 @@ def run(args: argparse.Namespace) -> int:
     if report.pytest_config_hint:
         print(report.pytest_config_hint)
     go = "" if dest.resolve() == Path.cwd().resolve() else f"cd {shlex.quote(str(dest))} && "
-    print(f"Phase workspace ready in {dest}: {go}pytest -m local (the DoD table says what to do next)")
+    commit = _commit_line(dest, report.written)
+    if commit:
+        print(f"Phase workspace ready in {dest}. Next, commit it (the DoD items whose evidence is committed "
+              f"need it in git), then check it:\n  {go}{commit}\n  pytest -m local   (the DoD table says what to "
+              "do next)")
+    else:
+        print(f"Phase workspace ready in {dest}: {go}pytest -m local (the DoD table says what to do next)")
     return 0
+
+
+def _commit_line(dest: Path, written: list[str]) -> str:
+    """The git line that commits the new workspace, run in ``dest``: all of it (``git init`` first) outside a
+    repository; inside one, the top-level names init wrote, so the learner's other files stay out. ``""``
+    when inside a repository nothing was written."""
+    from pytest_distcheck.committed import commit_command
+
+    message = "Start the phase workspace (distcheck init)"
+    line = commit_command(["."], message, dest)
+    if line.startswith("git init"):
+        return line
+    tops = sorted({rel.split("/")[0] for rel in written})
+    return commit_command(tops, message, dest) if tops else ""
