@@ -66,3 +66,15 @@ def test_lab_runs_its_sweep_on_a_rank_pool_and_saves_the_plot_next_to_the_json(d
     assert lab.save_plot(result, str(out)) == str(tmp_path / "allreduce.png")
     _png_size(tmp_path / "allreduce.png")
     assert "busbw GB/s" in lab.format_table(result)
+
+
+def test_the_lab_ends_with_the_git_line_that_commits_its_log_and_plot(tmp_path, monkeypatch):
+    """The fresh-user trial: `wrote ...json and ...png` left the commit step out; the DoD check reads the log
+    committed and lists the plot as evidence (checks/test_ddp_allreduce_logged.py), so both are named."""
+    from experiments.ddp_cpu import lab
+
+    monkeypatch.chdir(tmp_path)  # no repository here: git init first
+    out, png = "experiments/ddp_cpu/results/allreduce-cpu.json", "experiments/ddp_cpu/results/allreduce-cpu.png"
+    assert lab.commit_step(out, png) == (
+        "commit both (the DoD check reads the log as committed and records the plot beside it as evidence): "
+        f'git init && git add {out} {png} && git commit -m "DDP lab: all-reduce log and plot" -- {out} {png}')

@@ -1,6 +1,7 @@
 """DDP on CPU: train with DistributedDataParallel on gloo, then time all-reduce over message sizes.
 
-Run by hand (prints a table; writes the JSON result and, next to it, a bandwidth-vs-size PNG)::
+Run by hand (prints a table; writes the JSON result and, next to it, a bandwidth-vs-size PNG, then prints
+the git line that commits both)::
 
     python -m experiments.ddp_cpu.lab --out experiments/ddp_cpu/results/allreduce-cpu.json
 
@@ -216,6 +217,16 @@ def save_plot(result: dict, json_path: str) -> str:
     return png
 
 
+def commit_step(json_path: str, png: str) -> str:
+    """The next step after ``--out``: the git line (run in the current folder) that commits the log, which
+    the DoD check reads as committed, and its plot, which the check records as evidence beside it
+    (checks/test_ddp_allreduce_logged.py)."""
+    from pytest_distcheck.committed import commit_command
+
+    line = commit_command([json_path, png], "DDP lab: all-reduce log and plot")
+    return f"commit both (the DoD check reads the log as committed and records the plot beside it as evidence): {line}"
+
+
 def run_on_pool(cfg: LabConfig, pool) -> dict:
     """Run the lab on every rank of a :class:`pytest_distcheck.ranks.pool.RankPool`; rank 0's result."""
     from experiments.ddp_cpu import lab  # by name, so the ranks import it rather than unpickle __main__
@@ -255,7 +266,9 @@ def main() -> None:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=2)
             f.write("\n")
-        print(f"wrote {args.out} and {save_plot(result, args.out)}")
+        png = save_plot(result, args.out)
+        print(f"wrote {args.out} and {png}")
+        print(commit_step(args.out, png))
 
 
 if __name__ == "__main__":
