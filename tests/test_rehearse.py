@@ -51,6 +51,10 @@ def test_rehearse_runs_the_paid_path_in_a_scratch_copy(tmp_path, monkeypatch):
     assert "not covered by a rehearsal: no GPU visible: nvidia-smi: nvidia-smi not found" in out
     assert "pods left on the fake API: none" in out
     scratch = Path(re.search(r"scratch copy kept at (\S+) ", out).group(1))
+    # the fresh-user trial: the scratch copy's git hints read as the learner's, and its temp folder stayed
+    assert ("the DoD table's -> lines are about the scratch copy (not a git repository): none is for you; after "
+            "the real run, your own table names what to commit") in out
+    assert out.rstrip().endswith(f"remove it with: rm -rf {scratch.parent}")
     try:
         rows = Ledger(scratch / "ledger.md", scratch / ".distcheck" / "budget.lock").read()
         statuses = [r.status for r in rows]  # a paid RunPod session ends reconciled with the (fake) provider's bill

@@ -9,7 +9,9 @@ Design decisions (why; the test that pins each is ``tests/test_rehearse.py``):
 
 - A scratch copy: the workspace root is copied (without VCS, virtual environments and caches) to a new
   temporary folder and everything runs there, so the learner's ledger, results and caches are never
-  written (the test hashes the workspace before and after).
+  written (the test hashes the workspace before and after). It is kept for the learner to look at; the
+  summary ends with its path and the ``rm -rf`` that removes it (with the fake API's files beside it), and
+  says the DoD table's git hints are about the copy, which is no git repository, not the learner's.
 - The fake API is started in this process on 127.0.0.1 and the run is a child ``pytest`` with
   ``RUNPOD_API_BASE_URL`` pointing at it, a made-up key and ``DISTCHECK_REHEARSAL=1``; the plugin
   accepts that flag only while the API is on loopback (``pods/plugin.py``), so no real paid run can
@@ -26,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import shutil
 import subprocess
 import sys
@@ -118,5 +121,9 @@ def rehearse(config: Path) -> int:
     say("pods left on the fake API: " + (", ".join(live) if live else "none"))
     say("covered: " + "; ".join(COVERED))
     say("not covered by a rehearsal: " + "; ".join([*dict.fromkeys(missed), *NOT_COVERED]))
-    say(f"scratch copy kept at {scratch} (delete it when done); next, for real: pytest -m gpu --max-usd {MAX_USD}")
+    say("the DoD table's -> lines are about the scratch copy (not a git repository): none is for you; after the real "
+        "run, your own table names what to commit")
+    say(f"next, for real: pytest -m gpu --max-usd {MAX_USD}")
+    say(f"scratch copy kept at {scratch} (its ledger rows and result, to look at); remove it with: "
+        f"rm -rf {shlex.quote(str(scratch.parent))}")
     return paid.returncode or (1 if live else 0)
