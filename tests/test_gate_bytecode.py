@@ -6,8 +6,9 @@ A2. ``checks/__pycache__/*.pyc`` committed: pytest's assertion-rewrite cache tru
 A3. the lab, on a rank, writes a timestamp-valid ``.pyc`` beside a kit module the sub-session imported only
     later (``pytest_distcheck.calc.pipeline``, which the quiz calculators imported by name): PASSED 6/6.
 
-The sub-session now runs with ``-X pycache_prefix=<a fresh folder of the parent's>`` (imports and pytest's
-rewrite cache read and write bytecode only there), and imports every kit module the checks use before any
+The sub-session now runs with ``-X pycache_prefix=/dev/null/distcheck-gate`` (imports and pytest's rewrite
+cache read and write no bytecode at all: a folder of the parent's was found and written by lab code, t6 A9),
+and imports every kit module the checks use before any
 lab code runs: the A3 test also records, in the real Phase 35 gate, that no ``pytest_distcheck`` module is
 first imported after the first call on the ranks.
 """
@@ -18,6 +19,7 @@ import ast
 import importlib
 import importlib.util
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -181,6 +183,16 @@ def test_a_kit_module_first_imported_once_armed_is_refused_and_named():
                                "checks started (lab code on the ranks may have rewritten it): refused"]
 
 
-def test_the_sub_session_reads_and_writes_bytecode_only_in_a_folder_of_the_parents():
+def test_the_sub_session_reads_and_writes_no_bytecode_at_all():
+    """Red team t6 A9: lab code on a rank read the prefix folder from the sub-session's command line and
+    planted a .pyc there for a module the diagram check imports late (mermaidx). Under /dev/null no folder
+    or file can be made, by anyone."""
     argv = isolation.command(Path("/w"), Path("/t/distcheck-gate.ini"), ["checks/test_x.py::test_y"], None, None)
-    assert argv[1:5] == ["-I", "-X", "pycache_prefix=/t/pycache", "-m"], argv
+    assert argv[1:5] == ["-I", "-X", f"pycache_prefix={isolation.NO_BYTECODE}", "-m"], argv
+    with pytest.raises(OSError):
+        os.makedirs(os.path.join(isolation.NO_BYTECODE, "usr", "lib"))
+    code = ("import importlib.util, sys; print(sys.pycache_prefix); "
+            "print(importlib.util.cache_from_source('/usr/lib/mermaidx/__init__.py'))")
+    out = subprocess.run([sys.executable, "-I", "-X", f"pycache_prefix={isolation.NO_BYTECODE}", "-c", code],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == isolation.NO_BYTECODE and out[1].startswith(isolation.NO_BYTECODE + "/")

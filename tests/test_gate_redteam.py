@@ -389,6 +389,16 @@ def test_a07_a_kit_installed_from_inside_the_workspace_fails_the_gate(tmp_path):
     assert lines[-1].startswith("distcheck gate: verdict re-derived from the sub-session's report: FAILED (the kit")
 
 
+def test_the_sub_session_does_not_get_the_ci_file_commands():
+    """Red team t6 A10: lab code appended LD_PRELOAD to $GITHUB_ENV, for the job's upload step."""
+    from pytest_distcheck.dod import isolation
+
+    env = {"GITHUB_ENV": "/r/set_env", "GITHUB_PATH": "/r/add_path", "GITHUB_OUTPUT": "/r/o", "GITHUB_STATE": "/r/s",
+           "GITHUB_STEP_SUMMARY": "/r/sum", "GITHUB_SHA": "abc", "HOME": "/h"}
+    assert set(isolation.clean_env(env)) == {"GITHUB_SHA", "HOME", "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+                                             "TORCH_DEVICE_BACKEND_AUTOLOAD"}
+
+
 def test_a_kit_installed_in_a_virtual_environment_inside_the_workspace_is_an_installed_kit(tmp_path):
     """The README sets up `.venv/` inside the workspace: its site-packages hold an installed kit, not the
     workspace's own source (a fresh-user trial found every item untrusted there)."""
@@ -436,6 +446,8 @@ def test_the_workflow_installs_the_pinned_kit_and_runs_distcheck_gate():
     install = next(s for s in steps if "pip install" in s.get("run", ""))
     assert "-e" not in install["run"].split() and "pip install -e" not in runs
     assert 'pip install "$DISTCHECK_KIT"' in install["run"] and "KIT-TAG" in install["env"]["DISTCHECK_KIT"]
+    # Red team t6 A8: `python -m pip` in the checkout imports a committed `pip/` package.
+    assert install["working-directory"] == "${{ runner.temp }}" and "python -m " not in install["run"]
     assert "distcheck gate" in runs and "pytest --gate" not in runs
     # Red team t4: the gate job ran lab code, which may leave files on its runner (a `jq` on PATH): the verdict
     # is read in a job of its own, from the uploaded report only.

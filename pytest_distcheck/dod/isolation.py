@@ -6,7 +6,7 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
 
 - ``pytest --gate`` (and ``distcheck gate``) run the checks in one extra process, launched by
   :func:`run_gate` (tests/test_gate_bypasses.py, 1-5):
-  ``python -I -X pycache_prefix=<beside the ini> -m pytest -c <kit ini> --rootdir <root> --noconftest
+  ``python -I -X pycache_prefix=/dev/null/distcheck-gate -m pytest -c <kit ini> --rootdir <root> --noconftest
   -p pytest_distcheck.plugin -p no:cacheprovider --gate --distcheck-subsession --dod-json <a file of the parent's>
   <registered checks>``
   with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and every ``PYTEST_*``/``DISTCHECK_*`` variable removed.
@@ -22,8 +22,9 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
   loads, imports the kit modules the checks use and snapshots them (:func:`kit_modules_used`), so a
   learner module imported by a check that replaces a kit function is caught even with a builtin or
   a ``functools.partial`` (tests/test_gate_tamper.py). A kit module first imported after that is refused
-  and makes every item untrusted (:class:`LateKitImports`), and bytecode is read only from a fresh folder of
-  the parent's (``-X pycache_prefix``): red team t4 A2, A3, tests/test_gate_bytecode.py.
+  and makes every item untrusted (:class:`LateKitImports`), and no bytecode is read or written at all
+  (``-X pycache_prefix`` under ``/dev/null``, where no file can exist: a folder of the parent's was found and
+  written by lab code, red team t6 A9): red team t4 A2, A3, tests/test_gate_bytecode.py.
 - The workspace root is never on the sub-session's ``sys.path`` for a phase whose DoD the kit ships (its
   checks import none of the learner's code; the live DDP check hands the root to the ranks; for another
   phase :func:`expose_root` appends it), and the checks folder is appended
@@ -82,11 +83,13 @@ WHAT = ("learner conftest.py files (--noconftest)", "installed plugins (PYTEST_D
         "PYTEST_*, DISTCHECK_* and PYTHON* environment variables (python -I)",
         "test files other than the registered checks",
         "kit functions replaced by the learner's modules after the sub-session started (snapshot)",
-        "bytecode it did not compile itself (-X pycache_prefix) and kit modules first imported after the checks "
+        "any cached bytecode (-X pycache_prefix under /dev/null) and kit modules first imported after the checks "
         "started")
 # Passed on from the learner's command line to the sub-session (paths made absolute); the rest is ignored.
 CARRIED = ("--gate", "--dod-json", "--dod-markdown", "--color")
-PYCACHE = "pycache"  # the sub-session's bytecode folder, beside its ini in the parent's temporary folder
+# The sub-session's bytecode folder: under /dev/null no folder or file can be made, so no bytecode is ever read or
+# written there (a real folder, even the parent's own temporary one, is found and written by lab code: t6 A9).
+NO_BYTECODE = os.path.join(os.devnull, "distcheck-gate")
 RELAY_S = 5.0  # seconds to finish relaying the sub-session's output once it and what it left are gone
 
 
@@ -97,9 +100,16 @@ def ini_text(root: Path, workspace_rel: str) -> str:
             f"distcheck_config = {workspace_rel}\naddopts =\n")
 
 
+# GitHub Actions' files through which a step sets the environment, PATH and outputs of the job's later steps:
+# lab code must not find them through its environment (red team t6 A10: LD_PRELOAD for the upload step).
+_CI_FILE_COMMANDS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
+
+
 def clean_env(environ: dict[str, str]) -> dict[str, str]:
-    """``environ`` without ``PYTEST_*``, ``DISTCHECK_*`` and ``PYTHON*`` variables, plugin autoload off."""
-    env = {k: v for k, v in environ.items() if not k.startswith(("PYTEST_", "DISTCHECK_", "PYTHON"))}
+    """``environ`` without ``PYTEST_*``, ``DISTCHECK_*``, ``PYTHON*`` variables and the CI's file commands
+    (``GITHUB_ENV``...), plugin autoload off."""
+    env = {k: v for k, v in environ.items() if not k.startswith(("PYTEST_", "DISTCHECK_", "PYTHON"))
+           and k not in _CI_FILE_COMMANDS}
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # torch would load every installed `torch.backends` entry point
     return env
@@ -127,11 +137,12 @@ def command(root: Path, ini: Path, nodeids: list[str], json_path: str | None, md
             color: str = "auto") -> list[str]:
     """The sub-session's command line (see the module docstring).
 
-    Bytecode is read and written only under a fresh folder beside ``ini`` (``-X pycache_prefix``; pytest's
+    No bytecode is read or written (``-X pycache_prefix`` under ``/dev/null``: :data:`NO_BYTECODE`; pytest's
     assertion-rewrite cache follows it too, ``_pytest.assertion.rewrite.get_cache_dir``): a committed
-    ``checks/__pycache__`` or a ``.pyc`` planted beside a kit module is never read (red team t4 A2, A3).
+    ``checks/__pycache__``, a ``.pyc`` planted beside a kit module or in the prefix folder is never read
+    (red team t4 A2, A3, t6 A9). Every module is compiled from source, about 1 s of CPU.
     """
-    argv = [sys.executable, "-I", "-X", f"pycache_prefix={ini.parent / PYCACHE}", "-m", "pytest", "-c", str(ini),
+    argv = [sys.executable, "-I", "-X", f"pycache_prefix={NO_BYTECODE}", "-m", "pytest", "-c", str(ini),
             "--rootdir", str(root), "--noconftest",
             "-p", "pytest_distcheck.plugin", "-p", "no:cacheprovider", "--import-mode=append", "--gate", FLAG,
             f"--color={color}"]
@@ -512,8 +523,8 @@ def problems(config: pytest.Config) -> list[str]:
     expected = ini_text(config.rootpath, str(config.getini("distcheck_config")))
     if ini is None or ini.name != INI_NAME or ini.read_text(encoding="utf-8") != expected:
         out.append(f"the ini file {ini} is not the kit's")
-    if ini is None or sys.pycache_prefix != str(ini.parent / PYCACHE):
-        out.append("bytecode cached beside the sources may be read (no -X pycache_prefix of the gate's own)")
+    if sys.pycache_prefix != NO_BYTECODE:
+        out.append(f"cached bytecode may be read (-X pycache_prefix is not {NO_BYTECODE})")
     out += kit_inside(config.rootpath)
     trusted = (KIT_DIR, *_PYTEST_DIRS)
     for name, plugin in config.pluginmanager.list_name_plugin():
