@@ -175,7 +175,8 @@ def test_t4_a1_a_checks_package_init_never_runs(pytester):
     assert result.ret != 0
     assert not marker.exists()
     result.stdout.fnmatch_lines(["*FAILED (the gate did not start: checks/__init__.py would run inside its "
-                                 "sub-session (the course's checks folder is no package: remove it))"])
+                                 "sub-session (a checks folder holds no package and nothing Python would import in "
+                                 "place of a registered check: remove it))"])
     assert "gate: FAILED" in (root / "summary.md").read_text()
 
 

@@ -33,7 +33,8 @@ talked into a pass (``pytest_distcheck.pending = print``). Design decisions, eac
   to ``importlib.metadata`` (its entry points never load: red-team t4 A6). Workspace code other than the
   registered check files that runs anyway is seen by an audit hook and makes every item untrusted,
   naming the file (:class:`RootWatch`). The parent does not start the sub-session when a check's folder
-  is a package (``checks/__init__.py`` would run in it: red-team t4 A1; :func:`package_inits`).
+  is a package (``checks/__init__.py`` would run in it: red-team t4 A1) or holds a package or extension module
+  Python would import in place of a registered check (t6 A7, A7b; :func:`foreign_check_code`).
 - The parent records the git repository before it starts the sub-session and after it ended
   (:func:`repo_state`: HEAD, the tracked files' status, HEAD's last reflog entry, the repository's config, hooks
   and ``info/attributes``); lab code that commits a made-up log while the checks run makes every item
@@ -180,10 +181,11 @@ def run_gate(root: Path, workspace_rel: str, json_path: str | None, md_path: str
     for path in (json_path, md_path):  # a report of an earlier run must not stand in for this one
         if path and Path(path).is_file():
             Path(path).unlink()
-    inits = package_inits(root, workspace_rel)
-    if inits:
-        why = (f"the gate did not start: {', '.join(inits)} would run inside its sub-session (the course's checks "
-               "folder is no package: remove it)")
+    foreign = foreign_check_code(root, workspace_rel)
+    if foreign:
+        why = (f"the gate did not start: {', '.join(foreign)} would run inside its sub-session (a checks folder "
+               "holds no package and nothing Python would import in place of a registered check: remove "
+               f"{'it' if len(foreign) == 1 else 'them'})")
         if md_path:
             Path(md_path).write_text(f"**gate: FAILED**: {why}\n", encoding="utf-8")
         write(f"distcheck gate: FAILED ({why})\n")
@@ -224,12 +226,54 @@ def expose_root(root: Path) -> None:
         sys.path.append(str(root))
 
 
-def package_inits(root: Path, workspace_rel: str) -> list[str]:
-    """The ``__init__.py`` files, relative to ``root``, that would make a registered check's folder a package:
-    pytest would import them, learner code, in the sub-session (red-team t4 A1)."""
+def foreign_check_code(root: Path, workspace_rel: str) -> list[str]:
+    """Files, relative to ``root``, in a registered check's folder that Python could import in the sub-session
+    in place of, or beside, the registered checks (the folder is appended to ``sys.path``); ``[]`` if none.
+
+    Always refused: an ``__init__`` of any importable suffix (the folder would be a package: red team t4 A1),
+    and anything named like a registered check's module other than the check itself: a package
+    ``NAME/__init__.*`` or an extension module, which Python's ``FileFinder`` finds before ``NAME.py``
+    (red team t6 A7, A7b). For a phase whose DoD the kit ships (:func:`~pytest_distcheck.dod.manifest.shipped`),
+    whose checks import nothing from their folder, also every other package and every other file of an
+    importable suffix (``importlib.machinery.all_suffixes()``) but a ``test_*.py`` source (a test module, like
+    the kit's paid check: no library the checks import is named so). ``__pycache__`` is never refused: the
+    sub-session reads no bytecode from it (``-X pycache_prefix``).
+    """
+    from importlib.machinery import all_suffixes
+
+    from pytest_distcheck.dod import manifest
+    from pytest_distcheck.errors import ConfigError
+    from pytest_distcheck.workspace import load_workspace
+
+    try:
+        shipped = manifest.shipped(load_workspace(root / workspace_rel, root=root).phase_id) is not None
+    except (ConfigError, OSError):
+        shipped = False
+    suffixes = sorted(all_suffixes(), key=len, reverse=True)  # the longest first: .cpython-311-...so before .so
     paths = [root / t.split("::", 1)[0] for t in targets(root, workspace_rel)]
-    folders = {p if p.is_dir() else p.parent for p in paths}
-    return sorted((f / "__init__.py").relative_to(root).as_posix() for f in folders if (f / "__init__.py").exists())
+    checks = {p.resolve() for p in paths if p.is_file()}
+    names = {p.name.removesuffix(".py") for p in checks}
+
+    def module(name: str) -> str | None:
+        return next((name[: -len(s)] for s in suffixes if name.endswith(s) and len(name) > len(s)), None)
+
+    found = []
+    for folder in sorted({p if p.is_dir() else p.parent for p in paths}):
+        for entry in sorted(folder.iterdir()):
+            if entry.name == "__pycache__" or entry.resolve() in checks:
+                continue
+            if entry.is_dir():
+                inits = sorted(f for f in entry.iterdir() if f.is_file() and module(f.name) == "__init__")
+                if inits and (shipped or entry.name in names):
+                    found += inits
+                continue
+            name = module(entry.name)
+            if name is None:
+                continue
+            if name == "__init__" or name in names or (
+                    shipped and not (name.startswith("test_") and entry.name == name + ".py")):
+                found.append(entry)
+    return [f.relative_to(root).as_posix() for f in found]
 
 
 def _relay(stream, write: Callable[[str], None]) -> None:
@@ -551,7 +595,8 @@ def kit_inside(root: Path, kit_dir: Path | None = None, prefix: str | None = Non
 
 class RootWatch:
     """Code from the workspace root, other than the registered ``checks`` files and installed packages, that
-    ran in this process: seen by an audit hook (``exec`` of a module's code) and in ``sys.modules``.
+    ran in this process: seen by an audit hook (``exec`` of a module's code) and in ``sys.modules`` (its
+    ``__file__`` and its spec's origin). Any other file of the checks folder is named too (red team t6 A7b).
 
     A module that removes itself from ``sys.modules`` after running (red-team R1's shadow) is still seen by
     the hook. ``problems()`` names each file, relative to the root.
@@ -577,8 +622,11 @@ class RootWatch:
         from pytest_distcheck.dod.integrity import _inside
 
         path = Path(filename).resolve()
-        if (not _inside(path, self.root) or any(_inside(path, a) for a in self.allowed)
-                or self.origins.trusted(filename)):  # type: ignore[attr-defined]
+        if not _inside(path, self.root) or any(_inside(path, a) for a in self.allowed):
+            return
+        # The checks folder is trusted code to the in-process origin checks, not here: only its registered
+        # checks may run in the sub-session (red team t6 A7b); installed packages under the root (.venv/) may.
+        if self.origins.trusted(filename) and not self.origins.in_checks(filename):  # type: ignore[attr-defined]
             return
         self.seen[filename] = None
 
@@ -586,6 +634,7 @@ class RootWatch:
         """One sentence per foreign file that ran (``[]`` if none)."""
         for mod in list(sys.modules.values()):
             self.note(getattr(mod, "__file__", None))
+            self.note(getattr(getattr(mod, "__spec__", None), "origin", None))  # a module may rewrite __file__ (A7)
         return [f"{Path(f).resolve().relative_to(self.root).as_posix()} (workspace code other than the registered "
                 "checks) ran inside the gate's sub-session" for f in self.seen]
 
