@@ -252,7 +252,7 @@ def foreign_check_code(root: Path, workspace_rel: str) -> list[str]:
     suffixes = sorted(all_suffixes(), key=len, reverse=True)  # the longest first: .cpython-311-...so before .so
     paths = [root / t.split("::", 1)[0] for t in targets(root, workspace_rel)]
     checks = {p.resolve() for p in paths if p.is_file()}
-    names = {p.name.removesuffix(".py") for p in checks}
+    names = {p.name.removesuffix(".py") for p in paths if p.is_file()}  # the module names pytest imports
 
     def module(name: str) -> str | None:
         return next((name[: -len(s)] for s in suffixes if name.endswith(s) and len(name) > len(s)), None)
@@ -263,7 +263,10 @@ def foreign_check_code(root: Path, workspace_rel: str) -> list[str]:
             if entry.name == "__pycache__" or entry.resolve() in checks:
                 continue
             if entry.is_dir():
-                inits = sorted(f for f in entry.iterdir() if f.is_file() and module(f.name) == "__init__")
+                try:
+                    inits = sorted(f for f in entry.iterdir() if f.is_file() and module(f.name) == "__init__")
+                except OSError:  # unreadable to this process, not necessarily to Python's import system
+                    inits = [entry]
                 if inits and (shipped or entry.name in names):
                     found += inits
                 continue
