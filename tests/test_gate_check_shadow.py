@@ -157,3 +157,20 @@ def test_root_watch_names_checks_folder_code_other_than_the_registered_checks(tm
         watch.note(str(f))
     assert watch.problems() == ["checks/test_alpha/__init__.py (workspace code other than the registered checks) "
                                 "ran inside the gate's sub-session"]
+
+
+def test_t6_a7b_in_the_sub_session_the_shadow_is_named_if_it_ever_runs(pytester, monkeypatch):
+    # The second line: the sub-session's own mode in this process (the parent's refusal is not involved).
+    from pytest_distcheck.dod import isolation as iso
+
+    monkeypatch.setattr(iso, "REQUIRED", False)
+    root = phase35(pytester)
+    marker = root / "ran-in-the-sub-session"
+    (root / "checks" / "test_quiz_passed").mkdir()
+    (root / "checks" / "test_quiz_passed" / "__init__.py").write_text(SHADOW_INIT % str(marker))
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gate", "--distcheck-subsession",
+                                "checks/test_quiz_passed.py")
+    assert marker.exists()  # it ran here ...
+    result.stdout.fnmatch_lines(["*checks/test_quiz_passed/__init__.py (workspace code other than the registered "
+                                 "checks) ran inside the gate's sub-session*"])  # ... and is named
+    assert result.ret != 0
