@@ -147,7 +147,10 @@ class DodPlugin:
         plain_results_only(self.config)  # the ranks run the learner's lab: nothing they return may run code here
         self.isolation = isolation.problems(self.config)
         files = {self.config.rootpath / c.split("::", 1)[0] for it in self.workspace.items for c in it.checks}
-        whole = [self.workspace.checks_dir] if any(not it.checks for it in self.workspace.items) else []
+        # The whole folder for an item that registers no check, and for a phase the kit ships no DoD for,
+        # whose checks may import helper modules beside them (its gate is at best "unverified").
+        registers_none = any(not it.checks for it in self.workspace.items)
+        whole = [self.workspace.checks_dir] if self.canonical is None or registers_none else []
         self.root_watch = isolation.RootWatch(self.config.rootpath, self.origins, [*files, *whole])
         if not any(f.is_file() for f in files):  # the whole folder is collected then too (isolation.targets)
             whole = [self.workspace.checks_dir]
