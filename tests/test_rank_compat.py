@@ -100,6 +100,21 @@ def test_an_incompatible_init_says_what_to_remove(dist_world):
         dist_world.spawn(wrong)
 
 
+def _wants_nccl(rank):
+    import torch.distributed as dist
+
+    dist.init_process_group("nccl")
+
+
+def test_an_init_with_another_backend_gets_a_hint_about_the_backend_only(dist_world):
+    """Fresh-user trial t5: the hint was about the world size, which was right."""
+    with pytest.raises(RankError) as info:
+        dist_world.spawn(_wants_nccl)
+    text = str(info.value)
+    assert "backend='nccl' (the group is 'gloo')" in text and "ranks run gloo on this machine's CPU" in text
+    assert "world size" not in text.split("Remove the init_process_group", 1)[1].split("\n", 1)[0]
+
+
 def test_spawn_refuses_join_false(dist_world):
     with pytest.raises(TypeError, match=r"spawn\(join=False\) is not supported"):
         dist_world.spawn(print, join=False)

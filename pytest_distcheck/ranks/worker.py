@@ -305,18 +305,21 @@ class _Rank:
         self.store.wait([f"{prefix}/arrived/{r}" for r in range(self.world_size)], timedelta(seconds=timeout))
 
     def check_user_init(self, backend, world_size, user_rank) -> None:
-        wrong = []
+        wrong, how = [], []
         if backend is not None and str(backend).split(":")[-1].lower() not in (self.backend, "undefined"):
             wrong.append(f"backend={backend!r} (the group is {self.backend!r})")
+            how.append(f"dist_world's ranks run {self.backend} on this machine's CPU")
         if world_size not in (None, -1, self.world_size):
             wrong.append(f"world_size={world_size!r} (the group has {self.world_size} ranks)")
+            how.append("choose the world size with @pytest.mark.world_size(n) or dist_world.spawn(..., nprocs=n)")
         if user_rank not in (None, -1, self.rank):
             wrong.append(f"rank={user_rank!r} (this process is rank {self.rank})")
+            how.append("each rank's number comes from the pool (spawn passes it as the first argument)")
         if wrong:
             raise RuntimeError(
                 "init_process_group(" + ", ".join(wrong) + "): dist_world already set up the default process "
                 "group. Remove the init_process_group call from the function (or pass only arguments that "
-                "match); choose the world size with @pytest.mark.world_size(n) or dist_world.spawn(..., nprocs=n).")
+                "match); " + "; ".join(how) + ".")
 
     def _group_state(self) -> tuple[int | None, bool]:
         """(sequence number of the default group, whether it can be kept for the next call).
