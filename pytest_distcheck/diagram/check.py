@@ -90,7 +90,8 @@ def check_page(
             syntax_ok = False
             line = block.page_line(exc.line)
             result.findings.append(Finding(
-                line, f"Mermaid syntax error in the block at line {block.fence_line}: {exc.summary}"
+                line, f"Mermaid syntax error in the block at line {block.fence_line}: {exc.summary} (the line where "
+                      "Mermaid's parser stopped: an unclosed bracket or quote may be on an earlier line)"
             ))
             continue
         if parsed.flowchart is not None:
