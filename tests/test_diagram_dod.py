@@ -112,7 +112,8 @@ def test_the_committed_diagram_is_done(phase: pytest.Pytester, rendered, monkeyp
                             "column-parallel (nodes qkv0, qkv1)"),
     ("missing-all-reduce.md", "docs/tp-sharding.md:8: no all-reduce after mlp.down (row-parallel)*"),
     ("dropped-layer.md", "docs/tp-sharding.md:8: layer mlp.up missing*"),
-    ("syntax-error.md", "docs/tp-sharding.md:17: Mermaid syntax error in the block at line 8*(the line where Mermaid's parser stopped: an unclosed bracket or quote may be on an earlier line)"),
+    ("syntax-error.md", "docs/tp-sharding.md:17: Mermaid syntax error in the block at line 8*(the line where "
+                        "Mermaid's parser stopped: an unclosed bracket or quote may be on an earlier line)"),
 ])
 def test_a_wrong_diagram_is_broken_naming_the_difference(phase: pytest.Pytester, rendered, fixture: str,
                                                          reason: str):
