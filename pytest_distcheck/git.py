@@ -94,8 +94,9 @@ def run_git(root: Path | str, *args: str, timeout: float = 60) -> subprocess.Com
     listed = _run(root, ("config", "--list", "--name-only", "-z"), env, timeout)
     if listed.returncode != 0 and listed.stderr.strip():  # no config at all exits 1 and says nothing
         return listed
-    pairs = [*NEUTRAL, *((f"filter.{d}.{k}", "") for d in _filter_drivers(listed.stdout) for k in FILTER_KEYS),
-             *((f"filter.{d}.required", "false") for d in _filter_drivers(listed.stdout))]
+    drivers = _filter_drivers(listed.stdout)
+    pairs = [*NEUTRAL, *((f"filter.{d}.{k}", "") for d in drivers for k in FILTER_KEYS),
+             *((f"filter.{d}.required", "false") for d in drivers)]
     env["GIT_CONFIG_COUNT"] = str(len(pairs))
     for i, (key, value) in enumerate(pairs):
         env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value

@@ -142,7 +142,7 @@ class PoolRegistry:
     """
 
     def __init__(self, base_env: dict[str, str], watch_pid: int | None = None) -> None:
-        self.plain_results = False  # set by :func:`pytest_distcheck.ranks.plugin.plain_results_only`
+        self.plain_results = False  # see :meth:`plain_results_only`
         self._pools: dict[tuple[int, str, str], RankPool] = {}
         self._zygotes: dict[str, Zygote] = {}
         self.base_env = base_env
@@ -166,6 +166,12 @@ class PoolRegistry:
             zygote = self._zygotes[level] = Zygote(os.path.join(self.folder(), f"zygote-{level}.log"),
                                                    env=env, watch_pid=self._watch_pid)
         return zygote
+
+    def plain_results_only(self) -> None:
+        """From now on every pool, made or to be made, returns plain data only (``RankPool(plain_results=True)``)."""
+        self.plain_results = True
+        for pool in self._pools.values():
+            pool.plain_results = True
 
     def get(self, world_size: int, backend: str, debug: str | None = None) -> RankPool:
         level = _level(self.base_env, debug)

@@ -46,9 +46,7 @@ def plain_results_only(config: pytest.Config) -> None:
     config.stash[_PLAIN] = True
     registry = config.stash.get(_REGISTRY, None)
     if registry is not None:
-        registry.plain_results = True
-        for pool in registry._pools.values():
-            pool.plain_results = True
+        registry.plain_results_only()
 
 
 @pytest.hookimpl(trylast=True)  # after conftests' and other plugins' own set-up of the environment
@@ -77,7 +75,8 @@ def _registry(config: pytest.Config):
         # takes the ranks with it at once (the worker itself notices only seconds later).
         watch = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else None
         registry = config.stash[_REGISTRY] = PoolRegistry(config.stash[_BASE_ENV], watch_pid=watch)
-        registry.plain_results = config.stash.get(_PLAIN, False)
+        if config.stash.get(_PLAIN, False):
+            registry.plain_results_only()
         atexit.register(registry.close)  # also when the session ends by an exception
     return registry
 
