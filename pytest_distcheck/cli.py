@@ -9,6 +9,7 @@ import sys
 
 from pytest_distcheck.commands import resolve_config
 from pytest_distcheck.errors import DistcheckError
+from pytest_distcheck.i18n import LANG, SUPPORTED, LanguageError, use_from
 
 # name -> module in pytest_distcheck.commands (imported only when that command runs or --help lists it)
 COMMANDS: dict[str, str] = {
@@ -41,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         doc = (module.__doc__ or "").strip().splitlines()
         p = sub.add_parser(name, help=doc[0] if doc else None, description=module.__doc__)
         module.add_arguments(p)
+        p.add_argument(LANG.flag, dest="lang", default=None, metavar="|".join(SUPPORTED),
+                       help=f"{LANG.help} (env {LANG.env})")
     return parser
 
 
@@ -50,6 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     Errors of the kit (:class:`DistcheckError`) are printed as one line to stderr, exit status 2.
     """
     args = build_parser().parse_args(argv)
+    try:
+        use_from(args.lang)
+    except LanguageError as exc:
+        print(f"distcheck {args.command}: {exc}", file=sys.stderr)
+        return 2
     resolve_config(args)
     try:
         return int(_load(args.command).run(args) or 0)

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_distcheck.cmdline import subfolder_checks
 from pytest_distcheck.dod.plugin import DodPlugin, get_workspace, workspace_label
+from pytest_distcheck.i18n import LANG
 from pytest_distcheck.ranks import DEFAULT_WORLD_SIZE
 from pytest_distcheck.settings import TIMEOUT
 from pytest_distcheck.workspace import DEFAULT_PATH, display_path
@@ -54,6 +55,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "solutions (default: ini distcheck_config, else the nearest checks/distcheck.toml here or above)",
     )
     TIMEOUT.add(parser, group)
+    LANG.add(parser, group)
     parser.addini(
         "distcheck_config",
         f"workspace file with the phase's DoD items and settings, relative to rootdir (default: the nearest "
@@ -80,6 +82,12 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS.values():
         config.addinivalue_line("markers", line)
     TIMEOUT.positive_float(config)  # a bad value is a usage error now, not at the first test
+    from pytest_distcheck.i18n import LanguageError, use_from
+
+    try:
+        use_from(config.getoption(LANG.dest), str(config.getini(LANG.ini)))
+    except LanguageError as exc:
+        raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(DodPlugin(config), "distcheck-dod")
     ws = get_workspace(config)
     paths = subfolder_checks(config, ws.checks_dir, ws.root) if ws else None

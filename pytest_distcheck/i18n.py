@@ -1,0 +1,102 @@
+"""The language the kit speaks to the learner, and the gettext catalog that speaks it.
+
+Precedence: ``--lang``, ``$DISTCHECK_LANG``, ini ``distcheck_lang`` (pytest only), the locale (the first
+of ``$LC_ALL``, ``$LC_MESSAGES``, ``$LANG`` that is set, as POSIX orders them), then English. Catalogs are
+``locale/<lang>/LC_MESSAGES/distcheck.mo`` beside this file, compiled from the ``.po`` next to them
+(docs/kit/translating.md). Identifiers (item ids, commands, options, file names, report fields) are never
+translated.
+"""
+
+from __future__ import annotations
+
+import gettext
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from pytest_distcheck.settings import Setting
+
+SUPPORTED = ("en", "es")
+DEFAULT = "en"
+DOMAIN = "distcheck"
+LOCALE_DIR = Path(__file__).with_name("locale")
+LOCALE_VARIABLES = ("LC_ALL", "LC_MESSAGES", "LANG")
+
+LANG = Setting(
+    flag="--lang",
+    env="DISTCHECK_LANG",
+    ini="distcheck_lang",
+    help=f"language of the kit's messages: {' or '.join(SUPPORTED)} (default: from the locale, else {DEFAULT})",
+    default="",
+)
+UNSUPPORTED = "{source}: language {value!r} is not supported; use one of: {choices}"
+
+
+class LanguageError(ValueError):
+    """A language setting outside :data:`SUPPORTED`; the message names where the value came from."""
+
+
+def from_locale(environ: Mapping[str, str]) -> str | None:
+    """``"es"`` when the locale that gettext would read (LC_ALL, else LC_MESSAGES, else LANG) is Spanish,
+    ``"en"`` for any other locale that is set, ``None`` when none is set."""
+    for name in LOCALE_VARIABLES:
+        value = environ.get(name, "")
+        if value:
+            return "es" if value.lower().startswith("es") else DEFAULT
+    return None
+
+
+def choose(cli: str | None, environ: Mapping[str, str], ini: str = "") -> tuple[str, str]:
+    """The language and where it came from, in the precedence of this module's docstring.
+
+    An empty value counts as unset. Raises :class:`LanguageError` for a value outside :data:`SUPPORTED`
+    given on the command line, in ``$DISTCHECK_LANG`` or in the ini file (a locale that is not Spanish is
+    English, not an error)."""
+    given = ((cli, f"command line {LANG.flag}"), (environ.get(LANG.env), f"environment variable {LANG.env}"),
+             (ini, f"ini key {LANG.ini}"))
+    for value, source in given:
+        if value:
+            lang = value.strip().lower()
+            if lang not in SUPPORTED:
+                raise LanguageError(UNSUPPORTED.format(source=source, value=value, choices=", ".join(SUPPORTED)))
+            return lang, source
+    lang = from_locale(environ)
+    if lang is not None:
+        return lang, "the locale"
+    return DEFAULT, "the default"
+
+
+_translations: gettext.NullTranslations = gettext.NullTranslations()
+_language = DEFAULT
+
+
+def use(lang: str) -> None:
+    """Speak ``lang`` (one of :data:`SUPPORTED`) from now on in this process."""
+    global _translations, _language
+    if lang not in SUPPORTED:
+        raise LanguageError(UNSUPPORTED.format(source="use()", value=lang, choices=", ".join(SUPPORTED)))
+    _language = lang
+    _translations = (gettext.NullTranslations() if lang == DEFAULT
+                     else gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang]))
+
+
+def language() -> str:
+    """The language in use: one of :data:`SUPPORTED`."""
+    return _language
+
+
+def _(message: str) -> str:
+    """``message`` (an English msgid) in the language in use."""
+    return _translations.gettext(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The singular or plural form for ``n`` in the language in use."""
+    return _translations.ngettext(singular, plural, n)
+
+
+def use_from(cli: str | None, ini: str = "", environ: Mapping[str, str] | None = None) -> str:
+    """:func:`choose` then :func:`use`; returns the language. Raises :class:`LanguageError`."""
+    lang, _source = choose(cli, os.environ if environ is None else environ, ini)
+    use(lang)
+    return lang
