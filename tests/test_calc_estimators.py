@@ -71,6 +71,7 @@ def test_zero_infinity_leaves_the_gpu_the_largest_layer_and_can_put_the_rest_on_
     p = est.offload_placement(1e9, "zero3", dp=8, gpus_per_node=8, offload_optimizer="nvme", offload_param="nvme",
                               largest_layer=5e7)
     assert (p.gpu_bytes, p.host_bytes, p.nvme_bytes) == (2e8, 0, 16e9)
+    assert p.gpu_formula == "GPU holds 4L"
     cpu = est.offload_placement(1e9, "zero3", dp=8, gpus_per_node=8, offload_optimizer="cpu", largest_layer=5e7)
     assert (cpu.gpu_bytes, cpu.host_bytes) == (2e9 / 8 + 2e8, 14e9 * 1.5)
 

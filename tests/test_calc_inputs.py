@@ -57,7 +57,7 @@ def test_plain_count_of_a_thousand_or_more_is_accepted(capsys):
 NUMERIC = {  # a valid command and the numeric options it takes
     "memory": (["memory", "--params", "7B", "--dp", "8"],
                ["--params", "--dp", "--k", "--tp", "--pp", "--cp", "--layers", "--hidden", "--heads", "--seq-len",
-                "--micro-batch", "--gpus-per-node", "--margin-gb"]),
+                "--micro-batch", "--gpus-per-node", "--margin-gb", "--largest-layer"]),
     "strategy": (["strategy", "--params", "7B", "--gpu-memory-gb", "80", "--gpus-per-node", "8"],
                  ["--params", "--gpu-memory-gb", "--gpus-per-node", "--nodes", "--layers", "--hidden", "--heads",
                   "--seq-len", "--micro-batch", "--usable-fraction", "--batch", "--context"]),

@@ -59,3 +59,15 @@ def test_interleaving_needs_the_micro_batches_in_groups_of_pp():
 def test_counts_must_be_whole():
     with pytest.raises(ValueError, match="tp"):
         lay.derive_layout(gpus=8, tp=0, pp=1, mbs=1, gbs=8)
+
+
+def test_the_layout_command_prints_the_derivation_and_exits_1_on_a_problem(capsys):
+    from pytest_distcheck.cli import main
+
+    assert main(["layout", "--gpus", "64", "--tp", "4", "--pp", "8", "--vp", "5", "--mbs", "1", "--gbs", "128",
+                 "--layers", "80", "--ga", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "64 GPUs = TP 4 x PP 8 x CP 1 x DP 2" in out and "= 128 / (2 x 1) = 64" in out
+    assert "(p-1)/(v*m) = 7/320 = 0.02187" in out and "consistent" in out
+    assert main(["layout", "--gpus", "64", "--pp", "4", "--mbs", "4", "--gbs", "512", "--ga", "2"]) == 1
+    assert lay.GA_DIFFERS.format(ga=2, m=8) in capsys.readouterr().out

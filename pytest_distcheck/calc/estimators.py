@@ -183,6 +183,7 @@ def offload_placement(params: float, stage: str, dp: int, gpus_per_node: int, of
     host = sum(b for b, where in parts.values() if where == "cpu") * gpus_per_node * buffer_factor
     nvme = sum(b for b, where in parts.values() if where == "nvme") * gpus_per_node
     on = lambda where: "+".join(name for name, (_, w) in parts.items() if w == where) or "-"  # noqa: E731
+    held = [x for x in (on("none"), "4L" if key == "zero3" else "-") if x != "-"]
     return Estimate(ZERO_PAPER, f"{key}, offload_optimizer={offload_optimizer}, offload_param={offload_param}",
-                    gpu, host, f"GPU holds {on('none')}" + (" + 4L" if key == "zero3" else ""),
-                    f"{buffer_factor:g} x n x ({on('cpu')})", nvme)
+                    gpu, host, f"GPU holds {' + '.join(held) or 'nothing'}", f"{buffer_factor:g} x n x ({on('cpu')})",
+                    nvme)
