@@ -62,6 +62,8 @@ NUMERIC = {  # a valid command and the numeric options it takes
                  ["--params", "--gpu-memory-gb", "--gpus-per-node", "--nodes", "--layers", "--hidden", "--heads",
                   "--seq-len", "--micro-batch", "--usable-fraction", "--batch", "--context"]),
     "bubble": (["bubble", "-p", "4", "-m", "8"], ["-p", "-m", "-v"]),
+    "layout": (["layout", "--gpus", "64", "--mbs", "1", "--gbs", "128"],
+               ["--gpus", "--tp", "--pp", "--cp", "--vp", "--mbs", "--gbs", "--layers", "--ga"]),
     "estimate": (["estimate", "--gpu", "H100", "--minutes", "10"], ["--minutes", "--count"]),
 }
 TEXTS = ["0", "-1", "1", "2", "3", "7", "8", "64", "1e308", "-1e308", "inf", "-inf", "nan", "1e-308", "0.5",
