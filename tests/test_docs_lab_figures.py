@@ -57,8 +57,8 @@ def quoted_ranges(result: dict) -> list[str]:
         f"prefill took {at[(1, 4, 128)]['prefill_s']['median'] * 1e3:.0f} ms here",
         f"spent {min(allreduce):.0f}–{max(allreduce):.0f} ms in all-reduce",
         f"a whole TP-1 step ({min(tp1_step):.0f}–{max(tp1_step):.0f} ms)",
-        f"in {len(over)} of the {len(share)} configurations, and {under[0] * 100:.0f}–{under[-1]:.0%} of it in the other "
-        f"{len(under)}",
+        f"in {len(over)} of the {len(share)} configurations, and {under[0] * 100:.0f}–{under[-1]:.0%} of it in the "
+        f"other {len(under)}",
         f"(speedup {decode[0]:.2f}–{max(d for d in decode if d <= 2):.2f} outside the one inflated case)",
         f"at batch 1 ({batch1[0]:.2f}–{batch1[-1]:.2f})",
         f"took {ratio[0]:.2f}–{ratio[-1]:.2f}x the lab's decode step time ({ratio[0]:.1f}–{ratio[-2]:.1f}x in five",
