@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "strategy": "strategy",
     "bubble": "bubble",
     "memory": "memory",
+    "layout": "layout",
     "pods": "pods",
     "init": "init",
     "gate": "gate",

@@ -1,6 +1,10 @@
 """`distcheck bubble` and `distcheck memory` print the calculators' numbers with their formulas."""
 
+import pytest
+
+from pytest_distcheck.calc.estimators import LOWER_BOUND
 from pytest_distcheck.cli import main
+from pytest_distcheck.commands import memory as memory_command
 
 
 def test_bubble_prints_both_definitions(capsys):
@@ -65,5 +69,62 @@ def test_memory_plan_total_with_megatron_distributed_optimizer(capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "6 Psi + 12 Psi/N_d" in out
-    assert "24.52 GB per GPU = states 10.25 + activations 10.27 + gathered unit 0 + margin 4" in out
+    assert ("24.52 GB per GPU = states 10.25 GB + activations 10.27 GB + gathered unit 0 GB + margin 4 GB "
+            "(variant zero-paper)") in out
     assert "precision megatron-bf16: 18 bytes/parameter" in out
+
+
+def test_memory_puts_the_unit_on_every_figure_and_names_the_variant(capsys):
+    assert main(["memory", "--params", "7.5B", "--dp", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "variant zero-paper (Rajbhandari et al. 2019); GB = 1e9 bytes" in out
+    assert "(params 15 GB, grads 15 GB, optimizer 90 GB)" in out and "margin 0 GB (variant zero-paper)" in out
+    assert LOWER_BOUND in out
+
+
+def test_memory_in_gib_prints_no_gb(capsys):
+    # 120e9 bytes = 111.8 GiB; the one "GB" left is the note that DeepSpeed calls GiB "GB"
+    assert main(["memory", "--params", "7.5B", "--dp", "64", "--unit", "GiB"]) == 0
+    out = capsys.readouterr().out
+    assert "111.8 GiB" in out and out.count(" GB") == 0 and 'what DeepSpeed prints as "GB"' in out
+
+
+def test_memory_reproduces_deepspeeds_published_tables_under_its_variant(capsys):
+    # DeepSpeed docs memory.rst, _all_cold: 2851e6 params, 32e6 largest layer, 1 node x 8 GPUs
+    argv = ["memory", "--params", "2851M", "--dp", "8", "--largest-layer", "32M", "--unit", "GiB"]
+    assert main([*argv, "--variant", "deepspeed-docs"]) == 0
+    docs = capsys.readouterr().out
+    for figure in ("5.31 GiB (2 Psi)", "15.93 GiB (4 Psi + 16 Psi/N)", "127.45 GiB", "71.69 GiB", "63.72 GiB",
+                   "0.78 GiB", "1.43 GiB", "6.09 GiB (4L + 18 Psi/N)"):
+        assert figure in docs
+    assert main([*argv, "--variant", "deepspeed-estimator"]) == 0
+    assert "11.28 GiB (2 Psi + 18 Psi/N)" in capsys.readouterr().out
+
+
+def test_memory_largest_layer_is_zero3s_gathered_term(capsys):
+    assert main(["memory", "--params", "2851M", "--dp", "8", "--zero", "zero3", "--largest-layer", "32M"]) == 0
+    assert "gathered unit 0.128 GB" in capsys.readouterr().out   # 4 x 32e6 bytes
+
+
+def test_memory_places_zero_infinity_states_per_gpu_and_per_node(capsys):
+    argv = ["memory", "--params", "7B", "--dp", "16", "--gpus-per-node", "8", "--zero", "zero3",
+            "--offload-optimizer", "cpu", "--offload-param", "nvme", "--largest-layer", "200M"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    # GPU 4L = 0.8 GB; CPU 8 x (2 + 12) x 7e9/16 x 1.5 = 73.5 GB; NVMe 8 x 2 x 7e9/16 = 7 GB
+    assert "per GPU 0.8 GB (GPU holds 4L); per node CPU 73.5 GB (1.5 x n x (grads+optimizer)), NVMe 7 GB" in out
+    assert "0.8 GB per GPU = states 0.8 GB" in out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--tp", "64", "--layers", "32", "--hidden", "4096", "--heads", "32", "--seq-len", "2048"],
+     memory_command.TP_HEADS.format(tp=64, heads=32)),
+    (["--layers", "32", "--hidden", "4096", "--heads", "7", "--seq-len", "2048"],
+     memory_command.HIDDEN_HEADS.format(hidden=4096, heads=7, dim=4096 / 7)),
+    (["--tp", "2", "--variant", "deepspeed-docs"], memory_command.DEEPSPEED_SPLIT.format(tp=2, pp=1, cp=1)),
+    (["--variant", "deepspeed-docs", "--offload-optimizer", "cpu"], memory_command.OFFLOAD_VARIANT),
+    (["--recipe", "megatron-bf16", "--zero", "zero2", "--offload-optimizer", "cpu"], memory_command.OFFLOAD_RECIPE),
+])
+def test_memory_refuses_a_shape_or_option_it_cannot_count(capsys, argv, message):
+    assert main(["memory", "--params", "7B", "--dp", "8", *argv]) == 2
+    assert message in capsys.readouterr().err

@@ -57,11 +57,13 @@ def test_plain_count_of_a_thousand_or_more_is_accepted(capsys):
 NUMERIC = {  # a valid command and the numeric options it takes
     "memory": (["memory", "--params", "7B", "--dp", "8"],
                ["--params", "--dp", "--k", "--tp", "--pp", "--cp", "--layers", "--hidden", "--heads", "--seq-len",
-                "--micro-batch", "--gpus-per-node", "--margin-gb"]),
+                "--micro-batch", "--gpus-per-node", "--margin-gb", "--largest-layer"]),
     "strategy": (["strategy", "--params", "7B", "--gpu-memory-gb", "80", "--gpus-per-node", "8"],
                  ["--params", "--gpu-memory-gb", "--gpus-per-node", "--nodes", "--layers", "--hidden", "--heads",
                   "--seq-len", "--micro-batch", "--usable-fraction", "--batch", "--context"]),
     "bubble": (["bubble", "-p", "4", "-m", "8"], ["-p", "-m", "-v"]),
+    "layout": (["layout", "--gpus", "64", "--mbs", "1", "--gbs", "128"],
+               ["--gpus", "--tp", "--pp", "--cp", "--vp", "--mbs", "--gbs", "--layers", "--ga"]),
     "estimate": (["estimate", "--gpu", "H100", "--minutes", "10"], ["--minutes", "--count"]),
 }
 TEXTS = ["0", "-1", "1", "2", "3", "7", "8", "64", "1e308", "-1e308", "inf", "-inf", "nan", "1e-308", "0.5",

@@ -46,6 +46,9 @@ def quoted_ranges(result: dict) -> list[str]:
     inflated = [s for s in up if s["prefill"] > 2 or s["decode"] > 2]
     batch1 = sorted(s["prefill"] for s in up if s["batch_size"] == 1)
     ratio = sorted(m["torch_tp_decode_ratio"] for m in two)
+    share = [m["decode_allreduce_s_per_step"] / at[(1, m["batch_size"], m["prompt_len"])]["decode_step_s"]["median"]
+             for m in two]  # all-reduce time of a TP-2 step over the TP-1 step of the same configuration
+    over, under = [x for x in share if x > 1], sorted(x for x in share if x <= 1)
     load = re.search(r"load average ([\d.]+) at start, ([\d.]+) at the end", result["notes"])
     return [
         f"load average {float(load[1]):.1f} at the start, {float(load[2]):.1f} at the end",
@@ -54,6 +57,8 @@ def quoted_ranges(result: dict) -> list[str]:
         f"prefill took {at[(1, 4, 128)]['prefill_s']['median'] * 1e3:.0f} ms here",
         f"spent {min(allreduce):.0f}–{max(allreduce):.0f} ms in all-reduce",
         f"a whole TP-1 step ({min(tp1_step):.0f}–{max(tp1_step):.0f} ms)",
+        f"in {len(over)} of the {len(share)} configurations, and {under[0] * 100:.0f}–{under[-1]:.0%} of it in the "
+        f"other {len(under)}",
         f"(speedup {decode[0]:.2f}–{max(d for d in decode if d <= 2):.2f} outside the one inflated case)",
         f"at batch 1 ({batch1[0]:.2f}–{batch1[-1]:.2f})",
         f"took {ratio[0]:.2f}–{ratio[-1]:.2f}x the lab's decode step time ({ratio[0]:.1f}–{ratio[-2]:.1f}x in five",
@@ -106,6 +111,11 @@ def test_lab01_quotes_the_reference_ddp_run():
     text = _flat((ROOT / "docs" / "lab" / "01-ddp-on-cpu.md").read_text())
     assert f"took {min(small):.2f}–{max(small):.2f} ms in the reference run" in text
     assert f"({min(large):.2f}–{max(large):.2f} GB/s from 4 MiB up in that run)" in text
+    median = {r["size_bytes"]: r["time_s_median"] * 1e3 for r in sweep}
+    kib = 1024
+    assert (f"medians at 4 KiB and 256 KiB, {median[4 * kib]:.2f} and {median[256 * kib]:.2f} ms, are "
+            f"{median[4 * kib] / median[16 * kib]:.1f} and {median[256 * kib] / median[64 * kib]:.1f} times the 16 KiB "
+            "and 64 KiB medians") in text
 
 
 def test_lab02_cpu_preset_size_and_run_time_are_the_results():

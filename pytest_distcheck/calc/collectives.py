@@ -147,8 +147,9 @@ def tree_allreduce_latency_seconds(n: int, alpha_s: float) -> float:
     """The latency term of a tree all-reduce (reduce up, broadcast down): 2 log2(n) alpha seconds.
 
     Source: NVIDIA, "Massively scale your deep learning training with NCCL 2.4" (2019): double binary
-    trees have logarithmic latency. The tree's bandwidth term depends on the implementation and is not
-    modelled here.
+    trees have logarithmic latency. NCCL's tree spans nodes only (within a node it is a chain:
+    NVIDIA/nccl#919, #672), so n is the number of nodes there. The tree's bandwidth term depends on the
+    implementation and is not modelled here.
     """
     _whole("number of ranks n", n)
     return 2 * math.log2(n) * alpha_s

@@ -388,6 +388,7 @@ def plan_memory(
     recompute: str = "none",
     sequence_parallel: bool | None = None,
     interleaving_stages: int = 1,
+    largest_layer: float | None = None,
 ) -> PlanMemory:
     """Per-GPU memory of a plan: model states + activations + the gathered ZeRO-3/FSDP unit, bytes.
 
@@ -395,7 +396,8 @@ def plan_memory(
     :func:`first_stage_activation_bytes` (Korthikanti et al. 2022 Eq. (5)/(6): L layers' worth on the first
     stage under 1F1B whatever p) divided by cp (context parallelism splits every activation along the
     sequence); the gathered unit is one transformer layer (12 h^2 / t parameters, :func:`layer_params`)
-    for ZeRO-3 / FULL_SHARD / HYBRID_SHARD. Activations need all of layers, hidden, heads and seq_len;
+    for ZeRO-3 / FULL_SHARD / HYBRID_SHARD, or ``largest_layer`` parameters when given (DeepSpeed's L, whose 4L
+    term is this unit in 16 bits). Activations need all of layers, hidden, heads and seq_len;
     without them they are 0 and the assumptions say so. sequence_parallel defaults to tp > 1.
 
     Not counted (say so wherever a fit is claimed): embeddings' and the loss's activations, temporary
@@ -431,10 +433,12 @@ def plan_memory(
                      + (f", split over CP = {cp}" if cp > 1 else ""))
     gathered = 0.0
     if precision.SHARDS[precision.scheme(sharding)][0]:
-        if hidden is None and layers is None:
-            notes.append("ZeRO-3/FSDP gathered unit not counted: give hidden (or layers) to size it")
+        if hidden is None and layers is None and largest_layer is None:
+            notes.append("ZeRO-3/FSDP gathered unit not counted: give the largest layer (or hidden, or layers) to "
+                         "size it")
         else:
-            unit = layer_params(hidden) if hidden is not None else params / (layers or 1)
+            unit = (largest_layer if largest_layer is not None else
+                    layer_params(hidden) if hidden is not None else params / (layers or 1))
             gathered = gathered_unit_bytes(unit, r, tp)
             notes.append(f"ZeRO-3/FSDP: one gathered unit of {unit:.4g} parameters / TP (DeepSpeed estimator's "
                          "largest-layer term)")

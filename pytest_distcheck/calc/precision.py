@@ -135,9 +135,9 @@ PRESETS: dict[str, Recipe] = {r.name: r for r in (
            source="Megatron-LM README, 'Distributed Optimizer': fp32 param, fp32 grads: 16 bytes, 8 + 8/d "
                   "distributed"),
     Recipe("deepspeed-fp16", "fp16", "fp16", "fp32", "adam",
-           source="DeepSpeed mixed precision with ZeRO = the ZeRO paper's 2 + 2 + 12 (ZeRO sec. 3.1); "
-                  "deepspeed/runtime/zero/stage3.py estimate_zero3_model_states_mem_needs adds "
-                  "4 x largest layer"),
+           source="fp16 weights and grads with fp32 Adam, counted as the ZeRO paper's 2 + 2 + 12 (ZeRO sec. 3.1); "
+                  "DeepSpeed's own estimators count more (fp32 gradients too): calc/estimators.py, "
+                  "variants deepspeed-docs and deepspeed-estimator"),
     Recipe("deepspeed-bf16", "bf16", "bf16", "fp32", "adam",
            source="DeepSpeed bf16 config: the fp16 recipe with bf16 weights and grads (2 + 2 + 12)"),
     Recipe("fsdp2-bf16", "fp32", "fp32", None, "adam", compute="bf16",

@@ -1,4 +1,5 @@
-"""Communication of tensor parallelism (TP), sequence parallelism (SP) and pipeline point-to-point.
+"""Communication of tensor parallelism (TP), sequence parallelism (SP), pipeline point-to-point and the
+expert-parallel (EP) all-to-all.
 
 Symbols: b = micro-batch size, s = sequence length, h = hidden size, t = TP degree (ranks of the TP
 group), bytes_per_element = 2 for fp16/bf16 activations.
@@ -168,3 +169,20 @@ def pp_bytes_sent_per_stage_per_batch(
     _whole("virtual_stages", virtual_stages)
     msg = pp_message_bytes(micro_batch, seq_len, hidden, bytes_per_element, tp, scatter_gather)
     return 2 * microbatches * virtual_stages * msg
+
+
+def ep_all_to_all_bytes(micro_batch: int, seq_len: int, hidden: int, top_k: int, ep: int,
+                        bytes_per_element: int = 2) -> float:
+    """Bytes one rank sends in one MoE layer's dispatch all-to-all (the combine sends as many back).
+
+    Each of the rank's b s tokens goes to its top_k experts as an h-vector, top_k b s h elements (GShard,
+    Lepikhin et al. 2020 sec. 2.2, k = 2; Switch, Fedus et al. 2021 sec. 2.1, k = 1); with routing spread
+    evenly over the ep ranks, (ep-1)/ep of those copies leave the rank. Dropped tokens (a capacity factor,
+    Switch sec. 2.2) send less, an overloaded expert's rank receives more.
+
+    Raises:
+        ValueError: a size not a whole number >= 1.
+    """
+    for name, value in (("top_k", top_k), ("ep", ep)):
+        _whole(name, value)
+    return top_k * tp_message_bytes(micro_batch, seq_len, hidden, bytes_per_element) * (ep - 1) / ep

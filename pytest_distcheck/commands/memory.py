@@ -1,13 +1,16 @@
 """Memory per GPU: model states under DDP, ZeRO-1/2/3, FSDP and Megatron's distributed optimizer; activations.
 
   distcheck memory --params 7.5B --dp 64                       ZeRO Fig. 1: 120 / 31.4 / 16.6 / 1.9 GB
-  distcheck memory --params 70B --dp 32 --gpus-per-node 8      adds HYBRID_SHARD
+  distcheck memory --params 2851M --dp 8 --largest-layer 32M --variant deepspeed-docs --unit GiB
+                                                               DeepSpeed's published tables (its "GB" are GiB)
+  distcheck memory --params 7B --dp 16 --gpus-per-node 8 --zero zero3 --offload-optimizer cpu --offload-param nvme
+                                                               ZeRO-Infinity: per GPU, per node's CPU and NVMe
   distcheck memory --params 175B --dp 8 --tp 8 --pp 16 --layers 96 --hidden 12288 --heads 96 --seq-len 2048 \\
       --recipe megatron-bf16 --zero megatron-distopt --recompute selective
                                                                the per-GPU total of that plan
-TP and PP divide every row (each GPU holds Psi/(TP x PP) parameters). GB = 1e9 bytes. Precision recipes:
-calc/precision.py (default: the ZeRO paper's fp16 + fp32 Adam, 16 bytes/parameter). Buffers, fragmentation
-and the CUDA context are extra: that is what --margin-gb is for.
+Every figure carries its unit (--unit: GB = 1e9 bytes, or GiB = 2^30) and follows a named variant (--variant;
+calc/estimators.py). TP and PP divide every row. Model states are a lower bound: buffers, fragmentation and
+the CUDA context are extra (--margin-gb).
 """
 
 from __future__ import annotations
@@ -17,9 +20,23 @@ import argparse
 from pytest_distcheck.commands._numbers import count, positive_int, real
 
 ZERO_CHOICES = ("ddp", "zero1", "zero2", "zero3", "megatron-distopt", "HYBRID_SHARD")
+UNITS = {"GB": 1e9, "GiB": 2**30}
+UNIT_NOTE = {"GB": "GB = 1e9 bytes", "GiB": "GiB = 2^30 bytes, what DeepSpeed prints as \"GB\""}
+TP_HEADS = ("--tp {tp} does not divide --heads {heads}: TP gives each rank whole attention heads (megatron-core "
+            "TransformerConfig: num_attention_heads % tensor_model_parallel_size == 0); use a TP that divides {heads}")
+HIDDEN_HEADS = ("--hidden {hidden} is not a multiple of --heads {heads}: each head would get {dim:.4g} channels; "
+                "give the model's own head count")
+DEEPSPEED_SPLIT = ("DeepSpeed's estimators count data parallelism only: drop --tp/--pp/--cp (got TP = {tp}, "
+                   "PP = {pp}, CP = {cp})")
+DEEPSPEED_RECIPE = "DeepSpeed's estimators assume 16-bit weights with fp32 Adam: drop --k and --recipe {recipe}"
+OFFLOAD_VARIANT = ("--offload-optimizer/--offload-param place the ZeRO paper's states (--variant zero-paper); "
+                   "the DeepSpeed variants list every offload option already")
+OFFLOAD_RECIPE = "the offload placement counts the ZeRO paper's 2 + 2 + K bytes: use --recipe zero (or --k)"
+NODES = "--dp {dp} is not a multiple of --gpus-per-node {n}"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from pytest_distcheck.calc.estimators import DEVICES, VARIANTS, ZERO_PAPER
     from pytest_distcheck.calc.precision import PRESETS
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -28,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree t (default 1)")
     parser.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree p (default 1)")
     parser.add_argument("--cp", type=positive_int, default=1, help="context-parallel degree (default 1)")
-    parser.add_argument("--gpus-per-node", type=positive_int, help="shard group of HYBRID_SHARD")
+    parser.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node n: HYBRID_SHARD's shard group, "
+                                                                   "the per-node figures of offloading")
     precision = parser.add_mutually_exclusive_group()
     precision.add_argument("--recipe", choices=sorted(PRESETS), default="zero",
                            help="precision recipe (default zero: fp16 weights/grads, fp32 master + Adam)")
@@ -36,8 +54,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                          "master (0-64; fp16 weights and grads)")
     parser.add_argument("--zero", choices=ZERO_CHOICES, default="zero1",
                         help="the plan's sharding for the per-GPU total (default zero1)")
+    parser.add_argument("--variant", choices=VARIANTS, default=ZERO_PAPER,
+                        help="whose formula the model-state rows follow (default zero-paper; calc/estimators.py)")
+    parser.add_argument("--unit", choices=sorted(UNITS), default="GB", help="GB = 1e9 bytes (default) or GiB = 2^30")
+    parser.add_argument("--largest-layer", type=count, metavar="COUNT",
+                        help="parameters L of the largest layer: ZeRO-3's gathered 4L bytes (DeepSpeed's estimator)")
+    parser.add_argument("--offload-optimizer", choices=DEVICES, default="none",
+                        help="ZeRO-Offload: optimizer states and gradients to cpu or nvme (zero2/zero3)")
+    parser.add_argument("--offload-param", choices=DEVICES, default="none",
+                        help="ZeRO-Infinity: parameters to cpu or nvme too (zero3)")
     parser.add_argument("--margin-gb", type=real(0, 1e4), default=0.0,
-                        help="GB to add for buffers, fragmentation, CUDA context (default 0)")
+                        help="GB (1e9 bytes) to add for buffers, fragmentation, CUDA context (default 0)")
     arch = parser.add_argument_group("activations (Korthikanti et al. 2022), all four needed")
     arch.add_argument("--layers", type=positive_int, help="transformer layers L")
     arch.add_argument("--hidden", type=positive_int, help="hidden size h")
@@ -55,54 +82,125 @@ def run(args: argparse.Namespace) -> int:
     arch = (args.layers, args.hidden, args.heads, args.seq_len)
     if any(a is not None for a in arch) and None in arch:
         raise DistcheckError("activations need all of --layers, --hidden, --heads and --seq-len")
+    if args.heads is not None and args.heads % args.tp:
+        raise DistcheckError(TP_HEADS.format(tp=args.tp, heads=args.heads))
+    if args.heads is not None and args.hidden % args.heads:
+        raise DistcheckError(HIDDEN_HEADS.format(hidden=args.hidden, heads=args.heads, dim=args.hidden / args.heads))
     try:
         return _run(args, memory, precision)
     except ValueError as exc:
         raise DistcheckError(str(exc)) from None
 
 
+def _fmt(args: argparse.Namespace, nbytes: float, width: int = 0) -> str:
+    """``nbytes`` in the chosen unit, with the unit: ``31.41 GB``."""
+    return f"{nbytes / UNITS[args.unit]:>{width}.4g} {args.unit}"
+
+
 def _run(args: argparse.Namespace, memory, precision) -> int:
+    from pytest_distcheck.calc import estimators
+
     psi, n, t, p, cp = args.params, args.dp, args.tp, args.pp, args.cp
     local = psi / (t * p)
     recipe = precision.recipe(args.recipe)
     k = recipe.k if args.k is None else args.k
-    split = f", TP = {t}, PP = {p} (Psi below = Psi/(TP x PP) = {local:.4g} per GPU)" if t * p > 1 else ""
     group = n * cp
-    what = f"K = {k:g}" if args.k is not None else f"recipe {recipe.name}, {recipe.total_bytes_per_param:g} B/param"
-    print(f"model states per GPU, Psi = {psi:.4g} parameters, N_d = {group}{split}, {what} (Rajbhandari et al. 2019)")
-    rows = [
-        ("DDP / FSDP NO_SHARD", "(2+2+K) Psi", "ddp", "sec. 3.1"),
-        ("ZeRO-1", "4 Psi + K Psi/N_d", "zero1", "sec. 5.1"),
-        ("ZeRO-2 / FSDP SHARD_GRAD_OP", "2 Psi + (2+K) Psi/N_d", "zero2", "sec. 5.2"),
-        ("ZeRO-3 / FSDP FULL_SHARD", "(2+2+K) Psi/N_d", "zero3", "sec. 5.3"),
-    ]
 
     def states(scheme: str, shard_group: int | None = None):
         if args.k is not None:
             return memory.zero_model_states(local, precision.scheme(scheme), shard_group or group, k)
         return memory.model_states(psi, recipe, scheme, n, t, p, cp, shard_group)
 
-    symbolic = args.k is not None or recipe.name == "zero"
-    for name, formula, stage, sec in rows:
-        s = states(stage)
-        formula = formula if symbolic else _formula(recipe, stage, precision)
-        print(f"  {name:<30} {formula:<24} {s.total_gb:>10.4g} GB   (params {s.params_bytes / 1e9:.4g}, grads "
-              f"{(s.grads_bytes + s.main_grads_bytes) / 1e9:.4g}, optimizer "
-              f"{(s.optimizer_bytes + s.master_bytes) / 1e9:.4g})  {sec}")
-    if args.gpus_per_node:
-        g = _node_group(args, group)
-        h = states("HYBRID_SHARD", g)
-        print(f"  {'FSDP HYBRID_SHARD':<30} {'(2+2+K) Psi/G, G=' + str(g):<24} {h.total_gb:>10.4g} GB"
-              "   FULL_SHARD within a node (torch fsdp/api.py)")
-    if args.k is None and recipe.master:
-        d = states("megatron-distopt")
-        formula = _formula(recipe, "megatron-distopt", precision)
-        print(f"  {'Megatron distributed optimizer':<30} {formula:<24} {d.total_gb:>10.4g} GB"
-              "   Megatron-LM README, 'Distributed Optimizer'")
+    if args.variant == estimators.ZERO_PAPER:
+        _paper_rows(args, memory, precision, recipe, k, states)
+    else:
+        if args.offload_optimizer != "none" or args.offload_param != "none":
+            raise ValueError(OFFLOAD_VARIANT)
+        _framework_rows(args, estimators, recipe, local, group)
+    print(estimators.LOWER_BOUND)
     if None not in (args.layers, args.hidden, args.heads, args.seq_len):
         _activations(args)
     _plan(args, memory, precision, states, k)
     return 0
+
+
+def _paper_rows(args: argparse.Namespace, memory, precision, recipe, k: float, states) -> None:
+    from pytest_distcheck.calc.estimators import SOURCES, ZERO_PAPER
+
+    psi, t, p = args.params, args.tp, args.pp
+    split = f", TP = {t}, PP = {p} (Psi below = Psi/(TP x PP) = {psi / (t * p):.4g} per GPU)" if t * p > 1 else ""
+    what = f"K = {k:g}" if args.k is not None else f"recipe {recipe.name}, {recipe.total_bytes_per_param:g} B/param"
+    print(f"model states per GPU, Psi = {psi:.4g} parameters, N_d = {args.dp * args.cp}{split}, {what}; variant "
+          f"{ZERO_PAPER} (Rajbhandari et al. 2019); {UNIT_NOTE[args.unit]}")
+    rows = [
+        ("DDP / FSDP NO_SHARD", "(2+2+K) Psi", "ddp", "sec. 3.1"),
+        ("ZeRO-1", "4 Psi + K Psi/N_d", "zero1", "sec. 5.1"),
+        ("ZeRO-2 / FSDP SHARD_GRAD_OP", "2 Psi + (2+K) Psi/N_d", "zero2", "sec. 5.2"),
+        ("ZeRO-3 / FSDP FULL_SHARD", "(2+2+K) Psi/N_d", "zero3", "sec. 5.3"),
+    ]
+    symbolic = args.k is not None or recipe.name == "zero"
+    for name, formula, stage, sec in rows:
+        s = states(stage)
+        formula = formula if symbolic else _formula(recipe, stage, precision)
+        print(f"  {name:<30} {formula:<24} {_fmt(args, s.total_bytes, 10)}   (params {_fmt(args, s.params_bytes)}, "
+              f"grads {_fmt(args, s.grads_bytes + s.main_grads_bytes)}, optimizer "
+              f"{_fmt(args, s.optimizer_bytes + s.master_bytes)})  {sec}")
+    if args.gpus_per_node:
+        g = _node_group(args, args.dp * args.cp)
+        h = states("HYBRID_SHARD", g)
+        print(f"  {'FSDP HYBRID_SHARD':<30} {'(2+2+K) Psi/G, G=' + str(g):<24} {_fmt(args, h.total_bytes, 10)}"
+              "   FULL_SHARD within a node (torch fsdp/api.py)")
+    if args.k is None and recipe.master:
+        d = states("megatron-distopt")
+        formula = _formula(recipe, "megatron-distopt", precision)
+        print(f"  {'Megatron distributed optimizer':<30} {formula:<24} {_fmt(args, d.total_bytes, 10)}"
+              "   Megatron-LM README, 'Distributed Optimizer'")
+    if args.offload_optimizer != "none" or args.offload_param != "none":
+        pl = _placement(args, k, recipe)
+        nvme = f", NVMe {_fmt(args, pl.nvme_bytes)}" if pl.nvme_bytes else ""
+        print(f"  offload {pl.options}: per GPU {_fmt(args, pl.gpu_bytes)} ({pl.gpu_formula}); per node CPU "
+              f"{_fmt(args, pl.host_bytes)} ({pl.host_formula}){nvme}  {SOURCES[ZERO_PAPER]}")
+
+
+def _placement(args: argparse.Namespace, k: float, recipe):
+    from pytest_distcheck.calc.estimators import offload_placement
+
+    if args.k is None and recipe.name != "zero":
+        raise ValueError(OFFLOAD_RECIPE)
+    n = args.gpus_per_node or args.dp
+    return offload_placement(args.params / (args.tp * args.pp), args.zero, args.dp * args.cp, n,
+                             args.offload_optimizer, args.offload_param, args.largest_layer or 0.0, k)
+
+
+def _framework_rows(args: argparse.Namespace, estimators, recipe, local: float, group: int) -> None:
+    """The tables of a framework's own estimator: DeepSpeed's (per CPU | per GPU | options, like DeepSpeed) or
+    the Megatron-LM README's bytes per parameter."""
+    head = f"model states, variant {args.variant} ({estimators.SOURCES[args.variant]}); {UNIT_NOTE[args.unit]}"
+    if args.variant == estimators.MEGATRON_DISTOPT:
+        print(f"{head}\n  per GPU, d = N_d = {group}, Psi = {local:.4g} per GPU")
+        for r in estimators.megatron_distopt(local, group):
+            print(f"  {r.options:<24} {r.gpu_formula:<16} {_fmt(args, r.gpu_bytes, 10)}")
+        return
+    if args.tp * args.pp * args.cp > 1:
+        raise ValueError(DEEPSPEED_SPLIT.format(tp=args.tp, pp=args.pp, cp=args.cp))
+    if args.k is not None or recipe.name not in ("zero", "deepspeed-fp16", "deepspeed-bf16"):
+        raise ValueError(DEEPSPEED_RECIPE.format(recipe=recipe.name))
+    n = args.gpus_per_node or args.dp
+    if args.dp % n:
+        raise ValueError(NODES.format(dp=args.dp, n=n))
+    nodes = args.dp // n
+    largest = f", L = {args.largest_layer:.4g} (largest layer)" if args.largest_layer else ""
+    print(f"{head}\n  Psi = {args.params:.4g}{largest}, {nodes} node(s) x {n} GPUs; N = {args.dp}")
+    rows = [("ZeRO-2", r) for r in estimators.deepspeed_zero2(args.params, n, nodes, args.variant)]
+    if args.largest_layer:
+        rows += [("ZeRO-3", r) for r in estimators.deepspeed_zero3(args.params, args.largest_layer, n, nodes,
+                                                                    variant=args.variant)]
+    u = UNITS[args.unit]
+    for stage, r in rows:
+        print(f"  {stage} {r.options:<61} per GPU {r.gpu_bytes / u:7.2f} {args.unit} ({r.gpu_formula}); per node "
+              f"{r.host_bytes / u:7.2f} {args.unit} ({r.host_formula})")
+    if not args.largest_layer:
+        print("  (ZeRO-3 rows need --largest-layer: DeepSpeed's 4L, the largest layer gathered)")
 
 
 def _node_group(args: argparse.Namespace, group: int) -> int:
@@ -141,7 +239,7 @@ def _activations(args: argparse.Namespace) -> None:
     ]
     for name, sp, rc, formula, where in configs:
         per_layer = memory.activation_bytes_per_layer(s, b, h, a, t, sp, rc)
-        print(f"  {name:<30} {formula:<26} {per_layer / 1e9:>9.4g} GB/layer  {per_layer * L / 1e9:>9.4g} GB "
+        print(f"  {name:<30} {formula:<26} {_fmt(args, per_layer, 9)}/layer  {_fmt(args, per_layer * L, 9)} "
               f"for L layers  {where}")
     print("  (under 1F1B the first pipeline stage holds L layers' worth whatever p: Eq. (5)/(6))")
 
@@ -152,18 +250,27 @@ def _plan(args: argparse.Namespace, memory, precision, states, k: float) -> None
         raise ValueError("--zero HYBRID_SHARD needs --gpus-per-node")
     if args.k is not None and precision.scheme(args.zero) == "megatron-distopt":
         raise ValueError("--k describes the ZeRO paper's recipe; use --recipe with --zero megatron-distopt")
+    group = _node_group(args, args.dp * args.cp) if hybrid else None
     pm = memory.plan_memory(
         args.params, recipe=args.recipe, sharding=args.zero, dp=args.dp, tp=args.tp, pp=args.pp, cp=args.cp,
-        shard_group=_node_group(args, args.dp * args.cp) if hybrid else None, layers=args.layers, hidden=args.hidden,
-        heads=args.heads, seq_len=args.seq_len, micro_batch=args.micro_batch, recompute=args.recompute)
-    st = states(args.zero, _node_group(args, args.dp * args.cp) if hybrid else None).total_bytes
-    total = st + pm.activation_bytes + pm.gathered_bytes + args.margin_gb * 1e9
+        shard_group=group, layers=args.layers, hidden=args.hidden, heads=args.heads, seq_len=args.seq_len,
+        micro_batch=args.micro_batch, recompute=args.recompute, largest_layer=args.largest_layer)
+    offload = args.offload_optimizer != "none" or args.offload_param != "none"
+    gathered = pm.gathered_bytes
+    if offload:  # the placement's GPU share already holds the gathered largest layer
+        st, gathered = _placement(args, k, precision.recipe(args.recipe)).gpu_bytes, 0.0
+    else:
+        st = states(args.zero, group).total_bytes
+    total = st + pm.activation_bytes + gathered + args.margin_gb * 1e9
     print(f"\nplan TP={args.tp} x PP={args.pp} x CP={args.cp} x DP={args.dp}, {args.zero}, recompute {args.recompute}: "
-          f"{total / 1e9:.4g} GB per GPU = states {st / 1e9:.4g} + activations {pm.activation_bytes / 1e9:.4g} + "
-          f"gathered unit {pm.gathered_bytes / 1e9:.4g} + margin {args.margin_gb:g}")
+          f"{_fmt(args, total)} per GPU = states {_fmt(args, st)} + activations {_fmt(args, pm.activation_bytes)} + "
+          f"gathered unit {_fmt(args, gathered)} + margin {_fmt(args, args.margin_gb * 1e9)} (variant zero-paper)")
     notes = list(pm.assumptions)
     if args.k is not None:
         notes[0] = f"precision: fp16 weights and gradients, K = {k:g} (ZeRO sec. 3.1)"
+    if offload:
+        notes.append(f"states on the GPU after offload_optimizer={args.offload_optimizer}, "
+                     f"offload_param={args.offload_param} (ZeRO-Offload / ZeRO-Infinity)")
     notes.append("not counted: embedding/loss activations, communication buffers, fragmentation, CUDA context "
                  "(ZeRO sec. 3.2)")
     print("assumed:")
