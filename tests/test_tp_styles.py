@@ -2,8 +2,10 @@
 
 The styles (fixtures/tp_styles/, written for these tests): picotron's column/row pair with its own
 process-group manager; nano-vllm's inference-only pair sharded by weight loaders (fused [q | k | v]
-QKV, bias added by rank 0 before the all-reduce); torch's DTensor parallelize_module on a CPU mesh;
-and the lab's own layers (experiments/tp_inference). World size 2, one rank pool for all.
+QKV, bias added by rank 0 before the all-reduce); torch's DTensor parallelize_module on a CPU mesh
+(also with sequence parallelism); megatron-core 0.16.1's own layers and mappings (f inside the
+column-parallel layer or in its parent, vocab-parallel cross entropy); and the lab's own layers
+(experiments/tp_inference). World size 2, one rank pool for all.
 """
 
 from __future__ import annotations
@@ -76,6 +78,109 @@ def check_lab_block():
                          ids=["picotron", "nano-vllm", "dtensor", "lab"])
 def test_each_style_passes_with_one_call(dist_world, check):
     dist_world.run(check)
+
+
+def _dtensor_sequence_parallel() -> str:
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch import nn
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        PrepareModuleInput,
+        RowwiseParallel,
+        SequenceParallel,
+        parallelize_module,
+    )
+
+    from pytest_distcheck.tp import assert_tp_matches_dense
+
+    class NormMLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln, self.up, self.down = nn.LayerNorm(8), nn.Linear(8, 16), nn.Linear(16, 8)
+
+        def forward(self, x):
+            return self.down(F.gelu(self.up(self.ln(x))))
+
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+
+    def shard(d):  # torchtitan's layout: the LayerNorm on sequence shards, all-gather in, reduce-scatter out
+        d = parallelize_module(d, mesh, {"ln": SequenceParallel(), "up": ColwiseParallel(input_layouts=Shard(1)),
+                                         "down": RowwiseParallel(output_layouts=Shard(1))})
+        whole_in = PrepareModuleInput(input_layouts=Replicate(), desired_input_layouts=Shard(1))
+        return parallelize_module(d, mesh, whole_in)
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 8, generator=torch.Generator().manual_seed(1))
+    try:
+        assert_tp_matches_dense(NormMLP(), shard, {"up": "colwise", "down": "rowwise"}, x)
+    except AssertionError as exc:
+        return str(exc)
+    return ""
+
+
+def test_a_dtensor_sequence_parallel_block_passes(dist_world):
+    assert dist_world.run(_dtensor_sequence_parallel) == ["", ""]
+
+
+def _megatron_mlp(f: str) -> str:
+    import torch
+    import torch.distributed as dist
+
+    from fixtures.tp_faults.zoo import MLP
+    from fixtures.tp_styles.megatron_style import MegatronMLP
+    from pytest_distcheck.tp import assert_tp_matches_dense
+
+    torch.manual_seed(0)
+    x = torch.randn(3, 2, 8, generator=torch.Generator().manual_seed(1))  # Megatron's [s, b, h]
+    try:
+        assert_tp_matches_dense(MLP(), lambda d: MegatronMLP(d, dist.group.WORLD, f),
+                                {"up": "colwise", "down": "rowwise"}, x)
+    except AssertionError as exc:
+        return str(exc)
+    return ""
+
+
+@pytest.mark.filterwarnings("ignore:When using async grad allreduce:UserWarning")
+@pytest.mark.parametrize("f", ["layer", "parent"])
+def test_megatron_cores_layers_pass_with_f_inside_the_column_layer_or_in_its_parent(dist_world, f):
+    pytest.importorskip("megatron.core")
+    assert dist_world.run(_megatron_mlp, f) == ["", ""]
+
+
+def test_a_megatron_column_layer_with_its_all_reduce_disabled_and_no_f_is_named(dist_world):
+    pytest.importorskip("megatron.core")
+    message, _ = dist_world.run(_megatron_mlp, "none")
+    assert message.splitlines()[0].endswith("): missing-f"), message
+    assert "- missing-f [up]" in message
+
+
+def _megatron_cross_entropy() -> str:
+    import torch
+    import torch.distributed as dist
+
+    from fixtures.tp_styles.megatron_style import CrossEntropyHead, MegatronVocabCrossEntropy, model_parallel
+    from pytest_distcheck.tp import assert_tp_matches_dense
+
+    torch.manual_seed(0)
+    x = torch.randn(3, 2, 8, generator=torch.Generator().manual_seed(1))
+    target = torch.randint(0, 12, (3, 2), generator=torch.Generator().manual_seed(2))
+    with model_parallel(dist.get_world_size()):  # Megatron's global state: initialised and destroyed here
+        try:
+            assert_tp_matches_dense(CrossEntropyHead(), lambda d: MegatronVocabCrossEntropy(d, dist.group.WORLD),
+                                    {"head": "colwise"}, (x, target))
+        except AssertionError as exc:
+            return str(exc)
+    return ""
+
+
+def test_megatron_cores_vocab_parallel_cross_entropy_passes(dist_world):
+    pytest.importorskip("megatron.core")
+    assert dist_world.run(_megatron_cross_entropy) == ["", ""]
+    assert dist_world.run(_megatron_cross_entropy) == ["", ""]  # destroyed, so it initialises again
 
 
 # --- the failing cases of the issue ------------------------------------------------------------------
