@@ -4,7 +4,8 @@ The styles (fixtures/tp_styles/, written for these tests): picotron's column/row
 process-group manager; nano-vllm's inference-only pair sharded by weight loaders (fused [q | k | v]
 QKV, bias added by rank 0 before the all-reduce); torch's DTensor parallelize_module on a CPU mesh
 (also with sequence parallelism); megatron-core 0.16.1's own layers and mappings (f inside the
-column-parallel layer or in its parent, vocab-parallel cross entropy); and the lab's own layers
+column-parallel layer or in its parent, vocab-parallel cross entropy, its global state left behind);
+and the lab's own layers
 (experiments/tp_inference). World size 2, one rank pool for all.
 """
 
@@ -126,61 +127,66 @@ def test_a_dtensor_sequence_parallel_block_passes(dist_world):
     assert dist_world.run(_dtensor_sequence_parallel) == ["", ""]
 
 
-def _megatron_mlp(f: str) -> str:
+def _megatron_cases() -> dict[str, str]:
+    """Each megatron-core case's report ('' when it passes), all in one call: importing megatron-core costs
+    seconds per rank, paid once."""
     import torch
     import torch.distributed as dist
 
     from fixtures.tp_faults.zoo import MLP
-    from fixtures.tp_styles.megatron_style import MegatronMLP
+    from fixtures.tp_styles.megatron_style import (
+        CrossEntropyHead,
+        MegatronMLP,
+        MegatronVocabCrossEntropy,
+        model_parallel,
+    )
     from pytest_distcheck.tp import assert_tp_matches_dense
+
+    def report(dense, factory, plan, inputs) -> str:
+        try:
+            assert_tp_matches_dense(dense, factory, plan, inputs)
+        except AssertionError as exc:
+            return str(exc)
+        return ""
 
     torch.manual_seed(0)
     x = torch.randn(3, 2, 8, generator=torch.Generator().manual_seed(1))  # Megatron's [s, b, h]
-    try:
-        assert_tp_matches_dense(MLP(), lambda d: MegatronMLP(d, dist.group.WORLD, f),
-                                {"up": "colwise", "down": "rowwise"}, x)
-    except AssertionError as exc:
-        return str(exc)
-    return ""
+    out = {f: report(MLP(), lambda d, f=f: MegatronMLP(d, dist.group.WORLD, f), {"up": "colwise", "down": "rowwise"}, x)
+           for f in ("layer", "parent", "none")}
+    target = torch.randint(0, 12, (3, 2), generator=torch.Generator().manual_seed(2))
+    for again in ("", " again"):  # initialised and destroyed in the call, so it initialises again
+        with model_parallel(dist.get_world_size()):
+            out["cross-entropy" + again] = report(
+                CrossEntropyHead(), lambda d: MegatronVocabCrossEntropy(d, dist.group.WORLD), {"head": "colwise"},
+                (x, target))
+    return out
+
+
+def _megatron_initialise() -> None:
+    from fixtures.tp_styles.megatron_style import megatron
+
+    megatron()[2].initialize_model_parallel(tensor_model_parallel_size=2)  # and never destroyed
 
 
 @pytest.mark.filterwarnings("ignore:When using async grad allreduce:UserWarning")
-@pytest.mark.parametrize("f", ["layer", "parent"])
-def test_megatron_cores_layers_pass_with_f_inside_the_column_layer_or_in_its_parent(dist_world, f):
+def test_megatron_cores_own_layers_pass_a_layer_without_f_is_named_and_its_leftover_state_names_the_test(
+        dist_world, request):
     pytest.importorskip("megatron.core")
-    assert dist_world.run(_megatron_mlp, f) == ["", ""]
+    from pytest_distcheck.ranks.errors import RankError
+    from pytest_distcheck.ranks.module_state import MEGATRON_LEFT_INITIALISED
 
-
-def test_a_megatron_column_layer_with_its_all_reduce_disabled_and_no_f_is_named(dist_world):
-    pytest.importorskip("megatron.core")
-    message, _ = dist_world.run(_megatron_mlp, "none")
-    assert message.splitlines()[0].endswith("): missing-f"), message
-    assert "- missing-f [up]" in message
-
-
-def _megatron_cross_entropy() -> str:
-    import torch
-    import torch.distributed as dist
-
-    from fixtures.tp_styles.megatron_style import CrossEntropyHead, MegatronVocabCrossEntropy, model_parallel
-    from pytest_distcheck.tp import assert_tp_matches_dense
-
-    torch.manual_seed(0)
-    x = torch.randn(3, 2, 8, generator=torch.Generator().manual_seed(1))
-    target = torch.randint(0, 12, (3, 2), generator=torch.Generator().manual_seed(2))
-    with model_parallel(dist.get_world_size()):  # Megatron's global state: initialised and destroyed here
-        try:
-            assert_tp_matches_dense(CrossEntropyHead(), lambda d: MegatronVocabCrossEntropy(d, dist.group.WORLD),
-                                    {"head": "colwise"}, (x, target))
-        except AssertionError as exc:
-            return str(exc)
-    return ""
-
-
-def test_megatron_cores_vocab_parallel_cross_entropy_passes(dist_world):
-    pytest.importorskip("megatron.core")
-    assert dist_world.run(_megatron_cross_entropy) == ["", ""]
-    assert dist_world.run(_megatron_cross_entropy) == ["", ""]  # destroyed, so it initialises again
+    got, _ = dist_world.run(_megatron_cases)
+    # f inside ColumnParallelLinear, or copy_to_tensor_model_parallel_region in the parent: no report.
+    assert (got["layer"], got["parent"]) == ("", ""), got
+    assert got["none"].splitlines()[0].endswith("): missing-f") and "- missing-f [up]" in got["none"], got["none"]
+    assert (got["cross-entropy"], got["cross-entropy again"]) == ("", ""), got
+    # initialize_model_parallel left in place: the next call's "already initialized" names this test.
+    dist_world.run(_megatron_initialise)
+    with pytest.raises(RankError) as info:
+        dist_world.run(_megatron_initialise)
+    text = str(info.value)
+    assert "AssertionError: data parallel group is already initialized" in text  # Megatron's own words
+    assert "note (ranks 0, 1): " + MEGATRON_LEFT_INITIALISED.format(test=request.node.nodeid) in text
 
 
 # --- the failing cases of the issue ------------------------------------------------------------------
