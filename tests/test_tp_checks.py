@@ -202,3 +202,18 @@ def test_a_partial_gradient_inside_the_module_is_reported_only_where_the_boundar
     # No f anywhere: the boundary's dL/dx is partial too, and the layer is named.
     ranks, dense = _layered([g / 4, g * 3 / 4], [g / 4, g * 3 / 4], g, g)
     assert [(f.fault, f.where) for f in diagnose(ranks, dense, plan, **TOL)] == [("missing-f", "mlp.up")]
+
+
+def test_heads_a_tp_degree_does_not_divide_are_refused_before_anything_runs():
+    from fixtures.tp_faults.zoo import Attention
+    from pytest_distcheck.tp.compare import _check_even
+    from pytest_distcheck.tp.plan import EVEN_SHARDS, HEADS_NOT_DIVISIBLE, NOT_DIVISIBLE
+
+    attention = Attention(d=16, heads=4)  # qkv: 3 parts of 16 rows; 8 ranks divide the rows, not the heads
+    _check_even({"qkv": Layer("colwise", fused=3, heads=4), "out": Layer("rowwise", heads=4)}, attention, 4)
+    with pytest.raises(ValueError) as info:
+        _check_even({"qkv": Layer("colwise", fused=3, heads=4)}, attention, 8)
+    assert str(info.value) == f"{HEADS_NOT_DIVISIBLE.format(heads=4, t=8, per=0.5)}; {EVEN_SHARDS}"
+    with pytest.raises(ValueError) as info:
+        _check_even({"qkv": Layer("colwise", fused=3)}, attention, 3)
+    assert str(info.value).startswith(NOT_DIVISIBLE.format(what="qkv.weight dim 0 (a fused part)", length=16, t=3))

@@ -44,8 +44,8 @@ FAULTS: dict[str, str] = {
                               "bias added after the reduce-scatter) sees only its slice of the sequence, so the ranks' "
                               "gradients add up to the dense one; sum them over the TP group after backward, as "
                               "megatron-core's finalize_model_grads does for parameters marked sequence_parallel "
-                              "(megatron/core/distributed/finalize_model_grads.py; NVIDIA/Megatron-LM#1446); here, "
-                              "pass that step as after_backward=",
+                              "(megatron/core/distributed/finalize_model_grads.py; NVIDIA/Megatron-LM#1446); give "
+                              "that step to assert_tp_matches_dense as after_backward=",
     "sliced-input": "an input is split across the ranks in forward but its gradient is not all-gathered in backward: "
                     "each rank's dL/dx is the dense one on its own slice and zero elsewhere; split it with an op whose "
                     "backward all-gathers (Megatron-LM's scatter_to_tensor_model_parallel_region for the last dim, "
