@@ -303,3 +303,54 @@ def test_a_spawn_error_needs_no_torch_here(monkeypatch):
     monkeypatch.delitem(sys.modules, "torch.multiprocessing", raising=False)
     err = RankError([RankOutcome(0, "error", "ValueError: x", phase="call")])
     assert spawn_error(err) is err and "torch.multiprocessing" not in sys.modules
+
+
+def _on_own_store(path: str, kind: str):
+    import torch
+    import torch.distributed as dist
+
+    store = dist.HashStore() if kind == "hash" else dist.FileStore(path, dist.get_world_size())
+    try:
+        dist.init_process_group("gloo", store=store, rank=dist.get_rank(), world_size=dist.get_world_size())
+    except RuntimeError as exc:
+        return str(exc)
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    return t.item(), os.path.getsize(path) > 0  # the group met on the user's store: its file holds the keys
+
+
+def test_a_users_store_in_init_process_group_is_honoured(dist_world, tmp_path):
+    path = str(tmp_path / "my-store")
+    assert dist_world.run(_on_own_store, path, "file") == [(2.0, True)] * 2
+    assert dist_world.run(checks_a_sum, 2) == [None, None]  # the next call is back on the pool's own group
+
+
+def test_a_hash_store_no_other_rank_can_reach_is_refused_saying_why(dist_world, tmp_path):
+    from pytest_distcheck.ranks.worker import USER_HASH_STORE
+
+    assert dist_world.run(_on_own_store, str(tmp_path / "unused"), "hash") == [USER_HASH_STORE] * 2
+
+
+
+def test_library_state_left_by_an_earlier_call_is_noted_with_its_test(monkeypatch):
+    import types
+
+    from pytest_distcheck.ranks.errors import RankOutcome
+    from pytest_distcheck.ranks.module_state import MEGATRON_LEFT_INITIALISED, StateWatch
+
+    fake = types.ModuleType("megatron.core.parallel_state")  # megatron-core's globals, as they look initialised
+    fake._DATA_PARALLEL_GROUP = None
+    monkeypatch.setitem(sys.modules, "megatron.core.parallel_state", fake)
+    watch = StateWatch()
+    watch.after_call("tests/test_a.py::test_one")
+    assert watch.note() == ""  # nothing initialised
+    fake._DATA_PARALLEL_GROUP = object()
+    watch.after_call("tests/test_a.py::test_two")
+    watch.after_call("tests/test_a.py::test_three")  # still the state test_two left
+    note = MEGATRON_LEFT_INITIALISED.format(test="tests/test_a.py::test_two")
+    assert watch.note() == note
+    err = RankError([RankOutcome(0, "error", "AssertionError: x", note=note), RankOutcome(1, "error", "y", note=note)])
+    assert f"note (ranks 0, 1): {note}" in str(err).splitlines()
+    fake._DATA_PARALLEL_GROUP = None  # destroy_model_parallel
+    watch.after_call("tests/test_a.py::test_four")
+    assert watch.note() == ""

@@ -128,3 +128,92 @@ def test_a_plan_path_or_parameter_the_modules_lack_is_named_before_any_collectiv
         assert_tp_matches_dense(dense, tp, {"0": "colwise"}, torch.ones(2, 4))
     with pytest.raises(TypeError, match="the tp factory returned a int, not an nn.Module"):
         assert_tp_matches_dense(dense, lambda d: 3, {"0": "colwise"}, torch.ones(2, 4))
+
+
+def test_an_activation_is_compared_whole_or_as_this_ranks_chunk_of_one_dim():
+    from pytest_distcheck.tp.shards import shard_like
+
+    dense = torch.arange(24.0).view(2, 4, 3)
+    assert shard_like(dense, dense, 1, 2) is dense
+    assert torch.equal(shard_like(torch.zeros(2, 2, 3), dense, 1, 2), dense[:, 2:])  # a sequence-parallel chunk
+    wide = torch.arange(16.0).view(2, 8)
+    assert torch.equal(shard_like(torch.zeros(2, 4), wide, 0, 2, fused=2), wide[:, [0, 1, 4, 5]])
+    assert shard_like(torch.zeros(2, 3, 3), dense, 0, 2) is None
+
+
+def test_sequence_sharded_and_sliced_signatures():
+    from pytest_distcheck.tp.shards import sequence_dim, sliced_dim
+
+    dense = torch.randn(2, 4, 3)
+    assert sequence_dim(dense[:, 2:], dense, 1, 2, **TOL) == 1
+    assert sequence_dim(dense[..., :1], dense, 0, 3, **TOL) is None  # the last dim: column-parallel, not sequence
+    assert sequence_dim(dense, dense, 0, 2, **TOL) is None
+    g = torch.randn(2, 3, 4)
+    sliced = [torch.cat([g[..., :2], torch.zeros(2, 3, 2)], -1), torch.cat([torch.zeros(2, 3, 2), g[..., 2:]], -1)]
+    assert sliced_dim(sliced, g, **TOL) == 2
+    assert sliced_dim([g / 2, g / 2], g, **TOL) is None  # partial everywhere: a missing f, not a slice
+
+
+def test_split_problems_name_each_uneven_size_and_the_heads():
+    from pytest_distcheck.tp.plan import HEADS_NOT_DIVISIBLE, NOT_DIVISIBLE, split_problems
+
+    assert split_problems({"down.weight dim 1": 16}, 6, heads=4) == [
+        NOT_DIVISIBLE.format(what="down.weight dim 1", length=16, t=6),
+        HEADS_NOT_DIVISIBLE.format(heads=4, t=6, per=4 / 6)]
+    assert NOT_DIVISIBLE.format(what="dim 1", length=16, t=6) == ("dim 1 of length 16 is not divisible by the "
+                                                                  "TP degree 6")
+    assert split_problems({"a": 16}, 4, heads=8) == []
+    with pytest.raises(ValueError, match="heads must be a whole number >= 0"):
+        Layer("colwise", heads=-1)
+
+
+def test_a_fused_weight_split_contiguously_is_named_by_its_parts():
+    gate_up = torch.randn(8, 4)  # [gate | up], 4 rows each
+    held = what_is_held(gate_up[:4], gate_up, Layer("colwise", fused=2), "weight", 0, 2, False, **TOL)
+    assert held == ("fused-contiguous-split", "holds rows 0..3 of 8, a contiguous chunk covering part 1 of the 2 "
+                    "fused parts only, but the plan declares fused=2: every rank needs its chunk of every part")
+    assert what_is_held(chunk(gate_up, 0, 1, 2, fused=2), gate_up, Layer("colwise"), "weight", 1, 2, False,
+                        **TOL)[0] == "fused-contiguous-split"
+    qkv = torch.randn(12, 4)
+    assert what_is_held(chunk(qkv, 0, 1, 2, fused=3), qkv, Layer("colwise"), "weight", 1, 2, False,
+                        **TOL)[0] == "qkv-head-split"
+
+
+def _layered(dx, up_grads, dense_dx, up_dense):
+    """Records of a 2-rank module whose dL/dx at the boundary is ``dx`` per rank and whose planned layer ``up``
+    (colwise, inside parent ``mlp``) saw ``up_grads`` at its input; weights right, no gradients."""
+    w = torch.randn(4, 2)
+    layer = {"in": torch.ones(3), "out": None}
+    dense = {"inputs": [torch.ones(1)], "out": torch.ones(3), "xgrads": [dense_dx], "order": ["mlp", "mlp.up"],
+             "layers": {"mlp.up": {**layer, "in_grad": up_dense}, "mlp": {**layer, "in_grad": dense_dx}},
+             "params": {"mlp.up.weight": {"value": w, "grad": None}}}
+    ranks = [{"inputs": [torch.ones(1)], "out": torch.ones(3), "xgrads": [dx[k]], "order": ["mlp.up", "mlp"],
+              "layers": {"mlp.up": {**layer, "in_grad": up_grads[k]}, "mlp": {**layer, "in_grad": dx[k]}},
+              "params": {"mlp.up.weight": {"value": w.chunk(2)[k], "grad": None}}} for k in range(2)]
+    return ranks, dense
+
+
+def test_a_partial_gradient_inside_the_module_is_reported_only_where_the_boundary_is_wrong():
+    plan = {"mlp.up": Layer("colwise")}
+    g = torch.randn(3)
+    # f applied by the parent before the layer: the layer's input gradient is partial, the module's is whole.
+    ranks, dense = _layered([g, g], [g / 4, g * 3 / 4], g, g)
+    assert diagnose(ranks, dense, plan, **TOL) == []
+    # No f anywhere: the boundary's dL/dx is partial too, and the layer is named.
+    ranks, dense = _layered([g / 4, g * 3 / 4], [g / 4, g * 3 / 4], g, g)
+    assert [(f.fault, f.where) for f in diagnose(ranks, dense, plan, **TOL)] == [("missing-f", "mlp.up")]
+
+
+def test_heads_a_tp_degree_does_not_divide_are_refused_before_anything_runs():
+    from fixtures.tp_faults.zoo import Attention
+    from pytest_distcheck.tp.compare import _check_even
+    from pytest_distcheck.tp.plan import EVEN_SHARDS, HEADS_NOT_DIVISIBLE, NOT_DIVISIBLE
+
+    attention = Attention(d=16, heads=4)  # qkv: 3 parts of 16 rows; 8 ranks divide the rows, not the heads
+    _check_even({"qkv": Layer("colwise", fused=3, heads=4), "out": Layer("rowwise", heads=4)}, attention, 4)
+    with pytest.raises(ValueError) as info:
+        _check_even({"qkv": Layer("colwise", fused=3, heads=4)}, attention, 8)
+    assert str(info.value) == f"{HEADS_NOT_DIVISIBLE.format(heads=4, t=8, per=0.5)}; {EVEN_SHARDS}"
+    with pytest.raises(ValueError) as info:
+        _check_even({"qkv": Layer("colwise", fused=3)}, attention, 3)
+    assert str(info.value).startswith(NOT_DIVISIBLE.format(what="qkv.weight dim 0 (a fused part)", length=16, t=3))

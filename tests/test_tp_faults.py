@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fixtures.tp_faults.zoo import CORRECT, ZOO
+from pytest_distcheck.tp.diagnose import FAULTS
+from pytest_distcheck.tp.plan import EVEN_SHARDS, NOT_DIVISIBLE
 
 
 def _check(name: str, correct: bool) -> str:
@@ -15,18 +17,20 @@ def _check(name: str, correct: bool) -> str:
 
     entry = (CORRECT if correct else ZOO)[name]
     try:
-        assert_tp_matches_dense(entry.dense(), entry.tp, entry.plan, entry.inputs(dist.get_rank()))
+        assert_tp_matches_dense(entry.dense(), entry.tp, entry.plan, entry.inputs(dist.get_rank()),
+                                after_backward=entry.after_backward)
     except AssertionError as exc:
         return str(exc)
     return ""
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))
-def test_each_fault_is_named(dist_world, name):
+def test_each_fault_is_named_alone(dist_world, name):
     fault = ZOO[name].fault
     message, other = dist_world.run(_check, name, False)
     headline = message.splitlines()[0] if message else ""
-    assert fault in headline, message
+    assert headline.endswith(f"): {fault}"), message  # its own name, and no other
+    assert f"  {fault}: {FAULTS[fault]}" in message  # what it means, the fix and its source
     assert fault in other  # the other rank fails too, pointing at rank 0
 
 
@@ -37,4 +41,72 @@ def test_an_activation_that_differs_across_ranks_is_named_at_its_layer(dist_worl
 
 @pytest.mark.parametrize("name", sorted(CORRECT))
 def test_correct_layers_pass(dist_world, name):
+    # Among them: f applied by the parent module before the column-parallel layer, and a whole
+    # sequence-parallel sublayer (all-gather before the column-parallel layer, reduce-scatter after the
+    # row-parallel one, LayerNorm and row-parallel bias gradients summed after backward).
     assert dist_world.run(_check, name, True) == ["", ""]
+
+
+def test_sequence_parallel_gradients_left_partial_are_named_for_each_parameter(dist_world):
+    message, _ = dist_world.run(_check, "sequence-parallel-grad", False)
+    for name in ("ln.weight", "ln.bias", "down.bias"):  # each ran on this rank's tokens only
+        assert f"- sequence-parallel-grad [{name}]: " in message
+    assert "missing-f" not in message and "up." not in message  # the column-parallel layer is right
+
+
+def test_a_fused_gate_up_split_contiguously_is_named_whether_the_plan_declares_it_or_not(dist_world):
+    declared, _ = dist_world.run(_check, "fused-contiguous-split-declared", False)
+    plain, _ = dist_world.run(_check, "fused-contiguous-split", False)
+    assert ("- fused-contiguous-split [gate_up.weight, rank 0]: plan: colwise; the rank holds rows 0..15 of 32"
+            in declared)
+    assert "- fused-contiguous-split [gate_up]: every rank's output of gate_up is its contiguous chunk" in plain
+    assert "Layer('colwise', fused=2)" in plain
+    assert "qkv" not in declared + plain  # not worded as a QKV head split
+
+
+def test_a_softmax_or_argmax_on_each_vocab_slice_alone_is_named(dist_world):
+    for name, kind in (("vocab-local-softmax", "softmax"), ("vocab-local-argmax", "argmax")):
+        message, _ = dist_world.run(_check, name, False)
+        assert f"- vocab-local-softmax [head]: the module's output is the {kind} of each rank's own 6 logits" in message
+
+
+def test_a_sliced_input_without_a_column_parallel_layer_is_not_called_a_missing_f(dist_world):
+    message, _ = dist_world.run(_check, "sliced-input", False)
+    assert ("- sliced-input [input 0]: each rank's dL/dx of input 0 is the dense one on its own chunk of dim 2"
+            in message)
+    assert "missing-f" not in message
+
+
+def _uneven(group_given: bool) -> tuple[str, bool]:
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import RowwiseParallel, parallelize_module
+
+    from pytest_distcheck.tp import assert_tp_matches_dense
+
+    built = []
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+
+    def factory(d):
+        built.append(True)
+        return parallelize_module(d, mesh, {"down": RowwiseParallel()})
+
+    torch.manual_seed(0)
+    dense = nn.Sequential()
+    dense.add_module("down", nn.Linear(9, 4))  # 9 input features over 2 ranks: torch's chunks are 5 and 4
+    try:
+        assert_tp_matches_dense(dense, factory, {"down": "rowwise"}, torch.randn(2, 9),
+                                group=dist.group.WORLD if group_given else None)
+    except ValueError as exc:
+        return str(exc), bool(built)
+    return "", bool(built)
+
+
+def test_an_uneven_split_is_named_before_the_tp_module_runs(dist_world):
+    # torch's RowwiseParallel fails inside the forward on uneven shards (pytorch/pytorch#141335) with
+    # "a and b must have same reduction dim" and a fake-tensor traceback; the check never gets there.
+    want = f"{NOT_DIVISIBLE.format(what='down.weight dim 1', length=9, t=2)}; {EVEN_SHARDS}"
+    assert dist_world.run(_uneven, True) == [(want, False)] * 2  # TP degree given: refused before it is built
+    assert dist_world.run(_uneven, False) == [(want, True)] * 2  # read from the mesh: built, never run

@@ -11,7 +11,8 @@ from experiments.tp_inference.generate import generate
 from experiments.tp_inference.layers import ColumnParallelLinear, RowParallelLinear
 from experiments.tp_inference.model import GPTConfig, build_model
 from experiments.tp_inference.plan import BLOCK_PLAN
-from experiments.tp_inference.shard import planned_layers, shard_model, shard_with_torch
+from experiments.tp_inference.shard import planned_layers, shard_model, shard_with_torch, tp_degree_problems
+from pytest_distcheck.tp.plan import EVEN_SHARDS, HEADS_NOT_DIVISIBLE, NOT_DIVISIBLE
 
 CFG = GPTConfig(vocab_size=64, n_layers=2, d_model=32, n_heads=4, max_seq_len=32, init_std=0.3)
 SOLO = TPGroup(group=None, rank=0, size=1)  # TP degree 1 needs no process group
@@ -82,6 +83,21 @@ def test_indivisible_split_is_an_error():
         ColumnParallelLinear.from_dense(nn.Linear(32, 96), TPGroup(None, 0, 5))
     with pytest.raises(ValueError, match="d_model = 30 is not a multiple of n_heads = 4"):
         GPTConfig(d_model=30, n_heads=4)
+
+
+def test_a_tp_degree_that_splits_a_layer_or_the_heads_unevenly_is_refused_before_any_weight_is_cut():
+    # d_model 32, 4 heads: TP 8 divides every layer (qkv 96 rows, 12 per rank) but not the heads, so each
+    # rank would hold half a head and the attention's reshape would fail much later.
+    dense = build_model(CFG, seed=0)
+    heads = HEADS_NOT_DIVISIBLE.format(heads=4, t=8, per=0.5)
+    assert tp_degree_problems(CFG, 8) == [heads]
+    assert tp_degree_problems(CFG, 2) == []
+    assert NOT_DIVISIBLE.format(what="mlp.up out_features", length=128, t=3) in tp_degree_problems(CFG, 3)
+    for shard in (lambda: shard_model(dense, TPGroup(None, 0, 8)),
+                  lambda: shard_with_torch(dense, mesh=type("Mesh", (), {"size": lambda self: 8})())):
+        with pytest.raises(ValueError) as info:
+            shard()
+        assert str(info.value) == f"TP degree 8 does not fit this model: {heads}; {EVEN_SHARDS}"
 
 
 def test_shards_are_the_right_slices_of_the_dense_weights():

@@ -2,8 +2,11 @@
 
 The styles (fixtures/tp_styles/, written for these tests): picotron's column/row pair with its own
 process-group manager; nano-vllm's inference-only pair sharded by weight loaders (fused [q | k | v]
-QKV, bias added by rank 0 before the all-reduce); torch's DTensor parallelize_module on a CPU mesh;
-and the lab's own layers (experiments/tp_inference). World size 2, one rank pool for all.
+QKV, bias added by rank 0 before the all-reduce); torch's DTensor parallelize_module on a CPU mesh
+(also with sequence parallelism); megatron-core 0.16.1's own layers and mappings (f inside the
+column-parallel layer or in its parent, vocab-parallel cross entropy, its global state left behind);
+and the lab's own layers
+(experiments/tp_inference). World size 2, one rank pool for all.
 """
 
 from __future__ import annotations
@@ -76,6 +79,114 @@ def check_lab_block():
                          ids=["picotron", "nano-vllm", "dtensor", "lab"])
 def test_each_style_passes_with_one_call(dist_world, check):
     dist_world.run(check)
+
+
+def _dtensor_sequence_parallel() -> str:
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch import nn
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        PrepareModuleInput,
+        RowwiseParallel,
+        SequenceParallel,
+        parallelize_module,
+    )
+
+    from pytest_distcheck.tp import assert_tp_matches_dense
+
+    class NormMLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln, self.up, self.down = nn.LayerNorm(8), nn.Linear(8, 16), nn.Linear(16, 8)
+
+        def forward(self, x):
+            return self.down(F.gelu(self.up(self.ln(x))))
+
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+
+    def shard(d):  # torchtitan's layout: the LayerNorm on sequence shards, all-gather in, reduce-scatter out
+        d = parallelize_module(d, mesh, {"ln": SequenceParallel(), "up": ColwiseParallel(input_layouts=Shard(1)),
+                                         "down": RowwiseParallel(output_layouts=Shard(1))})
+        whole_in = PrepareModuleInput(input_layouts=Replicate(), desired_input_layouts=Shard(1))
+        return parallelize_module(d, mesh, whole_in)
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 8, generator=torch.Generator().manual_seed(1))
+    try:
+        assert_tp_matches_dense(NormMLP(), shard, {"up": "colwise", "down": "rowwise"}, x)
+    except AssertionError as exc:
+        return str(exc)
+    return ""
+
+
+def test_a_dtensor_sequence_parallel_block_passes(dist_world):
+    assert dist_world.run(_dtensor_sequence_parallel) == ["", ""]
+
+
+def _megatron_cases() -> dict[str, str]:
+    """Each megatron-core case's report ('' when it passes), all in one call: importing megatron-core costs
+    seconds per rank, paid once."""
+    import torch
+    import torch.distributed as dist
+
+    from fixtures.tp_faults.zoo import MLP
+    from fixtures.tp_styles.megatron_style import (
+        CrossEntropyHead,
+        MegatronMLP,
+        MegatronVocabCrossEntropy,
+        model_parallel,
+    )
+    from pytest_distcheck.tp import assert_tp_matches_dense
+
+    def report(dense, factory, plan, inputs) -> str:
+        try:
+            assert_tp_matches_dense(dense, factory, plan, inputs)
+        except AssertionError as exc:
+            return str(exc)
+        return ""
+
+    torch.manual_seed(0)
+    x = torch.randn(3, 2, 8, generator=torch.Generator().manual_seed(1))  # Megatron's [s, b, h]
+    out = {f: report(MLP(), lambda d, f=f: MegatronMLP(d, dist.group.WORLD, f), {"up": "colwise", "down": "rowwise"}, x)
+           for f in ("layer", "parent", "none")}
+    target = torch.randint(0, 12, (3, 2), generator=torch.Generator().manual_seed(2))
+    for again in ("", " again"):  # initialised and destroyed in the call, so it initialises again
+        with model_parallel(dist.get_world_size()):
+            out["cross-entropy" + again] = report(
+                CrossEntropyHead(), lambda d: MegatronVocabCrossEntropy(d, dist.group.WORLD), {"head": "colwise"},
+                (x, target))
+    return out
+
+
+def _megatron_initialise() -> None:
+    from fixtures.tp_styles.megatron_style import megatron
+
+    megatron()[2].initialize_model_parallel(tensor_model_parallel_size=2)  # and never destroyed
+
+
+@pytest.mark.filterwarnings("ignore:When using async grad allreduce:UserWarning")
+def test_megatron_cores_own_layers_pass_a_layer_without_f_is_named_and_its_leftover_state_names_the_test(
+        dist_world, request):
+    pytest.importorskip("megatron.core")
+    from pytest_distcheck.ranks.errors import RankError
+    from pytest_distcheck.ranks.module_state import MEGATRON_LEFT_INITIALISED
+
+    got, _ = dist_world.run(_megatron_cases)
+    # f inside ColumnParallelLinear, or copy_to_tensor_model_parallel_region in the parent: no report.
+    assert (got["layer"], got["parent"]) == ("", ""), got
+    assert got["none"].splitlines()[0].endswith("): missing-f") and "- missing-f [up]" in got["none"], got["none"]
+    assert (got["cross-entropy"], got["cross-entropy again"]) == ("", ""), got
+    # initialize_model_parallel left in place: the next call's "already initialized" names this test.
+    dist_world.run(_megatron_initialise)
+    with pytest.raises(RankError) as info:
+        dist_world.run(_megatron_initialise)
+    text = str(info.value)
+    assert "AssertionError: data parallel group is already initialized" in text  # Megatron's own words
+    assert "note (ranks 0, 1): " + MEGATRON_LEFT_INITIALISED.format(test=request.node.nodeid) in text
 
 
 # --- the failing cases of the issue ------------------------------------------------------------------

@@ -59,10 +59,11 @@ from experiments.tp_inference.generate import decode_step, prefill
 from experiments.tp_inference.model import GPT, GPTConfig, build_model
 from experiments.tp_inference.plan import BLOCK_PLAN
 from experiments.tp_inference.plot import plot_speedups
-from experiments.tp_inference.shard import shard_model, shard_with_torch
+from experiments.tp_inference.shard import shard_model, shard_with_torch, tp_degree_problems
 from experiments.tp_inference.timing import Stopwatch, device_for
 from pytest_distcheck.evidence import record_sources
 from pytest_distcheck.schemas import validate
+from pytest_distcheck.tp.plan import EVEN_SHARDS
 from pytest_distcheck.tp_result import SCHEMA, SCHEMA_ID, compute_speedups, problems, summarize
 
 EXPERIMENT = "tp-inference"
@@ -126,9 +127,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _settings(args: argparse.Namespace, backend: str, world: int) -> dict[str, Any]:
-    preset = PRESETS[args.preset or ("gpu" if backend == "nccl" else "cpu")]
+    name = args.preset or ("gpu" if backend == "nccl" else "cpu")
+    preset = PRESETS[name]
     cfg: GPTConfig = preset["model"]
-    degrees = args.tp_degrees or [t for t in (1, 2, 4, 8, 16) if t <= world and cfg.n_heads % t == 0]
+    degrees = args.tp_degrees or [t for t in (1, 2, 4, 8, 16) if t <= world and not tp_degree_problems(cfg, t)]
     s = dict(
         model=cfg, dtype=preset["dtype"], tp_degrees=degrees,
         batch_sizes=args.batch_sizes or preset["batch_sizes"], prompt_lens=args.prompt_lens or preset["prompt_lens"],
@@ -137,6 +139,11 @@ def _settings(args: argparse.Namespace, backend: str, world: int) -> dict[str, A
     )
     if max(degrees) > world or 1 not in degrees:
         raise SystemExit(f"--tp-degrees {degrees}: need TP 1 and degrees <= the world size {world}")
+    for t in degrees:  # all checked before TP 1 is timed: a sweep never fails half-way
+        why = tp_degree_problems(cfg, t)
+        if why:
+            raise SystemExit(f"--tp-degrees {degrees}: TP {t} does not fit the {name} preset's model: "
+                             + "; ".join(why) + f"; {EVEN_SHARDS}")
     if max(s["prompt_lens"]) + s["new_tokens"] > cfg.max_seq_len:
         raise SystemExit(f"prompt length {max(s['prompt_lens'])} + {s['new_tokens']} new tokens exceed "
                          f"the model's max_seq_len {cfg.max_seq_len}")

@@ -24,6 +24,8 @@ class RankOutcome:
         warnings: the distinct warnings the call raised (``rank_warnings.Record``), for the pool to
             re-issue in the test process.
         phase: where an error came from: ``setup`` (context or group, before user code) or ``call``.
+        note: what the rank knows of the error's likely cause, beyond the traceback (state an earlier
+            call left: :mod:`pytest_distcheck.ranks.module_state`), or ''.
     """
 
     rank: int
@@ -35,6 +37,7 @@ class RankOutcome:
     stack: str = ""
     warnings: list = field(default_factory=list)
     phase: str = ""
+    note: str = ""
 
 
 class RankError(Exception):
@@ -62,6 +65,12 @@ class RankError(Exception):
                  + (f": {detail}" if detail else "")]
         if hint:
             lines.append(hint)
+        notes: dict[str, list[int]] = {}
+        for o in self.outcomes:
+            if o.note:
+                notes.setdefault(o.note, []).append(o.rank)
+        for note, ranks_ in notes.items():
+            lines.append(f"note (rank{'s' if len(ranks_) > 1 else ''} {', '.join(map(str, ranks_))}): {note}")
         for o in self.outcomes:
             lines.append(f"  rank {o.rank}: " + (o.error if o.error.startswith(o.status) else o.status
                                                    + (f" ({o.error})" if o.error else "")))

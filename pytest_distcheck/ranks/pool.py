@@ -54,7 +54,10 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
   says): the error says so and proposes the DETAIL re-run (:func:`pytest_distcheck.ranks.report.peers_returned`;
   test_rank_compat::test_a_lone_collective_cut_off_by_a_peers_destroy_is_explained);
 - a timeout or an out-of-step call proposes the exact re-run with ``TORCH_DISTRIBUTED_DEBUG=DETAIL``
-  (test_rank_context::test_a_lone_collective_always_ends_as_rank_timeout); debug levels run on ranks of
+  (test_rank_context::test_a_lone_collective_always_ends_as_rank_timeout), unless a hung rank waits on
+  a child process: then the child's stack is shown too and the fix of its cause proposed
+  (:mod:`~pytest_distcheck.ranks.children`, :func:`~pytest_distcheck.ranks.report.hang_hint`;
+  test_rank_children); debug levels run on ranks of
   their own zygote, started with the variable set before ``import torch``, because torch reads it only
   at import (test_rank_context::test_debug_marker_runs_on_ranks_with_that_level); a rank that dies in
   DDP's constructor under DETAIL is named as torch 2.13.0's own crash (reproduced without the kit;
@@ -98,6 +101,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
 
+from pytest_distcheck.ranks.children import describe_children
 from pytest_distcheck.ranks.context import EnvTracker, rewritten_modules
 from pytest_distcheck.ranks.errors import (
     PicklingError,
@@ -108,7 +112,7 @@ from pytest_distcheck.ranks.errors import (
 )
 from pytest_distcheck.ranks.payload import dump_call, origin_file
 from pytest_distcheck.ranks.rank_warnings import reissue
-from pytest_distcheck.ranks.report import STOPPED, blame, detail_rerun, known_crash, peers_returned
+from pytest_distcheck.ranks.report import STOPPED, blame, detail_rerun, hang_hint, known_crash, peers_returned
 from pytest_distcheck.ranks.tempdirs import SessionFolder
 from pytest_distcheck.ranks.zygote import Zygote, ZygoteError, any_exited
 
@@ -557,7 +561,7 @@ class RankPool:
             self.kill()
             if timed_out and not died:
                 returned = [f"rank {o.rank}: returned" for o in done if o.status == "ok"]
-                rerun = detail_rerun(nodeid, self.debug_level)
+                rerun = hang_hint(nodeid, self.debug_level, stacks)
                 limit = f"{seconds} ({capped}, so the ranks' stacks come before it fails the test)" if capped \
                     else seconds
                 raise RankTimeout(done, detail=f"timeout {limit}" + (
@@ -584,8 +588,12 @@ class RankPool:
         time.sleep(0.3)
         # Code sent by value has lost its file name (cloudpickle); the line numbers are the source's.
         origin = f'File "{self._origin}"' if self._origin else 'File "<dynamic-code>"'
-        return {r: _user_frames(Path(self._path(r, "stack")).read_text(errors="replace")
-                                .replace('File "<dynamic-code>"', origin)) for r in ranks}
+
+        def clean(text: str) -> str:
+            return _user_frames(text.replace('File "<dynamic-code>"', origin))
+        # Each rank's stack, then its children's (a hang in a process the rank forked: children.py).
+        return {r: clean(Path(self._path(r, "stack")).read_text(errors="replace"))
+                + describe_children(self._pids[r], self._path(r, "stack"), clean) for r in ranks}
 
     def _finish(self, outcomes: list[RankOutcome], results: list[bytes], live: bool, nodeid: str) -> list[Any]:
         __tracebackhide__ = True

@@ -5,8 +5,10 @@ Pure functions of the ranks' outcomes, so each rule is unit-tested without proce
 
 from __future__ import annotations
 
+import re
 import shlex
 
+from pytest_distcheck.ranks.children import FORKED_CHILD, UNREAD_CHILD
 from pytest_distcheck.ranks.errors import RankOutcome
 
 STOPPED = "stopped after a peer failed"
@@ -80,3 +82,54 @@ def known_crash(o: RankOutcome, level: str) -> str:
                 "(torch 2.13.0 does so in a plain script too, without this kit); use INFO for DDP "
                 "tests, or DETAIL on code without DDP")
     return ""
+
+
+FORKED_CHILD_HANG = (
+    "A child process forked from {ranks} hung, and the rank waited for it (the child's stack is under the rank's, "
+    "below): a process forked after threads started (gloo's, and OpenMP's once a torch op ran on more than one "
+    "thread) inherits their locks but not the threads that would release them, so its first torch op can wait "
+    "forever (pytorch/pytorch#17199). Start the child with the spawn start method (multiprocessing.get_context("
+    "\"spawn\"), or torch.multiprocessing.start_processes(..., start_method=\"spawn\")), or call "
+    "torch.set_num_threads(1) before forking. No collective is involved, so a TORCH_DISTRIBUTED_DEBUG=DETAIL "
+    "re-run would not help")
+CHILD_HANG = ("A child process of {ranks} did not finish, and the rank waited for it; its stack could not be read "
+              "(see below: it runs another program). No collective is involved, so a TORCH_DISTRIBUTED_DEBUG=DETAIL "
+              "re-run would not help")
+
+# Frames of a process waiting on its child: multiprocessing (join, a Pool's or a Queue's get), subprocess, futures.
+_WAITS_ON_CHILD = re.compile(r'File ".*(?:/multiprocessing/(?:popen_\w+|process|pool|queues|connection)\.py'
+                             r'|/subprocess\.py|/concurrent/futures/)')
+
+
+def _header(template: str) -> re.Pattern:
+    """A children.py section header as a pattern: its fixed words, any values in its fields."""
+    fixed = re.split(r"\{\w+\}", template)
+    return re.compile("^" + ".*?".join(re.escape(part) for part in fixed), re.M)
+
+
+def hang_hint(nodeid: str, level: str, stacks: dict[int, str]) -> str:
+    """What a timeout proposes, from the stacks of the ranks that hung (rank -> text, with their children's
+    sections, :func:`pytest_distcheck.ranks.children.describe_children`).
+
+    A rank whose own frames wait on a child process that is there: the spawn / one-thread fix for a forked
+    child (:data:`FORKED_CHILD_HANG`), or :data:`CHILD_HANG` for one that runs another program. Otherwise
+    the DETAIL re-run (:func:`detail_rerun`), for a collective the ranks issued differently.
+    """
+    forked, unread = [], []
+    for rank, text in sorted(stacks.items()):
+        own = text.split("\nchild process ", 1)[0]  # the rank's own frames, before its children's sections
+        if not _WAITS_ON_CHILD.search(own):
+            continue
+        if _header(FORKED_CHILD).search(text):
+            forked.append(rank)
+        elif _header(UNREAD_CHILD).search(text):
+            unread.append(rank)
+
+    def ranks(rs: list[int]) -> str:
+        return ("each of ranks " if len(rs) > 1 else "rank ") + ", ".join(map(str, rs))
+
+    if forked:
+        return FORKED_CHILD_HANG.format(ranks=ranks(forked))
+    if unread:
+        return CHILD_HANG.format(ranks=ranks(unread))
+    return detail_rerun(nodeid, level)

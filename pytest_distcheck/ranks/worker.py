@@ -23,9 +23,12 @@ starts). During a call a subgroup made without a timeout gets the default group'
 
 A user's own ``init_process_group`` (the ``mp.spawn`` style) is tolerated: with the group up and
 compatible arguments it does nothing; after the user's ``destroy_process_group`` it builds a new group
-on the pool's store (never ``env://``, so hard-coded ``MASTER_ADDR``/``MASTER_PORT`` are not used);
-arguments the pool cannot honour (another backend, world size or rank) raise an error that says what to
-remove.
+on the pool's store (never ``env://``, so hard-coded ``MASTER_ADDR``/``MASTER_PORT`` are not used); a
+``store=`` of the user's is honoured (the pool's group is replaced by one on that store, for the rest
+of the call), except a ``HashStore``, which no other process can reach; arguments the pool cannot
+honour (another backend, world size or rank) raise an error that says what to remove. An error in a
+call that started with megatron-core's parallel state left initialised by an earlier call names that
+call's test (:mod:`pytest_distcheck.ranks.module_state`).
 """
 
 from __future__ import annotations
@@ -50,6 +53,12 @@ from datetime import timedelta
 from multiprocessing.connection import Connection
 
 from pytest_distcheck.ranks import rank_warnings
+from pytest_distcheck.ranks.module_state import StateWatch, current_test
+
+# A store the user passes to init_process_group that the other ranks cannot reach.
+USER_HASH_STORE = ("init_process_group(store=HashStore(...)): a HashStore lives in one process, and each rank is a "
+                   "process of its own, so the ranks could never meet on it; pass a FileStore or TCPStore every rank "
+                   "opens, or drop store= (dist_world's ranks already share a process group)")
 
 
 def _describe(exc: BaseException) -> str:
@@ -197,6 +206,7 @@ class _Rank:
         self.timeout = 0.0  # seconds: the current group's timeout
         self.group_count: int | None = None  # c10d's count of groups made, when the pool made its group
         self.reinits = 0  # groups the user's own init_process_group built during this call
+        self.state = StateWatch()
         self.rewriter = _RewritingFinder()
         sys.meta_path.insert(0, self.rewriter)
         self._tolerate_user_init()
@@ -287,9 +297,12 @@ class _Rank:
 
         def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
                                store=None, group_name="", pg_options=None, device_id=None, **kwargs):
-            """The pool's stand-in: the group is the pool's; a second init is a no-op when compatible."""
+            """The pool's stand-in: the group is the pool's; a second init is a no-op when compatible; a
+            user's store is honoured."""
             me.check_user_init(backend, world_size, rank)
-            if not dist.is_initialized():  # the user destroyed it earlier in this call: rebuild on our store
+            if store is not None:
+                me.init_on_user_store(store, timeout)
+            elif not dist.is_initialized():  # the user destroyed it earlier in this call: rebuild on our store
                 me.reinits += 1
                 prefix = f"pg/{me.generation}/user{me.reinits}"
                 me._all_arrive(prefix, me.timeout)
@@ -303,6 +316,24 @@ class _Rank:
         connects a new group (every peer's old one destroyed) and after (every peer connected)."""
         self.store.set(f"{prefix}/arrived/{self.rank}", b"1")
         self.store.wait([f"{prefix}/arrived/{r}" for r in range(self.world_size)], timedelta(seconds=timeout))
+
+    def init_on_user_store(self, store, timeout: timedelta | None) -> None:
+        """Replace the group by one on the user's ``store`` (for this call; the next one gets the pool's).
+
+        Raises:
+            RuntimeError: ``store`` is a ``HashStore`` (:data:`USER_HASH_STORE`).
+        """
+        dist = self.dist
+        if isinstance(store, dist.HashStore):
+            raise RuntimeError(USER_HASH_STORE)
+        self.reinits += 1
+        prefix = f"pg/{self.generation}/user{self.reinits}"
+        self._all_arrive(prefix, self.timeout)  # every rank is here: none still uses the group being replaced
+        if dist.is_initialized():
+            self._orig_destroy()
+        self._orig_init(self.backend, store=store, rank=self.rank, world_size=self.world_size,
+                        timeout=timeout if timeout is not None else timedelta(seconds=self.timeout))
+        self._all_arrive(f"{prefix}/up", self.timeout)  # as _init: no rank runs on before every peer connected
 
     def check_user_init(self, backend, world_size, user_rank) -> None:
         wrong, how = [], []
@@ -361,6 +392,7 @@ class _Rank:
         wlog: list = []
         phase = "setup"
         self.reinits = 0
+        left = self.state.note()  # state an earlier call left, for this call's error
         try:
             self._enter(ctx)
             self._ensure_group(generation, timeout)
@@ -381,6 +413,8 @@ class _Rank:
                 traceback="" if skip else _format_traceback(exc, origin),
                 phase=phase,
             )
+            if left and not skip:
+                outcome["note"] = left
         if outcome["status"] == "error":  # shown with the error; re-issued, they could mask it
             with contextlib.suppress(Exception):
                 sys.stderr.write(rank_warnings.as_text(wlog))
@@ -397,6 +431,7 @@ class _Rank:
         # here, it closed sockets a slower peer was still connecting in new_group ("Gloo connectFullMesh
         # failed ... Connection closed by peer", about 1 call in 50 on 2 busy cores).
         seq, keep = self._group_state()
+        self.state.after_call(current_test())
         self._reply(call_id, outcome, result, seq, keep)
         self._restore()  # after the reply (off the caller's path), always before the next call is read
         return True

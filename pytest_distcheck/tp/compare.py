@@ -4,7 +4,8 @@ Design:
 - runs inside the ranks (``dist_world.run`` or ``torchrun``), one call per rank, so it checks the TP
   module exactly where it lives; the dense module is run on every rank too (a few small matmuls);
 - every rank records plain CPU tensors (its outputs, dL/dx, local parameter shards and gradients,
-  and the input, dL/d(input) and output of each planned layer, through module hooks), then one
+  and the input, dL/d(input) and output of each planned layer, of their parents and of every module
+  that owns parameters, through module hooks), then one
   ``all_gather_object`` hands every rank every record: the diagnosis (``diagnose.py``) is a pure
   function of them, so no rank can issue a collective its peers do not;
 - DTensors are compared through ``to_local()`` against the plan's slice, and a DTensor output
@@ -23,8 +24,9 @@ import torch.distributed as dist
 from torch import nn
 
 from pytest_distcheck.tp.diagnose import diagnose, report
-from pytest_distcheck.tp.plan import Layer, parse_plan
+from pytest_distcheck.tp.plan import EVEN_SHARDS, Layer, parse_plan, split_problems
 from pytest_distcheck.tp.replicated import gather_objects, local_cpu
+from pytest_distcheck.tp.shards import part_sizes, shard_like, split_dim
 
 # Default tolerances per dtype: TP only reorders the sums (row-parallel partial sums, the all-reduce),
 # so float32 results agree to ~1e-6 relative; the margins below are those of tests/test_tp_equivalence.py.
@@ -85,15 +87,58 @@ def _check_paths(plan: Mapping[str, Layer], dense: nn.Module, tp: nn.Module) -> 
     return embeddings
 
 
+def _check_even(plan: Mapping[str, Layer], dense: nn.Module, size: int) -> None:
+    """Refuse, before anything runs, a plan whose splits are not even at TP degree ``size``."""
+    problems = []
+    for path, layer in plan.items():
+        try:
+            mod = dense.get_submodule(path)
+        except AttributeError:  # named by _check_paths
+            continue
+        emb = isinstance(mod, nn.Embedding)
+        for pname in ("weight", "bias"):
+            p = getattr(mod, pname, None)
+            dim = split_dim(layer, pname, emb) if isinstance(p, torch.Tensor) else None
+            if dim is None or p.dim() <= dim:
+                continue
+            fused = layer.fused if dim == 0 and not emb else 1
+            try:
+                parts = part_sizes(p.shape[dim], fused)
+            except ValueError as exc:
+                raise ValueError(f"plan entry {path!r}: {exc}") from None
+            label = f"{path + '.' if path else ''}{pname} dim {dim}" + (" (a fused part)" if len(parts) > 1 else "")
+            for n in dict.fromkeys(parts):
+                problems += split_problems({label: n}, size)
+        problems += split_problems({}, size, layer.heads)
+    if problems:
+        raise ValueError("; ".join(dict.fromkeys(problems)) + f"; {EVEN_SHARDS}")
+
+
+def _recorded_paths(dense: nn.Module, plan: Mapping[str, Layer]) -> list[str]:
+    """The planned layers, their parents, and every module that owns parameters (its LayerNorms...)."""
+    paths = dict.fromkeys(plan)
+    for path in plan:
+        parts = path.split(".")
+        paths.update(dict.fromkeys(".".join(parts[:i]) for i in range(1, len(parts))))
+    for name, _ in dense.named_parameters():
+        owner = name.rpartition(".")[0]
+        if owner:
+            paths[owner] = None
+    return list(paths)
+
+
 class _LayerRecorder:
-    """Module hooks on the planned layers: input, the gradient through the layer, output, in the order they ran."""
+    """Module hooks on the recorded modules: input, the gradient through the module, output, in the order they ran."""
 
     def __init__(self, model: nn.Module, paths: Sequence[str]) -> None:
         self.layers: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
         self.handles = []
         for path in paths:
-            mod = model.get_submodule(path)
+            try:
+                mod = model.get_submodule(path)
+            except AttributeError:  # a module the TP version lacks: its parameters are named missing
+                continue
             self.handles.append(mod.register_forward_pre_hook(self._pre(path), prepend=True))
             self.handles.append(mod.register_forward_hook(self._post(path)))
 
@@ -137,8 +182,10 @@ def _record(t: torch.Tensor) -> torch.Tensor:
 
 
 def _run(model: nn.Module, inputs: tuple, plan_paths: Sequence[str], backward: bool, size: int, rank: int,
-         weights: torch.Tensor | None) -> tuple[dict, torch.Tensor]:
-    """Forward (and backward) of ``model`` on copies of ``inputs``; this rank's record."""
+         weights: torch.Tensor | None,
+         after_backward: Callable[[nn.Module], Any] | None = None) -> tuple[dict, torch.Tensor, bool]:
+    """Forward (and backward) of ``model`` on copies of ``inputs``; this rank's record, the loss weights
+    and whether a backward ran (none for an output that is not floating point: token ids)."""
     model.zero_grad(set_to_none=True)  # gradients left from earlier use would add to these
     args = tuple(x.detach().clone().requires_grad_(backward and x.is_floating_point())
                  if isinstance(x, torch.Tensor) else x for x in inputs)
@@ -151,19 +198,23 @@ def _run(model: nn.Module, inputs: tuple, plan_paths: Sequence[str], backward: b
             if not isinstance(out, torch.Tensor):
                 raise TypeError(f"the module returned a {type(out).__name__}; assert_tp_matches_dense compares "
                                 "modules that return one tensor")
+            if not out.is_floating_point():
+                backward = False
             if weights is None:
                 gen = torch.Generator().manual_seed(LOSS_SEED)
-                weights = torch.randn(out.shape, generator=gen, dtype=torch.float64).to(out)
+                weights = torch.randn(out.shape, generator=gen, dtype=torch.float64)
             if backward:
-                w = weights if out.shape == weights.shape else weights.chunk(size, dim=-1)[rank]
-                if w.shape != out.shape:  # shape fault: reported by the diagnosis, no backward possible
+                w = shard_like(out, weights, rank, size)
+                if w is None:  # shape fault: reported by the diagnosis, no backward possible
                     backward = False
                 else:
-                    loss = (out * w).sum()
+                    loss = (out * w.to(out)).sum()
                     if loss.grad_fn is None:
                         raise ValueError("nothing in the module or its inputs requires grad: pass backward=False "
                                          "to compare the forward only")
                     loss.backward()
+                    if after_backward is not None:
+                        after_backward(model)
     finally:
         rec.remove()
     params = {}
@@ -180,7 +231,7 @@ def _run(model: nn.Module, inputs: tuple, plan_paths: Sequence[str], backward: b
         "layers": rec.layers,
         "order": rec.order,
     }
-    return record, weights
+    return record, weights, backward
 
 
 def assert_tp_matches_dense(
@@ -191,21 +242,24 @@ def assert_tp_matches_dense(
     *,
     group: dist.ProcessGroup | None = None,
     backward: bool = True,
+    after_backward: Callable[[nn.Module], Any] | None = None,
     rtol: float | None = None,
     atol: float | None = None,
 ) -> None:
     """Check a tensor-parallel module against its dense original on this rank; call it on every rank.
 
     Runs the dense module and the TP module on the same inputs, then compares, on every rank of the
-    TP group: the forward output, dL/dx of every floating-point input, every parameter's value and
-    gradient with the slice of the dense one the plan gives this rank. On any difference it raises
-    one ``AssertionError`` naming the faults it recognises (``pytest_distcheck.tp.diagnose.FAULTS``):
+    TP group, the module at its boundary: the forward output, dL/dx of every floating-point input,
+    every parameter's value and gradient with the slice of the dense one the plan gives this rank
+    (so f and g may sit inside a layer or in its parent). On any difference it raises one
+    ``AssertionError`` naming the faults it recognises (``pytest_distcheck.tp.diagnose.FAULTS``):
     ``missing-f`` (the ranks' dL/dx add up to the dense one), ``missing-g`` (the ranks' outputs add up
-    to the dense one), ``wrong-shard-dim``, ``bias-on-every-rank``, ``qkv-head-split`` (a fused QKV
-    weight split against its layout), ``non-replicated-input``, ``grad-none`` and others, each with
-    the layer or parameter and the ranks. Megatron-LM (Shoeybi et al. 2019, arXiv:1909.08053, sec. 3,
-    Fig. 3) defines f (identity forward, all-reduce backward, before a column-parallel layer) and g
-    (all-reduce forward, identity backward, after a row-parallel one).
+    to the dense one), ``sequence-parallel-grad``, ``sliced-input``, ``vocab-local-softmax``,
+    ``wrong-shard-dim``, ``bias-on-every-rank``, ``qkv-head-split`` and ``fused-contiguous-split`` (a
+    fused weight split against its layout), ``non-replicated-input``, ``grad-none`` and others, each
+    with the layer or parameter and the ranks. Megatron-LM (Shoeybi et al. 2019, arXiv:1909.08053,
+    sec. 3, Fig. 3) defines f (identity forward, all-reduce backward, before a column-parallel layer)
+    and g (all-reduce forward, identity backward, after a row-parallel one).
 
     Conventions:
         - The TP module keeps the dense module's module paths and parameter names (as the lab's
@@ -218,11 +272,14 @@ def assert_tp_matches_dense(
           gradient None or zero on the other ranks). Rank ``r`` of ``t`` holds chunk ``r``
           (``torch.chunk``). Parameters outside planned layers are whole on every rank.
         - Outputs and activations: whole, or this rank's chunk of the last dim (a column-parallel
-          output), read from the shape. A DTensor output is compared through ``full_tensor()``, a
-          DTensor parameter or gradient through ``to_local()``.
+          output) or of another dim (a sequence-parallel one), read from the shape. A DTensor output
+          is compared through ``full_tensor()``, a DTensor parameter or gradient through ``to_local()``.
         - Loss: ``(out * w).sum()`` with ``w`` drawn from a fixed seed (the same on every rank), or
           this rank's chunk of ``w`` for a sharded output; so dL/dout is not uniform. Both modules'
-          gradients are set to None first.
+          gradients are set to None first. An output that is not floating point (token ids) gets
+          no backward.
+        - Every split must be even: rank ``r`` of ``t`` holds ``1/t`` of each split dim (and whole
+          heads, ``Layer(heads=)``), checked before the modules run.
         - Modules are run as given (``train()``/``eval()``); dropout must be off. The dense module is
           deep-copied first, so its gradients are not touched.
 
@@ -236,6 +293,9 @@ def assert_tp_matches_dense(
         group: the TP process group (default: the mesh's group of a DTensor module, else the world).
         backward: False compares the forward only, under ``torch.no_grad()`` (inference-only layers
             with no f, such as vLLM's).
+        after_backward: called on every rank with the TP module after its backward, before its
+            gradients are read: a training step's gradient finalisation, such as the all-reduce of
+            sequence-parallel LayerNorm gradients (megatron-core's ``finalize_model_grads``).
         rtol, atol: tolerance of every comparison (default by the output's dtype:
             :data:`TOLERANCES`; float32: 1e-4, 1e-5).
 
@@ -243,20 +303,26 @@ def assert_tp_matches_dense(
         AssertionError: the TP module differs from the dense one (on every rank: the whole report on
             the group's rank 0, a pointer to it on the others).
         ValueError: a plan path missing from either module, TP parameters unknown to the dense module,
-            a plan entry that is not a style, or nothing requires grad while ``backward`` is True.
+            a plan entry that is not a style, a split dim or a head count not divisible by the TP
+            degree (:data:`~pytest_distcheck.tp.plan.NOT_DIVISIBLE`, before the modules run), or
+            nothing requires grad while ``backward`` is True.
         TypeError: ``tp`` is neither a module nor a factory of one, or a module returns no tensor.
     """
     __tracebackhide__ = True
     parsed = parse_plan(plan)
     inputs = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
+    if group is not None:  # the TP degree is known: uneven splits are refused before the TP module is built
+        _check_even(parsed, dense, dist.get_world_size(group))
     tp_model = _build(tp, dense)
     group = _group_of(tp_model, group)
     embeddings = _check_paths(parsed, dense, tp_model)
     size, rank = dist.get_world_size(group), dist.get_rank(group)
+    _check_even(parsed, dense, size)
 
+    paths = _recorded_paths(dense, parsed)
     dense_copy = copy.deepcopy(dense)
-    dense_rec, weights = _run(dense_copy, inputs, list(parsed), backward, 1, 0, None)
-    tp_rec, _ = _run(tp_model, inputs, list(parsed), backward, size, rank, weights)
+    dense_rec, weights, backward = _run(dense_copy, inputs, paths, backward, 1, 0, None)
+    tp_rec, _, _ = _run(tp_model, inputs, paths, backward, size, rank, weights, after_backward)
     records = gather_objects(tp_rec, group)
 
     dtype = dense_rec["out"].dtype

@@ -1,20 +1,13 @@
 """Name the fault of a TP module that does not match its dense original, from what every rank recorded.
 
 Pure functions over plain CPU tensors (the records ``compare.py`` gathers from the ranks), so each
-signature is unit-tested without a process group. The signatures follow from Megatron-LM's
-conjugate operators (Shoeybi et al. 2019, arXiv:1909.08053, sec. 3, Fig. 3): ``f`` (identity
-forward, all-reduce backward) before a column-parallel layer, ``g`` (all-reduce forward, identity
-backward) after a row-parallel one:
-
-- missing ``g``: each rank's output is a partial sum, so the ranks' outputs add up to the dense
-  output (plus ``(t-1)`` biases when the bias is added after the missing all-reduce);
-- missing ``f``: each rank's dL/dx holds only what flows through its own columns, so the ranks'
-  dL/dx add up to the dense one;
-- bias added on every rank: a row-parallel bias added before the all-reduce on every rank (instead of
-  after it, or on rank 0 only) is counted ``t`` times: output = dense + ``(t-1)`` bias;
-- shard on the wrong dim, a head split that ignores the fused QKV layout, another rank's chunk, an
-  unsplit weight: the rank's parameter equals that other slice of the dense one (``shards.py``);
-- non-replicated input: the ranks' copies of an input meant to be replicated differ.
+signature is unit-tested without a process group. A module is judged at its boundary first: its
+output, dL/dx of its inputs, then each parameter's gradient. Only where one of those is wrong are the
+recorded submodules (planned layers, their parents, parameter owners) searched for the place, so f
+and g may sit anywhere on the path (inside a layer, in its parent, Megatron-LM's mappings). The
+signatures follow from Megatron-LM's conjugate operators (Shoeybi et al. 2019, arXiv:1909.08053,
+sec. 3, Fig. 3) and sequence parallelism (Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2);
+:data:`FAULTS` says what each means, the fix and its source.
 """
 
 from __future__ import annotations
@@ -26,7 +19,15 @@ import torch
 
 from pytest_distcheck.tp.plan import Layer
 from pytest_distcheck.tp.replicated import replication_error
-from pytest_distcheck.tp.shards import chunk, close, expected_shard, what_is_held
+from pytest_distcheck.tp.shards import (
+    close,
+    expected_shard,
+    fused_fault,
+    sequence_dim,
+    shard_like,
+    sliced_dim,
+    what_is_held,
+)
 
 # Each fault name, and what it means / how to fix it (shown once per fault in the report).
 FAULTS: dict[str, str] = {
@@ -35,7 +36,21 @@ FAULTS: dict[str, str] = {
     "missing-g": "g is missing after a row-parallel layer: each rank's output is a partial sum and the ranks' "
                  "outputs add up to the dense one; all-reduce the output in forward (identity in backward)",
     "missing-f": "f is missing before a column-parallel layer: each rank's dL/dx is partial and the ranks' values add "
-                 "up to the dense one; all-reduce the input's gradient in backward (identity in forward)",
+                 "up to the dense one; all-reduce the input's gradient in backward (identity in forward), anywhere "
+                 "between the module's input and the layer (Megatron-LM's copy_to_tensor_model_parallel_region, "
+                 "megatron/core/tensor_parallel/mappings.py)",
+    "sequence-parallel-grad": "a parameter applied to sequence-sharded activations needs its gradient all-reduced over "
+                              "the TP group: under sequence parallelism each rank's LayerNorm (and a row-parallel "
+                              "bias added after the reduce-scatter) sees only its slice of the sequence, so the ranks' "
+                              "gradients add up to the dense one; sum them over the TP group after backward, as "
+                              "megatron-core's finalize_model_grads does for parameters marked sequence_parallel "
+                              "(megatron/core/distributed/finalize_model_grads.py; NVIDIA/Megatron-LM#1446); give "
+                              "that step to assert_tp_matches_dense as after_backward=",
+    "sliced-input": "an input is split across the ranks in forward but its gradient is not all-gathered in backward: "
+                    "each rank's dL/dx is the dense one on its own slice and zero elsewhere; split it with an op whose "
+                    "backward all-gathers (Megatron-LM's scatter_to_tensor_model_parallel_region for the last dim, "
+                    "scatter_to_sequence_parallel_region for the sequence dim, megatron/core/tensor_parallel/"
+                    "mappings.py), or keep the input whole and start with f and a column-parallel layer",
     "bias-on-every-rank": "a row-parallel bias is added on every rank before the all-reduce, so it is counted t "
                           "times (output = dense + (t-1) bias); add it once after the all-reduce, or on rank 0 only",
     "wrong-shard-dim": "a weight is split along the wrong dim: column-parallel splits dim 0 of nn.Linear's "
@@ -44,6 +59,16 @@ FAULTS: dict[str, str] = {
                       "to different heads: for a [q | k | v] layout take each rank's chunk of q, of k and of v "
                       "(plan: Layer('colwise', fused=3)); for a head-by-head [n_heads, 3, head_dim] layout, one "
                       "contiguous chunk",
+    "fused-contiguous-split": "a fused column-parallel weight (parts such as [gate | up] in one linear, split into its "
+                              "parts after it) is cut into contiguous chunks, so one rank holds only gate and another "
+                              "only up: shard each part separately and concatenate the shards per rank, as vLLM's "
+                              "MergedColumnParallelLinear does (vllm/model_executor/layers/linear.py), and declare it "
+                              "Layer('colwise', fused=2) (or the part sizes)",
+    "vocab-local-softmax": "softmax (or argmax) over a vocab-sharded logit needs the global max and sum: each rank "
+                           "normalised over its own slice of the vocabulary; all-reduce the max (ReduceOp.MAX) and the "
+                           "sum of exp over the TP group, as Megatron-LM's VocabParallelCrossEntropy does "
+                           "(megatron/core/tensor_parallel/cross_entropy.py), or all-gather the logits first; for "
+                           "argmax, compare the ranks' local maxima across the group",
     "wrong-rank-shard": "a rank holds another rank's chunk (rank r must hold chunk r)",
     "not-sharded": "a parameter the plan splits is whole on the rank",
     "wrong-values": "a parameter's values match no slice of the dense one: were the dense weights loaded?",
@@ -69,27 +94,24 @@ class Finding:
         return f"- {self.fault} [{self.where}{ranks}]: {self.detail}"
 
 
-def _maxdiff(a: torch.Tensor, b: torch.Tensor) -> str:
-    if a.shape != b.shape:
-        return f"shape {tuple(a.shape)} vs expected {tuple(b.shape)}"
+def _maxdiff(a: torch.Tensor, b: torch.Tensor | None) -> str:
+    if b is None or a.shape != b.shape:
+        return f"shape {tuple(a.shape)} vs expected {tuple(b.shape) if b is not None else 'none'}"
     return f"max abs diff {(a.double() - b.double()).abs().max().item():.3g}"
 
 
 def expected_like(tp: torch.Tensor, dense: torch.Tensor, layer: Layer | None, rank: int,
                   size: int) -> torch.Tensor | None:
-    """The dense activation as rank ``rank`` should hold it: whole, or its shard of the last dim.
-
-    The layout is read from the TP tensor's shape (a column-parallel output is sharded, unless the
-    layer gathers it); None when the shape fits neither.
-    """
-    if tp.shape == dense.shape:
-        return dense
+    """The dense activation as rank ``rank`` should hold it (:func:`~pytest_distcheck.tp.shards.shard_like`,
+    the last dim split by ``layer``'s fused parts); None when the shape fits no layout."""
     fused = layer.fused if layer is not None and layer.style == "colwise" else 1
-    try:
-        shard = chunk(dense, dense.dim() - 1, rank, size, fused)
-    except ValueError:
-        return None
-    return shard if shard.shape == tp.shape else None
+    return shard_like(tp, dense, rank, size, fused)
+
+
+def _ancestors(path: str) -> list[str]:
+    """The proper, non-root prefixes of a module path, innermost first: ``a.b.c`` -> ``a.b``, ``a``."""
+    parts = path.split(".")
+    return [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)] if path else []
 
 
 class _Diagnosis:
@@ -106,6 +128,9 @@ class _Diagnosis:
                 return
         self.found.append(Finding(fault, where, detail, ranks or []))
 
+    def named(self, fault: str) -> bool:
+        return any(f.fault == fault for f in self.found)
+
     def close(self, a: Any, b: Any) -> bool:
         return close(a, b, self.rtol, self.atol)
 
@@ -118,9 +143,36 @@ class _Diagnosis:
             return None
         return torch.stack([x.double() for x in tensors]).sum(0)
 
+    def _recs(self, path: str) -> tuple[list[dict | None], dict | None]:
+        return [r["layers"].get(path) for r in self.ranks], self.dense["layers"].get(path)
+
+    def _order(self, style: str | None = None) -> list[str]:
+        """Planned paths in the order the TP module ran them (of one style, if given)."""
+        return [p for p in self.ranks[0]["order"] if p in self.plan and (style is None or self.plan[p].style == style)]
+
     def _row_bias(self, path: str) -> torch.Tensor | None:
         layer = self.plan.get(path)
         return self.dense["params"].get(f"{path}.bias", {}).get("value") if layer and layer.style == "rowwise" else None
+
+    def _outputs_right(self, path: str) -> bool:
+        recs, d = self._recs(path)
+        if d is None or d["out"] is None or any(x is None or x["out"] is None for x in recs):
+            return False
+        layer = self.plan.get(path)
+        return all(self.close(x["out"], expected_like(x["out"], d["out"], layer, k, self.t))
+                   for k, x in enumerate(recs))
+
+    def grad_state(self, path: str) -> str | None:
+        """How dL/d(input) through module ``path`` compares with dense on the ranks: ``whole`` (right),
+        ``partial`` (the ranks' values add up to the dense one), ``wrong``, or None (not recorded)."""
+        recs, d = self._recs(path)
+        if d is None or d.get("in_grad") is None or any(x is None or x.get("in_grad") is None for x in recs):
+            return None
+        gs = [x["in_grad"] for x in recs]
+        if all(self.close(g, shard_like(g, d["in_grad"], k, self.t)) for k, g in enumerate(gs)):
+            return "whole"
+        total = self._sum(gs)
+        return "partial" if total is not None and self.close(total, d["in_grad"]) else "wrong"
 
     # -- 1. inputs -----------------------------------------------------------------------------
     def inputs(self) -> bool:
@@ -167,7 +219,7 @@ class _Diagnosis:
             want = expected_like(out, dense_out, None, rank, self.t)
             if want is None:
                 self.add("shape-mismatch", "output", f"shape {tuple(out.shape)} on rank {rank}, dense "
-                         f"{tuple(dense_out.shape)} (whole) or its last-dim shard", [rank])
+                         f"{tuple(dense_out.shape)} (whole) or one dim's shard", [rank])
             elif not self.close(out, want):
                 bad.append((rank, out, want))
         if not bad:
@@ -186,26 +238,33 @@ class _Diagnosis:
                 self.add("bias-on-every-rank", path,
                          f"output - dense = {self.t - 1} x the bias of {path} on every rank")
                 return
+        if not self.found and (self._vocab_local_softmax(outs) or self._fused_before(None, dense_out.shape[-1])):
+            return
         for rank, out, want in bad:
             self.add("mismatch", "output", _maxdiff(out, want), [rank])
 
     def _forward_layers(self) -> None:
         """Walk the planned layers in the order the TP module ran them; name the first that goes wrong."""
-        for path in self.ranks[0]["order"]:
-            layer, d = self.plan[path], self.dense["layers"].get(path)
-            recs = [r["layers"].get(path) for r in self.ranks]
-            if d is None or any(x is None or x["in"] is None or x["out"] is None for x in recs):
+        for path in self._order():
+            layer = self.plan[path]
+            recs, d = self._recs(path)
+            if d is None or d["in"] is None or d["out"] is None or any(
+                    x is None or x["in"] is None or x["out"] is None for x in recs):
                 continue
             ins, outs = [x["in"] for x in recs], [x["out"] for x in recs]
             if layer.style != "rowwise":
                 err = replication_error(ins, f"the input of {path}")
                 if err:
                     self.add("non-replicated-input", path, err + f" (plan: {layer.style}, which needs the whole input "
-                             "on every rank)")
+                             "on every rank)" + self._sequence_hint(ins, d["in"], path))
                     return
             ins_ok = all(self.close(x, expected_like(x, d["in"], None, k, self.t)) for k, x in enumerate(ins))
             if not ins_ok:
-                return  # wrong before this layer, outside the plan's layers: leave it to the module-level checks
+                # Wrong before this layer, outside the plan's layers: a fused column output cut contiguously
+                # is one such cause (the code between the two layers splits it into parts).
+                if not self.found:
+                    self._fused_before(path, d["in"].shape[-1])
+                return
             wants = [expected_like(o, d["out"], layer, k, self.t) for k, o in enumerate(outs)]
             if all(w is not None and self.close(o, w) for o, w in zip(outs, wants, strict=True)):
                 continue
@@ -215,6 +274,8 @@ class _Diagnosis:
                 dense_out = d["out"].double()
                 if total is not None and self.t > 1 and (
                         self.close(total, dense_out) or (b is not None and self.close(total - extra, dense_out))):
+                    if any(self._outputs_right(a) for a in _ancestors(path)):
+                        continue  # g sits outside the layer, in a parent whose output is right
                     self.add("missing-g", path, f"the ranks' outputs of {path} add up to the dense output "
                              "(each rank holds a partial sum)")
                     return
@@ -231,10 +292,78 @@ class _Diagnosis:
                                  for k in bad), bad)
             return
 
+    def _sequence_hint(self, ins: list[torch.Tensor], dense_in: torch.Tensor, path: str) -> str:
+        dims = {sequence_dim(x, dense_in, k, self.t, self.rtol, self.atol) for k, x in enumerate(ins)}
+        if len(dims) != 1 or None in dims:
+            return ""
+        return (f"; each rank holds its chunk of dim {dims.pop()} (sequence parallelism): all-gather it before {path} "
+                "(Megatron-LM's gather_from_sequence_parallel_region, backward reduce-scatter)")
+
+    def _fused_before(self, consumer: str | None, width: int) -> bool:
+        """Name a fused column output cut contiguously: the last column-parallel layer (fused=1) before
+        ``consumer`` (a planned layer, or None: the module's output) is right on every rank, what reads it
+        is not, and its dense width is 2 or 3 times ``width`` (parts combined into one, as SwiGLU's
+        ``silu(gate) * up`` or attention's q, k, v do)."""
+        order = self._order()
+        before = order[:order.index(consumer)] if consumer in order else order
+        if not before or self.plan[before[-1]].style != "colwise":
+            return False
+        path = before[-1]
+        if self.plan[path].fused != 1 or not self._outputs_right(path):
+            return False
+        n = self.dense["layers"][path]["out"].shape[-1]
+        parts = n // width if width and n % width == 0 else 0
+        if parts not in (2, 3) or (n // parts) % self.t:
+            return False
+        reader = f"the input of {consumer}" if consumer else "the module's output"
+        self.add(fused_fault(parts), path,
+                 f"every rank's output of {path} is its contiguous chunk, as the plan (colwise) says, but {reader} is "
+                 f"wrong: {path} makes {n} features and what reads them has {width}, so the code between combines "
+                 f"{parts} fused parts of {n // parts} into one, and each part must be split apiece "
+                 f"(plan: Layer('colwise', fused={parts}))")
+        return True
+
+    def _vocab_local_softmax(self, outs: list[torch.Tensor]) -> bool:
+        """Name a softmax or argmax taken on each rank's vocabulary slice alone: the module's output is
+        that normalisation of the last column-parallel layer's (right) local output."""
+        order = self._order()
+        cols = [p for p in order[-1:] if self.plan[p].style == "colwise"]  # the last planned layer: the LM head
+        if self.t < 2 or not cols or not self._outputs_right(cols[-1]):
+            return False
+        recs, _ = self._recs(cols[-1])
+        local = [x["out"].double() for x in recs]
+        width = local[0].shape[-1]
+        kinds: dict[str, Any] = {"softmax": lambda z: z.softmax(-1), "log_softmax": lambda z: z.log_softmax(-1),
+                                 "argmax": lambda z: z.argmax(-1)}
+        for kind, fn in kinds.items():
+            per_rank = [fn(z) for z in local]
+            gathered = torch.cat(per_rank, -1) if kind != "argmax" else None
+            ok = True
+            for k, out in enumerate(outs):
+                cands = [per_rank[k]] + ([gathered] if gathered is not None else [per_rank[k] + k * width])
+                if not any(c.shape == out.shape and self.close(out, c) for c in cands):
+                    ok = False
+                    break
+            if ok:
+                self.add("vocab-local-softmax", cols[-1],
+                         f"the module's output is the {kind} of each rank's own {width} logits of {cols[-1]} "
+                         f"(its vocabulary slice), not of all {width * self.t}")
+                return True
+        return False
+
     # -- 4. backward ---------------------------------------------------------------------------
+    def _missing_f_layer(self) -> str | None:
+        """The column-parallel layer closest to the loss whose input gradient is partial with no parent
+        (between it and the module's input) making it whole: where an f is missing."""
+        for path in reversed(self._order("colwise")):
+            if self.grad_state(path) != "partial":
+                continue
+            if any(self.grad_state(a) == "whole" for a in _ancestors(path)):
+                continue  # f sits in a parent, outside the layer
+            return path
+        return None
+
     def backward(self) -> None:
-        layer = self._missing_f_layer()
-        named = False
         for i, dg in enumerate(self.dense["xgrads"]):
             if dg is None:
                 continue
@@ -246,37 +375,34 @@ class _Diagnosis:
             bad = [k for k, g in enumerate(grads) if not self.close(g, dg)]
             if not bad:
                 continue
+            d = sliced_dim(grads, dg, self.rtol, self.atol) if self.t > 1 else None
+            if d is not None:
+                self.add("sliced-input", f"input {i}", f"each rank's dL/dx of input {i} is the dense one on its own "
+                         f"chunk of dim {d} and zero elsewhere: the input was split with no all-gather in backward")
+                continue
+            layer = self._missing_f_layer()
             total = self._sum(grads)
             if self.t > 1 and total is not None and self.close(total, dg):
                 at = f" (at the input of {layer})" if layer else ""
                 self.add("missing-f", layer or f"input {i}", f"dL/dx of input {i} is partial on each rank; the ranks' "
                          "values add up to the dense dL/dx" + at)
-                named = True
-            elif layer is not None and not named:
-                self._missing_f_at(layer)
-                named = True
+            elif layer is not None:
+                self.add("missing-f", layer, f"the gradient flowing back through {layer} to its input is partial on "
+                         "each rank (the ranks' values add up to the dense one), and nothing between it and the "
+                         f"module's input all-reduces it: dL/dx of input {i} is wrong")
             else:
                 self.add("mismatch", f"dL/dx of input {i}",
                          "; ".join(f"rank {k}: {_maxdiff(grads[k], dg)}" for k in bad), bad)
-        if layer is not None and not named:  # dL/dx of the module may be right (or not needed) while a layer's is not
-            self._missing_f_at(layer)
         self._param_grads()
 
-    def _missing_f_at(self, path: str) -> None:
-        self.add("missing-f", path, f"the gradient flowing back through {path} to its input is partial on each rank; "
-                 "the ranks' values add up to the dense one")
-
-    def _missing_f_layer(self) -> str | None:
-        for path in reversed(self.ranks[0]["order"]):
-            d = self.dense["layers"].get(path)
-            gs = [r["layers"].get(path, {}).get("in_grad") for r in self.ranks]
-            if self.plan[path].style == "rowwise" or d is None or d["in_grad"] is None or any(g is None for g in gs):
-                continue
-            if all(self.close(g, d["in_grad"]) for g in gs):
-                continue
-            total = self._sum(gs)
-            return path if total is not None and self.close(total, d["in_grad"]) else None
-        return None
+    def _sequence_sharded(self, owner: str) -> bool:
+        """Whether module ``owner`` ran on sequence-sharded activations (input or output) on every rank."""
+        recs, d = self._recs(owner)
+        if d is None or any(x is None for x in recs):
+            return False
+        return all(sequence_dim(x.get("in"), d.get("in"), k, self.t, self.rtol, self.atol) is not None
+                   or sequence_dim(x.get("out"), d.get("out"), k, self.t, self.rtol, self.atol) is not None
+                   for k, x in enumerate(recs))
 
     def _param_grads(self) -> None:
         for name, d in self.dense["params"].items():
@@ -306,13 +432,29 @@ class _Diagnosis:
             if not bad:
                 continue
             total = self._sum([g for g in grads if g is not None]) if None not in grads else None
-            if self.t > 1 and total is not None and all(w is not None and w.shape == d["grad"].shape for w in wants) \
-                    and self.close(total, d["grad"]):
-                self.add("missing-f", name, "its gradient is partial on each rank; the ranks' gradients add up to the "
-                         "dense one (an f missing between it and a column-parallel layer)")
-            else:
-                self.add("mismatch", f"grad of {name}",
-                         "; ".join(f"rank {k}: {_maxdiff(grads[k], wants[k])}" for k in bad), bad)
+            partial = (self.t > 1 and total is not None and all(w is not None and w.shape == d["grad"].shape
+                                                                  for w in wants) and self.close(total, d["grad"]))
+            if partial and self._sequence_sharded(path):
+                self.add("sequence-parallel-grad", name, f"{path} ran on sequence-sharded activations, so each "
+                         "rank's gradient covers its slice of the sequence only; the ranks' gradients add up to the "
+                         "dense one: all-reduce it over the TP group after backward")
+                continue
+            if partial and not self.named("missing-f"):
+                layer_f = self._missing_f_layer()
+                if layer_f is not None:
+                    self._missing_f_at(layer_f)
+                else:
+                    self.add("missing-f", name, "its gradient is partial on each rank; the ranks' gradients add up "
+                             "to the dense one (an f missing between it and a column-parallel layer)")
+                    continue
+            why = " (partial: the ranks' gradients add up to the dense one)" if partial else ""
+            self.add("mismatch", f"grad of {name}",
+                     "; ".join(f"rank {k}: {_maxdiff(grads[k], wants[k])}" for k in bad) + why, bad)
+
+    def _missing_f_at(self, path: str) -> None:
+        self.add("missing-f", path, f"the gradient flowing back through {path} to its input is partial on each rank "
+                 "(the ranks' values add up to the dense one), and nothing between it and the module's input "
+                 "all-reduces it")
 
 
 def diagnose(ranks: list[dict], dense: dict, plan: dict[str, Layer], rtol: float, atol: float,
@@ -322,8 +464,9 @@ def diagnose(ranks: list[dict], dense: dict, plan: dict[str, Layer], rtol: float
     Args:
         ranks: each rank's record (group-rank order): ``inputs`` (list), ``out`` (tensor, whole when it
             was a DTensor), ``xgrads`` (list, None for inputs without a gradient), ``params`` (name ->
-            ``{"value", "grad"}``, local shards), ``layers`` (planned path -> ``{"in", "in_grad",
-            "out"}``) and ``order`` (planned paths in the order they ran).
+            ``{"value", "grad"}``, local shards), ``layers`` (recorded module path -> ``{"in",
+            "in_grad", "out"}``: planned layers, their parents, parameter owners) and ``order`` (those
+            paths in the order they ran).
         dense: the same for the dense module (whole tensors).
         plan: parsed plan (:func:`pytest_distcheck.tp.plan.parse_plan`).
         embeddings: planned paths that are ``nn.Embedding`` (their split dims are swapped).

@@ -83,15 +83,19 @@ class Layer:
             every rank, added once after the all-reduce, its gradient whole on every rank) or
             ``rank0`` (vLLM's RowParallelLinear: added by rank 0 only, before the all-reduce; its
             gradient is whole on rank 0 and None or zero elsewhere).
+        heads: the number of attention heads the layer's output (or input, for ``rowwise``) holds,
+            0 when it holds none: each rank must hold whole heads, so it must divide by the TP
+            degree (checked before anything runs).
 
     Raises:
         ValueError: an unknown style or bias convention, ``fused`` < 1 or given for a non-colwise
-            layer, ``bias`` given for a non-rowwise layer.
+            layer, ``bias`` given for a non-rowwise layer, ``heads`` < 0.
     """
 
     style: str
     fused: Union[int, tuple[int, ...]] = 1
     bias: str = "replicated"
+    heads: int = 0
 
     def __post_init__(self) -> None:
         if self.style not in (*STYLES, "replicated"):
@@ -105,6 +109,8 @@ class Layer:
             raise ValueError(f"unknown bias convention {self.bias!r} (known: {', '.join(BIAS_CONVENTIONS)})")
         if self.bias != "replicated" and self.style != "rowwise":
             raise ValueError(f"bias={self.bias!r} applies to rowwise layers only, not {self.style}")
+        if not isinstance(self.heads, int) or self.heads < 0:
+            raise ValueError(f"heads must be a whole number >= 0, got {self.heads!r}")
 
 
 def parse_plan(plan: Mapping[str, Union[str, Layer]]) -> dict[str, Layer]:
@@ -122,4 +128,23 @@ def parse_plan(plan: Mapping[str, Union[str, Layer]]) -> dict[str, Layer]:
             raise ValueError(f"plan entry {path!r}: {exc}") from None
         if out[path] is None:
             raise ValueError(f"plan entry {path!r}: expected a style name or a Layer, got {type(entry).__name__}")
+    return out
+
+
+# Why shards must be even, said once wherever a split is refused (the helper, the lab, speedup.py).
+NOT_DIVISIBLE = "{what} of length {length} is not divisible by the TP degree {t}"
+HEADS_NOT_DIVISIBLE = ("{heads} attention heads are not divisible by the TP degree {t}: each rank must hold "
+                       "whole heads, and {t} ranks would hold {per:.3g} each")
+EVEN_SHARDS = ("tensor parallelism here needs even shards (torch's RowwiseParallel fails on uneven ones inside the "
+               "forward with 'a and b must have same reduction dim': pytorch/pytorch#141335): choose a TP degree "
+               "that divides every split size")
+
+
+def split_problems(sizes: Mapping[str, int], t: int, heads: int = 0) -> list[str]:
+    """What keeps TP degree ``t`` from splitting evenly: one :data:`NOT_DIVISIBLE` line per size in
+    ``sizes`` (what is split -> its length) that ``t`` does not divide, and :data:`HEADS_NOT_DIVISIBLE`
+    when ``heads`` (0: none) is not a multiple of ``t``. Empty when everything divides."""
+    out = [NOT_DIVISIBLE.format(what=what, length=n, t=t) for what, n in sizes.items() if n % t]
+    if heads and heads % t:
+        out.append(HEADS_NOT_DIVISIBLE.format(heads=heads, t=t, per=heads / t))
     return out

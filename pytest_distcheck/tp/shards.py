@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from pytest_distcheck.tp.plan import Layer
+from pytest_distcheck.tp.plan import NOT_DIVISIBLE, Layer
 
 
 def part_sizes(n: int, fused: int | tuple[int, ...]) -> list[int]:
@@ -34,7 +34,7 @@ def chunk(t: torch.Tensor, dim: int, rank: int, size: int, fused: int | tuple[in
     out = []
     for p in parts:
         if p.shape[dim] % size:
-            raise ValueError(f"dim {dim} of length {p.shape[dim]} is not divisible by the TP degree {size}")
+            raise ValueError(NOT_DIVISIBLE.format(what=f"dim {dim}", length=p.shape[dim], t=size))
         out.append(p.chunk(size, dim=dim)[rank])
     return torch.cat(out, dim=dim) if len(out) > 1 else out[0]
 
@@ -62,6 +62,71 @@ def expected_shard(dense: torch.Tensor, layer: Layer | None, param: str, rank: i
     return chunk(dense, dim, rank, size, layer.fused if dim == 0 and not embedding else 1)
 
 
+def shard_like(tp: torch.Tensor, dense: torch.Tensor, rank: int, size: int,
+               fused: int | tuple[int, ...] = 1) -> torch.Tensor | None:
+    """The dense activation as rank ``rank`` holds it, read from the shape of its own ``tp`` tensor.
+
+    Whole when the shapes agree; else this rank's chunk of the one dim whose length is ``size`` times
+    shorter, the last dim first (a column-parallel output, its ``fused`` parts split apiece), then the
+    others (a sequence-parallel activation, Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2).
+    None when the shape fits neither.
+    """
+    if tp.shape == dense.shape:
+        return dense
+    if tp.dim() != dense.dim():
+        return None
+    last = dense.dim() - 1
+    for d in [last, *range(last)]:
+        if tp.shape[d] * size != dense.shape[d] or any(tp.shape[e] != dense.shape[e] for e in range(dense.dim())
+                                                          if e != d):
+            continue
+        try:
+            return chunk(dense, d, rank, size, fused if d == last else 1)
+        except ValueError:
+            return None
+    return None
+
+
+def sequence_dim(tp: torch.Tensor | None, dense: torch.Tensor | None, rank: int, size: int, rtol: float,
+                 atol: float) -> int | None:
+    """The dim other than the last along which ``tp`` is rank ``rank``'s chunk of ``dense``, or None.
+
+    That is how a rank holds an activation under sequence parallelism (split on the sequence dim).
+    """
+    if tp is None or dense is None or tp.dim() != dense.dim() or tp.shape == dense.shape:
+        return None
+    want = shard_like(tp, dense, rank, size)
+    if want is None or not close(tp, want, rtol, atol):
+        return None
+    d = next(d for d in range(dense.dim()) if tp.shape[d] != dense.shape[d])
+    return d if d != dense.dim() - 1 else None
+
+
+def sliced_dim(grads: list[torch.Tensor | None], dense: torch.Tensor, rtol: float, atol: float) -> int | None:
+    """The dim along which every rank's gradient is the dense one on its own chunk and zero elsewhere.
+
+    That is the gradient of an input that was sliced (``x.chunk(t, d)[rank]``) with nothing all-gathering
+    its gradient in backward. None when no dim fits.
+    """
+    size = len(grads)
+    if size < 2 or any(g is None or g.shape != dense.shape for g in grads):
+        return None
+    for d in range(dense.dim()):
+        if dense.shape[d] % size:
+            continue
+        ok = True
+        for rank, g in enumerate(grads):
+            for k, (part, want) in enumerate(zip(g.chunk(size, d), dense.chunk(size, d), strict=True)):
+                if not close(part, want if k == rank else torch.zeros_like(want), rtol, atol):
+                    ok = False
+                    break
+            if not ok:
+                break
+        if ok:
+            return d
+    return None
+
+
 def close(a: torch.Tensor | None, b: torch.Tensor | None, rtol: float, atol: float) -> bool:
     """Same shape and ``torch.allclose`` (compared in float64)."""
     if a is None or b is None or a.shape != b.shape:
@@ -73,9 +138,10 @@ def what_is_held(local: torch.Tensor, dense: torch.Tensor, layer: Layer | None, 
                  size: int, embedding: bool, rtol: float, atol: float) -> tuple[str, str] | None:
     """Which other slice of ``dense`` the rank's ``local`` parameter equals: ``(fault, explanation)``.
 
-    Faults: ``wrong-shard-dim`` (split along the other dim), ``qkv-head-split`` (split without
-    following the fused layout, or following one the plan does not declare), ``not-sharded`` (the
-    whole tensor), ``wrong-rank-shard`` (another rank's chunk). None when nothing matches.
+    Faults: ``wrong-shard-dim`` (split along the other dim), ``qkv-head-split`` or
+    ``fused-contiguous-split`` (split without following the fused layout, or following one the plan
+    does not declare: :func:`fused_fault`), ``not-sharded`` (the whole tensor), ``wrong-rank-shard``
+    (another rank's chunk). None when nothing matches.
     """
     if close(local, dense, rtol, atol):
         return "not-sharded", "holds the whole dense tensor: it was never split"
@@ -88,13 +154,33 @@ def what_is_held(local: torch.Tensor, dense: torch.Tensor, layer: Layer | None, 
             return "wrong-shard-dim", f"holds its chunk of dim {d}, not of dim {want}"
     if want is not None and layer is not None:
         n = dense.shape[want]
-        fused_alts = [f for f in (1, 3) if f != layer.fused and n % f == 0 and (n // f) % size == 0]
-        for f in fused_alts:
+        declared = layer.fused
+        alts = [f for f in (1, 2, 3) if f != declared and n % f == 0 and (n // f) % size == 0]
+        for f in alts if not embedding else ():
             if close(local, chunk(dense, want, rank, size, f), rtol, atol):
-                held = "contiguous rows of the fused output (fused=1)" if f == 1 else f"the fused layout fused={f}"
-                return "qkv-head-split", (f"holds {held}, but the plan declares fused={layer.fused!r}: "
-                                          "its heads' q, k and v rows are not the ones the dense layout puts together")
+                return fused_fault(declared if f == 1 else f), held_layout(f, declared, n, rank, size)
         for other in range(size):
             if other != rank and close(local, chunk(dense, want, other, size, layer.fused), rtol, atol):
                 return "wrong-rank-shard", f"holds rank {other}'s chunk of dim {want}"
     return None
+
+
+def fused_fault(fused: int | tuple[int, ...]) -> str:
+    """The fault of a fused column weight split against its layout: ``qkv-head-split`` for three parts
+    (``[q | k | v]``), ``fused-contiguous-split`` for any other number (``[gate | up]``)."""
+    parts = len(fused) if isinstance(fused, tuple) else fused
+    return "qkv-head-split" if parts == 3 else "fused-contiguous-split"
+
+
+def held_layout(held: int, declared: int | tuple[int, ...], n: int, rank: int, size: int) -> str:
+    """What a rank's fused column weight holds, said against what the plan declares."""
+    if held != 1:
+        return (f"holds its chunk of each of {held} fused parts (fused={held}), but the plan declares "
+                f"fused={declared!r}")
+    sizes = part_sizes(n, declared)
+    lo, hi = rank * n // size, (rank + 1) * n // size
+    bounds = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
+    covered = [i + 1 for i in range(len(sizes)) if bounds[i] < hi and bounds[i + 1] > lo]
+    return (f"holds rows {lo}..{hi - 1} of {n}, a contiguous chunk covering part{'s' if len(covered) > 1 else ''} "
+            f"{', '.join(map(str, covered))} of the {len(sizes)} fused parts only, but the plan declares "
+            f"fused={declared!r}: every rank needs its chunk of every part")
