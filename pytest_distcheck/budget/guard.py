@@ -34,7 +34,7 @@ from typing import Any
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.budget.config import BudgetConfig, budget_config
 from pytest_distcheck.budget.errors import BudgetRefused, SettleRefused, usd
-from pytest_distcheck.budget.ledger import Ledger, LedgerRow, make_row
+from pytest_distcheck.budget.ledger import LOCK_WAIT_AFTER_CREATE_S, Ledger, LedgerRow, make_row
 from pytest_distcheck.budget.pricing import Billing, Price, PriceBook
 from pytest_distcheck.calc.cost import billed_seconds, max_runtime_s
 from pytest_distcheck.errors import ConfigError, DistcheckError
@@ -316,7 +316,7 @@ class BudgetGuard:
         amount = amount.quantize(Decimal("0.0001"), rounding=ROUND_CEILING)
         billed = int(math.ceil(billed_seconds(seconds, est.billing.granularity_s, est.billing.minimum_s)))
         rate = est.price.usd_per_gpu_hour * gpu_count
-        with self.ledger.locked():
+        with self.ledger.locked(kept="nothing was reserved, created or billed"):
             status = self._status()
             if any(r.run_id == run_id for r in status.rows):
                 raise BudgetRefused(f"run id {run_id!r} is already in use")
@@ -358,7 +358,8 @@ class BudgetGuard:
 
     # -- settling ----------------------------------------------------------------------------------
 
-    def settle_rows(self, run_id: str, billed_s: int, now: datetime | None = None) -> list[LedgerRow]:
+    def settle_rows(self, run_id: str, billed_s: int, now: datetime | None = None,
+                    wait_s: float | None = None) -> list[LedgerRow]:
         """Append the ``settled`` row of an unsettled run and, when ``billed_s`` is above its reserved
         worst case, an ``overrun`` row with the seconds beyond it. Never refuses the true seconds.
 
@@ -370,6 +371,7 @@ class BudgetGuard:
         Args:
             run_id: the run's id in the ledger.
             billed_s: every second the provider billed for the pod, whole, >= 0.
+            wait_s: how long to wait for the ledger lock (default ``ledger.LOCK_WAIT_S``).
 
         Returns:
             the rows written (settled, then overrun if any), with their line numbers.
@@ -378,7 +380,7 @@ class BudgetGuard:
             SettleRefused: unknown run id, run already settled, negative seconds (nothing written).
             LedgerError: the ledger is malformed (nothing written).
         """
-        with self.ledger.locked():
+        with self.ledger.locked(wait_s):
             rows = self.ledger.read()
             mine = [r for r in rows if r.run_id == run_id]
             where = f"in {self.ledger.path}"
@@ -531,7 +533,7 @@ class Reservation:
         row = make_row(run_id=self.run_id, status="started", provider=self.provider, gpu_type=self.gpu_type,
                        gpu_count=self.gpu_count, billed_s=int(worst), rate_per_hour=self.usd_per_hour,
                        experiment=self.experiment, purpose=self.purpose, resource_id=self.pod_id)
-        with self.guard.ledger.locked():
+        with self.guard.ledger.locked(LOCK_WAIT_AFTER_CREATE_S):  # the pod exists: never give its row up early
             self.guard.ledger.append(row)
             self.started_row = self.guard._verify(self.run_id, "started")
         return self.started_row
@@ -573,12 +575,12 @@ class Reservation:
             if self.started_row is not None:
                 billed = billed_seconds(max(float(actual_seconds), 0.0), self.billing.granularity_s,
                                         self.billing.minimum_s)
-            written = self.guard.settle_rows(self.run_id, int(math.ceil(billed)))
+            written = self.guard.settle_rows(self.run_id, int(math.ceil(billed)), wait_s=LOCK_WAIT_AFTER_CREATE_S)
             self.settled_row = written[0]
             self.overrun_row = written[1] if len(written) > 1 else None
         finally:
             self.done = True
-            with self.guard.ledger.locked():
+            with self.guard.ledger.locked(LOCK_WAIT_AFTER_CREATE_S):
                 self.guard._drop_held(self.run_id)
         return self.settled_row
 

@@ -7,13 +7,16 @@
                                    settle a run left open by a crash: S = the pod's billed seconds
                                    from the provider's billing page (all of them: seconds beyond the
                                    reservation are recorded as an overrun row)
+  distcheck budget --repair-torn-line
+                                   cut a last line left torn by an interrupted write (its bytes are
+                                   kept in .distcheck/); no other row changes
 
 Every amount is recomputed from the rows (rate x billed seconds); a run with no settled row counts
 its worst case until it is settled. ``--settle`` appends a ``settled`` row (the run's rate,
 provider, resource, experiment and pod id) and, past the reservation, an ``overrun`` row; it
 rewrites nothing.
-Exit status 1 when a ceiling is passed, 2 for a malformed ledger, a refused settlement, or ``--reconcile``
-without RUNPOD_API_KEY while the ledger names pods.
+Exit status 1 when a ceiling is passed, 2 for a malformed or unreadable ledger or workspace file, a
+refused settlement, or ``--reconcile`` without RUNPOD_API_KEY while the ledger names pods.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reconcile", action="store_true",
                         help="ask RunPod what it billed for the ledger's pods (needs RUNPOD_API_KEY), append "
                              "reconciled rows and show every difference")
+    parser.add_argument("--repair-torn-line", action="store_true",
+                        help="cut a last line left torn by an interrupted write; every other row stays as it is")
 
 
 def load_guard(config: str):
@@ -55,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     from pytest_distcheck.budget.errors import usd
 
     guard = load_guard(args.config)
+    if args.repair_torn_line:
+        return repair(guard)
     if args.settle is not None or args.seconds is not None:
         return settle(guard, args)
     differ = False
@@ -133,6 +140,21 @@ def _runpod_bills(pod_ids: list[str]):
         raise DistcheckError(f"cannot reconcile: {API_KEY_ENV} is not set (export it; reconcile asks RunPod's "
                              "billing for the pods the ledger names)")
     return pod_bills(pod_ids)
+
+
+REPAIRED = ("Cut the torn line {line} of {ledger} (a write interrupted by a kill or a power cut); its bytes are "
+            "kept in {saved}. Every other row is as it was.")
+NOTHING_TO_REPAIR = "Nothing to repair: the last line of {ledger} is whole."
+
+
+def repair(guard) -> int:
+    """``--repair-torn-line``. Raises LedgerError when the ledger has other problems (nothing is cut)."""
+    done = guard.ledger.repair_torn_line()
+    if done is None:
+        print(NOTHING_TO_REPAIR.format(ledger=guard.ledger.path))
+    else:
+        print(REPAIRED.format(line=done[0], ledger=guard.ledger.path, saved=done[1]))
+    return 0
 
 
 def settle(guard, args: argparse.Namespace) -> int:
