@@ -586,7 +586,7 @@ class Ledger:
             raise LedgerWriteError(self.path, "", WRITE_FAILED.format(
                 reason="the disk is full", folder=folder, free=free, need=need, rows=rows))
         existed = self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             start = os.fstat(fd).st_size
             try:
@@ -594,6 +594,8 @@ class Ledger:
                 if done != len(data):
                     raise OSError(errno.ENOSPC, f"only {done} of {len(data)} bytes were written")
                 os.fsync(fd)
+                if os.pread(fd, len(data), start) != data:  # read back: a pod is only created once its row is in
+                    raise OSError(errno.EIO, "the row read back differs from the row written")
             except OSError as exc:
                 reason = exc.strerror or str(exc)
                 try:

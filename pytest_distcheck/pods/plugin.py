@@ -146,8 +146,21 @@ def pods_session(config: pytest.Config):
 
         config.stash[_session_key] = PodsSession(
             _provider_name(config), _timings(config), _local_rate(config), session_id(config),
-            worker=hasattr(config, "workerinput"), report=_report(config))
+            worker=hasattr(config, "workerinput"), report=_report(config), guard=lambda: _ledger_guard(config))
     return config.stash[_session_key]
+
+
+def _ledger_guard(config: pytest.Config):
+    """The workspace's budget guard for recovering the ledger's pods, or None without a [budget] section.
+    Raises DistcheckError for a malformed workspace or budget section."""
+    from pytest_distcheck.budget.config import budget_config
+    from pytest_distcheck.budget.guard import BudgetGuard
+    from pytest_distcheck.budget.plugin import session_id
+    from pytest_distcheck.dod.plugin import get_workspace
+
+    ws = get_workspace(config)
+    cfg = budget_config(ws) if ws is not None else None
+    return None if cfg is None else BudgetGuard.from_config(cfg, session_id=session_id(config))
 
 
 def _request(item: pytest.Item, config: pytest.Config):
@@ -216,7 +229,7 @@ def gpu_pod(request: pytest.FixtureRequest, budget):
         res = getattr(lease, "reservation", None)
         if lease is None or res is None or not lease.started:
             return None, None
-        return lease.started, lease.usd_per_hour or float(res.usd_per_hour)
+        return lease.started, lease.metered_usd_per_hour
 
     line = StatusLine(f"{gpu.gpus} x {gpu_type} ({provider.name})", config.pluginmanager.get_plugin("terminalreporter"),
                       capman.global_and_fixture_disabled if capman is not None else None, meter)
