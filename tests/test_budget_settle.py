@@ -16,6 +16,7 @@ from pytest_distcheck.budget.errors import SettleRefused
 from pytest_distcheck.budget.guard import BudgetGuard
 from pytest_distcheck.budget.ledger import Ledger, parse
 from pytest_distcheck.cli import main
+from pytest_distcheck.workspace import load_workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = "experiments/35-cloud-budget.md"
@@ -185,3 +186,29 @@ def test_a_torn_last_line_is_repaired_by_the_command_its_error_names(phase: Path
     out = capsys.readouterr().out
     assert out.startswith(REPAIRED.split("{")[0] + "19 of ") and phase.read_bytes() == whole
     assert main(["budget"]) == 0
+
+
+def test_the_budget_command_names_a_pod_that_may_still_be_billing_and_one_whose_rate_was_unknown(
+        phase: Path, capsys):
+    from pytest_distcheck.commands.budget import RATE_UNKNOWN_LINE, TERMINATE_FAILED_LINE
+
+    guard = BudgetGuard.from_workspace(load_workspace(phase.parents[1] / "checks" / "distcheck.toml"))
+    guard.record_event("cccc3333-01", "rate-unknown")
+    guard.record_event("cccc3333-01", "terminate-failed")
+    assert main(["budget"]) == 0
+    out = capsys.readouterr().out
+    assert TERMINATE_FAILED_LINE.format(run="cccc3333-01", pod="podC") in out
+    assert RATE_UNKNOWN_LINE.format(run="cccc3333-01", pod="podC") in out
+    assert "phase total          $0.69 of $5.00" in out  # events cost nothing
+
+
+def test_a_run_whose_pod_was_never_recorded_is_not_asked_for_the_seconds_of_pod_dash(phase: Path, capsys):
+    from pytest_distcheck.commands.budget import NO_POD_RECORDED
+
+    guard = BudgetGuard.from_workspace(load_workspace(phase.parents[1] / "checks" / "distcheck.toml"),
+                                       session_id="abcd0001")
+    res = guard.reserve("runpod", "RTX 4090", 2, 600, "t::killed", experiment="tp-inference")
+    guard._drop_held(res.run_id)  # its process died before the started row
+    assert main(["budget"]) == 0
+    out = capsys.readouterr().out
+    assert NO_POD_RECORDED.format(run=res.run_id) in out and "pod -" not in out

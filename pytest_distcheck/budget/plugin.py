@@ -98,7 +98,27 @@ def _guard(config: pytest.Config):
     if ws is None:
         raise pytest.UsageError(f"paid tests need a workspace file with a [budget] section "
                                 f"({workspace_label(config)!r} not found)")
-    return BudgetGuard.from_workspace(ws, session_ceiling_usd=max_usd(config), session_id=session_id(config))
+    guard = BudgetGuard.from_workspace(ws, session_ceiling_usd=max_usd(config), session_id=session_id(config))
+    guard.ledger.notify = _terminal_line(config)
+    return guard
+
+
+def _terminal_line(config: pytest.Config):
+    """A function writing one line to the terminal, with output capture suspended (a wait for the ledger
+    lock is said while a test runs)."""
+    import contextlib
+    import sys
+
+    def write(line: str) -> None:
+        capman = config.pluginmanager.getplugin("capturemanager")
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
+            if reporter is not None:
+                reporter.write_line(line)
+            else:
+                sys.stderr.write(line + "\n")
+
+    return write
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -107,6 +107,11 @@ def run(args: argparse.Namespace) -> int:
                   f"{usd(ch.reconciled.recomputed_cost)} (line {ch.reconciled.line}), the kit "
                   f"{'measured' if ch.self_reported is not None else 'reserved'} "
                   f"{usd(ch.reconciled.recomputed_cost - ch.difference)}; the provider's figure counts")
+    for ch in charges:
+        if ch.terminate_failed:
+            print(TERMINATE_FAILED_LINE.format(run=ch.run_id, pod=ch.pod_row.resource_id))
+        if ch.rate_unknown:
+            print(RATE_UNKNOWN_LINE.format(run=ch.run_id, pod=ch.pod_row.resource_id))
     if status.totals.unsettled:
         print(f"Open runs counted at their worst case (no settled row yet): {', '.join(status.totals.unsettled)}")
     if status.in_progress:
@@ -120,13 +125,23 @@ def run(args: argparse.Namespace) -> int:
         for ch in charges:
             if ch.run_id in status.abandoned:
                 r = ch.pod_row
+                pod = f"pod {r.resource_id}" if r.has_pod else NO_POD_RECORDED.format(run=r.run_id)
                 print(f"  distcheck budget{config} --settle {r.run_id} --seconds S"
-                      f"    # S: billed seconds of pod {r.resource_id} (reserved {r.billed_s})")
+                      f"    # S: billed seconds of {pod} (reserved {r.billed_s})")
     print(f"Ledger: {accounting.confirmation(rows)}")
     if over:
         print("OVER a ceiling: the spend-within-budget item is broken")
         return 1
     return 1 if differ else 0
+
+
+TERMINATE_FAILED_LINE = ("TERMINATE FAILED: run {run}: pod {pod} may still be billing; `distcheck pods --sweep` "
+                         "retries it (and the next pytest session does, first)")
+RATE_UNKNOWN_LINE = ("RATE UNKNOWN: run {run}: the provider reported no rate for pod {pod}; it was metered at the "
+                     "larger of the priced rate and the provider's bill; `distcheck budget --reconcile` appends "
+                     "the bill")
+NO_POD_RECORDED = ("the pod named distcheck-{run}-* (none recorded: its process died before the started row; "
+                   "`distcheck pods --sweep` records and ends it)")
 
 
 def _runpod_bills(pod_ids: list[str]):
