@@ -11,7 +11,8 @@ from pathlib import Path
 
 from pytest_distcheck.errors import ConfigError
 
-MAX_BYTES = 8 * 2**20  # 8 MiB: far above any page, note, config or ledger a person writes
+MAX_BYTES = 8 * 2**20  # 8 MiB: far above any config or ledger a person writes
+PAGE_BYTES = 256 * 2**10  # 256 KiB: a Markdown page (a note, a diagram page); the kit's longest is 30 KiB
 NOT_FOUND = "no such {what}"
 NOT_A_FILE = "is a folder, not a {what}: name the file inside it"
 TOO_LARGE = "is {size:,} bytes, above the {limit:,} bytes a {what} may have (is it the right file?)"

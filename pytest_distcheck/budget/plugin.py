@@ -38,13 +38,29 @@ def max_usd(config: pytest.Config) -> Decimal | None:
     text, source = MAX_USD.raw(config)
     value = None
     if text.strip():
-        try:
-            value = Decimal(text.strip())
-        except InvalidOperation:
-            raise pytest.UsageError(f"{source}: {text!r} is not a number of USD") from None
-        if not value.is_finite() or value < 0:
-            raise pytest.UsageError(f"{source}: must be a number of USD >= 0, got {text!r}")
+        value = _usd(text.strip(), source)
     config.stash[_max_usd_key] = value
+    return value
+
+
+def _usd(text: str, source: str) -> Decimal:
+    """``text`` as a session ceiling in USD. Raises pytest.UsageError naming ``source`` and the fix."""
+    from pytest_distcheck.budget.config import CURRENCY_SIGN, ceiling_problem
+
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        plain = text.replace("$", "").replace("USD", "").replace("usd", "").strip()
+        try:
+            Decimal(plain)
+        except InvalidOperation:
+            raise pytest.UsageError(f"{source}: {text!r} is not a number of USD (e.g. 3 or 0.5)") from None
+        raise pytest.UsageError(f"{source}: {text!r} " + CURRENCY_SIGN.format(plain=plain)) from None
+    if value.is_finite() and value < 0:
+        raise pytest.UsageError(f"{source}: must be a number of USD >= 0, got {text!r}")
+    problem = ceiling_problem(value, text)
+    if problem:
+        raise pytest.UsageError(f"{source}: {problem}")
     return value
 
 
@@ -80,6 +96,11 @@ def _marker_cap(item: pytest.Item) -> Decimal | None:
                                 f"got args {marker.args!r} kwargs {marker.kwargs!r}")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.budget(usd=X) needs X > 0 USD, got {value!r}")
+    from pytest_distcheck.budget.config import ceiling_problem
+
+    problem = ceiling_problem(Decimal(str(value)))
+    if problem:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.budget(usd=X): X {problem}")
     return Decimal(str(value))
 
 
