@@ -623,6 +623,7 @@ class Reservation:
 
         Raises:
             LedgerError: the ledger became malformed; the open/started row keeps counting the worst case.
+            LedgerWriteError: the disk is full (the ledger is as it was; the worst case keeps counting).
         """
         if self.done:
             return self.settled_row
@@ -630,7 +631,9 @@ class Reservation:
             if actual_seconds is None:
                 actual_seconds = 0.0 if self.started_at is None else time.monotonic() - self.started_at
             billed = 0.0
-            if self.started_row is not None:
+            if self.pod_id is not None:  # a pod existed, even when its started row could not be written
+                if self.started_row is None:
+                    self.record_pod(self.pod_id, self.reported_usd_per_hour, self.started_at)  # once more
                 billed = billed_seconds(max(float(actual_seconds), 0.0), self.billing.granularity_s,
                                         self.billing.minimum_s)
             written = self.guard.settle_rows(self.run_id, int(math.ceil(billed)), wait_s=LOCK_WAIT_AFTER_CREATE_S)

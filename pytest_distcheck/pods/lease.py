@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_distcheck.errors import DistcheckError
 from pytest_distcheck.pods.base import (
     GpuRequest,
     NoCapacity,
@@ -47,6 +48,9 @@ from pytest_distcheck.pods.timings import Timings
 
 # reserve(max_seconds, usd_per_gpu_hour) -> a budget Reservation (pytest_distcheck.budget_guard)
 Reserve = Callable[[float, float | None], Any]
+NOT_SETTLED = ("pod {pod} is terminated ({seconds:.0f} s from the create call), but its settled row was not written: "
+               "{problem}. Its worst case keeps counting; once the ledger can be written: "
+               "`distcheck budget --settle {run} --seconds {seconds:.0f}` (or `distcheck budget --reconcile`)")
 TERMINATE_FAILED = (
     "terminate failed, pod {pod} ({name}) may still be billing: termination was not confirmed after {attempts} "
     "attempts over {timeout:g} s (last: {last}). See it and end it by hand{console}; its dead-man switch ends it "
@@ -270,7 +274,12 @@ class Lease:
                     res.release()
                 # else: keep it held (it expires by itself); the pod may still appear and bill
             elif term is not None and term.confirmed:
-                res.settle(self._billed_seconds(term))
+                seconds = self._billed_seconds(term)
+                try:
+                    res.settle(seconds)
+                except DistcheckError as exc:
+                    raise PodError(NOT_SETTLED.format(pod=self.pod_id, seconds=seconds, run=res.run_id,
+                                                      problem=exc)) from None
             else:
                 recorded = self._record_terminate_failed()
                 res.__exit__(None, None, None)  # the started row keeps counting the worst case
