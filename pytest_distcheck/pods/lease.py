@@ -1,22 +1,12 @@
 """One pod under the budget guard, from reservation to settled ledger row, whatever happens between.
 
-Order (each step only after the one before; /work/shared/notes/runpod.md section 6):
-
-1. price and reserve the worst case (run time + ready timeout + teardown) with the budget guard,
-   which appends the ledger's ``open`` row and reads it back;
-2. create the pod, named ``distcheck-<run id>-<deadline>``; if the answer is lost, look it up by name;
-3. put it on this process's :class:`~pytest_distcheck.pods.reaper.Reaper` list and start the budget
-   watchdog (it terminates the pod at the reservation, on SIGTERM, on any exception and at exit); read
-   its ``costPerHr`` and append the ``started`` row (``record_pod``) BEFORE waiting on it;
-4. meter it: every ``meter_every`` seconds the provider's rate and bill go to the watchdog, which
-   believes the larger figure; wait until the pod is usable, start the heartbeat (kill path b's input,
-   carrying the metered rate);
-5. hand the pod out; its commands' time limits are clamped to the reserved time;
-6. on the way out, normal or not: stop the heartbeat, terminate until the provider confirms (kill
-   path a), settle the ledger with create-call-to-confirmed-termination seconds.
-
-If termination cannot be confirmed, a ``terminate-failed`` row names the pod, the worst case keeps
-counting, and the error says which pod, where to see it, and that the next session retries it first.
+Order (each step only after the one before; /work/shared/notes/runpod.md section 6): reserve the worst
+case (the ``open`` row, read back); create the pod named ``distcheck-<run id>-<deadline>`` (a lost
+answer: look it up by name); put it on the reaper's list and start the watchdog; append the ``started``
+row before waiting on it; meter it every ``meter_every`` s (the provider's rate and bill, the larger
+figure believed); wait until usable, heartbeat (carrying the metered rate); hand it out with its time
+limits clamped; on the way out terminate until confirmed and settle with create-to-termination seconds.
+A termination not confirmed leaves a ``terminate-failed`` row; the next session retries it first.
 """
 
 from __future__ import annotations

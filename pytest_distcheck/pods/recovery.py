@@ -1,18 +1,11 @@
 """First thing at a session's start (and in ``distcheck pods --sweep``): end the pods the ledger says may
 still be billing, and give each its row.
 
-Of the ledger's unsettled runs on this provider with a ``terminate-failed`` row or whose process is
-gone (``BudgetStatus.abandoned``):
-
-- a run whose pod is named by a row (a ``terminate-failed`` row first): terminated until confirmed, if
-  the provider still shows it; for a run without that row, only when the sweep's rules call it an
-  orphan (:func:`pytest_distcheck.pods.sweep.orphan_reason`: a live session elsewhere keeps its pod);
-- a run whose process died between creating its pod and writing the ``started`` row: the account's pod
-  named for the run (:mod:`pytest_distcheck.pods.names`) is recorded (``BudgetGuard.adopt_pod``), then
-  terminated.
-
-Then the provider's bill for those pods is appended (``BudgetGuard.reconcile``), so each run counts
-what was billed; without a bill yet, its worst case keeps counting.
+Of the ledger's unsettled runs on this provider with a ``terminate-failed`` row or whose process is gone:
+a pod named by a row is terminated until confirmed (without that row, only when the sweep's rules call
+it an orphan); a pod created by a process killed before its ``started`` row is found by its name
+(:mod:`~pytest_distcheck.pods.names`), recorded (``BudgetGuard.adopt_pod``) and terminated. Then the
+provider's bill for those pods is appended (``BudgetGuard.reconcile``); without one, the worst case counts.
 """
 
 from __future__ import annotations
