@@ -580,13 +580,13 @@ def test_a_pod_marker_speaks_minutes(monkeypatch, minutes):
 
 @pytest.mark.parametrize("rate", ["inf", "1e308", "nan", "-1"])
 def test_an_absurd_local_gpu_rate_is_a_usage_error(rate):
-    from pytest_distcheck.pods.plugin import _local_rate
+    from pytest_distcheck.pods.plugin import LOCAL_RATE_BOUND, _local_rate
 
     class Config:
         def getoption(self, dest):
             return rate
 
-    with pytest.raises(pytest.UsageError, match="^command line --gpu-local-rate: must be a finite number"):
+    with pytest.raises(pytest.UsageError, match="^command line --gpu-local-rate: " + LOCAL_RATE_BOUND.split(",")[0]):
         _local_rate(Config())
 
 

@@ -39,6 +39,8 @@ MARKER = ("pod(gpus=1, minutes=30, gpu_type=None, image=None, cloud=None, experi
           "for this test; unset values come from the workspace's [pods] section, then the kit's defaults")
 _MARKER_KEYS = {"gpus", "minutes", "gpu_type", "image", "cloud", "experiment"}
 MAX_LOCAL_RATE = 100.0  # USD per GPU-hour: above any GPU's rent
+LOCAL_RATE_BOUND = ("must be a finite number of USD per GPU-hour, >= 0 and at most {max:g} (more is a typo), "
+                    "got {value!r}")
 MAX_POD_MINUTES = 366 * 24 * 60  # a year, as distcheck estimate --minutes
 POD_MINUTES = "{source} must be a number of minutes > 0 and at most {max} (a year), got {value!r}"
 _session_key = pytest.StashKey[Any]()
@@ -69,8 +71,7 @@ def _local_rate(config: pytest.Config) -> float:
     except ValueError:
         raise pytest.UsageError(f"{source}: {value!r} is not a number of USD per GPU-hour") from None
     if not 0 <= rate <= MAX_LOCAL_RATE:
-        raise pytest.UsageError(f"{source}: must be a finite number of USD per GPU-hour, >= 0 and at most "
-                                f"{MAX_LOCAL_RATE:g} (more is a typo), got {value!r}")
+        raise pytest.UsageError(f"{source}: " + LOCAL_RATE_BOUND.format(max=MAX_LOCAL_RATE, value=value))
     return rate
 
 
