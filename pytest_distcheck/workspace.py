@@ -24,6 +24,11 @@ DEFAULT_PATH = "checks/distcheck.toml"
 # What to do when no workspace file is found; every "not found" message ends with it.
 NOT_FOUND_HINT = (f"no {DEFAULT_PATH} in this folder or any folder above it; run from your workspace, name the "
                   f"file (distcheck ... --config FILE, pytest --workspace FILE), or start one with `distcheck init`")
+# A workspace file named by --workspace or the ini key that is not there; {hint} is DID_YOU_MEAN or THERE_ARE.
+NAMED_MISSING = "no such file (named by {source}, relative to {base}){hint}"
+DID_YOU_MEAN = "; did you mean {path}?"
+THERE_ARE = "; the .toml files there: {paths}"
+NAME_ANOTHER = "; name an existing workspace file, or start one with `distcheck init DIR`"
 
 
 def find_workspace_file(start: Path) -> Path | None:
@@ -221,15 +226,16 @@ def run_workspace_file(config: Any) -> Path:
         config: the ``pytest.Config`` of the run.
 
     Raises:
-        ConfigError: the file found walking up is not at pytest's rootdir (no ini file beside it).
+        ConfigError: a named file does not exist (with the nearest .toml names: :func:`missing_named`), or
+            the file found walking up is not at pytest's rootdir (no ini file beside it).
     """
     start = Path(config.invocation_params.dir)
     option = config.getoption("distcheck_workspace", None)
     if option:
-        return (start / option).resolve()
+        return _named_file(option, start, "--workspace")
     ini = config.getini("distcheck_config")
     if ini:
-        return (config.rootpath / ini).resolve()
+        return _named_file(ini, Path(config.rootpath), f"distcheck_config in {config.inipath or 'the ini file'}")
     found = find_workspace_file(start)
     if found is None:
         return (config.rootpath / DEFAULT_PATH).resolve()
@@ -239,6 +245,28 @@ def run_workspace_file(config: Any) -> Path:
                                      f"(no ini file at {workspace_root(found)}): run pytest from there, or add a "
                                      f"pytest.ini there (distcheck init writes one)")
     return found
+
+
+def _named_file(named: str, base: Path, source: str) -> Path:
+    path = (base / named).resolve()
+    if not path.is_file():
+        raise ConfigError(named, "", missing_named(named, base, source))
+    return path
+
+
+def missing_named(named: str, base: Path, source: str) -> str:
+    """What to say when ``named`` (relative to ``base``, given by ``source``) is not a file: the closest
+    ``.toml`` file beside it or one folder under ``base`` (difflib), else those beside it."""
+    import difflib
+
+    parent = Path(named).parent
+    found = {(parent / p.name).as_posix() for p in (base / parent).glob("*.toml") if p.is_file()}
+    found |= {p.relative_to(base).as_posix() for p in base.glob("*/*.toml") if p.is_file()}
+    close = difflib.get_close_matches(Path(named).as_posix(), sorted(found), n=1, cutoff=0.8)
+    beside = sorted(f for f in found if Path(f).parent == parent)
+    hint = (DID_YOU_MEAN.format(path=close[0]) if close
+            else THERE_ARE.format(paths=", ".join(beside)) if beside else NAME_ANOTHER)
+    return NAMED_MISSING.format(source=source, base=base, hint=hint)
 
 
 def display_path(path: Path, base: Path) -> str:

@@ -12,6 +12,7 @@ from dod_support import write_checks
 
 from pytest_distcheck.cmdline import unknown_markers
 from pytest_distcheck.deps import missing_dependencies
+from pytest_distcheck.workspace import DID_YOU_MEAN, NAME_ANOTHER, NAMED_MISSING, THERE_ARE, missing_named
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
@@ -170,3 +171,27 @@ def test_a_paid_test_without_the_gpu_extra_names_the_install_line(pytester, monk
     result.stdout.fnmatch_lines(["*the `gpu` extra of pytest-distcheck is not installed in this Python (missing: "
                                  "asyncssh); install it with: * -m pip install -e '.[[]gpu]'*"])
     assert "ModuleNotFoundError" not in result.stdout.str()
+
+
+def test_a_misspelled_workspace_file_is_a_usage_error_that_offers_the_closest_name(workspace_dir):
+    """`--workspace checks/solution.toml` (for solutions.toml): not a marker error of the first check claiming
+    there is no checks/distcheck.toml, but the file named, where it was looked for, and the closest name."""
+    write_checks(workspace_dir)
+    (workspace_dir.path / "checks" / "solutions.toml").write_text((workspace_dir.path / "checks" /
+                                                                    "distcheck.toml").read_text())
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "-m", "local", "--workspace", "checks/solution.toml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    said = NAMED_MISSING.format(source="--workspace", base=workspace_dir.path,
+                                hint=DID_YOU_MEAN.format(path="checks/solutions.toml"))
+    result.stderr.fnmatch_lines([f"ERROR: distcheck: checks/solution.toml: {said}"])
+    assert "mark.dod" not in result.stderr.str()
+
+
+def test_a_missing_workspace_file_with_no_close_name_lists_its_neighbours_or_names_the_next_step(tmp_path):
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "distcheck.toml").write_text("")
+    assert missing_named("checks/zzz.toml", tmp_path, "--workspace") == NAMED_MISSING.format(
+        source="--workspace", base=tmp_path, hint=THERE_ARE.format(paths="checks/distcheck.toml"))
+    assert missing_named("chekcs/distcheck.toml", tmp_path, "--workspace").endswith(
+        DID_YOU_MEAN.format(path="checks/distcheck.toml"))
+    assert missing_named("elsewhere/zzz.toml", tmp_path, "--workspace").endswith(NAME_ANOTHER)
