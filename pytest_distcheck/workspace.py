@@ -24,6 +24,10 @@ DEFAULT_PATH = "checks/distcheck.toml"
 # What to do when no workspace file is found; every "not found" message ends with it.
 NOT_FOUND_HINT = (f"no {DEFAULT_PATH} in this folder or any folder above it; run from your workspace, name the "
                   f"file (distcheck ... --config FILE, pytest --workspace FILE), or start one with `distcheck init`")
+# A pytest run that found no workspace walking up from {start} and so collected nothing.
+NO_WORKSPACE = (f"no workspace found: no {DEFAULT_PATH} in {{start}} or any folder above it, so there were no DoD "
+                f"checks to collect; cd into your workspace (the folder that holds {DEFAULT_PATH}) and run it "
+                f"again, or start one with `distcheck init DIR`")
 # A workspace file named by --workspace or the ini key that is not there; {hint} is DID_YOU_MEAN or THERE_ARE.
 NAMED_MISSING = "no such file (named by {source}, relative to {base}){hint}"
 DID_YOU_MEAN = "; did you mean {path}?"

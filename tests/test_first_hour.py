@@ -12,7 +12,14 @@ from dod_support import write_checks
 
 from pytest_distcheck.cmdline import unknown_markers
 from pytest_distcheck.deps import missing_dependencies
-from pytest_distcheck.workspace import DID_YOU_MEAN, NAME_ANOTHER, NAMED_MISSING, THERE_ARE, missing_named
+from pytest_distcheck.workspace import (
+    DID_YOU_MEAN,
+    NAME_ANOTHER,
+    NAMED_MISSING,
+    NO_WORKSPACE,
+    THERE_ARE,
+    missing_named,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
@@ -195,3 +202,18 @@ def test_a_missing_workspace_file_with_no_close_name_lists_its_neighbours_or_nam
     assert missing_named("chekcs/distcheck.toml", tmp_path, "--workspace").endswith(
         DID_YOU_MEAN.format(path="checks/distcheck.toml"))
     assert missing_named("elsewhere/zzz.toml", tmp_path, "--workspace").endswith(NAME_ANOTHER)
+
+
+def test_pytest_outside_any_workspace_says_none_was_found_and_where_to_go(pytester):
+    """`pytest -m local` in a folder with no workspace above it: not a bare "collected 0 items" but why,
+    and the next step; the exit status stays pytest's "nothing collected"."""
+    result = pytester.runpytest("-p", "no:cacheprovider", "-m", "local")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(["*; no workspace file (checks/distcheck.toml is not in this folder or above); gate off",
+                                 "distcheck: " + NO_WORKSPACE.format(start=pytester.path)])
+
+
+def test_a_suite_without_a_workspace_that_collects_tests_gets_no_workspace_line(pytester):
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == 0 and "no workspace found" not in result.stdout.str()
