@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from dod_support import write_checks
 
-from pytest_distcheck.cmdline import unknown_markers
+from pytest_distcheck.cmdline import CHECK_IT, FROM_THE_ROOT, unknown_markers
 from pytest_distcheck.deps import missing_dependencies
 from pytest_distcheck.workspace import (
     DID_YOU_MEAN,
@@ -98,7 +98,7 @@ def test_a_kit_test_run_prints_one_line_instead_of_the_dod_table(workspace_dir):
     result = workspace_dir.runpytest("-p", "no:cacheprovider", "tests")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["distcheck: the DoD of phase t1 was not checked in this run (none of its checks "
-                                 "under checks/ was collected); `pytest -m local` checks it"])
+                                 f"under checks/ was collected); {CHECK_IT}"])
     assert "NOT RUN" not in result.stdout.str() and "Definition of Done" not in result.stdout.str()
 
 
@@ -217,3 +217,16 @@ def test_a_suite_without_a_workspace_that_collects_tests_gets_no_workspace_line(
     pytester.makepyfile("def test_x():\n    pass\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == 0 and "no workspace found" not in result.stdout.str()
+
+
+def test_pytest_in_a_subfolder_with_tests_of_its_own_names_the_folder_and_the_way_back(workspace_dir, monkeypatch):
+    """`cd tests && pytest -m local`: the line must not answer "`pytest -m local` checks it" (the command just
+    run) but say why nothing of the DoD was collected and where to run it from."""
+    write_checks(workspace_dir)
+    workspace_dir.makeini("[pytest]\ntestpaths = checks\n")
+    workspace_dir.makepyfile(**{"tests/deep/test_kit": "def test_kit():\n    pass\n"})
+    monkeypatch.chdir(workspace_dir.path / "tests" / "deep")
+    out = workspace_dir.runpytest("-p", "no:cacheprovider", "-m", "local").stdout
+    out.fnmatch_lines(["distcheck: the DoD of phase t1 was not checked in this run*; "
+                       + FROM_THE_ROOT.format(here="tests/deep", up="../..")])
+    assert CHECK_IT not in out.str()
