@@ -12,6 +12,7 @@ from dod_support import write_checks
 
 from pytest_distcheck.cmdline import CHECK_IT, FROM_THE_ROOT, unknown_markers
 from pytest_distcheck.deps import missing_dependencies
+from pytest_distcheck.paid import NO_KEY_STEP, NO_KEY_WHY, NOTHING_PAID_RAN, SKIPPED_WHY
 from pytest_distcheck.workspace import (
     DID_YOU_MEAN,
     NAME_ANOTHER,
@@ -230,3 +231,45 @@ def test_pytest_in_a_subfolder_with_tests_of_its_own_names_the_folder_and_the_wa
     out.fnmatch_lines(["distcheck: the DoD of phase t1 was not checked in this run*; "
                        + FROM_THE_ROOT.format(here="tests/deep", up="../..")])
     assert CHECK_IT not in out.str()
+
+
+def _paid_run(pytester, *args, body="gpu_pod):\n            pass"):
+    pytester.makefile(".toml", **{"checks/distcheck": PAID_WORKSPACE + "\n[budget]\nledger = 'ledger.md'\n"
+                                  "phase_ceiling_usd = 5.0\n"})
+    pytester.makepyfile(**{"checks/test_checks": textwrap.dedent("""
+        import pytest, pytest_distcheck
+
+        @pytest.mark.local
+        @pytest.mark.dod("spend")
+        def test_spend():
+            pass
+
+        @pytest.mark.local
+        @pytest.mark.dod("paid")
+        def test_paid():
+            pytest_distcheck.pending("no result yet", "pytest -m gpu --max-usd 3")
+
+        @pytest.mark.gpu
+        def test_on_a_pod(BODY
+        """).replace("BODY", body)})
+    return pytester.runpytest("-p", "no:cacheprovider", "-m", "gpu", "--max-usd", "3", *args)
+
+
+def test_the_paid_command_without_a_key_names_the_key_as_the_next_step_and_fails(pytester, monkeypatch):
+    """`pytest -m gpu --max-usd 3` with no RUNPOD_API_KEY: nothing the learner asked for ran, so not exit 0,
+    and the item's next step is not the same command again but the key, then that command."""
+    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
+    result = _paid_run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([
+        "distcheck: paid test skipped: *RUNPOD_API_KEY is not set*",
+        "distcheck: " + NOTHING_PAID_RAN.format(why=NO_KEY_WHY, status=4),
+        "PENDING  paid   no result yet", "*-> " + NO_KEY_STEP.format(how="pytest -m gpu --max-usd 3")])
+
+
+def test_a_budgeted_run_whose_paid_tests_all_skip_for_another_reason_fails_without_naming_the_key(pytester):
+    result = _paid_run(pytester, "--gpu-provider", "local", body="):\n            pytest.skip('too few GPUs')")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["distcheck: " + NOTHING_PAID_RAN.format(why=SKIPPED_WHY, status=4),
+                                 "*-> pytest -m gpu --max-usd 3"])
+    assert "RUNPOD_API_KEY=" not in result.stdout.str()
