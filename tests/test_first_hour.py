@@ -39,6 +39,15 @@ def test_the_readme_activates_the_venv_before_its_first_bare_command():
     assert README.count("source .venv/bin/activate") == 1  # stated once
 
 
+def test_ci_runs_the_readme_s_test_command_and_both_install_steps_show_progress():
+    """`.ci/run` calls the README's test command exactly; neither README command silences pip (`-q` made the
+    install silent for about 9 minutes on a loaded machine)."""
+    commands = [line for line in README.splitlines() if line.startswith("python3.11 -m venv .venv && ")]
+    test = next(c for c in commands if "pytest tests" in c)
+    assert test in (REPO / ".ci" / "run").read_text().splitlines()
+    assert len(commands) == 2 and not [c for c in commands if re.search(r"pip install[^&]* (-q|--quiet)\b", c)]
+
+
 def test_the_main_command_installs_the_paid_path_client():
     main = next(block for _, block in _bash_blocks(README) if "pytest -m local" in block and "pip install" in block)
     extras = re.search(r"-e '\.\[([\w,]+)\]'", main).group(1).split(",")
