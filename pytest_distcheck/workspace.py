@@ -152,8 +152,9 @@ def load_workspace(path: Path, root: Path | None = None) -> Workspace:
     """
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(path, "", "workspace file not found (name another with --config FILE, or start one "
-                                    "with `distcheck init`)")
+        close, _ = _nearest_toml(str(path), Path.cwd())
+        raise ConfigError(path, "", "workspace file not found" + (DID_YOU_MEAN.format(path=close) if close else
+                                    " (name another with --config FILE, or start one with `distcheck init`)"))
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -261,16 +262,23 @@ def _named_file(named: str, base: Path, source: str) -> Path:
 def missing_named(named: str, base: Path, source: str) -> str:
     """What to say when ``named`` (relative to ``base``, given by ``source``) is not a file: the closest
     ``.toml`` file beside it or one folder under ``base`` (difflib), else those beside it."""
+    close, beside = _nearest_toml(named, base)
+    hint = (DID_YOU_MEAN.format(path=close) if close
+            else THERE_ARE.format(paths=", ".join(beside)) if beside else NAME_ANOTHER)
+    return NAMED_MISSING.format(source=source, base=base, hint=hint)
+
+
+def _nearest_toml(named: str, base: Path) -> tuple[str | None, list[str]]:
+    """The ``.toml`` path closest to ``named`` (difflib) among those beside it and one folder under ``base``,
+    written as ``named`` is; and those beside it."""
     import difflib
 
     parent = Path(named).parent
     found = {(parent / p.name).as_posix() for p in (base / parent).glob("*.toml") if p.is_file()}
-    found |= {p.relative_to(base).as_posix() for p in base.glob("*/*.toml") if p.is_file()}
+    if not parent.is_absolute():
+        found |= {p.relative_to(base).as_posix() for p in base.glob("*/*.toml") if p.is_file()}
     close = difflib.get_close_matches(Path(named).as_posix(), sorted(found), n=1, cutoff=0.8)
-    beside = sorted(f for f in found if Path(f).parent == parent)
-    hint = (DID_YOU_MEAN.format(path=close[0]) if close
-            else THERE_ARE.format(paths=", ".join(beside)) if beside else NAME_ANOTHER)
-    return NAMED_MISSING.format(source=source, base=base, hint=hint)
+    return (close[0] if close else None), sorted(f for f in found if Path(f).parent == parent)
 
 
 def display_path(path: Path, base: Path) -> str:

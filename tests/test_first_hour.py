@@ -282,3 +282,14 @@ def test_a_budgeted_run_whose_paid_tests_all_skip_for_another_reason_fails_witho
     result.stdout.fnmatch_lines(["distcheck: " + NOTHING_PAID_RAN.format(why=SKIPPED_WHY, status=4),
                                  "*-> pytest -m gpu --max-usd 3"])
     assert "RUNPOD_API_KEY=" not in result.stdout.str()
+
+
+def test_a_misspelled_config_of_a_command_offers_the_closest_name(tmp_path, monkeypatch, capsys):
+    from pytest_distcheck.cli import main
+
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "solutions.toml").write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert main(["budget", "--config", "checks/solution.toml"]) == 2
+    assert capsys.readouterr().err == ("distcheck budget: checks/solution.toml: workspace file not found"
+                                       + DID_YOU_MEAN.format(path="checks/solutions.toml") + "\n")
