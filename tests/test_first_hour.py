@@ -130,12 +130,8 @@ requires = ["spend"]
 """
 
 
-def test_the_paid_command_explains_itself_and_checks_its_free_prerequisites(pytester):
-    """`pytest -m gpu` (no budget): the paid test's skip reason is shown without -rs, and the table says
-    what is missing (the result) instead of "blocked by spend (not-run)": the items whose `how` is this
-    command, and their prerequisites, get their free checks run."""
-    pytester.makefile(".toml", **{"checks/distcheck": PAID_WORKSPACE})
-    pytester.makepyfile(**{"checks/test_checks": textwrap.dedent("""
+# The free checks of PAID_WORKSPACE: the spend item is done, the paid one pending on `pytest -m gpu --max-usd 3`.
+PAID_CHECKS = textwrap.dedent("""
         import pytest, pytest_distcheck
 
         @pytest.mark.local
@@ -147,7 +143,15 @@ def test_the_paid_command_explains_itself_and_checks_its_free_prerequisites(pyte
         @pytest.mark.dod("paid")
         def test_paid():
             pytest_distcheck.pending("no result yet", "pytest -m gpu --max-usd 3")
-        """), "checks/test_pod": textwrap.dedent("""
+""")
+
+
+def test_the_paid_command_explains_itself_and_checks_its_free_prerequisites(pytester):
+    """`pytest -m gpu` (no budget): the paid test's skip reason is shown without -rs, and the table says
+    what is missing (the result) instead of "blocked by spend (not-run)": the items whose `how` is this
+    command, and their prerequisites, get their free checks run."""
+    pytester.makefile(".toml", **{"checks/distcheck": PAID_WORKSPACE})
+    pytester.makepyfile(**{"checks/test_checks": PAID_CHECKS, "checks/test_pod": textwrap.dedent("""
         import pytest
 
         @pytest.mark.gpu
@@ -245,22 +249,11 @@ def test_pytest_in_a_subfolder_with_tests_of_its_own_names_the_folder_and_the_wa
 def _paid_run(pytester, *args, body="gpu_pod):\n            pass"):
     pytester.makefile(".toml", **{"checks/distcheck": PAID_WORKSPACE + "\n[budget]\nledger = 'ledger.md'\n"
                                   "phase_ceiling_usd = 5.0\n"})
-    pytester.makepyfile(**{"checks/test_checks": textwrap.dedent("""
-        import pytest, pytest_distcheck
-
-        @pytest.mark.local
-        @pytest.mark.dod("spend")
-        def test_spend():
-            pass
-
-        @pytest.mark.local
-        @pytest.mark.dod("paid")
-        def test_paid():
-            pytest_distcheck.pending("no result yet", "pytest -m gpu --max-usd 3")
-
+    pod = textwrap.dedent("""
         @pytest.mark.gpu
         def test_on_a_pod(BODY
-        """).replace("BODY", body)})
+        """).replace("BODY", body)
+    pytester.makepyfile(**{"checks/test_checks": PAID_CHECKS + pod})
     return pytester.runpytest("-p", "no:cacheprovider", "-m", "gpu", "--max-usd", "3", *args)
 
 
