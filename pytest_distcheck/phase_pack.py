@@ -18,8 +18,9 @@ from pathlib import Path
 
 from pytest_distcheck.errors import DistcheckError
 
-# Globs, relative to the pack root, of the files a fresh workspace gets; results, notes, docs/ci and the reference
-# solutions (checks/solutions.toml, solutions/) are the learner's to make, so they are not copied.
+# Globs, relative to the pack root, of the files a fresh workspace gets; results, notes and the reference solutions
+# (checks/solutions.toml, solutions/) are the learner's to make, and docs/kit (the kit's manual) and docs/ci are for
+# plugin users and graders, so they are not copied (pyproject's package-data agrees: tests/test_init.py).
 PACK_GLOBS = (
     "checks/distcheck.toml",
     "checks/test_*.py",

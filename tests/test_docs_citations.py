@@ -55,7 +55,7 @@ def test_every_citation_example_is_wrapped_in_backticks_as_lab_03_says():
     from pytest_distcheck.citations.syntax import CITATION
 
     bare = []
-    for page in [ROOT / "README.md", *PAGES]:
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs" / "kit").glob("*.md")), *PAGES]:
         for tok in MarkdownIt("commonmark").parse(page.read_text()):
             if tok.type in ("fence", "code_block"):
                 bare += [f"{page.relative_to(ROOT)}: {m[0][:60]}" for m in CITATION.finditer(tok.content)

@@ -23,6 +23,10 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 IDS = [str(p.relative_to(ROOT)) for p in PAGES]
 # the pages whose kit paths are checked; README.md also names files of an installed wheel and a learner's own
 PATH_PAGES = [p for p in PAGES if p.parent.name in ("theory", "lab", "notes") or p == ROOT / "docs" / "README.md"]
+# the kit's manual (not shipped to a workspace): its paths are checked in this repository; its index, like
+# README.md, also names the files of an installed wheel
+MANUAL_PAGES = [*sorted(p for p in (ROOT / "docs" / "kit").glob("*.md") if p.name != "README.md"),
+                ROOT / "docs" / "ci" / "gate.md"]
 
 EXPERIMENT = re.compile(r"-m\s+(experiments\.[\w.]+)((?:\s+[^\s|;&#]+)*)")
 DISTCHECK = re.compile(r"(?:^|\s)distcheck\s+([a-z][\w-]*)(?![\w:-])((?:\s+[^\s|;&#]+)*)")
@@ -188,7 +192,8 @@ def test_every_command_shown_exists(page, known):
     assert not problems, f"{page.relative_to(ROOT)}: {problems}"
 
 
-@pytest.mark.parametrize("page", PATH_PAGES, ids=[str(p.relative_to(ROOT)) for p in PATH_PAGES])
+@pytest.mark.parametrize("page", PATH_PAGES + MANUAL_PAGES,
+                         ids=[str(p.relative_to(ROOT)) for p in PATH_PAGES + MANUAL_PAGES])
 def test_every_kit_path_shown_exists(page):
     missing = missing_paths(page.read_text(), ROOT)
     assert not missing, f"{page.relative_to(ROOT)} names paths that do not exist: {missing}"

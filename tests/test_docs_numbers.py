@@ -1,5 +1,5 @@
-"""Every number the theory and lab pages compute is recomputed here, so the pages and the calculators
-cannot drift apart (issue 21).
+"""Every number the theory, lab and manual (docs/kit/) pages compute is recomputed here, so the pages and the
+calculators cannot drift apart (issue 21).
 
 A page shows where a number comes from in one of three ways, each re-run in-process:
 - a doctest (```python >>> ...```) calling `pytest_distcheck.calc`;
@@ -19,7 +19,8 @@ import pytest
 from pytest_distcheck.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = sorted((ROOT / "docs" / "theory").glob("*.md")) + sorted((ROOT / "docs" / "lab").glob("*.md"))
+PAGES = (sorted((ROOT / "docs" / "theory").glob("*.md")) + sorted((ROOT / "docs" / "lab").glob("*.md"))
+         + sorted((ROOT / "docs" / "kit").glob("*.md")))
 IDS = [f"{p.parent.name}/{p.name}" for p in PAGES]
 
 CONSOLE = re.compile(r"```console\n\$ (distcheck [^\n]*)\n(.*?)```", re.S)

@@ -1,5 +1,6 @@
-"""docs/README.md ("Start here"): the reading order, every page's previous/next links, and reading
-times recomputed from the pages (no hand-typed figure that drifts)."""
+"""docs/README.md ("Start here"): the reading order, every page's previous/next links, reading times
+recomputed from the pages (no hand-typed figure that drifts), and each lab page stating its own time and
+cost near the top, as the table does (issue 27)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,25 @@ def test_every_dod_item_is_explained():
     text = START.read_text()
     for item in load_workspace(REPO / "checks" / "distcheck.toml").items:
         assert f"| `{item.id}` |" in text, item.id
+
+
+# The line each lab page carries before its first section, with the figures of its row in docs/README.md.
+LAB_TIME_AND_COST = "**Reading:** {reading}. **Doing (estimate):** {doing}. **Cost:** {cost}."
+
+
+def _rows() -> dict[str, list[str]]:
+    """Page link -> the cells of its row in the reading-order table."""
+    return {LINK.findall(line)[0]: [c.strip() for c in line.strip().strip("|").split("|")]
+            for line in START.read_text().splitlines() if line.startswith("| ") and line[2].isdigit()
+            and LINK.findall(line)}
+
+
+def test_every_lab_page_states_its_time_and_cost_near_the_top():
+    rows = _rows()
+    labs = [p for p in ORDER if p.startswith("lab/")]
+    assert len(labs) == 4
+    for rel in labs:
+        _, _, reading, _, doing, cost = rows[rel]
+        top = (DOCS / rel).read_text().split("\n## ", 1)[0]
+        stated = LAB_TIME_AND_COST.format(reading=reading, doing=doing, cost=cost)
+        assert stated in " ".join(top.split()), f"{rel}: state {stated!r} before its first section"

@@ -24,10 +24,10 @@ from pytest_distcheck.workspace import load_workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "docs" / "README.md", *sorted((ROOT / "docs" / "lab").glob("*.md")),
-         *sorted((ROOT / "docs" / "theory").glob("*.md"))]
+         *sorted((ROOT / "docs" / "theory").glob("*.md")), *sorted((ROOT / "docs" / "kit").glob("*.md"))]
 IDS = [p.relative_to(ROOT).as_posix() for p in PAGES]
 # The pages that price the TP run: each must quote the check's run with its figures, rerun below.
-PRICING_PAGES = ["README.md", "docs/README.md", "docs/lab/00-cloud-budget-and-tooling.md",
+PRICING_PAGES = ["docs/kit/budget-and-pods.md", "docs/README.md", "docs/lab/00-cloud-budget-and-tooling.md",
                  "docs/lab/02-tp-inference-cloud.md"]
 COMMAND = re.compile(r"distcheck estimate [^`\n#|]*")
 MARKER = re.compile(r"`\$ (distcheck estimate [^`]+)`\s+→\s+((?:`[^`]+`(?:,\s+|\s+and\s+)?)+)")

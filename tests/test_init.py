@@ -29,6 +29,21 @@ def test_the_pack_is_this_repository_s_files_and_no_reference_work():
     assert pack_root() == REPO  # an editable install reads the repository itself
 
 
+def test_the_wheel_s_docs_are_the_pages_init_copies_and_the_manual_stays_in_the_kit():
+    """pyproject's package-data for the pack's docs/ names the docs globs of PACK_GLOBS, no more and no fewer;
+    the kit's manual (docs/kit/) and the gate's pages (docs/ci/) are for plugin users and graders, so
+    neither a wheel nor a fresh workspace gets them."""
+    import tomllib
+
+    from pytest_distcheck.phase_pack import PACK_GLOBS
+
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert sorted(f"docs/{g}" for g in data["pytest_distcheck._phase.docs"]) == sorted(
+        g for g in PACK_GLOBS if g.startswith("docs/"))
+    assert not [f for f in pack_files(REPO) if f.startswith(("docs/kit/", "docs/ci/"))]
+    assert (REPO / "docs" / "kit" / "dist_world.md").is_file()  # the manual exists, it just does not ship
+
+
 def test_init_writes_a_workspace_then_is_idempotent(tmp_path, capsys):
     dest = tmp_path / "mine"
     assert main(["init", str(dest)]) == 0
