@@ -19,6 +19,7 @@ from pytest_distcheck.diagram.generate import unedited_start
 from pytest_distcheck.diagram.mermaid import MermaidParser
 from pytest_distcheck.dod import provenance
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.textfile import PAGE_BYTES, read_text
 
 # DoD item tp-diagram-committed fixes the plan the diagram draws (Megatron-LM, sec. 3): the workspace's plan
 # module is the learner's code, so it must hold at least these (red-team A17: a plan shrunk to one layer).
@@ -45,7 +46,10 @@ def test_tp_diagram_matches_the_plan(distcheck_workspace, distcheck_log, distche
             f"distcheck diagram > {cfg.page_rel}",
         )
     distcheck_evidence(cfg.page, cfg.svg)
-    markdown = cfg.page.read_text(encoding="utf-8")
+    try:
+        markdown = read_text(cfg.page, "diagram page", limit=PAGE_BYTES)
+    except ConfigError as exc:
+        pytest_distcheck.broken(str(exc))
     if unedited_start(markdown, cfg.plan, cfg.world_size):
         pytest_distcheck.pending(f"{cfg.page_rel} is the starting page `distcheck diagram` wrote, unedited: explain "
                                  "it on the page (what each rank holds, why each all-reduce is where it is), or "

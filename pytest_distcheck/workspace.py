@@ -18,12 +18,14 @@ from typing import Any
 
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.schemas import validate
+from pytest_distcheck.textfile import read_text
 
 # Where a workspace keeps its file unless pytest --workspace, the ini key distcheck_config or --config says otherwise.
 DEFAULT_PATH = "checks/distcheck.toml"
 # What to do when no workspace file is found; every "not found" message ends with it.
 NOT_FOUND_HINT = (f"no {DEFAULT_PATH} in this folder or any folder above it; run from your workspace, name the "
                   f"file (distcheck ... --config FILE, pytest --workspace FILE), or start one with `distcheck init`")
+EMPTY_WORKSPACE_OPTION = f"is empty: name the workspace file (e.g. --workspace {DEFAULT_PATH}) or leave the option out"
 
 
 def find_workspace_file(start: Path) -> Path | None:
@@ -146,7 +148,7 @@ def load_workspace(path: Path, root: Path | None = None) -> Workspace:
         raise ConfigError(path, "", "workspace file not found (name another with --config FILE, or start one "
                                     "with `distcheck init`)")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(read_text(path, "workspace file"))
     except tomllib.TOMLDecodeError as exc:
         # Python < 3.14 has no exc.lineno; the message ends "(at line N, column M)".
         where = re.search(r"at line (\d+)", str(exc))
@@ -225,7 +227,9 @@ def run_workspace_file(config: Any) -> Path:
     """
     start = Path(config.invocation_params.dir)
     option = config.getoption("distcheck_workspace", None)
-    if option:
+    if option is not None:
+        if not option.strip():
+            raise ConfigError(Path(option), "--workspace", EMPTY_WORKSPACE_OPTION)
         return (start / option).resolve()
     ini = config.getini("distcheck_config")
     if ini:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from dod_support import git_commit_all
+from ledger_support import rechained
 
 from pytest_distcheck.cli import main
 
@@ -56,16 +57,16 @@ def test_within_budget_ignores_a_written_total_and_counts_open_runs(phase: pytes
     use(phase, "ledger-within.md")
     git_commit_all(phase.path)
     result = run_check(phase)
-    result.stdout.fnmatch_lines(["*4 row(s), 3 run(s); total $0.69 of $5.00*", "*tp-inference: $0.59 of $3.00*",
+    result.stdout.fnmatch_lines(["*8 row(s), 3 run(s); total $0.69 of $5.00*", "*tp-inference: $0.59 of $3.00*",
                                  "*open runs counted at their worst case: cccc3333-01*",
                                  "DONE*spend-within-budget*"])
 
 
 @pytest.mark.parametrize("fixture, reason", [
-    ("ledger-over-tp.md", "*BROKEN*spend-within-budget*35-cloud-budget.md: tp-inference rows (lines 8, 9) total "
+    ("ledger-over-tp.md", "*BROKEN*spend-within-budget*35-cloud-budget.md: tp-inference rows (lines 10, 13) total "
                           "$3.54 > its ceiling $3.00*"),
     ("ledger-over-phase.md", "*BROKEN*spend-within-budget*total $5.97 > phase ceiling $5.00*"),
-    ("ledger-malformed.md", "*BROKEN*spend-within-budget*35-cloud-budget.md, line 9: cost 0.0500 does not match "
+    ("ledger-malformed.md", "*BROKEN*spend-within-budget*35-cloud-budget.md, line 13: cost 0.0500 does not match "
                             "rate_per_hour 1.18 x billed_s 611 / 3600 = 0.2003*"),
 ])
 def test_over_a_ceiling_or_malformed_is_broken_naming_what(phase: pytest.Pytester, fixture: str, reason: str):
@@ -87,14 +88,14 @@ def test_budget_command_lists_rows_totals_and_what_is_left(phase: pytest.Pyteste
     monkeypatch.chdir(phase.path)
     assert main(["budget"]) == 0
     out = capsys.readouterr().out
-    assert "4 row(s)" in out and "aaaa1111-01" in out and "podC" in out
+    assert "8 row(s)" in out and "aaaa1111-01" in out and "podC" in out
     assert "tp-inference         $0.59 of $3.00  -> $2.41 left" in out
     assert "phase total          $0.69 of $5.00  -> $4.31 left (3 run(s))" in out
     assert "Open runs counted at their worst case (no settled row yet): cccc3333-01" in out
 
 
 @pytest.mark.parametrize("fixture, code, text", [("ledger-over-tp.md", 1, "OVER a ceiling"),
-                                                  ("ledger-malformed.md", 2, "line 9: cost 0.0500")])
+                                                  ("ledger-malformed.md", 2, "line 13: cost 0.0500")])
 def test_budget_command_exit_status(phase: pytest.Pytester, monkeypatch, capsys, fixture, code, text):
     use(phase, fixture)
     monkeypatch.chdir(phase.path)
@@ -127,13 +128,12 @@ def test_estimate_refuses_an_unknown_gpu_and_flags_what_does_not_fit(phase: pyte
 
 
 SUPERSCRIPT = ("| 2026-12-01T10:00:00Z | zzzz1111-01 | open | runpod | RTX 4090 x 2 | 9\u00b2 | 1.18 | 0.0295 | USD "
-               "| tp-inference | tests/test_tp.py::test_speedup | podA |\n")
+               "| tp-inference | tests/test_tp.py::test_speedup | - |\n")
 
 
 def test_a_superscript_digit_is_a_clear_error_never_an_internal_error(phase: pytest.Pytester, monkeypatch, capsys):
-    ledger = use(phase, "ledger-within.md")  # an old-format ledger, read as it is
-    with open(ledger, "a", encoding="utf-8") as fh:
-        fh.write(SUPERSCRIPT)
+    ledger = use(phase, "ledger-within.md")
+    ledger.write_text(rechained(ledger.read_text() + SUPERSCRIPT))
     line = ledger.read_text().count("\n")
     # (no --gate: this partial copy of the phase, one check of six, is not the shipped DoD the gate requires)
     result = run_check(phase)
@@ -149,8 +149,7 @@ def test_a_superscript_digit_is_a_clear_error_never_an_internal_error(phase: pyt
 
 def test_a_paid_run_is_refused_on_a_corrupt_ledger_naming_the_line(phase: pytest.Pytester):
     ledger = use(phase, "ledger-within.md")
-    with open(ledger, "a", encoding="utf-8") as fh:
-        fh.write(SUPERSCRIPT)
+    ledger.write_text(rechained(ledger.read_text() + SUPERSCRIPT))
     phase.makepyfile(test_paid="""
         import pytest
 
@@ -181,8 +180,9 @@ def test_a_reconciled_row_read_from_the_ledger_is_not_confirmed(phase: pytest.Py
     """Red-team A03: a `reconciled` row typed into the ledger; the provider was not asked in this run."""
     ledger = use(phase, "ledger-within.md")
     kept = [line for line in ledger.read_text().splitlines() if "bbbb2222" not in line and "cccc3333" not in line]
-    ledger.write_text("\n".join(kept) + "\n| 2026-12-01T10:20:00Z | aaaa1111-01 | reconciled | runpod | RTX 4090 x 2 | "
-                      "611 | 1.18 | 0.2003 | USD | tp-inference | tests/test_tp.py::test_speedup | podA |\n")
+    typed = ("| 2026-12-01T10:20:00Z | aaaa1111-01 | reconciled | runpod | RTX 4090 x 2 | 611 | 1.18 | 0.2003 | USD "
+             "| tp-inference | tests/test_tp.py::test_speedup | podA |\n")
+    ledger.write_text(rechained("\n".join(kept) + "\n" + typed))
     git_commit_all(phase.path)
     result = run_check(phase)
     result.stdout.fnmatch_lines(["DONE*spend-within-budget*evidence checked, self-reported (reconciled row in the "

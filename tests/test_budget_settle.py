@@ -1,6 +1,6 @@
 """Settling by hand a run left open by a crash: `distcheck budget --settle RUN_ID --seconds S` and
 `BudgetGuard.settle_open_run`, on the phase's workspace file with the synthetic ledger
-fixtures/budget/ledger-within.md (run cccc3333-01: open, 1200 s at $1.18/h = $0.3933, pod podC)."""
+fixtures/budget/ledger-within.md (run cccc3333-01: open and started, 1200 s at $1.18/h = $0.3933, pod podC)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from ledger_support import rechained
 
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.budget.errors import SettleRefused
 from pytest_distcheck.budget.guard import BudgetGuard
 from pytest_distcheck.budget.ledger import Ledger, parse
 from pytest_distcheck.cli import main
+from pytest_distcheck.workspace import load_workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = "experiments/35-cloud-budget.md"
@@ -45,13 +47,13 @@ def test_settle_appends_one_row_copying_the_open_row_and_totals_use_it(phase: Pa
     out = capsys.readouterr().out
     after = phase.read_bytes()
     assert after.startswith(before)  # nothing rewritten
-    added = after[len(before):].decode()  # an old ledger: continued by a chained table (blank, header, row)
-    assert added.count("\n") == 4 and added.startswith("\n| time_utc |") and added.endswith(" |\n")
+    added = after[len(before):].decode()
+    assert added.count("\n") == 1 and added.startswith("| 2026-") and added.endswith(" |\n")  # one row
     rows = parse(after.decode(), phase)
     assert len(rows) == len(rows_before) + 1
     opened, settled = rows[-2], rows[-1]
     assert (opened.run_id, opened.status, settled.run_id, settled.status) == (
-        "cccc3333-01", "open", "cccc3333-01", "settled")
+        "cccc3333-01", "started", "cccc3333-01", "settled")
     same = ("provider", "gpu_type", "gpu_count", "rate_per_hour", "experiment", "purpose", "resource_id")
     assert {f: getattr(settled, f) for f in same} == {f: getattr(opened, f) for f in same}
     assert settled.billed_s == 300 and settled.cost == Decimal("0.0983")  # 1.18 x 300 / 3600
@@ -81,7 +83,7 @@ def test_budget_lists_each_unsettled_run_with_its_settle_command(phase: Path, ca
     (["--settle", "zzzz9999-01", "--seconds", "10"],
      "unknown run id 'zzzz9999-01': no open row in {ledger} (unsettled runs: cccc3333-01)"),
     (["--settle", "aaaa1111-01", "--seconds", "10"],
-     "run 'aaaa1111-01' is already settled in {ledger} (line 12: 611 s, $0.20)"),
+     "run 'aaaa1111-01' is already settled in {ledger} (line 13: 611 s, $0.20)"),
     (["--settle", "bbbb2222-01", "--seconds", "10"], "run 'bbbb2222-01' is already settled"),
     (["--settle", "cccc3333-01", "--seconds", "-5"], "--seconds -5 is negative: give the billed seconds of pod podC"),
     (["--settle", "cccc3333-01", "--seconds", "9\u00b2"], "--seconds '9\u00b2' is not a whole number of seconds"),
@@ -123,14 +125,13 @@ def test_a_second_settlement_of_the_same_run_is_refused(phase: Path, capsys):
 
 
 def test_a_malformed_ledger_is_reported_and_not_written(phase: Path, capsys):
-    bad = ("| 2026-12-01T13:00:00Z | dddd4444-01 | settled | runpod | A40 x 1 | 900 | 0.4 | 0.0500 | USD | - | x "
-           "| podD |\n")
-    with open(phase, "a", encoding="utf-8") as fh:
-        fh.write(bad)
+    bad = ("| 2026-12-01T13:00:00Z | dddd4444-01 | open | runpod | A40 x 1 | 900 | 0.4 | 0.0500 | USD | - | x "
+           "| - |\n")
+    phase.write_text(rechained(phase.read_text() + bad))
     before = phase.read_bytes()
     assert main(["budget", "--settle", "cccc3333-01", "--seconds", "300"]) == 2
     err = capsys.readouterr().err
-    assert "line 15: cost 0.0500 does not match rate_per_hour 0.4 x billed_s 900" in err, err
+    assert "line 19: cost 0.0500 does not match rate_per_hour 0.4 x billed_s 900" in err, err
     assert phase.read_bytes() == before
 
 
@@ -170,3 +171,44 @@ def test_reconcile_with_an_empty_ledger_says_there_is_nothing_to_reconcile(phase
     assert main(["budget", "--reconcile"]) == 0
     out = capsys.readouterr().out
     assert "Nothing to reconcile: the ledger names no pod" in out and "Reconciled with" not in out, out
+
+
+def test_a_torn_last_line_is_repaired_by_the_command_its_error_names(phase: Path, capsys):
+    from pytest_distcheck.budget.ledger import REPAIR_COMMAND
+    from pytest_distcheck.commands.budget import REPAIRED
+
+    whole = phase.read_bytes()
+    phase.write_bytes(whole + b"| 2026-12-01T13:00:00Z | cccc3333-01 | sett")  # a kill in the middle of a write
+    assert main(["budget"]) == 2
+    err = capsys.readouterr().err
+    assert "line 19: cut short" in err and REPAIR_COMMAND in err
+    assert main(REPAIR_COMMAND.split()[1:]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(REPAIRED.split("{")[0] + "19 of ") and phase.read_bytes() == whole
+    assert main(["budget"]) == 0
+
+
+def test_the_budget_command_names_a_pod_that_may_still_be_billing_and_one_whose_rate_was_unknown(
+        phase: Path, capsys):
+    from pytest_distcheck.commands.budget import RATE_UNKNOWN_LINE, TERMINATE_FAILED_LINE
+
+    guard = BudgetGuard.from_workspace(load_workspace(phase.parents[1] / "checks" / "distcheck.toml"))
+    guard.record_event("cccc3333-01", "rate-unknown")
+    guard.record_event("cccc3333-01", "terminate-failed")
+    assert main(["budget"]) == 0
+    out = capsys.readouterr().out
+    assert TERMINATE_FAILED_LINE.format(run="cccc3333-01", pod="podC") in out
+    assert RATE_UNKNOWN_LINE.format(run="cccc3333-01", pod="podC") in out
+    assert "phase total          $0.69 of $5.00" in out  # events cost nothing
+
+
+def test_a_run_whose_pod_was_never_recorded_is_not_asked_for_the_seconds_of_pod_dash(phase: Path, capsys):
+    from pytest_distcheck.commands.budget import NO_POD_RECORDED
+
+    guard = BudgetGuard.from_workspace(load_workspace(phase.parents[1] / "checks" / "distcheck.toml"),
+                                       session_id="abcd0001")
+    res = guard.reserve("runpod", "RTX 4090", 2, 600, "t::killed", experiment="tp-inference")
+    guard._drop_held(res.run_id)  # its process died before the started row
+    assert main(["budget"]) == 0
+    out = capsys.readouterr().out
+    assert NO_POD_RECORDED.format(run=res.run_id) in out and "pod -" not in out

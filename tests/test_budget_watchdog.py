@@ -143,3 +143,34 @@ def test_fires_on_sigterm_and_at_interpreter_exit(tmp_path: Path, how: str, expe
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(out), how], timeout=60, capture_output=True, text=True)
     assert out.read_text() == expected, proc.stderr
+
+
+@pytest.mark.parametrize("reported", [0.0, None])
+def test_a_bill_at_three_times_the_priced_rate_is_cut_at_the_limit_by_the_bill(reported):
+    """runpod-python#438: costPerHr reads 0 while the pod bills; the bill, read every 5 s, is believed."""
+    clock = FakeClock()
+    pod = FakeProvider(clock)
+    priced, true_rate, limit = 1.18, 3.54, 0.0098
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        if clock.t % 5 < seconds:  # the provider's figures, read every 5 s
+            wd.observe(reported, (true_rate * clock.t / 3600, clock.t))
+
+    wd = Watchdog(limit_usd=limit, usd_per_hour=priced, terminate=pod.terminate, clock=clock, sleep=sleep,
+                  install_handlers=False)
+    with pytest.raises(BudgetExceeded) as exc, wd:
+        assert wd.fired.wait(timeout=30)
+    billed_at_cut = true_rate * pod.calls[0] / 3600
+    assert billed_at_cut <= limit and billed_at_cut >= limit - true_rate * 6 / 3600  # within one read of it
+    assert "the provider's bill comes to $3.54/hour, 3.0x the priced $1.18/hour" in str(exc.value)
+
+
+def test_a_reported_rate_only_ever_raises_what_is_metered():
+    wd = Watchdog(limit_usd=1.0, usd_per_hour=1.18, terminate=lambda: None, install_handlers=False)
+    wd.observe(0.0)
+    wd.observe(None, None)
+    assert wd.rate() == 1.18 and wd.disagreement() is None
+    wd.observe(2.0)
+    wd.observe(1.5)
+    assert wd.rate() == 2.0 and "reports $2.00/hour, above the priced $1.18/hour" in wd.disagreement()

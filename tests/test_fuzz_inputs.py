@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 import shutil
 from pathlib import Path
@@ -419,3 +420,205 @@ def test_fuzz_diagram_quiz_and_top_level_arguments(workspace, capsys):
         if sub == "quiz" and not any(t and not t.startswith("-") and t not in ("x", "-1") for t in argv[1:]):
             argv.append("nope")  # a bank id that does not exist
         run_cli(capsys, argv)
+
+
+# -- bad input, one case each (issue 32): a clean error naming the file, line or option, or a bound ----------
+
+LATIN1 = "# caf\xe9 ledger\n".encode("latin-1")  # not UTF-8: byte 0xe9 on line 1
+PLAN = ["--plan", "mlp.up=colwise"]  # an inline plan: the workspace folder has no plan module
+
+
+def _no_traceback(capsys, argv: list[str]) -> str:
+    rc, out, err = run_cli(capsys, argv)
+    assert rc == 2, (argv, rc, out, err)
+    return err
+
+
+def test_a_ledger_that_is_not_utf8_is_an_error_naming_it_and_the_byte(workspace, capsys):
+    from pytest_distcheck.textfile import NOT_UTF8
+
+    (workspace / "experiments" / "35-cloud-budget.md").write_bytes(LATIN1)
+    err = _no_traceback(capsys, ["budget"])
+    assert "35-cloud-budget.md, line 1: " + NOT_UTF8.split("{")[0] + "e9 at byte offset 5" in err
+
+
+def test_a_ledger_that_is_a_folder_is_an_error_naming_it(workspace, capsys):
+    from pytest_distcheck.textfile import NOT_A_FILE
+
+    (workspace / "experiments" / "35-cloud-budget.md").mkdir()
+    err = _no_traceback(capsys, ["budget"])
+    assert "35-cloud-budget.md: " + NOT_A_FILE.format(what="ledger") in err
+
+
+@pytest.mark.parametrize("command", [["budget"], ["estimate", "--gpu", "A40", "--minutes", "10"]])
+def test_a_workspace_file_that_is_not_utf8_is_an_error_with_its_own_exit_status(workspace, capsys, command):
+    """Issue 28: `estimate --config FILE` exited 1 ("not enough budget") with a UnicodeDecodeError."""
+    from pytest_distcheck.textfile import NOT_UTF8
+
+    bad = workspace / "checks" / "latin1.toml"
+    bad.write_bytes(b"[phase]\nid = \"35\"\ntitle = \"Fase 35: paralelismo \xe9\"\n")
+    err = _no_traceback(capsys, [*command, "--config", str(bad)])
+    assert "latin1.toml, line 3: " + NOT_UTF8.split("{")[0] in err
+
+
+def test_pytest_workspace_not_utf8_or_empty_is_a_usage_error_naming_it(pytester):
+    from pytest_distcheck.textfile import NOT_UTF8
+    from pytest_distcheck.workspace import EMPTY_WORKSPACE_OPTION
+
+    pytester.path.joinpath("bad.toml").write_bytes(LATIN1)
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest("--workspace", "bad.toml", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "bad.toml, line 1: " + NOT_UTF8.split("{")[0] in result.stderr.str()
+    result = pytester.runpytest("--workspace=", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and EMPTY_WORKSPACE_OPTION in result.stderr.str()
+
+
+def test_a_diagram_page_or_note_that_is_not_utf8_is_an_error_naming_it(workspace, capsys):
+    from pytest_distcheck.textfile import NOT_UTF8
+
+    (workspace / "page.md").write_bytes(LATIN1)
+    said = "page.md, line 1: " + NOT_UTF8.split("{")[0]
+    assert said in _no_traceback(capsys, ["diagram", "--check", "page.md", *PLAN])
+    assert said in _no_traceback(capsys, ["cite", "page.md"])
+
+
+def test_a_100_mb_file_is_refused_by_its_size_before_it_is_read(workspace, capsys):
+    from pytest_distcheck.textfile import PAGE_BYTES, TOO_LARGE
+
+    big = workspace / "big.md"
+    with open(big, "wb") as fh:
+        fh.truncate(100 * 2**20)  # sparse: 100 MB of zeros that take no disk
+    said = TOO_LARGE.format(size=100 * 2**20, limit=PAGE_BYTES, what="{what}")
+    assert said.format(what="diagram page") in _no_traceback(capsys, ["diagram", "--check", "big.md", *PLAN])
+    assert said.format(what="note") in _no_traceback(capsys, ["cite", "big.md"])
+
+
+def test_a_20000_edge_diagram_is_refused_by_the_page_limit(workspace, capsys):
+    from pytest_distcheck.textfile import PAGE_BYTES
+
+    edges = "\n".join(f"  n{i} --> n{i + 1}" for i in range(20_000))
+    (workspace / "huge.md").write_text(f"# block\n\n```mermaid\nflowchart TD\n{edges}\n```\n")
+    assert f"above the {PAGE_BYTES:,} bytes a diagram page may have" in _no_traceback(
+        capsys, ["diagram", "--check", "huge.md", *PLAN])
+
+
+def test_a_quiz_answer_of_5000_digits_is_an_answer_error():
+    with pytest.raises(AnswerError, match="answer with a letter A-D"):
+        parse_choice("5" * 5000, 4)
+    with pytest.raises(AnswerError, match="is not a finite number"):
+        parse_number("5" * 5000, "GB")
+
+
+def test_a_world_size_above_what_the_machine_holds_is_refused_naming_memory_and_cores():
+    from types import SimpleNamespace
+
+    from pytest_distcheck.ranks.plugin import RANK_BYTES, _fits_machine
+
+    with pytest.raises(pytest.fail.Exception) as exc:
+        _fits_machine(SimpleNamespace(nodeid="t.py::test_big"), 10_000)
+    text = str(exc.value)
+    assert text.startswith("t.py::test_big: world size 10000 is more than this machine can hold")
+    assert f"x about {RANK_BYTES >> 20} MiB each" in text and "MiB available" in text
+    assert f"{os.cpu_count()} core(s)" in text
+    assert _fits_machine(SimpleNamespace(nodeid="t"), 2) == 2
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("inf", "must be a finite number of USD, got 'inf'"), ("nan", "must be a finite number of USD, got 'nan'"),
+    ("1e309", "1e+309 USD is above 10000 USD"), ("1e308", "1e+308 USD is above 10000 USD"),
+    ("$3", "'$3' is not a number of USD: write 3"), ("3 USD", "write 3 (no currency sign or unit)"),
+])
+def test_an_absurd_or_currency_signed_max_usd_is_a_usage_error_with_the_fix(text, expected):
+    from pytest_distcheck.budget.plugin import _usd
+
+    with pytest.raises(pytest.UsageError, match="^command line --max-usd: ") as exc:
+        _usd(text, "command line --max-usd")
+    assert expected in str(exc.value)
+
+
+@pytest.mark.parametrize("value", ["inf", "1e308", "nan"])
+def test_an_absurd_phase_ceiling_in_the_workspace_is_refused_naming_the_field(tmp_path, value):
+    from pytest_distcheck.budget.config import budget_config
+    from pytest_distcheck.workspace import load_workspace
+
+    text = (ROOT / "checks" / "distcheck.toml").read_text().replace("phase_ceiling_usd = 5.0",
+                                                                    f"phase_ceiling_usd = {value}")
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "distcheck.toml").write_text(text)
+    with pytest.raises(ConfigError, match=r"budget\.phase_ceiling_usd: (must be|.* USD is above 10000 USD)"):
+        budget_config(load_workspace(tmp_path / "checks" / "distcheck.toml"))
+
+
+def _item(marker):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(nodeid="t.py::test_paid", get_closest_marker=lambda name: marker.mark
+                           if name == marker.mark.name else None)
+
+
+@pytest.mark.parametrize("usd", [float("inf"), 1e308])
+def test_a_budget_marker_of_inf_or_1e308_is_a_usage_error(usd):
+    from pytest_distcheck.budget.plugin import _marker_cap
+
+    with pytest.raises(pytest.UsageError, match=r"t.py::test_paid: @pytest.mark.budget\(usd=X\): X "):
+        _marker_cap(_item(pytest.mark.budget(usd=usd)))
+
+
+@pytest.mark.parametrize("minutes", [0, -1, "x", float("inf"), float("nan"), 10**9, True])
+def test_a_pod_marker_speaks_minutes(monkeypatch, minutes):
+    from pytest_distcheck.dod import plugin as dod_plugin
+    from pytest_distcheck.pods.plugin import MAX_POD_MINUTES, POD_MINUTES, _request
+
+    monkeypatch.setattr(dod_plugin, "get_workspace", lambda config: None)
+    with pytest.raises(pytest.UsageError) as exc:
+        _request(_item(pytest.mark.pod(minutes=minutes)), None)
+    assert str(exc.value) == "t.py::test_paid: " + POD_MINUTES.format(
+        source="@pytest.mark.pod(minutes=...)", max=MAX_POD_MINUTES, value=minutes)
+    assert "second" not in str(exc.value)
+
+
+@pytest.mark.parametrize("rate", ["inf", "1e308", "nan", "-1"])
+def test_an_absurd_local_gpu_rate_is_a_usage_error(rate):
+    from pytest_distcheck.pods.plugin import LOCAL_RATE_BOUND, _local_rate
+
+    class Config:
+        def getoption(self, dest):
+            return rate
+
+    with pytest.raises(pytest.UsageError, match="^command line --gpu-local-rate: " + LOCAL_RATE_BOUND.split(",")[0]):
+        _local_rate(Config())
+
+
+def test_estimate_refuses_an_undeclared_experiment_as_reserving_does(workspace, capsys):
+    err = _no_traceback(capsys, ["estimate", "--gpu", "A40", "--minutes", "10", "--experiment", "nope"])
+    assert "experiment 'nope' is not declared in [budget]" in err and "no ceiling" not in err
+
+
+def test_the_schema_accepts_uncapped_experiments_as_the_lab_page_documents(tmp_path):
+    from pytest_distcheck.budget.config import budget_config
+    from pytest_distcheck.workspace import load_workspace
+
+    text = (ROOT / "checks" / "distcheck.toml").read_text().replace(
+        "phase_ceiling_usd = 5.0", 'phase_ceiling_usd = 5.0\nuncapped_experiments = ["smoke"]')
+    assert "uncapped_experiments" in (ROOT / "docs" / "lab" / "00-cloud-budget-and-tooling.md").read_text()
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "distcheck.toml").write_text(text)
+    assert budget_config(load_workspace(tmp_path / "checks" / "distcheck.toml")).uncapped_experiments == ("smoke",)
+
+
+def test_an_unclosed_code_fence_says_why_the_note_finds_no_citation():
+    from pytest_distcheck.citations.syntax import UNCLOSED_FENCE
+
+    note = parse_note('# Note\n\n```python\nx = 1\n\nA claim [cite: torch torch/x.py::f "quote here"].\n', Path("n.md"))
+    assert note.citations == [] and [(m.line, m.problem) for m in note.malformed] == [
+        (3, UNCLOSED_FENCE.format(fence="```"))]
+    assert parse_note("# Note\n\n```\ncode\n```\n", Path("n.md")).malformed == []  # closed: nothing to say
+
+
+@pytest.mark.parametrize("bad", ["inf", "nan", "1e9"])
+def test_pod_timings_are_finite_and_bounded(bad):
+    from pytest_distcheck.pods.timings import MAX_S, Timings
+
+    with pytest.raises(ValueError, match=f"at most {MAX_S:g} \\(a day\\)"):
+        Timings.parse(f"api_timeout={bad}")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_distcheck.budget import accounting
-from pytest_distcheck.budget.ledger import COLUMNS, COLUMNS_V1, GENESIS, Ledger, LedgerError, header_lines, make_row
+from pytest_distcheck.budget.ledger import COLUMNS, GENESIS, Ledger, LedgerError, header_lines, make_row
 
 NOW = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
 LATER = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
@@ -74,48 +74,63 @@ def test_open_row_counts_until_settled(ledger: Ledger):
     assert accounting.totals(ledger.read(), run_prefix="s2-").total == 0
 
 
-def _valid_line(**over) -> str:
-    """An old-format (unchained) row line."""
+def _valid(**over) -> dict[str, str]:
+    """The cells of a settled row of run s1-a (its open row is OPEN), with some changed."""
     cells = {"time_utc": "2026-12-01T10:00:00Z", "run_id": "s1-a", "status": "settled", "provider": "runpod",
              "resource": "RTX 4090 x 2", "billed_s": "600", "rate_per_hour": "1.18", "cost": "0.1967",
              "currency": "USD", "experiment": "tp-inference", "purpose": "t::x", "resource_id": "pod1"}
     cells.update(over)
-    return "| " + " | ".join(cells[c] for c in COLUMNS_V1) + " |"
+    return cells
 
 
-OLD_HEADER = "\n".join(header_lines(COLUMNS_V1)) + "\n"
-GOOD = _valid_line()
+def _table(*rows: dict[str, str] | str) -> str:
+    """Table lines chained as the kit chains them (so only the case's own problem shows); a str is kept as is."""
+    from pytest_distcheck.budget.ledger import row_hash
+
+    out, prev = [], GENESIS
+    for r in rows:
+        if isinstance(r, str):
+            out.append(r)
+            continue
+        cells = [r[c] for c in COLUMNS[:-2]]
+        h = row_hash(prev, cells)
+        out.append("| " + " | ".join([*cells, prev, h]) + " |")
+        prev = h
+    return "\n".join(out)
+
+
+OPEN = _valid(status="open", billed_s="1800", cost="0.5900")  # line 7 of every case
+GOOD = _valid()
 MALFORMED = {
-    "bad number": (GOOD + "\n" + _valid_line(run_id="s1-b", billed_s="6o0"), 8, "billed_s '6o0' is not a whole"),
-    "superscript digit": (_valid_line(billed_s="9\u00b2", cost="0.0030"), 7, "billed_s '9\u00b2' is not a whole"),
-    "arabic-indic digit": (_valid_line(rate_per_hour="\u0661.18"), 7, "rate_per_hour '\u0661.18' is not a number"),
-    "bad rate": (_valid_line(rate_per_hour="1,18"), 7, "rate_per_hour '1,18' is not a number"),
-    "nan rate": (_valid_line(rate_per_hour="NaN"), 7, "rate_per_hour 'NaN' is not a number"),
-    "missing column": ("| 2026-12-01T10:00:00Z | s1-a | settled | runpod | RTX 4090 x 2 | 600 | 1.18 | 0.1967 "
-                       "| tp-inference | t::x | pod1 |", 7, "missing column(s) resource_id"),
-    "negative cost": (_valid_line(cost="-0.1967"), 7, "negative cost '-0.1967'"),
-    "unknown currency": (_valid_line(currency="EUR"), 7, "unknown currency 'EUR'"),
-    "duplicate run id": (GOOD + "\n" + _valid_line(time_utc="2026-12-01T11:00:00Z"), 8,
-                         "duplicate run id 's1-a' with status settled (first on line 7)"),
-    "cost not rate x seconds": (_valid_line(cost="0.5000"), 7, "does not match rate_per_hour 1.18 x billed_s 600"),
-    "blank line in table": (GOOD + "\n\n" + _valid_line(run_id="s1-b"), 8, "blank line"),
-    "bad time": (_valid_line(time_utc="2026-13-01T10:00:00Z"), 7, "not a valid date"),
-    "future time": (_valid_line(time_utc="2027-12-01T10:00:00Z"), 7, "is in the future"),
-    "bad resource": (_valid_line(resource="RTX 4090"), 7, "resource 'RTX 4090' must read"),
-    "settled rate differs from open": (
-        _valid_line(status="open", billed_s="1800", cost="0.5900") + "\n" + _valid_line(rate_per_hour="2.36",
-                                                                                     cost="0.3933"),
-        8, "settled row of run 's1-a' has rate_per_hour 2.36, line 7 1.18"),
-    "settled experiment differs from open": (
-        _valid_line(status="open", billed_s="1800", cost="0.5900") + "\n" + _valid_line(experiment="-"),
-        8, "has experiment '-', its open row (line 7) 'tp-inference'"),
+    "bad number": ((GOOD, _valid(run_id="s1-b", billed_s="6o0")), 9, "billed_s '6o0' is not a whole"),
+    "superscript digit": ((_valid(billed_s="9\u00b2", cost="0.0030"),), 8, "billed_s '9\u00b2' is not a whole"),
+    "arabic-indic digit": ((_valid(rate_per_hour="\u0661.18"),), 8, "rate_per_hour '\u0661.18' is not a number"),
+    "bad rate": ((_valid(rate_per_hour="1,18"),), 8, "rate_per_hour '1,18' is not a number"),
+    "nan rate": ((_valid(rate_per_hour="NaN"),), 8, "rate_per_hour 'NaN' is not a number"),
+    "missing column": (("| 2026-12-01T10:00:00Z | s1-a | settled | runpod | RTX 4090 x 2 | 600 | 1.18 | 0.1967 "
+                        "| tp-inference | t::x | pod1 |",), 8, "missing column(s) resource_id, prev_hash, row_hash"),
+    "negative cost": ((_valid(cost="-0.1967"),), 8, "negative cost '-0.1967'"),
+    "unknown currency": ((_valid(currency="EUR"),), 8, "unknown currency 'EUR'"),
+    "unknown status": ((_valid(status="paid"),), 8, "status 'paid' must be one of"),
+    "duplicate run id": ((GOOD, _valid(time_utc="2026-12-01T11:00:00Z")), 9,
+                         "duplicate run id 's1-a' with status settled (first on line 8)"),
+    "cost not rate x seconds": ((_valid(cost="0.5000"),), 8, "does not match rate_per_hour 1.18 x billed_s 600"),
+    "blank line in table": ((GOOD, "", _valid(run_id="s1-b", status="open")), 9, "blank line"),
+    "bad time": ((_valid(time_utc="2026-13-01T10:00:00Z"),), 8, "not a valid date"),
+    "future time": ((_valid(time_utc="2027-12-01T10:00:00Z"),), 8, "is in the future"),
+    "bad resource": ((_valid(resource="RTX 4090"),), 8, "resource 'RTX 4090' must read"),
+    "settled rate differs from open": ((_valid(rate_per_hour="2.36", cost="0.3933"),), 8,
+                                       "settled row of run 's1-a' has rate_per_hour 2.36, line 7 1.18"),
+    "settled experiment differs from open": ((_valid(experiment="-"),), 8,
+                                             "has experiment '-', its open row (line 7) 'tp-inference'"),
+    "an event that bills seconds": ((_valid(status="terminate-failed"),), 8, "an event row records what happened"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
-def test_malformed_old_ledger_names_line_and_problem_and_stays_byte_for_byte(ledger: Ledger, case: str):
+def test_a_malformed_ledger_names_line_and_problem_and_stays_byte_for_byte(ledger: Ledger, case: str):
     body, line, problem = MALFORMED[case]
-    ledger.path.write_bytes(("# Ledger\n\nFree text.\n\n" + OLD_HEADER + body + "\n").encode())
+    ledger.path.write_bytes(("# Ledger\n\nFree text.\n\n" + HEADER + _table(OPEN, *body) + "\n").encode())
     before = ledger.path.read_bytes()
     with pytest.raises(LedgerError) as exc:
         ledger.read()
@@ -144,22 +159,6 @@ def test_settled_row_must_name_the_same_pod_as_its_open_row(ledger: Ledger):
     ledger.append(row("s1-a", "open", pod="pod1"))
     with pytest.raises(LedgerError, match="names pod pod2, line 7 names pod1"):
         ledger.append(row("s1-a", "settled", pod="pod2"))
-
-
-def test_an_old_ledger_is_read_as_it_is_and_continued_by_a_chained_table_never_rewritten(ledger: Ledger):
-    old = ("# Old\n\n" + OLD_HEADER + _valid_line(status="open", billed_s="1800", cost="0.5900") + "\n"
-           + GOOD + "\n")
-    ledger.path.write_text(old)
-    assert [r.status for r in ledger.read()] == ["open", "settled"]
-    (new,) = ledger.append(row("s1-b"))
-    text = ledger.path.read_text()
-    assert text.startswith(old) and new.line == 10 and new.prev_hash != GENESIS
-    assert text[len(old):].startswith("\n| time_utc |") and [r.run_id for r in ledger.read()] == ["s1-a", "s1-a",
-                                                                                                  "s1-b"]
-    # an old row edited after the chained table began is caught, on the chained table's first row
-    ledger.path.write_text(text.replace("| 600 | 1.18 | 0.1967 |", "| 60 | 1.18 | 0.0197 |"))
-    with pytest.raises(LedgerError, match="line 10: prev_hash does not start the chain.*rows of the old table"):
-        ledger.read()
 
 
 # -- hand edits: every one is named (line and what) -------------------------------------------------------
@@ -308,3 +307,147 @@ def test_sixteen_writers_with_random_sigkills_lose_no_written_row(ledger: Ledger
     assert len(ids) == len(set(ids)) and confirmed <= set(ids)
     assert len(confirmed) >= (writers - len(victims)) * per
     assert ledger.path.read_text().count("| time_utc |") == 1
+
+
+# -- a full disk, a short write, a torn line: an append lands whole or the file stays as it was -------------
+
+def _failing_write(mode: str):
+    """An os.write that fails the ledger's next append as ``mode`` says (other writes pass through)."""
+    import errno
+    import os
+
+    real = os.write
+
+    def write(fd, data):
+        if b"| s1-b |" not in bytes(data):
+            return real(fd, data)
+        if mode == "partial then ENOSPC":
+            real(fd, bytes(data)[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        if mode == "short write":
+            return real(fd, bytes(data)[: len(data) // 3])
+        raise OSError(errno.EIO, "Input/output error")
+
+    return write
+
+
+@pytest.mark.parametrize("mode", ["partial then ENOSPC", "short write", "EIO"])
+def test_a_failed_or_short_write_is_cut_back_and_the_next_session_reads_every_row(ledger: Ledger, monkeypatch,
+                                                                                  mode: str):
+    import os
+
+    from pytest_distcheck.budget.ledger import LedgerWriteError
+
+    ledger.append(row("s1-a"))
+    before = ledger.path.read_bytes()
+    with monkeypatch.context() as m:
+        m.setattr(os, "write", _failing_write(mode))
+        with pytest.raises(LedgerWriteError) as exc:
+            ledger.append(row("s1-b"))
+    assert ledger.path.read_bytes() == before  # none of the new row's bytes were kept
+    text = str(exc.value)
+    assert str(ledger.path) in text and str(ledger.path.parent) in text and "its 1 row(s) are untouched" in text
+    assert [r.run_id for r in ledger.read()] == ["s1-a"]
+    ledger.append(row("s1-b"))  # the disk has room again: the next writer appends as usual
+    assert [r.run_id for r in ledger.read()] == ["s1-a", "s1-b"]
+
+
+def test_a_disk_without_room_for_the_row_refuses_before_writing(ledger: Ledger, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    from pytest_distcheck.budget.ledger import LedgerWriteError
+
+    ledger.append(row("s1-a"))
+    before = ledger.path.read_bytes()
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9 - 100, 100))
+    with pytest.raises(LedgerWriteError, match=r"the disk is full; the disk holding .* has 100 bytes free"):
+        ledger.append(row("s1-b"))
+    assert ledger.path.read_bytes() == before
+
+
+def test_a_first_append_that_fails_leaves_no_ledger_file_behind(ledger: Ledger, monkeypatch):
+    import os
+
+    from pytest_distcheck.budget.ledger import LedgerWriteError
+
+    monkeypatch.setattr(os, "write", _failing_write("EIO"))
+    with pytest.raises(LedgerWriteError):
+        ledger.append(row("s1-b"))
+    assert not ledger.path.exists()
+
+
+def test_a_torn_last_line_is_named_with_the_one_command_that_repairs_it_keeping_every_other_byte(ledger: Ledger):
+    from pytest_distcheck.budget.ledger import REPAIR_COMMAND, format_row
+
+    ledger.append(row("s1-a"), row("s1-b"))
+    whole = ledger.path.read_bytes()
+    torn = format_row(row("s1-c"), "0" * 16)[:57].encode()  # a kill in the middle of the write
+    ledger.path.write_bytes(whole + torn)
+    with pytest.raises(LedgerError) as exc:
+        ledger.read()
+    assert exc.value.torn == 9 and "line 9: cut short" in str(exc.value) and REPAIR_COMMAND in str(exc.value)
+    assert "the 2 row(s) above it are whole" in str(exc.value)
+    with pytest.raises(LedgerError):
+        ledger.append(row("s1-d"))  # nothing is appended after a torn line
+    line, saved = ledger.repair_torn_line()
+    assert line == 9 and ledger.path.read_bytes() == whole and saved.read_bytes() == torn
+    assert ledger.repair_torn_line() is None  # nothing more to repair
+    ledger.append(row("s1-c"))
+    assert [r.run_id for r in ledger.read()] == ["s1-a", "s1-b", "s1-c"]
+
+
+def test_a_hand_edited_last_line_is_not_taken_for_a_torn_one(ledger: Ledger):
+    ledger.append(row("s1-a"), row("s1-b"))
+    ledger.path.write_text(ledger.path.read_text().replace("| 600 |", "| 60 |"))  # ends with a newline
+    with pytest.raises(LedgerError) as exc:
+        ledger.read()
+    assert exc.value.torn is None
+    with pytest.raises(LedgerError):
+        ledger.repair_torn_line()
+
+
+# -- the lock: a writer waits with backoff, says who holds it, and is refused naming the holder --------------
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from pytest_distcheck.budget.ledger import Ledger
+    led = Ledger(sys.argv[1], sys.argv[2])
+    with led.locked():
+        print("held", flush=True)
+        time.sleep(float(sys.argv[3]))
+""")
+
+
+def _hold_lock(ledger: Ledger, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(ledger.path), str(ledger.lock_path), str(seconds),
+                             "--holder-marker"], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_writer_waiting_for_the_lock_says_who_holds_it_then_appends(ledger: Ledger, monkeypatch):
+    from pytest_distcheck.budget import ledger as ledger_mod
+
+    monkeypatch.setattr(ledger_mod, "LOCK_NOTICE_S", 0.2)
+    said: list[str] = []
+    ledger.notify = said.append
+    proc = _hold_lock(ledger, 1.5)
+    ledger.append(row("s1-a"))
+    proc.wait(10)
+    assert len(said) == 1 and f"held by pid {proc.pid} (" in said[0] and "--holder-marker" in said[0]
+    assert [r.run_id for r in ledger.read()] == ["s1-a"]
+
+
+def test_a_writer_refused_for_the_lock_names_the_holder_and_writes_nothing(ledger: Ledger):
+    from pytest_distcheck.errors import ConfigError
+
+    proc = _hold_lock(ledger, 5)
+    try:
+        with pytest.raises(ConfigError, match=rf"within 0.5 s: it is held by pid {proc.pid} \(.*--holder-marker"):
+            ledger.append(row("s1-a"), wait_s=0.5)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not ledger.path.exists()

@@ -302,8 +302,10 @@ def test_timings_parse_and_errors():
 
 
 # -- distcheck pods -------------------------------------------------------------------------------
-def test_cli_lists_and_sweeps(fake, capsys):  # noqa: F811
+def test_cli_lists_and_sweeps(fake, capsys, tmp_path, monkeypatch):  # noqa: F811
     import runpod
+
+    monkeypatch.chdir(tmp_path)  # no workspace here: the sweep has no ledger to read
 
     runpod.api_key = API_KEY
     dead = names.SessionLock("deadbeef")
@@ -318,6 +320,32 @@ def test_cli_lists_and_sweeps(fake, capsys):  # noqa: F811
     assert main(["pods", "--sweep"]) == 0
     assert {p.id for p in fake.live_pods()} == {other}
     assert API_KEY not in capsys.readouterr().out
+
+
+def test_cli_sweep_first_ends_the_pod_the_ledger_says_may_still_be_billing(fake, capsys, tmp_path,  # noqa: F811
+                                                                             monkeypatch):
+    """A pod whose terminate failed, of a session still alive on this machine (the sweep alone would
+    leave it): the ledger names it, so `distcheck pods --sweep` ends it first and bills it."""
+    from pytest_distcheck.budget.guard import BudgetGuard
+    from pytest_distcheck.pods.fake.fixtures import write_workspace
+    from pytest_distcheck.pods.recovery import RETRIED
+    from pytest_distcheck.workspace import load_workspace
+
+    write_workspace(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    alive = names.SessionLock("0123abcd")  # its session still runs: no sweep rule ends the pod
+    ws_guard = BudgetGuard.from_workspace(load_workspace(tmp_path / "checks" / "distcheck.toml"), session_id="0123abcd")
+    res = ws_guard.reserve("runpod", GPU, 1, 600, "t::outage")
+    pod = fake.account.new_pod({"name": f"distcheck-{res.run_id}-{int(time.time()) + 3600}", "gpuTypeId": GPU,
+                                "gpuCount": 1, "imageName": "x"}, 0.0)
+    res.record_pod(pod.id, 0.59)
+    res.record_terminate_failed()
+    assert main(["pods", "--sweep"]) == 0
+    out = capsys.readouterr().out
+    assert "ledger: " + RETRIED.format(pod=pod.id, run=res.run_id, why="terminate failed earlier, may be billing",
+                                       outcome="terminated") in out
+    assert not pod.alive and [r.status for r in ws_guard.ledger.read()][-1] == "reconciled"
+    alive.release()
 
 
 def test_cli_without_key_says_so(monkeypatch, capsys):

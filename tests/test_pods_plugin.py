@@ -14,6 +14,7 @@ import pytest
 
 from pytest_distcheck.budget.ledger import Ledger
 from pytest_distcheck.pods.fake.fixtures import API_KEY, FAST_TIMINGS, fake, pod_dir  # noqa: F401 - fixtures
+from pytest_distcheck.pods.plugin import LOCAL_RATE_BOUND
 
 POD_TEST = """
 import pytest
@@ -190,7 +191,7 @@ def test_api_key_never_shown(pod_dir, fake):  # noqa: F811
 
 @pytest.mark.parametrize("args, message", [
     (["--gpu-provider", "aws"], "command line --gpu-provider: unknown GPU provider 'aws'"),
-    (["--gpu-local-rate", "-1"], "command line --gpu-local-rate: must be >= 0"),
+    (["--gpu-local-rate", "-1"], "command line --gpu-local-rate: " + LOCAL_RATE_BOUND.format(max=100, value="-1")),
 ])
 def test_bad_settings_are_usage_errors(pod_dir, args, message):  # noqa: F811
     result = pod_dir.runpytest_subprocess(*args, "-p", "no:cacheprovider")

@@ -88,3 +88,16 @@ def test_steps_of_a_reported_pod_and_command_labels():
     assert [c[1].split(": ", 2)[2] for c in rep.calls] == [
         "staging stage -> pod:code", "running speedup.py: 2 ranks", "copying back pod:code/r.json"]
     assert label("echo " + "x" * 70) == "echo " + "x" * 55 + "..."
+
+
+def test_a_reservation_that_could_not_be_released_is_not_called_released():
+    """Issue 32: after a failed release the open row stays counted; the line must not say otherwise."""
+    from types import SimpleNamespace
+
+    from pytest_distcheck.pods.progress import ending
+
+    lease = SimpleNamespace(termination=None, pod_id=None, lost_name=None, notes=[],
+                            reservation=SimpleNamespace(settled_row=None))
+    assert ending(lease) == "no pod was created; the reservation could not be released: its open row keeps counting"
+    lease.reservation.settled_row = object()
+    assert ending(lease) == "no pod was created; the reservation is released"

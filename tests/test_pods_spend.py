@@ -186,7 +186,7 @@ def test_a_provider_wide_outage_leaks_no_pod_and_the_bill_settles_the_ledger(fak
     timings = dataclasses.replace(timings, ready_timeout=5, heartbeat_stale=6, confirm_timeout=4)
     outage_provider = RunPodProvider(timings, *new_key_pair())
     lease = lease_for(outage_provider, guard, timings)
-    with pytest.raises(PodError, match="could not confirm"):
+    with pytest.raises(PodError, match="terminate failed, pod .* may still be billing"):
         with lease as pod:
             pod.run("true", timeout=30)
             fake.inject("terminate", "http_502", times=16)  # the outage starts
@@ -214,3 +214,191 @@ def test_a_live_rate_above_the_reserved_one_is_refused_before_creating(fake, pro
     assert len(fake.pods) == 1  # the second pod was never created
     runs = accounting.charges(guard.ledger.read())
     assert runs[-1].settled and runs[-1].usd == 0  # its reservation closed at 0 s
+
+
+def test_a_cost_per_hr_of_0_with_a_3x_bill_is_cut_at_the_ceiling_by_the_bill_and_says_so(  # noqa: F811
+        fake, provider, guard, timings):  # noqa: F811
+    """runpod-python#438: the pod reports costPerHr 0 while RunPod bills 3x the priced rate."""
+    from pytest_distcheck.budget.errors import BudgetExceeded
+    from pytest_distcheck.pods.base import PodLost
+    from pytest_distcheck.pods.progress import ending
+
+    fake.account.rate_multiplier, fake.account.reported_cost_per_hr = 3.0, 0.0  # bills 3.54 $/h, shows 0
+    cap = 0.006  # 18.3 s at the priced 1.18 $/h, 6.1 s at the billed 3.54 $/h (a few meter reads before the cut)
+
+    def reserve(max_seconds, rate):
+        return guard.reserve("runpod", REQ.gpu_type, REQ.gpus, max_seconds, "tests::spend", experiment="tp-inference",
+                             cloud=REQ.cloud, cap_usd=cap, usd_per_gpu_hour=rate)
+
+    lease = Lease(provider, REQ, reserve, Reaper(timings.confirm_timeout), timings)
+    with pytest.raises((BudgetExceeded, PodLost)) as exc:
+        with lease as pod:
+            pod.run("sleep 30", timeout=30)
+    (created,) = fake.pods
+    assert not created.alive and created.terminated_by == "api"
+    assert fake.billed_usd() <= cap + created.cost_per_hr * STEP_S / 3600  # the ceiling, by the bill
+    said = "the provider's bill comes to $3.54/hour, 3.0x the priced $1.18/hour"
+    assert any(said in note for note in lease.notes) and said in ending(lease)
+    assert any("rate unknown" in note for note in lease.notes)
+    beat = float((created.home / "distcheck" / "heartbeat").read_text())
+    assert beat == pytest.approx(1.18) or beat == pytest.approx(3.54, rel=0.01)  # the metered rate, told to the pod
+    if exc.type is BudgetExceeded:
+        assert said in str(exc.value)
+    rows = guard.ledger.read()
+    assert [r.status for r in rows] == ["open", "started", "rate-unknown", "settled"]
+    assert rows[2].resource_id == created.id and rows[2].rate_per_hour == 0
+
+
+def test_an_outage_where_terminate_fails_is_recorded_and_the_next_session_ends_the_pod_first(  # noqa: F811
+        fake, guard, timings):  # noqa: F811
+    from pytest_distcheck.pods.base import PodError
+    from pytest_distcheck.pods.lease import TERMINATE_FAILED
+    from pytest_distcheck.pods.runpod import CONSOLE_URL, RunPodProvider
+    from pytest_distcheck.pods.session import PodsSession
+    from pytest_distcheck.pods.ssh import new_key_pair
+
+    timings = dataclasses.replace(timings, confirm_timeout=2)
+    client = RunPodProvider(timings, *new_key_pair())
+    lease = lease_for(client, guard, timings)
+    with pytest.raises(PodError) as exc:
+        with lease as pod:
+            pod.run("true", timeout=30)
+            fake.inject("terminate", "http_502", times=10**6)  # the outage: every terminate fails, the pod's too
+    (created,) = fake.pods
+    assert created.alive
+    assert str(exc.value).startswith(TERMINATE_FAILED.split("{")[0] + created.id)
+    assert CONSOLE_URL in str(exc.value) and "retries it first" in str(exc.value)
+    failed = [r for r in guard.ledger.read() if r.status == "terminate-failed"]
+    assert [(r.resource_id, r.billed_s) for r in failed] == [(created.id, 0)]
+    fake.api.faults["podTerminate"].clear()  # the outage is over; the next session starts
+    lines: list[str] = []
+    PodsSession("runpod", timings, 0.0, "0123abcd", worker=False, report=lines.append,
+                guard=lambda: guard).sweep_at_start()
+    assert not created.alive and not fake.live_pods()  # no pod running after the next session started
+    assert any(f"pod {created.id} of run {lease.reservation.run_id} (terminate failed earlier" in ln
+               and ln.endswith("terminated") for ln in lines), lines
+    assert [r.status for r in guard.ledger.read()][-1] == "reconciled"  # the run now counts RunPod's bill
+
+
+KILLED_AFTER_CREATE = """
+import sys, time
+from pytest_distcheck.budget.guard import BudgetGuard
+from pytest_distcheck.budget.ledger import Ledger
+from pytest_distcheck.pods.base import GpuRequest
+from pytest_distcheck.pods.fake.fixtures import FAST_TIMINGS
+from pytest_distcheck.pods.lease import Lease
+from pytest_distcheck.pods.names import SessionLock
+from pytest_distcheck.pods.reaper import Reaper
+from pytest_distcheck.pods.runpod import RunPodProvider
+from pytest_distcheck.pods.ssh import new_key_pair
+from pytest_distcheck.pods.timings import Timings
+
+guard = BudgetGuard(Ledger(sys.argv[1], sys.argv[2]), phase_ceiling_usd=5.0, session_id="facefeed")
+timings = Timings.parse(FAST_TIMINGS)
+provider = RunPodProvider(timings, *new_key_pair())
+lock = SessionLock("facefeed")
+
+def created_then_killed(pod_id):
+    print("created", flush=True)
+    time.sleep(60)  # SIGKILLed here: the pod exists, its started row is not written
+
+provider.status = created_then_killed
+reserve = lambda seconds, rate: guard.reserve("runpod", "NVIDIA GeForce RTX 4090", 1, seconds, "t::killed",
+                                              usd_per_gpu_hour=rate)
+with Lease(provider, GpuRequest(1, "NVIDIA GeForce RTX 4090", 60, "fake/image:1"), reserve,
+           Reaper(timings.confirm_timeout), timings):
+    pass
+"""
+
+
+def test_a_sigkill_between_the_create_and_the_started_row_leaves_a_row_with_the_pod_id(fake, guard, timings):  # noqa: F811
+    import signal
+    import subprocess
+    import sys
+
+    from pytest_distcheck.pods.runpod import RunPodProvider
+    from pytest_distcheck.pods.session import PodsSession
+
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_AFTER_CREATE, str(guard.ledger.path),
+                             str(guard.ledger.lock_path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "created"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    (created,) = fake.pods
+    assert [(r.status, r.resource_id) for r in guard.ledger.read()] == [("open", "-")]  # the window
+    lines: list[str] = []
+    session = PodsSession("runpod", timings, 0.0, "0123abcd", worker=False, report=lines.append, guard=lambda: guard)
+    session._provider = RunPodProvider(timings)
+    session.sweep_at_start()  # the next session's start
+    rows = guard.ledger.read()
+    assert [(r.status, r.resource_id) for r in rows[:2]] == [("open", "-"), ("started", created.id)]
+    assert not created.alive and rows[-1].status == "reconciled"
+    assert any("was created but never recorded" in ln for ln in lines), lines
+
+
+def test_a_reservation_refused_for_the_lock_names_the_holder_and_creates_nothing(fake, provider, guard, timings,  # noqa: F811
+                                                                                  monkeypatch):
+    import subprocess
+    import sys
+
+    from pytest_distcheck.budget import ledger as ledger_mod
+    from pytest_distcheck.errors import ConfigError
+
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom pytest_distcheck.budget.ledger import "
+                               "Ledger\nwith Ledger(sys.argv[1], sys.argv[2]).locked():\n    print('held', flush=True)"
+                               "\n    time.sleep(30)", str(guard.ledger.path), str(guard.ledger.lock_path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        monkeypatch.setattr(ledger_mod, "LOCK_WAIT_S", 0.5)
+        with pytest.raises(ConfigError, match=rf"held by pid {holder.pid} \(.*; nothing was reserved, created or "
+                                              "billed"):
+            with lease_for(provider, guard, timings):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+    assert fake.pods == [] and not guard.ledger.path.exists()
+
+
+def test_the_pods_switch_believes_the_rate_the_client_meters_when_costperhr_reads_0(fake, provider):  # noqa: F811
+    """The client is gone after its last heartbeat, which carried the billed 3.54 $/h; the pod's own
+    costPerHr reads 0: the switch ends the pod when the reservation runs out at 3.54 $/h, not 1.18."""
+    fake.account.rate_multiplier, fake.account.reported_cost_per_hr = 3.0, 0.0
+    budget = 0.005  # 15.25 s at the priced 1.18 $/h, 5.08 s at 3.54 $/h
+    provider.create(REQ, "distcheck-5e55101d-00aa03-1900000000", limit_s=15, budget_usd=budget, margin_s=2)
+    (pod,) = fake.pods
+    assert fake.wait_until(lambda: (pod.home / "distcheck" / "heartbeat").exists(), 10)
+    (pod.home / "distcheck" / "heartbeat").write_text("3.540000\n")  # the client's last beat
+    assert fake.wait_until(lambda: not pod.alive, 30), "the pod did not end itself"
+    assert pod.billed_usd(fake.clock.now()) <= budget + pod.cost_per_hr * STEP_S / 3600
+    assert "client meters 3.540000" in (pod.home / "distcheck" / "deadman.log").read_text()
+
+
+def test_a_disk_that_fills_after_the_create_ends_the_pod_and_says_how_to_settle_it(  # noqa: F811
+        fake, provider, guard, timings, monkeypatch):  # noqa: F811
+    import shutil
+    from collections import namedtuple
+
+    from pytest_distcheck.pods.base import PodError
+    from pytest_distcheck.pods.lease import NOT_SETTLED
+
+    usage = namedtuple("usage", "total used free")
+    create, room = provider.create, shutil.disk_usage
+
+    def create_then_fill_the_disk(*args, **kwargs):
+        pod_id = create(*args, **kwargs)
+        monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9 - 10, 10))
+        return pod_id
+
+    provider.create = create_then_fill_the_disk
+    lease = lease_for(provider, guard, timings)
+    with pytest.raises(PodError) as exc:
+        with lease:
+            pass
+    (created,) = fake.pods
+    assert not created.alive  # ended all the same
+    assert str(exc.value).startswith(NOT_SETTLED.split("{")[0] + created.id)
+    assert f"--settle {lease.reservation.run_id} --seconds " in str(exc.value) and "the disk is full" in str(exc.value)
+    monkeypatch.setattr(shutil, "disk_usage", room)
+    assert [r.status for r in guard.ledger.read()] == ["open"]  # whole, readable: its worst case counts

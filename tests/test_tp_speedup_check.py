@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from ledger_support import rechained
 
 from pytest_distcheck.evidence import record_sources
 
@@ -58,7 +59,7 @@ def workspace(pytester):
     (root / "checks").mkdir()
     shutil.copy(CHECK, root / "checks" / CHECK.name)
     (root / "checks" / "distcheck.toml").write_text(TOML)
-    (root / "ledger.md").write_text(learners((FIX / "synthetic-ledger.md").read_text()))
+    (root / "ledger.md").write_text(rechained(learners((FIX / "synthetic-ledger.md").read_text())))
     (root / "results").mkdir()
     pytester.makeini(f"[pytest]\npythonpath = {REPO}\n")
 
@@ -193,7 +194,7 @@ def test_an_invalid_result_file_is_broken_naming_file_and_field(workspace, good)
 
 def test_a_malformed_ledger_is_broken(workspace, good, pytester):
     ledger = pytester.path / "ledger.md"
-    ledger.write_text(ledger.read_text().replace("| 0.6950 |", "| -0.6950 |"))
+    ledger.write_text(rechained(ledger.read_text().replace("| 0.6950 |", "| -0.6950 |")))
     _broken(workspace(good), "the ledger does not parse: *ledger.md, line 8: negative cost*")
 
 
@@ -225,7 +226,7 @@ def test_a_result_that_records_no_sources_is_stale(workspace, good):
 def test_a_run_on_local_gpus_is_not_a_cloud_run(workspace, good, pytester):
     """Red-team A05: the DoD says 2 cloud GPUs; a result and ledger rows of provider `local` do not count."""
     ledger = pytester.path / "ledger.md"
-    ledger.write_text(ledger.read_text().replace("| runpod |", "| local |"))
+    ledger.write_text(rechained(ledger.read_text().replace("| runpod |", "| local |")))
     good["pod"] = {"provider": "local", "id": "pod-learner"}
     _broken(workspace(good), "results/synthetic-cuda-2gpu.json: ran on provider local, not a cloud pod*")
 
@@ -240,9 +241,9 @@ def test_a_result_dated_in_the_future_is_broken(workspace, good):
 def test_a_reconciled_row_read_from_the_ledger_is_not_confirmed(workspace, good, pytester):
     """Red-team A03: a `reconciled` row typed into the ledger; the provider was not asked in this run."""
     ledger = pytester.path / "ledger.md"
-    ledger.write_text(ledger.read_text() + "| 2026-01-01T00:20:00Z | r0learner-0001 | reconciled | runpod "
-                      "| TEST GPU x 2 | 900 | 2.78 | 0.6950 | USD | tp-inference | tests/test_tp.py::test_speedup "
-                      "| pod-learner |\n")
+    ledger.write_text(rechained(ledger.read_text() + "| 2026-01-01T00:20:00Z | r0learner-0001 | reconciled | runpod "
+                                "| TEST GPU x 2 | 900 | 2.78 | 0.6950 | USD | tp-inference | "
+                                "tests/test_tp.py::test_speedup | pod-learner |\n"))
     result = workspace(good)
     result.stdout.fnmatch_lines(["DONE     tp-speedup-committed  evidence checked, self-reported (reconciled row in "
                                  "the ledger, not re-checked in this run): 1 GPU result(s)*"])

@@ -43,7 +43,8 @@ def test_a_misspelled_key_names_the_key_the_section_and_the_file(tmp_path, secti
 def test_the_error_lists_the_keys_allowed_there(tmp_path):
     with pytest.raises(ConfigError) as info:
         load(tmp_path, "[budget]\nledger = 'l.md'\nphase_ceilng_usd = 5.0\n")
-    assert info.value.problem.endswith("(known: ledger, phase_ceiling_usd, experiment_ceilings_usd)")
+    assert info.value.problem.endswith(
+        "(known: ledger, phase_ceiling_usd, experiment_ceilings_usd, uncapped_experiments)")
 
 
 def test_experiment_ids_and_unknown_sections_stay_free(tmp_path):

@@ -8,6 +8,8 @@ A run counts, by the first that applies (status names as in :mod:`~pytest_distch
 1. its latest ``reconciled`` row: what the provider billed for the pod;
 2. its ``settled`` row plus its ``overrun`` row, if any: what the kit measured;
 3. its ``started`` row, else its ``open`` row: the worst case while the run may still be billing.
+
+Event rows (``rate-unknown``, ``terminate-failed``) cost nothing and change no total.
 """
 
 from __future__ import annotations
@@ -103,6 +105,16 @@ class Charge:
     @property
     def overran(self) -> bool:
         return self.overrun is not None
+
+    @property
+    def terminate_failed(self) -> bool:
+        """A ``terminate-failed`` row says its pod may still be billing (and the run is not settled)."""
+        return not self.settled and self._last("terminate-failed") is not None
+
+    @property
+    def rate_unknown(self) -> bool:
+        """The provider reported no rate for the run's pod (a ``rate-unknown`` row)."""
+        return self._last("rate-unknown") is not None
 
 
 def charges(rows: Iterable[LedgerRow]) -> list[Charge]:

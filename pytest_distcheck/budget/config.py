@@ -22,6 +22,12 @@ from typing import Any
 from pytest_distcheck.errors import ConfigError
 
 _EXPERIMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")  # as the ledger's experiment column
+# A ceiling above this is a typo (an extra digit, a number meant as cents): more than a course phase costs.
+MAX_CEILING_USD = Decimal(10_000)
+NOT_FINITE = "must be a finite number of USD, got {value!r}"
+ABSURD_CEILING = (f"{{value}} USD is above {MAX_CEILING_USD} USD, more than a course phase costs: a typo? "
+                  "(amounts are in USD, e.g. 5 or 0.5)")
+CURRENCY_SIGN = "is not a number of USD: write {plain} (no currency sign or unit)"
 STATE_DIR = ".distcheck"  # gitignored: reservations and the lock live here, never in the ledger
 LOCK_FILE = "budget.lock"
 
@@ -55,12 +61,26 @@ class BudgetConfig:
         return Ledger(self.ledger, self.state_dir / LOCK_FILE)
 
 
+def ceiling_problem(value: Decimal, shown: str | None = None) -> str | None:
+    """What is wrong with a ceiling of ``value`` USD that is not negative: not finite, or absurdly large
+    (``shown``: the value as the user wrote it)."""
+    if not value.is_finite():
+        return NOT_FINITE.format(value=shown if shown is not None else str(value))
+    if value > MAX_CEILING_USD:
+        return ABSURD_CEILING.format(value=f"{value:g}")
+    return None
+
+
 def _amount(path: Path, where: str, value: Any) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(path, where, f"must be a number of USD, found {value!r}")
     if not value > 0:
         raise ConfigError(path, where, f"must be > 0 USD, found {value!r}")
-    return Decimal(str(value))
+    amount = Decimal(str(value))
+    problem = ceiling_problem(amount)
+    if problem:
+        raise ConfigError(path, where, problem)
+    return amount
 
 
 def budget_config(ws) -> BudgetConfig | None:

@@ -34,7 +34,7 @@ from typing import Any
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.budget.config import BudgetConfig, budget_config
 from pytest_distcheck.budget.errors import BudgetRefused, SettleRefused, usd
-from pytest_distcheck.budget.ledger import Ledger, LedgerRow, make_row
+from pytest_distcheck.budget.ledger import LOCK_WAIT_AFTER_CREATE_S, Ledger, LedgerRow, make_row
 from pytest_distcheck.budget.pricing import Billing, Price, PriceBook
 from pytest_distcheck.calc.cost import billed_seconds, max_runtime_s
 from pytest_distcheck.errors import ConfigError, DistcheckError
@@ -316,7 +316,7 @@ class BudgetGuard:
         amount = amount.quantize(Decimal("0.0001"), rounding=ROUND_CEILING)
         billed = int(math.ceil(billed_seconds(seconds, est.billing.granularity_s, est.billing.minimum_s)))
         rate = est.price.usd_per_gpu_hour * gpu_count
-        with self.ledger.locked():
+        with self.ledger.locked(kept="nothing was reserved, created or billed"):
             status = self._status()
             if any(r.run_id == run_id for r in status.rows):
                 raise BudgetRefused(f"run id {run_id!r} is already in use")
@@ -331,8 +331,7 @@ class BudgetGuard:
             row = make_row(run_id=run_id, status="open", provider=provider, gpu_type=est.price.gpu,
                            gpu_count=gpu_count, billed_s=billed, rate_per_hour=rate, experiment=experiment,
                            purpose=purpose, resource_id="-")
-            self.ledger.append(row)
-            opened = self._verify(run_id, "open")
+            (opened,) = self.ledger.append(row)  # written, fsynced and read back before anything is created
             held = self._load_held()
             held[run_id] = {"run_id": run_id, "session": self.session_id, "experiment": experiment,
                             "usd": str(amount), "pid": os.getpid(), "pid_start": process_start(os.getpid()),
@@ -343,14 +342,6 @@ class BudgetGuard:
         res.open_row = opened
         return res
 
-    def _verify(self, run_id: str, status: str) -> LedgerRow:
-        """The row just appended, read back from the file (so a pod is only ever created with its row)."""
-        for row in reversed(self.ledger.read()):
-            if row.run_id == run_id and row.status == status:
-                return row
-        raise DistcheckError(f"the {status} row of run {run_id} is not in {self.ledger.path} after appending it; "
-                             "nothing was created")
-
     def _drop_held(self, run_id: str) -> None:
         held = self._load_held()
         if held.pop(run_id, None) is not None:
@@ -358,7 +349,8 @@ class BudgetGuard:
 
     # -- settling ----------------------------------------------------------------------------------
 
-    def settle_rows(self, run_id: str, billed_s: int, now: datetime | None = None) -> list[LedgerRow]:
+    def settle_rows(self, run_id: str, billed_s: int, now: datetime | None = None,
+                    wait_s: float | None = None) -> list[LedgerRow]:
         """Append the ``settled`` row of an unsettled run and, when ``billed_s`` is above its reserved
         worst case, an ``overrun`` row with the seconds beyond it. Never refuses the true seconds.
 
@@ -370,6 +362,7 @@ class BudgetGuard:
         Args:
             run_id: the run's id in the ledger.
             billed_s: every second the provider billed for the pod, whole, >= 0.
+            wait_s: how long to wait for the ledger lock (default ``ledger.LOCK_WAIT_S``).
 
         Returns:
             the rows written (settled, then overrun if any), with their line numbers.
@@ -378,7 +371,7 @@ class BudgetGuard:
             SettleRefused: unknown run id, run already settled, negative seconds (nothing written).
             LedgerError: the ledger is malformed (nothing written).
         """
-        with self.ledger.locked():
+        with self.ledger.locked(wait_s):
             rows = self.ledger.read()
             mine = [r for r in rows if r.run_id == run_id]
             where = f"in {self.ledger.path}"
@@ -435,10 +428,68 @@ class BudgetGuard:
             out.append(finding)
         return out
 
+    def _run_rows(self, run_id: str) -> list[LedgerRow]:
+        mine = [r for r in self.ledger.read() if r.run_id == run_id]
+        if not mine:
+            raise SettleRefused(f"unknown run id {run_id!r}: no open row in {self.ledger.path}")
+        return mine
+
+    def record_event(self, run_id: str, status: str) -> LedgerRow:
+        """Append an event row (``rate-unknown``, ``terminate-failed``) for a run's pod: 0 s at the run's
+        rate (at 0 for rate-unknown: what the provider reported). Raises SettleRefused for an unknown run,
+        LedgerError as appending does."""
+        with self.ledger.locked(LOCK_WAIT_AFTER_CREATE_S):
+            pod = accounting.Charge(tuple(self._run_rows(run_id))).pod_row
+            row = make_row(run_id=run_id, status=status, provider=pod.provider, gpu_type=pod.gpu_type,
+                           gpu_count=pod.gpu_count, billed_s=0,
+                           rate_per_hour=0 if status == "rate-unknown" else pod.rate_per_hour,
+                           experiment=pod.experiment, purpose=pod.purpose, resource_id=pod.resource_id)
+            return self.ledger.append(row, wait_s=LOCK_WAIT_AFTER_CREATE_S)[0]
+
+    def adopt_pod(self, run_id: str, pod_id: str, usd_per_hour: float | None = None) -> list[LedgerRow]:
+        """Append the ``started`` row of a run whose pod exists but was never recorded (its process died
+        between creating it and writing the row; the pod was found by its name), and a ``rate-unknown``
+        event when the provider reports no rate. The worst case stays that of the open row.
+
+        Raises:
+            SettleRefused: unknown run, or the run already names a pod or is settled (nothing written).
+        """
+        with self.ledger.locked(LOCK_WAIT_AFTER_CREATE_S):
+            mine = self._run_rows(run_id)
+            charge = accounting.Charge(tuple(mine))
+            opened = mine[0]
+            if charge.pod_row.has_pod or charge.settled:
+                raise SettleRefused(f"run {run_id!r} already names pod {charge.pod_row.resource_id} or is settled "
+                                    f"(line {charge.row.line}); nothing written")
+            reported = _reported(usd_per_hour)
+            rate = max(opened.rate_per_hour, reported or Decimal(0))
+            billing = self.prices.billing(opened.provider)
+            fits = max_runtime_s(float(opened.recomputed_cost), float(rate), 1, billing.granularity_s,
+                                 billing.minimum_s)
+            worst = int(billed_seconds(min(float(opened.billed_s), fits), billing.granularity_s, billing.minimum_s))
+            base = dict(run_id=run_id, provider=opened.provider, gpu_type=opened.gpu_type,
+                        gpu_count=opened.gpu_count, experiment=opened.experiment, purpose=opened.purpose,
+                        resource_id=str(pod_id))
+            rows = [make_row(status="started", billed_s=worst, rate_per_hour=rate, **base)]
+            if reported is None and rate > 0:
+                rows.append(make_row(status="rate-unknown", billed_s=0, rate_per_hour=0, **base))
+            return self.ledger.append(*rows, wait_s=LOCK_WAIT_AFTER_CREATE_S)
+
     def settle_open_run(self, run_id: str, billed_s: int, now: datetime | None = None) -> LedgerRow:
         """:meth:`settle_rows` for a run left open by a crash; returns its settled row (an overrun row,
         if any, follows it)."""
         return self.settle_rows(run_id, billed_s, now)[0]
+
+
+def _reported(usd_per_hour: float | Decimal | None) -> Decimal | None:
+    """A provider's rate as a Decimal, or None when it reported none, 0, or nonsense (unknown)."""
+    if usd_per_hour is None:
+        return None
+    try:
+        value = Decimal(str(usd_per_hour))
+    except ArithmeticError:
+        return None
+    return value if value.is_finite() and value > 0 else None
 
 
 class Reservation:
@@ -469,7 +520,8 @@ class Reservation:
         self.limit = limit
         self.pod_id: str | None = None
         self.usd_per_hour: Decimal = price.usd_per_gpu_hour * gpu_count
-        self.reported_usd_per_hour: Decimal | None = None
+        self.reported_usd_per_hour: Decimal | None = None  # None: the provider reported no rate (or 0)
+        self.rate_unknown = False
         self.started_at: float | None = None  # time.monotonic() of the create call
         self.open_row: LedgerRow | None = None
         self.started_row: LedgerRow | None = None
@@ -517,33 +569,41 @@ class Reservation:
         if self.started_row is not None:
             return self.started_row
         self.pod_id = str(pod_id)
-        if usd_per_hour is not None:
-            reported = Decimal(str(usd_per_hour))
-            if not reported.is_finite() or reported < 0:
-                reported = Decimal(0)
-            self.reported_usd_per_hour = reported
-            self.usd_per_hour = max(self.usd_per_hour, reported)
+        reported = _reported(usd_per_hour)
+        self.reported_usd_per_hour = reported
+        self.usd_per_hour = max(self.usd_per_hour, reported or Decimal(0))
+        self.rate_unknown = reported is None and self.usd_per_hour > 0
         self.started_at = time.monotonic() if started_at is None else started_at
         gran, minimum = self.billing.granularity_s, self.billing.minimum_s
         fits = max_runtime_s(float(self.usd), float(self.usd_per_hour), 1, gran, minimum)
         worst = billed_seconds(min(self.max_seconds, fits), gran, minimum)
         self.max_seconds = min(self.max_seconds, worst)
-        row = make_row(run_id=self.run_id, status="started", provider=self.provider, gpu_type=self.gpu_type,
-                       gpu_count=self.gpu_count, billed_s=int(worst), rate_per_hour=self.usd_per_hour,
-                       experiment=self.experiment, purpose=self.purpose, resource_id=self.pod_id)
-        with self.guard.ledger.locked():
-            self.guard.ledger.append(row)
-            self.started_row = self.guard._verify(self.run_id, "started")
+        base = dict(run_id=self.run_id, provider=self.provider, gpu_type=self.gpu_type, gpu_count=self.gpu_count,
+                    experiment=self.experiment, purpose=self.purpose, resource_id=self.pod_id)
+        rows = [make_row(status="started", billed_s=int(worst), rate_per_hour=self.usd_per_hour, **base)]
+        if self.rate_unknown:  # in the same write: the ledger never shows the pod without the flag
+            rows.append(make_row(status="rate-unknown", billed_s=0, rate_per_hour=0, **base))
+        with self.guard.ledger.locked(LOCK_WAIT_AFTER_CREATE_S):  # the pod exists: never give its row up early
+            self.started_row = self.guard.ledger.append(*rows, wait_s=LOCK_WAIT_AFTER_CREATE_S)[0]
         return self.started_row
+
+    def record_terminate_failed(self) -> LedgerRow | None:
+        """Append a ``terminate-failed`` event: termination of the run's pod was not confirmed, it may
+        still be billing (the next session retries it first). None when no pod was recorded."""
+        if self.started_row is None:
+            return None
+        return self.guard.record_event(self.run_id, "terminate-failed")
 
     def watchdog(self, terminate: Callable[[], object], *, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], object] = time.sleep, interval_s: float = 0.25,
-                 teardown_s: float = 0.0, install_handlers: bool = True):
+                 teardown_s: float = 0.0, install_handlers: bool = True, start: float | None = None):
         """A :class:`~pytest_distcheck.budget.watchdog.Watchdog` for this run, to use as a context manager:
-        it accrues usd_per_hour x elapsed since ``started_at`` and calls ``terminate()`` at ``limit_usd``."""
+        it accrues the larger figure (usd_per_hour, or what the provider says) x elapsed since ``start``
+        (default ``started_at``) and calls ``terminate()`` at ``limit_usd``."""
         from pytest_distcheck.budget.watchdog import Watchdog
 
-        start = self.started_at if self.started_at is not None else clock()
+        if start is None:
+            start = self.started_at if self.started_at is not None else clock()
         return Watchdog(limit_usd=float(self.limit_usd), usd_per_hour=float(self.usd_per_hour),
                         terminate=terminate, describe=self.describe_limit(), clock=clock, sleep=sleep,
                         start=start, interval_s=interval_s, teardown_s=teardown_s,
@@ -563,6 +623,7 @@ class Reservation:
 
         Raises:
             LedgerError: the ledger became malformed; the open/started row keeps counting the worst case.
+            LedgerWriteError: the disk is full (the ledger is as it was; the worst case keeps counting).
         """
         if self.done:
             return self.settled_row
@@ -570,15 +631,17 @@ class Reservation:
             if actual_seconds is None:
                 actual_seconds = 0.0 if self.started_at is None else time.monotonic() - self.started_at
             billed = 0.0
-            if self.started_row is not None:
+            if self.pod_id is not None:  # a pod existed, even when its started row could not be written
+                if self.started_row is None:
+                    self.record_pod(self.pod_id, self.reported_usd_per_hour, self.started_at)  # once more
                 billed = billed_seconds(max(float(actual_seconds), 0.0), self.billing.granularity_s,
                                         self.billing.minimum_s)
-            written = self.guard.settle_rows(self.run_id, int(math.ceil(billed)))
+            written = self.guard.settle_rows(self.run_id, int(math.ceil(billed)), wait_s=LOCK_WAIT_AFTER_CREATE_S)
             self.settled_row = written[0]
             self.overrun_row = written[1] if len(written) > 1 else None
         finally:
             self.done = True
-            with self.guard.ledger.locked():
+            with self.guard.ledger.locked(LOCK_WAIT_AFTER_CREATE_S):
                 self.guard._drop_held(self.run_id)
         return self.settled_row
 

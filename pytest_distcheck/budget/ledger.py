@@ -1,47 +1,26 @@
-"""The spend ledger: a Markdown table of charges that people read and the kit parses and appends to.
+"""The spend ledger: a Markdown table of charge events that people read and the kit parses and appends to.
 
-Format: the file is free text up to its first line that starts with ``|``: the table header with the
-columns of ``COLUMNS`` in that order, a ``|---|...`` separator, then one line per row, e.g.::
+Free text, then one table whose columns are ``COLUMNS`` (a hash chain in the last two), then nothing.
+A run's rows, in order: ``open`` (before anything is created), ``started`` (its pod), ``settled`` and
+``overrun`` (the seconds billed), ``reconciled`` (the provider's bill); and two events that cost
+nothing: ``rate-unknown`` (the provider reported no rate for a paid pod) and ``terminate-failed`` (the
+pod may still be billing). ``cost = rate_per_hour * billed_s / 3600``; totals are in ``accounting``.
 
-    | 2026-12-01T10:00:00Z | 1a2b3c4d-9f00 | open | runpod | RTX 4090 x 2 | 1800 | 1.18 | 0.5900 | USD
-      | tp-inference | tests/test_tp.py::test_speedup | - | 0000000000000000 | 5d0c...e1 |   (one line)
-
-One row per charge event of a run (``run_id``), in this order:
-
-- ``open``: written and read back BEFORE anything is created; the worst case at the priced rate
-  (billed_s: the most it may run; ``resource_id`` "-": no pod yet).
-- ``started``: the pod exists: its id, and the rate it is metered at (the higher of the priced rate and
-  the provider's ``costPerHr``); billed_s shrinks so the worst case stays within the open row's.
-- ``settled``: the pod is gone: the billed seconds, at most the reserved worst case.
-- ``overrun``: the billed seconds beyond the worst case (a run that outlived its reservation), so the
-  true seconds are always recorded; a row of its own so that nobody mistakes it for a settlement.
-- ``reconciled``: what the provider billed for the pod (``distcheck budget --reconcile``); the latest
-  such row is what the run counts (see ``accounting``).
-
-``cost`` must equal ``rate_per_hour * billed_s / 3600`` to 4 decimals; ``rate_per_hour`` is for the
-whole resource (all its GPUs); ``billed_s`` is after the provider's billing granularity.
-
-Tamper evidence: ``prev_hash`` is the previous row's ``row_hash`` (``GENESIS`` for the first row) and
-``row_hash`` is the first 16 hex digits of SHA-256 over ``prev_hash`` and the row's other cells
-(:func:`row_hash`). An edited row fails its own hash; a deleted or inserted row breaks the link of the
-row after it. The chain has no secret: it catches hand edits, not someone who recomputes every later
-hash; reconciliation with the provider's bill catches that.
-
-Old ledgers (``COLUMNS_V1``, without the two hash columns) stay readable. The kit never rewrites
-them: its first append adds a blank line and a new table with the hash columns, whose first row
-chains from a hash of every old row (:func:`legacy_genesis`), so an old row edited later is caught too.
-
-Parsing is strict: ASCII digits only (``9²`` or ``٣`` are not numbers), no date more than
-``FUTURE_TOLERANCE`` ahead of now, every row of a run agreeing with the run's earlier rows on what
-was rented. Writes only append, under a file lock (filelock), one ``write`` per call; a ledger that
-does not parse is an error naming each bad line, and then nothing is written to it.
+Writes only append, under one lock, one ``write`` per append: a row lands whole or the file is cut
+back to what it was. A ledger that does not parse is an error naming each bad line, and nothing is
+written to it. The format, the chain and what each guard keeps: docs/design/ledger.md.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
+import shutil
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
@@ -50,23 +29,42 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.textfile import read_text
 
-COLUMNS_V1 = (
-    "time_utc", "run_id", "status", "provider", "resource", "billed_s",
-    "rate_per_hour", "cost", "currency", "experiment", "purpose", "resource_id",
+COLUMNS = (
+    "time_utc", "run_id", "status", "provider", "resource", "billed_s", "rate_per_hour", "cost", "currency",
+    "experiment", "purpose", "resource_id", "prev_hash", "row_hash",
 )
-COLUMNS = (*COLUMNS_V1, "prev_hash", "row_hash")
-STATUSES = ("open", "started", "settled", "overrun", "reconciled")
-ONCE = ("open", "started", "settled", "overrun")  # at most one row of each per run
+STATUSES = ("open", "started", "settled", "overrun", "reconciled", "rate-unknown", "terminate-failed")
+EVENTS = ("rate-unknown", "terminate-failed")  # rows that record what happened and cost nothing
+ONCE = ("open", "started", "settled", "overrun", "rate-unknown")  # at most one row of each per run
 CURRENCY = "USD"
 COST_PLACES = Decimal("0.0001")
 # A written cost may differ from rate * seconds / 3600 by its rounding to 4 places, no more.
 COST_TOLERANCE = Decimal("0.00005")
-LOCK_TIMEOUT_S = 60.0
 GENESIS = "0" * 16
 # Rows dated later than this past the reader's clock are refused (two machines' clocks may differ a little).
 FUTURE_TOLERANCE = timedelta(days=1)
 MAX_DIGITS = 12  # billed_s, rate and cost: more digits than any real bill
+MAX_BYTES = 64 * 2**20  # 64 MiB: some 250,000 rows
+LOCK_WAIT_S = 120.0  # a writer that cannot have the lock by then is refused (before anything is created)
+LOCK_WAIT_AFTER_CREATE_S = 900.0  # a pod exists: its row waits this long for the lock
+LOCK_NOTICE_S = 2.0  # a writer waiting this long says who holds the lock
+FREE_MARGIN = 4096  # bytes free beyond the row itself before an append is tried
+REPAIR_COMMAND = "distcheck budget --repair-torn-line"
+
+TORN = ("cut short: the last line has no line end and does not parse (a write interrupted by a kill or a "
+        "power cut); the {rows} row(s) above it are whole. Repair: `{command}` moves this line's bytes to "
+        "{where} and leaves every other row as it is")
+WRITE_FAILED = ("could not append to the ledger ({reason}; the disk holding {folder} has {free:,} bytes free, "
+                "{need:,} needed). The ledger is as it was: its {rows} row(s) are untouched and none of the new "
+                "row's bytes were kept")
+CUT_BACK_FAILED = ("could not append to the ledger ({reason}) and could not cut the partial row back ({cut}): "
+                   "its last line may be torn; `{command}` repairs it")
+LOCK_WAITING = "distcheck budget: waiting for the ledger lock {lock}, held by {holder}"
+LOCK_REFUSED = ("could not lock the ledger within {wait:g} s: it is held by {holder}; {kept}. Run again once that "
+                "process is done (or end it)")
+UNKNOWN_HOLDER = "another process (it recorded no pid)"
 
 _TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
@@ -96,7 +94,7 @@ class LedgerRow:
         purpose: the test id or what the run was for.
         resource_id: the provider's id (the pod id), or "-" when none exists yet.
         line: 1-based line in the file (0 for a row not yet written).
-        prev_hash, row_hash: the hash chain (empty for a row of an old ledger without it).
+        prev_hash, row_hash: the hash chain (empty for a row not yet written).
     """
 
     time_utc: datetime
@@ -145,16 +143,23 @@ def make_row(
 
 
 class LedgerError(ConfigError):
-    """The ledger does not parse. ``problems`` is a list of (line number, what is wrong)."""
+    """The ledger does not parse. ``problems`` is a list of (line number, what is wrong); ``torn`` is the
+    line cut short by an interrupted write, when that is the only problem."""
 
-    def __init__(self, path: Path, problems: list[tuple[int, str]]) -> None:
+    def __init__(self, path: Path, problems: list[tuple[int, str]], torn: int | None = None) -> None:
         self.problems = problems
+        self.torn = torn
         shown = "; ".join(f"line {n}: {p}" for n, p in problems[:10])
         more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
         where = f"line {problems[0][0]}" if len(problems) == 1 else f"{len(problems)} problems"
-        super().__init__(path, where, (problems[0][1] if len(problems) == 1 else shown + more)
-                         + ". Nothing was written to it; the kit only appends: restore those lines from git "
-                           "(git diff / git checkout) rather than editing them")
+        advice = (". Nothing was written to it" if torn is not None else
+                  ". Nothing was written to it; the kit only appends: restore those lines from git "
+                  "(git diff / git checkout) rather than editing them")
+        super().__init__(path, where, (problems[0][1] if len(problems) == 1 else shown + more) + advice)
+
+
+class LedgerWriteError(ConfigError):
+    """An append failed (a full disk, a short write); the ledger is as it was before it."""
 
 
 def _escape(text: str) -> str:
@@ -178,18 +183,10 @@ def row_hash(prev_hash: str, cells: list[str]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def legacy_genesis(old_row_lines: list[str]) -> str:
-    """The chain's start after an old (unchained) table: a hash of its row lines, stripped, in order."""
-    text = "\n".join(["distcheck-ledger-v1", *(ln.strip() for ln in old_row_lines)])
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def format_row(row: LedgerRow, prev_hash: str | None = None) -> str:
-    """The row as one Markdown table line (no newline). With ``prev_hash``, the row is chained to it
-    (the two hash columns are added); without, it is an old-format line."""
+def format_row(row: LedgerRow, prev_hash: str) -> str:
+    """The row as one Markdown table line (no newline), chained to ``prev_hash`` (the row above's hash)."""
     cells = _cells(row)
-    if prev_hash is not None:
-        cells += [prev_hash, row_hash(prev_hash, cells)]
+    cells += [prev_hash, row_hash(prev_hash, cells)]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -197,8 +194,9 @@ def _plain(value: Decimal) -> str:
     return format(value.normalize(), "f")
 
 
-def header_lines(columns: tuple[str, ...] = COLUMNS) -> list[str]:
-    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+def header_lines() -> list[str]:
+    """The table's header and separator lines."""
+    return ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
 
 
 def _split(line: str) -> list[str]:
@@ -229,15 +227,14 @@ def _money(text: str, name: str) -> tuple[Decimal | None, str | None]:
     return Decimal(text), None
 
 
-def parse_row(cells: list[str], line: int, now: datetime | None = None,
-              columns: tuple[str, ...] = COLUMNS) -> tuple[LedgerRow | None, list[str]]:
+def parse_row(cells: list[str], line: int, now: datetime | None = None) -> tuple[LedgerRow | None, list[str]]:
     """A row from its cells, or the problems found (each in words, naming the column).
 
     ``now`` (default: the clock) is what "in the future" is measured against."""
-    if len(cells) != len(columns):
-        missing = f", missing column(s) {', '.join(columns[len(cells):])}" if len(cells) < len(columns) else ""
-        return None, [f"{len(cells)} cells, expected {len(columns)} ({' | '.join(columns)}){missing}"]
-    c = dict(zip(columns, cells, strict=True))
+    if len(cells) != len(COLUMNS):
+        missing = f", missing column(s) {', '.join(COLUMNS[len(cells):])}" if len(cells) < len(COLUMNS) else ""
+        return None, [f"{len(cells)} cells, expected {len(COLUMNS)} ({' | '.join(COLUMNS)}){missing}"]
+    c = dict(zip(COLUMNS, cells, strict=True))
     problems: list[str] = []
     when = None
     if not _TIME.match(c["time_utc"]):
@@ -281,7 +278,7 @@ def parse_row(cells: list[str], line: int, now: datetime | None = None,
     if c["resource_id"] != "-" and not _ID.match(c["resource_id"]):
         problems.append(f"resource_id {c['resource_id']!r} must be the provider's id or '-'")
     for name in ("prev_hash", "row_hash"):
-        if name in c and not _HASH.match(c[name]):
+        if not _HASH.match(c[name]):
             problems.append(f"{name} {c[name]!r} is not 16 hex digits")
     if problems:
         return None, problems
@@ -289,7 +286,7 @@ def parse_row(cells: list[str], line: int, now: datetime | None = None,
     row = LedgerRow(
         when, c["run_id"], c["status"], c["provider"], res["gpu"], int(res["count"]), billed, rate, cost,
         None if c["experiment"] == "-" else c["experiment"], c["purpose"], c["resource_id"],
-        currency=c["currency"], line=line, prev_hash=c.get("prev_hash", ""), row_hash=c.get("row_hash", ""),
+        currency=c["currency"], line=line, prev_hash=c["prev_hash"], row_hash=c["row_hash"],
     )
     if abs(row.cost - row.recomputed_cost) > COST_TOLERANCE:
         exact = row.recomputed_cost.quantize(COST_PLACES, rounding=ROUND_HALF_UP)
@@ -298,11 +295,7 @@ def parse_row(cells: list[str], line: int, now: datetime | None = None,
     return row, []
 
 
-def _header(cells: list[str]) -> tuple[str, ...] | None:
-    return next((cols for cols in (COLUMNS, COLUMNS_V1) if tuple(cells) == cols), None)
-
-
-def _run_problems(row: LedgerRow, earlier: list[LedgerRow], chained: bool) -> list[str]:
+def _run_problems(row: LedgerRow, earlier: list[LedgerRow]) -> list[str]:
     """What is wrong with ``row`` given the earlier rows of its run (file order)."""
     by = {r.status: r for r in earlier}
     what = f"{row.status} row of run {row.run_id!r}"
@@ -310,8 +303,8 @@ def _run_problems(row: LedgerRow, earlier: list[LedgerRow], chained: bool) -> li
         return [f"duplicate run id {row.run_id!r} with status {row.status} (first on line {by[row.status].line})"]
     opened = by.get("open")
     if opened is None:
-        if row.status == "open" or not chained:
-            return []  # old ledgers held settled rows without an open row
+        if row.status == "open":
+            return []
         return [f"{what} has no open row before it (an open row is written before anything is created; "
                 "was it deleted?)"]
     if row.status == "open":
@@ -344,7 +337,7 @@ def _run_problems(row: LedgerRow, earlier: list[LedgerRow], chained: bool) -> li
     if row.status == "settled":
         if "overrun" in by:
             problems.append(f"{what} comes after its overrun row (line {by['overrun'].line})")
-        if chained and row.billed_s > pod_row.billed_s:
+        if row.billed_s > pod_row.billed_s:
             problems.append(f"{what} bills {row.billed_s} s, above the {pod_row.billed_s} s reserved (line "
                             f"{pod_row.line}); the seconds beyond go in an overrun row")
     if row.status == "overrun":
@@ -356,8 +349,10 @@ def _run_problems(row: LedgerRow, earlier: list[LedgerRow], chained: bool) -> li
                             f"the {pod_row.billed_s} s reserved: an overrun only counts seconds beyond them")
         if row.billed_s < 1:
             problems.append(f"{what} bills 0 s")
-    if row.status == "reconciled" and not row.has_pod:
+    if row.status in ("reconciled", *EVENTS) and not row.has_pod:
         problems.append(f"{what} names no pod")
+    if row.status in EVENTS and row.billed_s != 0:
+        problems.append(f"{what} bills {row.billed_s} s: an event row records what happened and costs nothing")
     return problems
 
 
@@ -370,93 +365,95 @@ def parse(text: str, path: Path, now: datetime | None = None) -> list[LedgerRow]
     Raises:
         LedgerError: naming each bad line: no or wrong header, a row with missing cells, a bad number,
             a negative amount, an unknown currency or status, a cost that is not rate x seconds,
-            a date in the future, a run's rows out of order or disagreeing with its open row, and in a
-            chained table an edited row (its hash), a deleted or inserted row (the link of the next).
+            a date in the future, a run's rows out of order or disagreeing with its open row, an edited
+            row (its hash), a deleted or inserted row (the link of the next), a last line cut short.
     """
-    return _parse(text, path, now)[0]
+    return _Table.read(text, path, now).rows
 
 
-def _parse(text: str, path: Path, now: datetime | None) -> tuple[list[LedgerRow], str | None]:
-    """(rows, tail): tail is the prev_hash the next appended row must carry, or None when the file has
-    no chained table yet."""
-    lines = text.splitlines()
-    problems: list[tuple[int, str]] = []
-    start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("|")), None)
-    if start is None:
-        return [], None  # free text only (or empty): no charges yet
-    rows: list[LedgerRow] = []
-    runs: dict[str, list[LedgerRow]] = {}
-    i = start
-    legacy_lines: list[str] = []
-    prev: tuple[str, int] | None = None  # (row_hash as written, line) of the last chained row
-    hashes: dict[str, int] = {}
-    columns = _header(_split(lines[i]))
-    if columns is None:
-        header = _split(lines[i])
-        missing = [c for c in COLUMNS if c not in header]
-        what = f"missing column(s) {', '.join(missing)}" if missing else "columns in another order or extra"
-        raise LedgerError(path, [(i + 1, f"table header must be | {' | '.join(COLUMNS)} |, found "
-                                  f"{lines[i].strip()!r} ({what})")])
-    while True:
-        if i + 1 >= len(lines) or not all(_SEPARATOR_CELL.match(c) for c in _split(lines[i + 1])):
-            raise LedgerError(path, [(i + 2, "the header must be followed by a |---|---|... separator line")])
-        chained = columns == COLUMNS
-        genesis = GENESIS if not legacy_lines else legacy_genesis(legacy_lines)
-        i += 2
-        next_table = None
-        while i < len(lines):
-            n, text_line = i + 1, lines[i]
-            if not text_line.strip():
-                # An old table may be followed by one blank line and the chained table the kit appended.
-                if (not chained and i + 1 < len(lines) and _header(_split(lines[i + 1])) == COLUMNS):
-                    next_table = i + 1
-                    break
-                problems.append((n, "blank line after the table header (rows after it would not join the table)"))
-                i += 1
-                continue
-            if not text_line.lstrip().startswith("|"):
-                problems.append((n, "not a table row: the table must be the last thing in the file"))
-                i += 1
-                continue
-            cells = _split(text_line)
-            row, errs = parse_row(cells, n, now, columns)
-            problems.extend((n, e) for e in errs)
-            if chained and len(cells) == len(COLUMNS):
-                problems.extend((n, e) for e in _chain_problems(_raw_cells(text_line), n, genesis, prev, hashes))
-                prev = (cells[-1], n)
-                hashes.setdefault(cells[-1], n)
-            elif not chained:
-                legacy_lines.append(text_line)
-            if row is not None:
-                errs = _run_problems(row, runs.get(row.run_id, []), chained)
-                problems.extend((n, e) for e in errs)
-                if not errs:
-                    runs.setdefault(row.run_id, []).append(row)
-                    rows.append(row)
-            i += 1
-        if next_table is None:
-            break
-        i = next_table
-        columns = COLUMNS
-    if problems:
-        raise LedgerError(path, sorted(problems, key=lambda p: p[0]))
-    if columns != COLUMNS:
-        return rows, None
-    return rows, prev[0] if prev is not None else genesis
+class _Table:
+    """A ledger's table as parsed so far: its rows, each run's rows, and the hash the next row chains to.
+
+    :meth:`read` parses a whole text; :meth:`add` checks one more line against what came before, so an
+    append validates its new rows without parsing the file again."""
+
+    def __init__(self, path: Path, now: datetime, first_row_line: int | None) -> None:
+        self.path = path
+        self.now = now
+        self.next_line = first_row_line  # 1-based line the next row goes on; None: no table yet
+        self.rows: list[LedgerRow] = []
+        self.runs: dict[str, list[LedgerRow]] = {}
+        self.prev: tuple[str, int] | None = None  # (row_hash as written, line) of the last row
+        self.hashes: dict[str, int] = {}
+
+    @property
+    def tail(self) -> str:
+        """The prev_hash the next appended row carries."""
+        return self.prev[0] if self.prev is not None else GENESIS
+
+    @classmethod
+    def read(cls, text: str, path: Path, now: datetime | None = None) -> _Table:
+        lines = text.splitlines()
+        now = now or datetime.now(UTC)
+        start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("|")), None)
+        if start is None:
+            return cls(path, now, None)  # free text only (or empty): no charges yet
+        if tuple(_split(lines[start])) != COLUMNS:
+            header = _split(lines[start])
+            missing = [c for c in COLUMNS if c not in header]
+            what = f"missing column(s) {', '.join(missing)}" if missing else "columns in another order or extra"
+            raise LedgerError(path, [(start + 1, f"table header must be | {' | '.join(COLUMNS)} |, found "
+                                      f"{lines[start].strip()!r} ({what})")])
+        if start + 1 >= len(lines) or not all(_SEPARATOR_CELL.match(c) for c in _split(lines[start + 1])):
+            raise LedgerError(path, [(start + 2, "the header must be followed by a |---|---|... separator line")])
+        table = cls(path, now, start + 3)
+        problems: list[tuple[int, str]] = []
+        for i in range(start + 2, len(lines)):
+            problems.extend((i + 1, p) for p in table.add(lines[i]))
+        last = len(lines)
+        if problems and not text.endswith(("\n", "\r")) and problems[-1][0] == last > start + 2 \
+                and lines[-1].lstrip().startswith("|") and all(n == last for n, _ in problems):
+            # Only the last line is wrong and it has no line end: a row whose write was interrupted.
+            where = f"{path.name}.torn-<time>.txt beside the ledger lock"
+            raise LedgerError(path, [(last, TORN.format(rows=len(table.rows), command=REPAIR_COMMAND, where=where))],
+                              torn=last)
+        if problems:
+            raise LedgerError(path, problems)
+        return table
+
+    def add(self, text_line: str) -> list[str]:
+        """Check the table's next line; a row without problems joins the table. Returns the problems."""
+        assert self.next_line is not None, "no table to add to"
+        n = self.next_line
+        self.next_line += 1
+        if not text_line.strip():
+            return ["blank line in the table (rows after it would not join the table)"]
+        if not text_line.lstrip().startswith("|"):
+            return ["not a table row: the table must be the last thing in the file"]
+        cells = _split(text_line)
+        row, problems = parse_row(cells, n, self.now)
+        if len(cells) == len(COLUMNS):
+            problems += _chain_problems(_raw_cells(text_line), self.prev, self.hashes)
+            self.prev = (cells[-1], n)
+            self.hashes.setdefault(cells[-1], n)
+        if row is not None:
+            errs = _run_problems(row, self.runs.get(row.run_id, []))
+            problems += errs
+            if not errs:
+                self.runs.setdefault(row.run_id, []).append(row)
+                self.rows.append(row)
+        return problems
 
 
-def _chain_problems(cells: list[str], n: int, genesis: str, prev: tuple[str, int] | None,
-                    hashes: dict[str, int]) -> list[str]:
+def _chain_problems(cells: list[str], prev: tuple[str, int] | None, hashes: dict[str, int]) -> list[str]:
     written_prev, written_hash = cells[-2], cells[-1]
     problems = []
     if _HASH.match(written_prev) and _HASH.match(written_hash) and row_hash(written_prev, cells[:-2]) != written_hash:
         problems.append("this row was edited after it was written (its row_hash does not match its cells)")
-    expected, above = (genesis, None) if prev is None else prev
+    expected, above = (GENESIS, None) if prev is None else prev
     if written_prev != expected:
         if above is None:
-            problems.append("prev_hash does not start the chain: a row above it was deleted, or the rows of the "
-                            "old table above were edited" if genesis != GENESIS else
-                            "prev_hash does not start the chain: a row above it was deleted")
+            problems.append("prev_hash does not start the chain: a row above it was deleted")
         elif written_prev in hashes:
             problems.append(f"prev_hash points at line {hashes[written_prev]}, not at the row above (line {above}): "
                             "rows were moved or inserted")
@@ -474,32 +471,49 @@ class Ledger:
         lock_path: the lock file shared by every writer of this ledger (and the reservations).
         title: heading for a newly created file.
         clock: ``() -> datetime`` (UTC) the future-date check measures against; injectable for tests.
+        notify: receives one line while a writer waits for the lock (default: standard error).
     """
 
     def __init__(self, path: Path | str, lock_path: Path | str, title: str = "Cloud spend ledger",
-                 clock=None) -> None:
+                 clock: Callable[[], datetime] | None = None, notify: Callable[[str], object] | None = None) -> None:
         self.path = Path(path)
         self.lock_path = Path(lock_path)
         self.title = title
         self.clock = clock or (lambda: datetime.now(UTC))
+        self.notify = notify or (lambda line: sys.stderr.write(line + "\n"))
         # One FileLock object per ledger: it is re-entrant in a thread, two objects on one file are not.
-        self.lock = FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT_S)
+        self.lock = FileLock(str(self.lock_path), timeout=LOCK_WAIT_S)
 
-    def locked(self):
-        """Context manager holding the ledger lock. Raises ConfigError when it cannot be had in 60 s."""
+    def locked(self, wait_s: float | None = None, kept: str = "nothing was written"):
+        """Context manager holding the ledger lock, waiting with backoff up to ``wait_s`` seconds (default
+        ``LOCK_WAIT_S``) and saying who holds it after ``LOCK_NOTICE_S``. Raises ConfigError naming the
+        holder's pid and command, ending in ``kept`` (what the refusal left as it was)."""
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        return _Locked(self)
+        return _Locked(self, LOCK_WAIT_S if wait_s is None else wait_s, kept)
+
+    @property
+    def holder_path(self) -> Path:
+        """Where the lock's holder notes its pid and command (beside the lock; not in git)."""
+        return self.lock_path.with_name(self.lock_path.name + ".holder")
 
     def read(self) -> list[LedgerRow]:
         """The rows (``[]`` when the file does not exist), read under the lock so that a row being
-        appended is never seen half-written. Raises :class:`LedgerError`."""
+        appended is never seen half-written. Raises :class:`LedgerError`, or ConfigError for a file
+        that is not UTF-8 text, a folder, or larger than ``MAX_BYTES``."""
         with self.locked():
-            if not self.path.exists():
-                rows: list[LedgerRow] = []
-            else:
-                rows = parse(self.path.read_text(encoding="utf-8"), self.path, self.clock())
-            self._check_head(rows)
-            return rows
+            return self._table().rows
+
+    def _table(self, text: str | None = None) -> _Table:
+        if text is None:
+            text = self._text()
+        table = _Table.read(text, self.path, self.clock())
+        self._check_head(table.rows)
+        return table
+
+    def _text(self) -> str:
+        if not self.path.exists() and not self.path.is_symlink():
+            return ""
+        return read_text(self.path, "ledger", limit=MAX_BYTES)
 
     @property
     def head_path(self) -> Path:
@@ -521,66 +535,179 @@ class Ledger:
 
     def _write_head(self, row: LedgerRow) -> None:
         tmp = self.head_path.with_name(f".{self.head_path.name}.{os.getpid()}.tmp")
-        tmp.write_text(f"{row.line} {row.row_hash}\n", encoding="utf-8")
-        os.replace(tmp, self.head_path)
+        try:
+            tmp.write_text(f"{row.line} {row.row_hash}\n", encoding="utf-8")
+            os.replace(tmp, self.head_path)
+        except OSError:  # a full disk: the record stays at an earlier row, which is still there
+            tmp.unlink(missing_ok=True)
 
-    def append(self, *new: LedgerRow) -> list[LedgerRow]:
+    def append(self, *new: LedgerRow, wait_s: float | None = None) -> list[LedgerRow]:
         """Append rows under the lock, chained to the last row, and return them with their line numbers
-        and hashes. The whole ledger, with the new rows, is validated first; on any problem nothing is
-        written. An old-format table is never rewritten: a chained table is appended after it.
+        and hashes. The ledger and the new rows are validated first; on any problem nothing is written.
+        The rows go in one ``write``; a failed or short write is cut back, so the file is whole either way.
 
         Raises:
             LedgerError: the ledger or a new row is malformed (a duplicate run id and status included).
-            ConfigError: the lock could not be taken.
+            LedgerWriteError: the disk is full or the write failed (the ledger is as it was).
+            ConfigError: the lock could not be had within ``wait_s`` seconds (default ``LOCK_WAIT_S``).
         """
-        with self.locked():
-            old_text = self.path.read_text(encoding="utf-8") if self.path.exists() else ""
-            now = self.clock()
-            old_rows, tail = _parse(old_text, self.path, now)  # refuses a broken ledger before anything else
-            self._check_head(old_rows)
+        with self.locked(wait_s):
+            old_text = self._text()
+            table = self._table(old_text)  # refuses a broken ledger before anything else
             prefix = "" if not old_text or old_text.endswith("\n") else "\n"
             if not old_text:
                 prefix = f"# {self.title}\n\nAppend-only: the kit adds rows; never edit or remove one.\n\n"
-            lines = old_text.splitlines()
-            headers = [_header(_split(ln)) for ln in lines if ln.lstrip().startswith("|")]
-            if not any(h is not None for h in headers):
+            if table.next_line is None:
                 prefix += ("" if not old_text.strip() else "\n") + "\n".join(header_lines()) + "\n"
-                prev = GENESIS
-            elif COLUMNS not in headers:  # an old table: the chained one goes after it
-                legacy = [ln for ln in lines if ln.lstrip().startswith("|")][2:]
-                prefix += "\n" + "\n".join(header_lines()) + "\n"
-                prev = legacy_genesis(legacy)
-            else:
-                assert tail is not None
-                prev = tail
-            body = []
+                table.next_line = (old_text + prefix).count("\n") + 1
+            body, problems = [], []
             for r in new:
-                line = format_row(r, prev)
-                prev = line.rsplit("|", 2)[-2].strip()
+                line = format_row(r, table.tail)
+                problems += [(table.next_line, p) for p in table.add(line)]
                 body.append(line + "\n")
-            addition = prefix + "".join(body)
-            rows = parse(old_text + addition, self.path, now)  # validates old and new together
-            with open(self.path, "a", encoding="utf-8", newline="\n") as fh:
-                fh.write(addition)
-                fh.flush()
-                os.fsync(fh.fileno())
-            written = rows[len(rows) - len(new):]
+            if problems:
+                raise LedgerError(self.path, problems)
+            self._write_whole((prefix + "".join(body)).encode("utf-8"), len(table.rows) - len(new))
+            written = table.rows[len(table.rows) - len(new):]
             if written:
                 self._write_head(written[-1])
             return written
 
+    def _write_whole(self, data: bytes, rows: int) -> None:
+        """Append ``data`` in one write, or leave the file as it was. Raises LedgerWriteError."""
+        folder = self.path.parent
+        need = len(data) + FREE_MARGIN
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError as exc:
+            raise LedgerWriteError(self.path, "", WRITE_FAILED.format(
+                reason=exc.strerror or exc, folder=folder, free=0, need=need, rows=rows)) from None
+        if free < need:
+            raise LedgerWriteError(self.path, "", WRITE_FAILED.format(
+                reason="the disk is full", folder=folder, free=free, need=need, rows=rows))
+        existed = self.path.exists()
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            start = os.fstat(fd).st_size
+            try:
+                done = os.write(fd, data)
+                if done != len(data):
+                    raise OSError(errno.ENOSPC, f"only {done} of {len(data)} bytes were written")
+                os.fsync(fd)
+                if os.pread(fd, len(data), start) != data:  # read back: a pod is only created once its row is in
+                    raise OSError(errno.EIO, "the row read back differs from the row written")
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+                try:
+                    os.ftruncate(fd, start)
+                    os.fsync(fd)
+                except OSError as cut:
+                    raise LedgerWriteError(self.path, "", CUT_BACK_FAILED.format(
+                        reason=reason, cut=cut.strerror or cut, command=REPAIR_COMMAND)) from None
+                if not existed:
+                    self.path.unlink(missing_ok=True)
+                raise LedgerWriteError(self.path, "", WRITE_FAILED.format(
+                    reason=reason, folder=folder, free=_free(folder), need=need, rows=rows)) from None
+        finally:
+            os.close(fd)
+
+    def repair_torn_line(self) -> tuple[int, Path] | None:
+        """Cut a last line left torn by an interrupted write: its bytes move to a file beside the lock,
+        every other byte stays. Returns (its line number, where its bytes went), or None when the last
+        line is not torn (nothing is done). Raises LedgerError when the ledger has other problems."""
+        with self.locked():
+            try:
+                self._table()
+                return None
+            except LedgerError as exc:
+                if exc.torn is None:
+                    raise
+                line = exc.torn
+            data = self.path.read_bytes()
+            keep = data.rfind(b"\n") + 1
+            saved = self.lock_path.parent / f"{self.path.name}.torn-{self.clock():%Y%m%dT%H%M%SZ}.txt"
+            saved.write_bytes(data[keep:])
+            os.truncate(self.path, keep)
+            return line, saved
+
+
+def _free(folder: Path) -> int:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return 0
+
+
+def _holder_text() -> str:
+    """This process as the lock's holder: ``pid<TAB>start time<TAB>command``."""
+    import psutil
+
+    try:
+        proc = psutil.Process()
+        args = [" ".join(a.split()) for a in proc.cmdline()]
+        cmd = " ".join(a if len(a) <= 80 else a[:77] + "..." for a in args)[:400]
+        started = proc.create_time()
+    except psutil.Error:
+        cmd, started = "?", 0.0
+    return f"{os.getpid()}\t{started}\t{cmd}\n"
+
+
+def holder(ledger: Ledger) -> str:
+    """Who holds the ledger's lock, in words ("pid 123 (pytest -m gpu ...)"), from its holder note."""
+    import psutil
+
+    try:
+        pid_text, started, cmd = ledger.holder_path.read_text(encoding="utf-8").rstrip("\n").split("\t", 2)
+        pid = int(pid_text)
+        alive = abs(psutil.Process(pid).create_time() - float(started)) < 1.0
+    except (OSError, ValueError, psutil.Error):
+        return UNKNOWN_HOLDER
+    return f"pid {pid} ({cmd})" if alive else UNKNOWN_HOLDER
+
 
 class _Locked:
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, wait_s: float, kept: str) -> None:
         self.ledger = ledger
+        self.wait_s = wait_s
+        self.kept = kept
+        self.outer = False
 
     def __enter__(self) -> Ledger:
-        try:
-            self.ledger.lock.acquire()
-        except Timeout:
-            raise ConfigError(self.ledger.lock_path, "", f"could not lock the ledger within {LOCK_TIMEOUT_S:g} s; "
-                              "another process holds it") from None
+        lock = self.ledger.lock
+        self.outer = not lock.is_locked
+        start = time.monotonic()
+        delay, said = 0.01, False
+        while True:
+            try:
+                lock.acquire(timeout=0)
+                break
+            except Timeout:
+                waited = time.monotonic() - start
+                if waited >= self.wait_s:
+                    raise ConfigError(self.ledger.lock_path, "", LOCK_REFUSED.format(
+                        wait=self.wait_s, holder=holder(self.ledger), kept=self.kept)) from None
+                if waited >= LOCK_NOTICE_S and not said:
+                    said = True
+                    self.ledger.notify(LOCK_WAITING.format(lock=self.ledger.lock_path, holder=holder(self.ledger)))
+                time.sleep(min(delay, max(self.wait_s - waited, 0.0)))
+                delay = min(delay * 2, 1.0)
+        if self.outer:
+            _note_holder(self.ledger)
         return self.ledger
 
     def __exit__(self, *exc: object) -> None:
         self.ledger.lock.release()
+
+
+_HOLDER_TEXT: list[str] = []
+
+
+def _note_holder(ledger: Ledger) -> None:
+    if not _HOLDER_TEXT or not _HOLDER_TEXT[0].startswith(f"{os.getpid()}\t"):
+        _HOLDER_TEXT[:] = [_holder_text()]
+    tmp = ledger.holder_path.with_name(f".{ledger.holder_path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(_HOLDER_TEXT[0], encoding="utf-8")
+        os.replace(tmp, ledger.holder_path)
+    except OSError:  # a full disk: waiters say "another process"
+        tmp.unlink(missing_ok=True)

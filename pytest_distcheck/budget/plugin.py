@@ -38,13 +38,29 @@ def max_usd(config: pytest.Config) -> Decimal | None:
     text, source = MAX_USD.raw(config)
     value = None
     if text.strip():
-        try:
-            value = Decimal(text.strip())
-        except InvalidOperation:
-            raise pytest.UsageError(f"{source}: {text!r} is not a number of USD") from None
-        if not value.is_finite() or value < 0:
-            raise pytest.UsageError(f"{source}: must be a number of USD >= 0, got {text!r}")
+        value = _usd(text.strip(), source)
     config.stash[_max_usd_key] = value
+    return value
+
+
+def _usd(text: str, source: str) -> Decimal:
+    """``text`` as a session ceiling in USD. Raises pytest.UsageError naming ``source`` and the fix."""
+    from pytest_distcheck.budget.config import CURRENCY_SIGN, ceiling_problem
+
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        plain = text.replace("$", "").replace("USD", "").replace("usd", "").strip()
+        try:
+            Decimal(plain)
+        except InvalidOperation:
+            raise pytest.UsageError(f"{source}: {text!r} is not a number of USD (e.g. 3 or 0.5)") from None
+        raise pytest.UsageError(f"{source}: {text!r} " + CURRENCY_SIGN.format(plain=plain)) from None
+    if value.is_finite() and value < 0:
+        raise pytest.UsageError(f"{source}: must be a number of USD >= 0, got {text!r}")
+    problem = ceiling_problem(value, text)
+    if problem:
+        raise pytest.UsageError(f"{source}: {problem}")
     return value
 
 
@@ -80,6 +96,11 @@ def _marker_cap(item: pytest.Item) -> Decimal | None:
                                 f"got args {marker.args!r} kwargs {marker.kwargs!r}")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.budget(usd=X) needs X > 0 USD, got {value!r}")
+    from pytest_distcheck.budget.config import ceiling_problem
+
+    problem = ceiling_problem(Decimal(str(value)))
+    if problem:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.budget(usd=X): X {problem}")
     return Decimal(str(value))
 
 
@@ -98,7 +119,27 @@ def _guard(config: pytest.Config):
     if ws is None:
         raise pytest.UsageError(f"paid tests need a workspace file with a [budget] section "
                                 f"({workspace_label(config)!r} not found)")
-    return BudgetGuard.from_workspace(ws, session_ceiling_usd=max_usd(config), session_id=session_id(config))
+    guard = BudgetGuard.from_workspace(ws, session_ceiling_usd=max_usd(config), session_id=session_id(config))
+    guard.ledger.notify = _terminal_line(config)
+    return guard
+
+
+def _terminal_line(config: pytest.Config):
+    """A function writing one line to the terminal, with output capture suspended (a wait for the ledger
+    lock is said while a test runs)."""
+    import contextlib
+    import sys
+
+    def write(line: str) -> None:
+        capman = config.pluginmanager.getplugin("capturemanager")
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
+            if reporter is not None:
+                reporter.write_line(line)
+            else:
+                sys.stderr.write(line + "\n")
+
+    return write
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

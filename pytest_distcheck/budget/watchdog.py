@@ -1,16 +1,12 @@
 """The cut: while paid work runs, accrue its cost on a clock and terminate it at the limit.
 
-Accrued cost = usd_per_hour * billed_seconds(now - start) / 3600 (per the provider's granularity,
-:func:`pytest_distcheck.calc.cost.billed_seconds`). A background thread checks every ``interval_s``
-(0.25 s by default, so the cut comes within 1 s of the limit) and calls ``terminate()`` once when
-accrued(now + interval_s) + usd_per_hour * teardown_s / 3600 >= limit: the cost at the next check
-would reach the limit, so the run never accrues past it. Cost is metered during the run, not at its end
-(the overrun in paperclipai/paperclip#11276 came from a hard stop checked only on completion).
-
-It also fires when the guarded block is left by an exception (KeyboardInterrupt included), on SIGTERM
-(then the previous handler runs; if it was the default, KeyboardInterrupt is raised so ``finally``
-blocks still settle the ledger) and at interpreter exit. Clock and sleep are injectable, so tests run
-the real thread on a fake clock with a fake provider.
+Accrued = the larger of rate * billed_seconds(now - start) / 3600 and the provider's bill so far plus
+rate * (seconds since it was read) / 3600, where rate is the largest of the priced rate, the rate the
+provider reports and the rate its bill implies (:meth:`Watchdog.observe`): a figure of 0 or none is
+never a reason to meter less. A thread checks every ``interval_s`` and calls ``terminate()`` once when
+accrued(now + interval_s) + rate * teardown_s / 3600 >= limit (cost metered during the run, not at its
+end: paperclipai/paperclip#11276). It also fires when the guarded block is left by an exception, on
+SIGTERM (then the previous handler runs, or KeyboardInterrupt) and at interpreter exit.
 """
 
 from __future__ import annotations
@@ -44,6 +40,7 @@ class Watchdog:
     Attributes:
         fired: an Event, set once terminate() has been called; ``reason``, ``fired_at`` (clock) and
             ``accrued_at_cut`` (USD) say why and when; ``terminate_error`` holds what terminate raised.
+        reported_usd_per_hour, billed: the provider's last figures (:meth:`observe`), or None.
     """
 
     def __init__(self, *, limit_usd: float, usd_per_hour: float, terminate: Callable[[], Any],
@@ -73,6 +70,8 @@ class Watchdog:
         self.fired_at: float | None = None
         self.accrued_at_cut: float | None = None
         self.terminate_error: BaseException | None = None
+        self.reported_usd_per_hour: float | None = None
+        self.billed: tuple[float, float, float] | None = None  # (USD, billed seconds, clock when read)
         self._cut_by_cost = False
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -80,11 +79,45 @@ class Watchdog:
         self._prev_sigterm: Any = None
         self._sigterm_installed = False
 
+    def observe(self, usd_per_hour: float | None = None, billed: tuple[float, float] | None = None) -> None:
+        """What the provider says while the run goes: its rate for the whole resource (USD/h; 0 or None:
+        unknown) and its bill so far (USD, billed seconds). Only ever raises the metered figure."""
+        # One observer thread writes these; a reader sees the old or the new tuple, never half of one.
+        if usd_per_hour is not None and usd_per_hour > 0:
+            self.reported_usd_per_hour = max(float(usd_per_hour), self.reported_usd_per_hour or 0.0)
+        if billed is not None and billed[0] >= 0:
+            self.billed = (float(billed[0]), float(billed[1]), self.clock())
+
+    @property
+    def billed_usd_per_hour(self) -> float | None:
+        """The rate the provider's bill implies (USD x 3600 / billed seconds), once it has billed a second."""
+        bill = self.billed
+        return bill[0] * 3600 / bill[1] if bill is not None and bill[1] >= 1 else None
+
+    def rate(self) -> float:
+        """USD per hour metered now: the largest of the priced, reported and billed rates."""
+        return max(self.usd_per_hour, self.reported_usd_per_hour or 0.0, self.billed_usd_per_hour or 0.0)
+
     def accrued(self, now: float | None = None) -> float:
-        """USD accrued from ``start`` to ``now`` (default: the clock)."""
+        """USD accrued from ``start`` to ``now`` (default: the clock), by the larger figure."""
         now = self.clock() if now is None else now
         start = self.start if self.start is not None else now
-        return self.usd_per_hour * billed_seconds(max(now - start, 0.0), self.granularity_s, self.minimum_s) / 3600
+        rate = self.rate()
+        by_rate = rate * billed_seconds(max(now - start, 0.0), self.granularity_s, self.minimum_s) / 3600
+        bill = self.billed
+        by_bill = bill[0] + rate * max(now - bill[2], 0.0) / 3600 if bill is not None else 0.0
+        return max(by_rate, by_bill)
+
+    def disagreement(self) -> str | None:
+        """In words, when the provider's figures are above the priced rate (or its bill is), else None."""
+        bill, priced = self.billed_usd_per_hour, self.usd_per_hour
+        if bill is not None and bill > priced * 1.01 + 1e-9:
+            return (f"the provider's bill comes to {usd(bill)}/hour, {bill / priced:.1f}x the priced "
+                    f"{usd(priced)}/hour" if priced > 0 else f"the provider's bill comes to {usd(bill)}/hour")
+        rep = self.reported_usd_per_hour
+        if rep is not None and rep > priced * 1.01 + 1e-9:
+            return f"the provider reports {usd(rep)}/hour, above the priced {usd(priced)}/hour"
+        return None
 
     def check(self) -> bool:
         """One check: fire if the cost at the next check plus teardown reaches the limit. Returns whether
@@ -93,7 +126,7 @@ class Watchdog:
             return True
         now = self.clock()
         # Look one interval ahead: the next check may come too late to stay within the limit.
-        if self.accrued(now + self.interval_s) + self.usd_per_hour * self.teardown_s / 3600 >= self.limit_usd:
+        if self.accrued(now + self.interval_s) + self.rate() * self.teardown_s / 3600 >= self.limit_usd:
             self._cut_by_cost = True
             self.fire(f"accrued cost reached {self.describe}", now)
         return self.fired.is_set()
@@ -116,7 +149,10 @@ class Watchdog:
     def message(self) -> str:
         """Why the run was cut, naming the limit (for BudgetExceeded and the test failure)."""
         text = (f"paid run cut: {self.reason} after {usd(self.accrued_at_cut or 0)} accrued at "
-                f"{usd(self.usd_per_hour)}/hour; terminate() was called")
+                f"{usd(self.rate())}/hour; terminate() was called")
+        said = self.disagreement()
+        if said:
+            text += f" (metered by the larger figure: {said})"
         if self.terminate_error is not None:
             text += f" and raised {type(self.terminate_error).__name__} (check the provider's console)"
         return text

@@ -157,7 +157,28 @@ def parse_note(text: str, path: Path) -> ParsedNote:
         _scan(note, block, text, source)
     body_text = "\n".join(lines[body:])
     note.unseen = max(0, body_text.count("[cite:") - len(note.citations) - len(note.malformed))
+    fence = _unclosed_fence("\n" * body + body_text)
+    if fence is not None and "[cite:" in "\n".join(lines[fence[0]:]):  # it hides citations: say why
+        note.malformed.append(Malformed(fence[0], lines[fence[0] - 1].strip(), UNCLOSED_FENCE.format(fence=fence[1])))
     return note
+
+
+UNCLOSED_FENCE = ("this code fence is never closed, so everything below it renders as code and no citation there is "
+                  "seen (0 counted); close the block with a line of {fence}")
+
+
+def _unclosed_fence(text: str) -> tuple[int, str] | None:
+    """(1-based line, fence) of a fenced code block that runs unclosed to the end of ``text``, or None."""
+    from pytest_distcheck.citations.blocks import _MD
+
+    lines = text.split("\n")
+    for tok in _MD.parse(text):
+        if tok.type == "fence" and tok.map:
+            last = lines[tok.map[1] - 1].strip()
+            closed = tok.map[1] - tok.map[0] >= 2 and last.startswith(tok.markup) and set(last) == {tok.markup[0]}
+            if not closed:
+                return tok.map[0] + 1, tok.markup
+    return None
 
 
 def _continuation(lines: list[str], start: int, opened: str) -> int | None:

@@ -35,7 +35,7 @@ from pytest_distcheck.citations.quote import MAX_QUOTE_CHARS, MIN_QUOTE_CHARS, n
 from pytest_distcheck.citations.resolver import Installed, Problem, Resolver
 from pytest_distcheck.citations.symbols import SourceFile, Span
 from pytest_distcheck.citations.syntax import Citation, Malformed, github_path, parse_note
-from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.textfile import PAGE_BYTES, read_text
 
 __all__ = ["CitationResult", "NoteReport", "Place", "Status", "check_citation", "verify_note"]
 
@@ -314,10 +314,7 @@ def verify_note(
         ConfigError: the note cannot be read, or its front matter is malformed (names file and line).
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(path, "", f"cannot read the note: {exc}") from None
+    text = read_text(path, "note", limit=PAGE_BYTES, encoding="utf-8-sig")
     parsed = parse_note(text, path)
     resolver = resolver or Resolver()
     malformed = [_url_malformed(resolver, m) for m in parsed.malformed]

@@ -7,13 +7,16 @@
                                    settle a run left open by a crash: S = the pod's billed seconds
                                    from the provider's billing page (all of them: seconds beyond the
                                    reservation are recorded as an overrun row)
+  distcheck budget --repair-torn-line
+                                   cut a last line left torn by an interrupted write (its bytes are
+                                   kept in .distcheck/); no other row changes
 
 Every amount is recomputed from the rows (rate x billed seconds); a run with no settled row counts
 its worst case until it is settled. ``--settle`` appends a ``settled`` row (the run's rate,
 provider, resource, experiment and pod id) and, past the reservation, an ``overrun`` row; it
 rewrites nothing.
-Exit status 1 when a ceiling is passed, 2 for a malformed ledger, a refused settlement, or ``--reconcile``
-without RUNPOD_API_KEY while the ledger names pods.
+Exit status 1 when a ceiling is passed, 2 for a malformed or unreadable ledger or workspace file, a
+refused settlement, or ``--reconcile`` without RUNPOD_API_KEY while the ledger names pods.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reconcile", action="store_true",
                         help="ask RunPod what it billed for the ledger's pods (needs RUNPOD_API_KEY), append "
                              "reconciled rows and show every difference")
+    parser.add_argument("--repair-torn-line", action="store_true",
+                        help="cut a last line left torn by an interrupted write; every other row stays as it is")
 
 
 def load_guard(config: str):
@@ -55,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     from pytest_distcheck.budget.errors import usd
 
     guard = load_guard(args.config)
+    if args.repair_torn_line:
+        return repair(guard)
     if args.settle is not None or args.seconds is not None:
         return settle(guard, args)
     differ = False
@@ -100,6 +107,11 @@ def run(args: argparse.Namespace) -> int:
                   f"{usd(ch.reconciled.recomputed_cost)} (line {ch.reconciled.line}), the kit "
                   f"{'measured' if ch.self_reported is not None else 'reserved'} "
                   f"{usd(ch.reconciled.recomputed_cost - ch.difference)}; the provider's figure counts")
+    for ch in charges:
+        if ch.terminate_failed:
+            print(TERMINATE_FAILED_LINE.format(run=ch.run_id, pod=ch.pod_row.resource_id))
+        if ch.rate_unknown:
+            print(RATE_UNKNOWN_LINE.format(run=ch.run_id, pod=ch.pod_row.resource_id))
     if status.totals.unsettled:
         print(f"Open runs counted at their worst case (no settled row yet): {', '.join(status.totals.unsettled)}")
     if status.in_progress:
@@ -113,13 +125,23 @@ def run(args: argparse.Namespace) -> int:
         for ch in charges:
             if ch.run_id in status.abandoned:
                 r = ch.pod_row
+                pod = f"pod {r.resource_id}" if r.has_pod else NO_POD_RECORDED.format(run=r.run_id)
                 print(f"  distcheck budget{config} --settle {r.run_id} --seconds S"
-                      f"    # S: billed seconds of pod {r.resource_id} (reserved {r.billed_s})")
+                      f"    # S: billed seconds of {pod} (reserved {r.billed_s})")
     print(f"Ledger: {accounting.confirmation(rows)}")
     if over:
         print("OVER a ceiling: the spend-within-budget item is broken")
         return 1
     return 1 if differ else 0
+
+
+TERMINATE_FAILED_LINE = ("TERMINATE FAILED: run {run}: pod {pod} may still be billing; `distcheck pods --sweep` "
+                         "retries it (and the next pytest session does, first)")
+RATE_UNKNOWN_LINE = ("RATE UNKNOWN: run {run}: the provider reported no rate for pod {pod}; it was metered at the "
+                     "larger of the priced rate and the provider's bill; `distcheck budget --reconcile` appends "
+                     "the bill")
+NO_POD_RECORDED = ("the pod named distcheck-{run}-* (none recorded: its process died before the started row; "
+                   "`distcheck pods --sweep` records and ends it)")
 
 
 def _runpod_bills(pod_ids: list[str]):
@@ -133,6 +155,21 @@ def _runpod_bills(pod_ids: list[str]):
         raise DistcheckError(f"cannot reconcile: {API_KEY_ENV} is not set (export it; reconcile asks RunPod's "
                              "billing for the pods the ledger names)")
     return pod_bills(pod_ids)
+
+
+REPAIRED = ("Cut the torn line {line} of {ledger} (a write interrupted by a kill or a power cut); its bytes are "
+            "kept in {saved}. Every other row is as it was.")
+NOTHING_TO_REPAIR = "Nothing to repair: the last line of {ledger} is whole."
+
+
+def repair(guard) -> int:
+    """``--repair-torn-line``. Raises LedgerError when the ledger has other problems (nothing is cut)."""
+    done = guard.ledger.repair_torn_line()
+    if done is None:
+        print(NOTHING_TO_REPAIR.format(ledger=guard.ledger.path))
+    else:
+        print(REPAIRED.format(line=done[0], ledger=guard.ledger.path, saved=done[1]))
+    return 0
 
 
 def settle(guard, args: argparse.Namespace) -> int:

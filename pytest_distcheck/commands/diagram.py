@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_distcheck.commands import add_config_argument
+from pytest_distcheck.textfile import PAGE_BYTES, read_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -109,7 +110,7 @@ def _check(page: Path, shown: str, cfg, svg: bool) -> int:
     from pytest_distcheck.diagram.check import check_page, svg_state
     from pytest_distcheck.diagram.mermaid import MermaidParser
 
-    markdown = page.read_text(encoding="utf-8")
+    markdown = read_text(page, "diagram page", limit=PAGE_BYTES)
     with MermaidParser() as parser:
         result = check_page(markdown, cfg.plan, cfg.world_size, parser, cfg.names)
     for f in result.findings:
@@ -134,7 +135,8 @@ def _render(page: Path, shown: str, cfg) -> int:
     from pytest_distcheck.diagram.mermaid import MermaidParser
 
     with MermaidParser() as parser:
-        result = check_page(page.read_text(encoding="utf-8"), cfg.plan, cfg.world_size, parser, cfg.names)
+        result = check_page(read_text(page, "diagram page", limit=PAGE_BYTES), cfg.plan, cfg.world_size, parser,
+                            cfg.names)
     if result.diagram is None:
         for f in result.findings:
             print(f"{shown}:{f.line}: {f.message}")

@@ -9,8 +9,9 @@ of run time plus the time a pod may take to get ready and to terminate (``pytest
 defaults, as ``pods/lease.py`` adds them), and prints that breakdown.
 
 Prices come from the shipped table (each with its source and date) or, when RUNPOD_API_KEY is set,
-live from RunPod. An unknown GPU type is refused, never guessed. Exit status 1 when the run would not
-fit in what is left.
+live from RunPod. An unknown GPU type, or an experiment the workspace does not declare, is refused as
+reserving refuses it, never guessed. Exit status 1 when the run would not fit in what is left; 2 for a
+refusal or a workspace file or ledger that cannot be read (not UTF-8, a folder, malformed).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.count < 1 or not args.minutes > 0:
         raise BudgetRefused(f"--count must be >= 1 and --minutes > 0, got {args.count} and {args.minutes:g}")
     guard = load_guard(args.config)
+    guard.check_experiment(args.experiment)  # as reserving does: an undeclared id escapes its ceiling
     seconds, span = args.minutes * 60, f" for {args.minutes:g} min"
     if args.pod:
         from pytest_distcheck.pods.timings import Timings

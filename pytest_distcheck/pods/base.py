@@ -13,6 +13,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 
 from pytest_distcheck.errors import DistcheckError
@@ -179,8 +180,9 @@ class Pod(ABC):
     def get(self, remote: str, local: Path) -> None:
         """Copy ``remote`` (a file or folder) from the pod to ``local`` on this machine."""
 
-    def heartbeat(self) -> None:  # noqa: B027 - optional: only pods with a dead-man switch need it
-        """Tell the pod its client is alive (kill path b). Cheap; called every few seconds."""
+    def heartbeat(self, usd_per_hour: float | None = None) -> None:  # noqa: B027 - optional (dead-man pods only)
+        """Tell the pod its client is alive (kill path b), and the rate the client meters it at (USD/h for
+        the whole pod), which the pod's switch believes when it is above its own. Cheap; every few seconds."""
 
     def close(self) -> None:  # noqa: B027 - optional
         """Drop connections to the pod (does not terminate it)."""
@@ -192,6 +194,8 @@ class Provider(ABC):
     name: str
     #: whether pods cost money and live outside this process (so the kill paths and sweep apply)
     remote: bool = True
+    #: where a person sees and ends the account's pods by hand ("" when there is no such page)
+    console: str = ""
 
     @abstractmethod
     def rate(self, request: GpuRequest) -> float | None:
@@ -236,6 +240,11 @@ class Provider(ABC):
             NotReady: not usable in time (the pod is NOT terminated here).
             ProviderError: the API kept failing.
         """
+
+    def billed(self, pod_id: str) -> tuple[Decimal, float] | None:
+        """What the provider has billed for the pod so far: (USD, billed seconds) from its billing
+        endpoint, or None when it has none or no record yet. Raises ProviderError."""
+        return None
 
     @abstractmethod
     def terminate(self, pod_id: str) -> None:

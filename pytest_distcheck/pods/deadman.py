@@ -5,9 +5,11 @@ The switch is a shell loop started in the background before the image's own star
 ``every`` seconds it ends the pod when
 
 - the pod has lived ``limit_s`` seconds since the switch started, or the fewer seconds that
-  ``budget_usd`` buys at the pod's own ``costPerHr`` (read from the API with the pod's key right
-  after boot and every minute after; 0 or no answer keeps the priced limit), less ``margin_s``; or
-- the client's heartbeat file ``~/distcheck/heartbeat`` (touched over SSH) has not changed for
+  ``budget_usd`` buys, less ``margin_s``, at the larger of the pod's own ``costPerHr`` (read from the
+  API with the pod's key right after boot and every minute after; 0 or no answer: unknown, the priced
+  limit stands) and the rate the client last metered (written into the heartbeat file, which also
+  holds the provider's bill as the client saw it); or
+- the client's heartbeat file ``~/distcheck/heartbeat`` (written over SSH) has not changed for
   ``stale`` seconds.
 
 Time on the pod is ``/proc/uptime`` (monotonic, untouched by wall-clock jumps); nothing compares
@@ -34,7 +36,8 @@ LOG = "distcheck/deadman.log"
 
 _SCRIPT = r"""#!/bin/bash
 # distcheck dead-man switch (kill path b). Ends this pod when its reserved seconds are used (at the
-# pod's own costPerHr if that is dearer) or when the client's heartbeat stops. Written by pytest-distcheck.
+# pod's own costPerHr or the client's metered rate, if dearer) or when the client's heartbeat stops.
+# Written by pytest-distcheck.
 LIMIT_S=__LIMIT_S__
 BUDGET_USD=__BUDGET_USD__
 MARGIN_S=__MARGIN_S__
@@ -67,19 +70,24 @@ cost_per_hr() {
   seen=""
   changed=$T0
   asked=-100000
+  lower() {  # lower the limit to what the budget buys at rate $1 (from $2), if that is sooner
+    cap=$(awk -v b="$BUDGET_USD" -v r="$1" -v m="$MARGIN_S" 'BEGIN { if (r > 0) printf "%d", b * 3600 / r - m }')
+    if [ -n "$cap" ] && [ "$cap" -lt "$limit" ]; then
+      limit=$cap
+      echo "$(date -u +%FT%TZ) $2 $1: $BUDGET_USD USD lasts ${cap}s, limit now ${limit}s" >> "$LOG"
+    fi
+  }
   while true; do
     now=$(up)
     if [ $((now - asked)) -ge 60 ]; then
       rate=$(cost_per_hr)
       if [ -n "$rate" ]; then
         asked=$now
-        cap=$(awk -v b="$BUDGET_USD" -v r="$rate" -v m="$MARGIN_S" 'BEGIN { if (r > 0) printf "%d", b * 3600 / r - m }')
-        if [ -n "$cap" ] && [ "$cap" -lt "$limit" ]; then
-          limit=$cap
-          echo "$(date -u +%FT%TZ) costPerHr $rate: $BUDGET_USD USD lasts ${cap}s, limit now ${limit}s" >> "$LOG"
-        fi
+        lower "$rate" costPerHr
       fi
     fi
+    metered=$(head -c 40 "$HB" 2>/dev/null | tr -cd '0-9.')
+    if [ -n "$metered" ]; then lower "$metered" "client meters"; fi
     mtime=$(stat -c %Y "$HB" 2>/dev/null || echo 0)
     if [ "$mtime" != "$seen" ]; then seen=$mtime; changed=$now; fi
     age=$((now - changed))

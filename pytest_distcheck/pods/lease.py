@@ -1,20 +1,12 @@
 """One pod under the budget guard, from reservation to settled ledger row, whatever happens between.
 
-Order (each step only after the one before; /work/shared/notes/runpod.md section 6):
-
-1. price and reserve the worst case (run time + ready timeout + teardown) with the budget guard,
-   which appends the ledger's ``open`` row and reads it back;
-2. create the pod, named ``distcheck-<run id>-<deadline>``; if the answer is lost, look it up by name;
-3. put it on this process's :class:`~pytest_distcheck.pods.reaper.Reaper` list, read its
-   ``costPerHr`` and append the ``started`` row (``record_pod``) BEFORE waiting on it;
-4. start the budget watchdog (it terminates the pod at the reservation, on SIGTERM, on any exception
-   and at exit), wait until the pod is usable, start the heartbeat (kill path b's input);
-5. hand the pod out; its commands' time limits are clamped to the reserved time;
-6. on the way out, normal or not: stop the heartbeat, terminate until the provider confirms (kill
-   path a), settle the ledger with create-call-to-confirmed-termination seconds.
-
-If termination cannot be confirmed, the ``open`` row keeps counting the worst case, and the error says
-which pod, when its dead-man switch ends it, and how to sweep it.
+Order (each step only after the one before; /work/shared/notes/runpod.md section 6): reserve the worst
+case (the ``open`` row, read back); create the pod named ``distcheck-<run id>-<deadline>`` (a lost
+answer: look it up by name); put it on the reaper's list and start the watchdog; append the ``started``
+row before waiting on it; meter it every ``meter_every`` s (the provider's rate and bill, the larger
+figure believed); wait until usable, heartbeat (carrying the metered rate); hand it out with its time
+limits clamped; on the way out terminate until confirmed and settle with create-to-termination seconds.
+A termination not confirmed leaves a ``terminate-failed`` row; the next session retries it first.
 """
 
 from __future__ import annotations
@@ -26,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_distcheck.errors import DistcheckError
 from pytest_distcheck.pods.base import (
     GpuRequest,
     NoCapacity,
@@ -45,6 +38,14 @@ from pytest_distcheck.pods.timings import Timings
 
 # reserve(max_seconds, usd_per_gpu_hour) -> a budget Reservation (pytest_distcheck.budget_guard)
 Reserve = Callable[[float, float | None], Any]
+NOT_SETTLED = ("pod {pod} is terminated ({seconds:.0f} s from the create call), but its settled row was not written: "
+               "{problem}. Its worst case keeps counting; once the ledger can be written: "
+               "`distcheck budget --settle {run} --seconds {seconds:.0f}` (or `distcheck budget --reconcile`)")
+TERMINATE_FAILED = (
+    "terminate failed, pod {pod} ({name}) may still be billing: termination was not confirmed after {attempts} "
+    "attempts over {timeout:g} s (last: {last}). See it and end it by hand{console}; its dead-man switch ends it "
+    "by {deadline} at the latest. The next session's start (and `distcheck pods --sweep`) retries it first; the "
+    "ledger keeps its worst-case cost{recorded}.")
 
 
 class Lease:
@@ -85,6 +86,8 @@ class Lease:
         self._watchdog: Any = None
         self._beat_stop = threading.Event()
         self._beat: threading.Thread | None = None
+        self._meter: threading.Thread | None = None
+        self.notes: list[str] = []  # what the provider's figures said, for the run's output
 
     # -- entering ------------------------------------------------------------------------------
     def __enter__(self) -> LeasedPod:
@@ -129,20 +132,31 @@ class Lease:
                                     "comes.") from None
             self.pod_id = found.id
         self.reaper.add(self.provider, self.pod_id)
+        if float(res.usd_per_hour) > 0:  # a free pod (own GPUs at $0) has no cost to cut at
+            # Metering starts with the pod, before its row is written (which may wait for the ledger lock).
+            self._watchdog = res.watchdog(terminate=self._cut, teardown_s=margin, start=self.started)
+            self._watchdog.__enter__()
         try:
             self.usd_per_hour = self.provider.status(self.pod_id).usd_per_hour
         except ProviderError:
-            self.usd_per_hour = None  # the reserved price x GPUs is recorded instead
+            self.usd_per_hour = None  # unknown: the reserved price x GPUs is metered
         res.record_pod(self.pod_id, usd_per_hour=self.usd_per_hour, started_at=self.started)
-        if float(res.usd_per_hour) > 0:  # a free pod (own GPUs at $0) has no cost to cut at
-            self._watchdog = res.watchdog(terminate=self._cut, teardown_s=margin)
-            self._watchdog.__enter__()
+        if self._watchdog is not None:
+            self._watchdog.limit_usd = float(res.limit_usd)  # the started row's worst case, within the reservation
+            self._watchdog.observe(self.usd_per_hour)
+            if res.rate_unknown:
+                self._note(f"{self.provider.name} reports no rate for pod {self.pod_id} (costPerHr "
+                           f"{self.usd_per_hour if self.usd_per_hour is not None else 'missing'}): rate unknown, "
+                           f"metered at the larger of the priced ${res.usd_per_hour}/h and the provider's bill "
+                           f"(ledger: rate-unknown row)")
+            self._meter = threading.Thread(target=self._read_meter, name="distcheck-meter", daemon=True)
+            self._meter.start()
         self._status(f"waiting for {self.pod_id}")
         wait = min(t.ready_timeout, float(res.max_seconds) - t.teardown - (time.monotonic() - self.started))
         inner = self.provider.wait_ready(self.pod_id, max(wait, 1.0), self.on_status)
         self.pod = LeasedPod(inner, self)
         if self.provider.remote:
-            inner.heartbeat()
+            inner.heartbeat(self.metered_usd_per_hour)
             self._beat = threading.Thread(target=self._heartbeat, args=(inner,), name="distcheck-heartbeat",
                                           daemon=True)
             self._beat.start()
@@ -177,9 +191,43 @@ class Lease:
     def _heartbeat(self, pod: Pod) -> None:
         while not self._beat_stop.wait(self.timings.heartbeat_every):
             try:
-                pod.heartbeat()
+                pod.heartbeat(self.metered_usd_per_hour)
             except Exception:  # noqa: BLE001 - a missed beat is what the pod's switch is for
                 pass
+
+    @property
+    def metered_usd_per_hour(self) -> float | None:
+        """The rate the pod is metered at now (the larger figure), or None before it is metered."""
+        if self._watchdog is not None:
+            return self._watchdog.rate()
+        return None if self.reservation is None else float(self.reservation.usd_per_hour)
+
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+            self._status(text)
+
+    def _read_meter(self) -> None:
+        """Every ``meter_every`` seconds: the provider's rate and bill for the pod, to the watchdog."""
+        wd, pod_id = self._watchdog, self.pod_id
+        assert wd is not None and pod_id is not None
+        while not self._beat_stop.is_set() and not wd.fired.is_set():
+            rate = bill = None
+            try:
+                rate = self.provider.status(pod_id).usd_per_hour
+            except ProviderError:
+                pass
+            try:
+                billed = self.provider.billed(pod_id)
+                bill = (float(billed[0]), float(billed[1])) if billed is not None else None
+            except ProviderError:
+                pass
+            wd.observe(rate, bill)
+            said = wd.disagreement()
+            if said:
+                self._note(f"pod {pod_id}: {said}; metered by the larger figure")
+            if self._beat_stop.wait(self.timings.meter_every):
+                return
 
     def _cut(self) -> None:
         """The watchdog's terminate: runs on its thread, in a signal handler or at exit."""
@@ -206,29 +254,43 @@ class Lease:
         term = None
         if self.pod_id is not None:
             term = self.termination if self.termination and self.termination.confirmed else None
-            term = term or self.reaper.terminate(self.pod_id)
+            term = term or self.reaper.terminate(self.pod_id)  # keeps trying until the pod's one deadline
             self.termination = term
         res = self.reservation
+        recorded = ""
         if res is not None:
             if self.pod_id is None:
                 if self.lost_name is None:
                     res.release()
                 # else: keep it held (it expires by itself); the pod may still appear and bill
             elif term is not None and term.confirmed:
-                res.settle(self._billed_seconds(term))
+                seconds = self._billed_seconds(term)
+                try:
+                    res.settle(seconds)
+                except DistcheckError as exc:
+                    raise PodError(NOT_SETTLED.format(pod=self.pod_id, seconds=seconds, run=res.run_id,
+                                                      problem=exc)) from None
             else:
-                res.__exit__(None, None, None)  # the open row keeps counting the worst case
+                recorded = self._record_terminate_failed()
+                res.__exit__(None, None, None)  # the started row keeps counting the worst case
         if term is not None and term.interrupted:
             raise KeyboardInterrupt("interrupted while terminating; the pod's termination was confirmed first"
                                     if term.confirmed else "interrupted while terminating")
         if term is not None and not term.confirmed:
-            raise PodError(
-                f"could not confirm that pod {self.pod_id} ({self.name}) is terminated after {term.attempts} "
-                f"attempts over {self.timings.confirm_timeout:g} s (last: {term.last_error}). Its dead-man switch "
-                f"ends it by {utc(self.deadline)} at the latest; check now with `distcheck pods` and end it with "
-                "`distcheck pods --sweep`. The ledger keeps its worst-case cost.")
+            console = f" at {self.provider.console}" if self.provider.console else ""
+            raise PodError(TERMINATE_FAILED.format(
+                pod=self.pod_id, name=self.name, attempts=term.attempts, timeout=self.timings.confirm_timeout,
+                last=term.last_error, console=console, deadline=utc(self.deadline), recorded=recorded))
         if budget_error is not None and exc_type is None:
             raise budget_error
+
+    def _record_terminate_failed(self) -> str:
+        """Append the ``terminate-failed`` row; returns what the ledger says, for the error."""
+        try:
+            row = self.reservation.record_terminate_failed()
+        except Exception as exc:  # noqa: BLE001 - the pod matters more than the row; say it was not written
+            return f"; the ledger could not record it ({exc})"
+        return f"; recorded in {self.reservation.guard.ledger.path}, line {row.line}" if row is not None else ""
 
     def _billed_seconds(self, term: Termination) -> float:
         """Create call to confirmed termination, on the monotonic clock: a wall-clock jump on this

@@ -38,6 +38,11 @@ REHEARSAL_ENV = "DISTCHECK_REHEARSAL"
 MARKER = ("pod(gpus=1, minutes=30, gpu_type=None, image=None, cloud=None, experiment=None): what gpu_pod rents "
           "for this test; unset values come from the workspace's [pods] section, then the kit's defaults")
 _MARKER_KEYS = {"gpus", "minutes", "gpu_type", "image", "cloud", "experiment"}
+MAX_LOCAL_RATE = 100.0  # USD per GPU-hour: above any GPU's rent
+LOCAL_RATE_BOUND = ("must be a finite number of USD per GPU-hour, >= 0 and at most {max:g} (more is a typo), "
+                    "got {value!r}")
+MAX_POD_MINUTES = 366 * 24 * 60  # a year, as distcheck estimate --minutes
+POD_MINUTES = "{source} must be a number of minutes > 0 and at most {max} (a year), got {value!r}"
 _session_key = pytest.StashKey[Any]()
 _workers_key = pytest.StashKey[list]()
 
@@ -65,8 +70,8 @@ def _local_rate(config: pytest.Config) -> float:
         rate = float(value)
     except ValueError:
         raise pytest.UsageError(f"{source}: {value!r} is not a number of USD per GPU-hour") from None
-    if not rate >= 0:
-        raise pytest.UsageError(f"{source}: must be >= 0 USD per GPU-hour, got {value!r}")
+    if not 0 <= rate <= MAX_LOCAL_RATE:
+        raise pytest.UsageError(f"{source}: " + LOCAL_RATE_BOUND.format(max=MAX_LOCAL_RATE, value=value))
     return rate
 
 
@@ -146,8 +151,21 @@ def pods_session(config: pytest.Config):
 
         config.stash[_session_key] = PodsSession(
             _provider_name(config), _timings(config), _local_rate(config), session_id(config),
-            worker=hasattr(config, "workerinput"), report=_report(config))
+            worker=hasattr(config, "workerinput"), report=_report(config), guard=lambda: _ledger_guard(config))
     return config.stash[_session_key]
+
+
+def _ledger_guard(config: pytest.Config):
+    """The workspace's budget guard for recovering the ledger's pods, or None without a [budget] section.
+    Raises DistcheckError for a malformed workspace or budget section."""
+    from pytest_distcheck.budget.config import budget_config
+    from pytest_distcheck.budget.guard import BudgetGuard
+    from pytest_distcheck.budget.plugin import session_id
+    from pytest_distcheck.dod.plugin import get_workspace
+
+    ws = get_workspace(config)
+    cfg = budget_config(ws) if ws is not None else None
+    return None if cfg is None else BudgetGuard.from_config(cfg, session_id=session_id(config))
 
 
 def _request(item: pytest.Item, config: pytest.Config):
@@ -165,11 +183,16 @@ def _request(item: pytest.Item, config: pytest.Config):
     section = ws.section("pods") if ws is not None else {}
     pick = lambda key, default: kwargs.get(key) if kwargs.get(key) is not None else section.get(key, default)  # noqa: E731
     cuda = section.get("allowed_cuda_versions", [])
+    minutes = pick("minutes", 30)
+    if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not 0 < minutes <= MAX_POD_MINUTES:
+        source = "@pytest.mark.pod(minutes=...)" if kwargs.get("minutes") is not None else "[pods] minutes"
+        raise pytest.UsageError(f"{item.nodeid}: " + POD_MINUTES.format(source=source, max=MAX_POD_MINUTES,
+                                                                        value=minutes))
     try:
         if not isinstance(cuda, list):
             raise ValueError(f"allowed_cuda_versions must be a list such as [\"12.8\", \"12.9\"], got {cuda!r}")
         request = GpuRequest(gpus=pick("gpus", 1), gpu_type=str(pick("gpu_type", DEFAULT_GPU_TYPE)),
-                             seconds=float(pick("minutes", 30)) * 60, image=str(pick("image", DEFAULT_IMAGE)),
+                             seconds=float(minutes) * 60, image=str(pick("image", DEFAULT_IMAGE)),
                              cloud=str(pick("cloud", "secure")), cuda_versions=tuple(cuda))
     except (TypeError, ValueError) as exc:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.pod / [pods]: {exc}") from None
@@ -216,7 +239,7 @@ def gpu_pod(request: pytest.FixtureRequest, budget):
         res = getattr(lease, "reservation", None)
         if lease is None or res is None or not lease.started:
             return None, None
-        return lease.started, lease.usd_per_hour or float(res.usd_per_hour)
+        return lease.started, lease.metered_usd_per_hour
 
     line = StatusLine(f"{gpu.gpus} x {gpu_type} ({provider.name})", config.pluginmanager.get_plugin("terminalreporter"),
                       capman.global_and_fixture_disabled if capman is not None else None, meter)

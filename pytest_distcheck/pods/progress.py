@@ -151,12 +151,16 @@ def ending(lease: Any) -> str:
     """How a lease ended, for the status line: terminated or not, and what the ledger settled."""
     term, res = lease.termination, lease.reservation
     row = getattr(res, "settled_row", None) if res is not None else None
+    notes = "".join(f"; {n}" for n in getattr(lease, "notes", ()))
     if lease.pod_id is None:
-        return "no pod was created; the reservation is released" if lease.lost_name is None else \
-            f"the create answer was lost; {lease.lost_name} is looked for at session end"
+        if lease.lost_name is not None:
+            return f"the create answer was lost; {lease.lost_name} is looked for at session end"
+        released = res is None or getattr(res, "settled_row", None) is not None
+        return "no pod was created; " + ("the reservation is released" if released else
+                                         "the reservation could not be released: its open row keeps counting")
     if term is None or not term.confirmed:
-        return f"termination of pod {lease.pod_id} NOT confirmed; the ledger keeps its worst case"
+        return f"terminate failed, pod {lease.pod_id} may still be billing; the ledger keeps its worst case{notes}"
     if row is None:
-        return f"pod {lease.pod_id} terminated; ledger not settled"
+        return f"pod {lease.pod_id} terminated; ledger not settled{notes}"
     return (f"pod {lease.pod_id} terminated; settled {row.billed_s} s x ${row.rate_per_hour}/h = ${row.cost} "
-            f"(run {row.run_id})")
+            f"(run {row.run_id}){notes}")

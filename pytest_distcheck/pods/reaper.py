@@ -93,6 +93,7 @@ class Reaper:
     def __init__(self, confirm_timeout: float) -> None:
         self.confirm_timeout = confirm_timeout
         self._live: dict[str, Provider] = {}
+        self._deadline: dict[str, float] = {}  # each pod's one deadline, set by its first terminate
         self._lock = threading.Lock()
         self._prev: dict[int, Any] = {}
         self.results: list[Termination] = []
@@ -106,12 +107,14 @@ class Reaper:
             return list(self._live)
 
     def terminate(self, pod_id: str) -> Termination:
-        """Terminate one of our pods until confirmed; it leaves the list once confirmed."""
+        """Terminate one of our pods until confirmed; it leaves the list once confirmed. Every call for a
+        pod keeps trying under the same deadline (``confirm_timeout`` after its first), one attempt at least."""
         with self._lock:
             provider = self._live.get(pod_id)
+            deadline = self._deadline.setdefault(pod_id, time.monotonic() + self.confirm_timeout)
         if provider is None:
             return Termination(pod_id, True, time.monotonic(), 0)
-        result = terminate_and_confirm(provider, pod_id, self.confirm_timeout)
+        result = terminate_and_confirm(provider, pod_id, max(deadline - time.monotonic(), 0.0))
         if result.confirmed:
             with self._lock:
                 self._live.pop(pod_id, None)

@@ -39,6 +39,7 @@ from pytest_distcheck.pods.ssh import SSHSession
 from pytest_distcheck.pods.timings import Timings
 
 CLOUD_TYPES = {"secure": "SECURE", "community": "COMMUNITY"}
+CONSOLE_URL = "https://www.console.runpod.io/pods"  # RunPod docs, pods/manage-pods.mdx ("Pods page")
 CONTAINER_DISK_GB = 20
 # Words in lastStatusChange that mean the container will not start (e.g. "nvidia-container-cli: requirement
 # error: unsatisfied condition: cuda>=12.8", runpod/containers issue 98); "Rented by User: ..." is normal.
@@ -76,8 +77,9 @@ class RunPodPod(Pod):
     def get(self, remote: str, local) -> None:
         self._ssh.get(remote, local)
 
-    def heartbeat(self) -> None:
-        self._ssh.touch(deadman.HEARTBEAT.split("/", 1)[1], self._timings.api_timeout)
+    def heartbeat(self, usd_per_hour: float | None = None) -> None:
+        rate = f"{usd_per_hour:.6f}" if usd_per_hour is not None and usd_per_hour > 0 else ""
+        self._ssh.touch(deadman.HEARTBEAT.split("/", 1)[1], self._timings.api_timeout, rate)
 
     def close(self) -> None:
         self._ssh.close()
@@ -94,6 +96,7 @@ class RunPodProvider(Provider):
 
     name = "runpod"
     remote = True
+    console = CONSOLE_URL
 
     def __init__(self, timings: Timings, ssh_key: Any = None, public_key: str | None = None) -> None:
         self.timings = timings
@@ -156,6 +159,10 @@ class RunPodProvider(Provider):
 
     def terminate(self, pod_id: str) -> None:
         self._call("terminate", self._sdk.terminate_pod, pod_id)
+
+    def billed(self, pod_id: str):
+        """RunPod's bill for the pod so far (REST billing, :func:`runpod_api.pod_bills`), or None."""
+        return runpod_api.pod_bills([pod_id], timeout=self.timings.api_timeout).get(pod_id)
 
     def wait_ready(self, pod_id: str, timeout: float, on_status: Callable[[str], object] | None = None) -> Pod:
         t = self.timings

@@ -1,7 +1,8 @@
 """The pods side of one pytest process: its provider, its reaper, its session lock, its sweeps.
 
 Created on the first ``gpu_pod`` request, or at session start when ``RUNPOD_API_KEY`` is set: then
-other sessions' orphans are swept at every session start, paid tests or not. Finished at session
+the ledger's pods that may still be billing are ended first (:mod:`pytest_distcheck.pods.recovery`)
+and other sessions' orphans are swept, at every session start, paid tests or not. Finished at session
 end: leases whose create answer was lost are matched by name and settled, the session's leftover
 pods are swept (kill path c), and whatever is still on the reaper's list is terminated (kill path a).
 """
@@ -49,16 +50,19 @@ class PodsSession:
         session_id: the budget session id (shared by xdist workers); ``worker``: this is an xdist worker
             (its final sweep covers only its own runs; the controller sweeps the whole session).
         report: receives lines for the terminal.
+        guard: returns the workspace's budget guard, or None when there is no ledger to recover from.
     """
 
     def __init__(self, provider_name: str, timings: Timings, local_rate: float, session_id: str,
-                 worker: bool, report: Callable[[str], object] = lambda line: None) -> None:
+                 worker: bool, report: Callable[[str], object] = lambda line: None,
+                 guard: Callable[[], Any] = lambda: None) -> None:
         self.provider_name = provider_name
         self.timings = timings
         self.local_rate = local_rate
         self.session_id = session_id
         self.worker = worker
         self.report = report
+        self.guard = guard
         self.reaper = Reaper(timings.confirm_timeout)
         self.leases: list[Lease] = []
         self.started = False
@@ -88,7 +92,24 @@ class PodsSession:
             return
         if provider.remote and not self._swept_at_start:
             self._swept_at_start = True
+            self._recover()
             self._sweep("start", None)
+
+    def _recover(self) -> None:
+        """The ledger's pods that may still be billing, ended and recorded before anything else."""
+        from pytest_distcheck.errors import DistcheckError
+        from pytest_distcheck.pods.recovery import recover
+
+        try:
+            guard = self.guard()
+            if guard is None or self._provider is None:
+                return
+            done = recover(guard, self._provider, self.timings.confirm_timeout)
+        except DistcheckError as exc:
+            self.report(f"distcheck pods: the ledger's pods were not checked at start ({exc})")
+            return
+        for line in done.lines:
+            self.report(f"distcheck pods: start: {line}")
 
     def start(self) -> None:
         """Once per process before the first pod: hold the session lock, install the reaper's exit and
@@ -102,6 +123,7 @@ class PodsSession:
             self._lock = SessionLock(self.session_id)
             if not self._swept_at_start:
                 self._swept_at_start = True
+                self._recover()
                 self._sweep("start", None)
 
     def lease(self, request: GpuRequest, reserve: Reserve, on_status: Callable[[str], object] | None = None) -> Lease:

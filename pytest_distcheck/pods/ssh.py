@@ -193,12 +193,15 @@ class SSHSession:
                              f"`timeout`: {command[:200]}")
         return RunResult(code, seconds, list(tail))
 
-    def touch(self, remote: str, timeout: float) -> None:
-        """``touch ~/distcheck/<remote>`` (the heartbeat). Raises PodLost or TimeoutError."""
+    def touch(self, remote: str, timeout: float, text: str = "") -> None:
+        """``touch ~/distcheck/<remote>`` (the heartbeat), or write ``text`` (one line) into it. Raises
+        PodLost or TimeoutError."""
         import asyncssh
 
+        path = f"{WORKDIR}/{shlex.quote(remote)}"
+        command = f"printf '%s\\n' {shlex.quote(text)} > {path}" if text else f"touch {path}"
         try:
-            self._loop.call(self._conn.run(f"touch {WORKDIR}/{shlex.quote(remote)}", timeout=timeout), timeout + 2)
+            self._loop.call(self._conn.run(command, timeout=timeout), timeout + 2)
         except (OSError, asyncssh.Error) as exc:
             raise self._lost(exc) from None
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+MAX_S = 86400.0  # a day: a longer wait is a typo (and inf or nan is never a wait)
+
 
 @dataclass(frozen=True)
 class Timings:
@@ -29,6 +31,8 @@ class Timings:
         deadman_every: how often the dead-man switch looks.
         run_grace: a command's client-side limit is its time limit plus this (the pod's own
             ``timeout`` stops it first).
+        meter_every: how often the provider's rate and bill for a running pod are read (the watchdog
+            meters the larger of them and the priced rate).
     """
 
     api_timeout: float = 30.0
@@ -41,12 +45,14 @@ class Timings:
     heartbeat_stale: float = 900.0
     deadman_every: float = 15.0
     run_grace: float = 30.0
+    meter_every: float = 30.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
-                raise ValueError(f"{f.name} must be a number of seconds > 0, got {value!r}")
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= MAX_S:
+                raise ValueError(f"{f.name} must be a number of seconds > 0 and at most {MAX_S:g} (a day), "
+                                 f"got {value!r}")
         if self.heartbeat_stale <= self.ready_timeout:
             raise ValueError(f"heartbeat_stale ({self.heartbeat_stale:g}) must exceed ready_timeout "
                              f"({self.ready_timeout:g}): the first heartbeat comes only once SSH answers, so the "

@@ -123,6 +123,6 @@ def parse_choice(text: str, n_choices: int) -> str:
     value = text.strip().strip("()").rstrip(").").strip().upper()
     if len(value) == 1 and value in letters:
         return value
-    if value.isdecimal() and 1 <= int(value) <= n_choices:  # not isdigit(): int() refuses "²"
+    if value.isdecimal() and len(value) <= 2 and 1 <= int(value) <= n_choices:  # not isdigit(): int() refuses "²"
         return letters[int(value) - 1]
     raise AnswerError(f"answer with a letter {letters[0]}-{letters[-1]} (or 1-{n_choices})")
