@@ -13,6 +13,11 @@ import inspect
 from pathlib import Path
 from typing import Any
 
+# The next step of the DoD table's one line when a run collected none of the DoD's checks (``pytest tests``)...
+CHECK_IT = "`pytest -m local` checks it"
+# ... and when that run started without paths in a subfolder holding tests of its own (``cd tests && pytest``).
+FROM_THE_ROOT = ("pytest started without paths in {here}/, a folder with test files of its own, so it collected "
+                 "those; check the DoD from the workspace root: cd {up} && pytest -m local")
 # The kit's options whose value is a path (pytest may take an existing one for a test path).
 PATH_OPTIONS = ("--dod-json", "--dod-markdown", "--workspace")
 
@@ -77,6 +82,20 @@ def subfolder_checks(config: Any, checks_dir: Path, root: Path) -> list[str] | N
     if not dod_run and _holds_tests(here, list(config.getini("python_files"))):
         return None
     return [str(checks_dir)]
+
+
+def not_checked_next_step(config: Any, root: Path) -> str:
+    """The next step for a run that collected none of the DoD's checks: :data:`FROM_THE_ROOT` when it started
+    without paths in a subfolder of the workspace ``root`` (which :func:`subfolder_checks` left alone, as it
+    holds tests), else :data:`CHECK_IT`."""
+    import os
+
+    import pytest
+
+    here, root = Path(config.invocation_params.dir).resolve(), Path(root).resolve()
+    if config.args_source is pytest.Config.ArgsSource.INVOCATION_DIR and root in here.parents:
+        return FROM_THE_ROOT.format(here=here.relative_to(root).as_posix(), up=os.path.relpath(root, here))
+    return CHECK_IT
 
 
 def _holds_tests(folder: Path, patterns: list[str]) -> bool:

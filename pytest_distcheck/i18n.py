@@ -90,6 +90,12 @@ def _(message: str) -> str:
     return _translations.gettext(message)
 
 
+def N_(message: str) -> str:
+    """Mark ``message`` for the catalog without translating it: for a message constant that tests import
+    and the code speaks later as ``_(CONSTANT)``."""
+    return message
+
+
 def ngettext(singular: str, plural: str, n: int) -> str:
     """The singular or plural form for ``n`` in the language in use."""
     return _translations.ngettext(singular, plural, n)

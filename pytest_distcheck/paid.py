@@ -4,13 +4,25 @@
   completes ``tp-speedup-committed``) also gets its free checks, and its prerequisites', run after
   the paid tests: the table then says what the paid run achieved instead of "blocked (not-run)".
 - Paid tests that were skipped are listed with their reasons, without ``-rs``.
+- A budget was given but every paid test was skipped (no ``RUNPOD_API_KEY``, too few local GPUs): one
+  line says nothing paid ran, the run exits 4 (pytest's usage error: what was asked for could not
+  start), and with no key the items this command completes name the key as their next step.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 
 import pytest
+
+# A budget was given and every paid test was skipped; {why} is NO_KEY_WHY, else the skips listed above.
+NOTHING_PAID_RAN = "nothing paid ran ({why}), so this run exits {status}"
+NO_KEY_WHY = ("RUNPOD_API_KEY is not set; not rehearsed yet? `distcheck rehearse` runs this whole paid path "
+              "for $0, no key needed")
+SKIPPED_WHY = "every paid test was skipped: reasons above"
+# The next step of an item whose command is this run, when no key was set: {how} is that command.
+NO_KEY_STEP = "export RUNPOD_API_KEY=<your RunPod API key> && {how}"
 
 
 def items_completed_by(ws, markexpr: str) -> list[str]:
@@ -37,6 +49,8 @@ class PaidPath:
         self.config = config
         self.followup: list[str] = []
         self.skips: list[tuple[str, str]] = []
+        self.ran = 0  # paid tests whose call phase ran
+        self.nothing_ran = ""  # NOTHING_PAID_RAN's line, once the session found that nothing paid ran
 
     @pytest.hookimpl(wrapper=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
@@ -83,9 +97,29 @@ class PaidPath:
             pytest.fail(missing_extra_message("gpu", missing), pytrace=False)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.skipped and report.when in ("setup", "call") and "gpu" in report.keywords:
+        if "gpu" not in report.keywords:
+            return
+        if report.skipped and report.when in ("setup", "call"):
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
             self.skips.append((report.nodeid, reason.removeprefix("Skipped: ")))
+        elif report.when == "call" or report.failed:
+            self.ran += 1
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Before the DoD bookkeeping combines its outcomes: when a budget was given and nothing paid ran,
+        the exit status, and with no key the next step of the items whose command this run is."""
+        from pytest_distcheck.budget.plugin import max_usd
+
+        if hasattr(self.config, "workerinput") or not self.skips or self.ran or max_usd(self.config) is None:
+            return
+        no_key = _runpod_without_key(self.config)
+        if no_key:
+            _point_at_the_key(self.config, self.followup)
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        self.nothing_ran = NOTHING_PAID_RAN.format(why=NO_KEY_WHY if no_key else SKIPPED_WHY,
+                                                   status=int(session.exitstatus))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -95,8 +129,35 @@ class PaidPath:
                                         f"ran after the paid tests")
         for nodeid, reason in self.skips:
             terminalreporter.write_line(f"distcheck: paid test skipped: {nodeid}: {reason}", yellow=True)
+        if self.nothing_ran:
+            terminalreporter.write_line(f"distcheck: {self.nothing_ran}", yellow=True, bold=True)
 
 
 def _item_of(test: pytest.Item) -> str | None:
     marker = test.get_closest_marker("dod")
     return marker.args[0] if marker is not None and marker.args else None
+
+
+def _runpod_without_key(config: pytest.Config) -> bool:
+    import os
+
+    from pytest_distcheck.pods.plugin import GPU_PROVIDER
+    from pytest_distcheck.pods.runpod_api import API_KEY_ENV
+
+    return GPU_PROVIDER.raw(config)[0] == "runpod" and not os.environ.get(API_KEY_ENV, "").strip()
+
+
+def _point_at_the_key(config: pytest.Config, item_ids: list[str]) -> None:
+    """Outcomes of ``item_ids`` that ask for this very run get :data:`NO_KEY_STEP` as their command (in
+    the DoD bookkeeping's list, before it combines them into the table and the reports)."""
+    from pytest_distcheck.dod.plugin import PLUGIN_NAME
+    from pytest_distcheck.dod.state import NEEDS_EVIDENCE
+
+    dod = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    ws = getattr(dod, "workspace", None)
+    if ws is None:
+        return
+    how = {it: ws.item(it).how for it in item_ids}
+    dod.outcomes[:] = [dataclasses.replace(o, command=NO_KEY_STEP.format(how=o.command))
+                       if o.item_id in how and o.state in NEEDS_EVIDENCE and o.command == how[o.item_id] else o
+                       for o in dod.outcomes]

@@ -15,7 +15,7 @@ from pytest_distcheck.dod.plugin import DodPlugin, get_workspace, workspace_labe
 from pytest_distcheck.i18n import LANG
 from pytest_distcheck.ranks import DEFAULT_WORLD_SIZE
 from pytest_distcheck.settings import TIMEOUT
-from pytest_distcheck.workspace import DEFAULT_PATH, display_path
+from pytest_distcheck.workspace import DEFAULT_PATH, NO_WORKSPACE, display_path
 
 # Each area of the kit owns its hooks, options and fixtures in a plugin module of its own.
 pytest_plugins: list[str] = [
@@ -98,16 +98,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     ws = get_workspace(config)
-    where = f"workspace {workspace_label(config)}"
-    phase = f"phase {ws.phase_id}, {len(ws.items)} DoD items" if ws else "no workspace file"
+    where = (f"workspace {workspace_label(config)} (phase {ws.phase_id}, {len(ws.items)} DoD items)" if ws
+             else f"no workspace file ({DEFAULT_PATH} is not in this folder or above)")
     gate = "gate on" if config.getoption("distcheck_gate") else "gate off"
     ws_paths = config.stash.get(SUBFOLDER_CHECKS, None)
     if ws_paths:
         gate += f"; started in a subfolder without paths: collecting {display_path(Path(ws_paths[0]), config.rootpath)}"
     return [
         f"distcheck: backend gloo, world size {DEFAULT_WORLD_SIZE} (default), "
-        f"timeout {TIMEOUT.positive_float(config):g} s; {where} ({phase}); {gate}"
+        f"timeout {TIMEOUT.positive_float(config):g} s; {where}; {gate}"
     ]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    # `pytest -m local` outside any workspace: say why nothing was collected instead of a bare exit 5.
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and get_workspace(config) is None:
+        terminalreporter.write_line("distcheck: " + NO_WORKSPACE.format(start=config.invocation_params.dir),
+                                    yellow=True)
 
 
 @pytest.fixture(scope="session")

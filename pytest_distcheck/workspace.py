@@ -26,6 +26,15 @@ DEFAULT_PATH = "checks/distcheck.toml"
 NOT_FOUND_HINT = (f"no {DEFAULT_PATH} in this folder or any folder above it; run from your workspace, name the "
                   f"file (distcheck ... --config FILE, pytest --workspace FILE), or start one with `distcheck init`")
 EMPTY_WORKSPACE_OPTION = f"is empty: name the workspace file (e.g. --workspace {DEFAULT_PATH}) or leave the option out"
+# A pytest run that found no workspace walking up from {start} and so collected nothing.
+NO_WORKSPACE = (f"no workspace found: no {DEFAULT_PATH} in {{start}} or any folder above it, so there were no DoD "
+                f"checks to collect; cd into your workspace (the folder that holds {DEFAULT_PATH}) and run it "
+                f"again, or start one with `distcheck init DIR`")
+# A workspace file named by --workspace or the ini key that is not there; {hint} is DID_YOU_MEAN or THERE_ARE.
+NAMED_MISSING = "no such file (named by {source}, relative to {base}){hint}"
+DID_YOU_MEAN = "; did you mean {path}?"
+THERE_ARE = "; the .toml files there: {paths}"
+NAME_ANOTHER = "; name an existing workspace file, or start one with `distcheck init DIR`"
 
 
 def find_workspace_file(start: Path) -> Path | None:
@@ -145,8 +154,9 @@ def load_workspace(path: Path, root: Path | None = None) -> Workspace:
     """
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(path, "", "workspace file not found (name another with --config FILE, or start one "
-                                    "with `distcheck init`)")
+        close, _ = _nearest_toml(str(path), Path.cwd())
+        raise ConfigError(path, "", "workspace file not found" + (DID_YOU_MEAN.format(path=close) if close else
+                                    " (name another with --config FILE, or start one with `distcheck init`)"))
     try:
         raw = tomllib.loads(read_text(path, "workspace file"))
     except tomllib.TOMLDecodeError as exc:
@@ -223,17 +233,18 @@ def run_workspace_file(config: Any) -> Path:
         config: the ``pytest.Config`` of the run.
 
     Raises:
-        ConfigError: the file found walking up is not at pytest's rootdir (no ini file beside it).
+        ConfigError: a named file does not exist (with the nearest .toml names: :func:`missing_named`), or
+            the file found walking up is not at pytest's rootdir (no ini file beside it).
     """
     start = Path(config.invocation_params.dir)
     option = config.getoption("distcheck_workspace", None)
     if option is not None:
         if not option.strip():
             raise ConfigError(Path(option), "--workspace", EMPTY_WORKSPACE_OPTION)
-        return (start / option).resolve()
+        return _named_file(option, start, "--workspace")
     ini = config.getini("distcheck_config")
     if ini:
-        return (config.rootpath / ini).resolve()
+        return _named_file(ini, Path(config.rootpath), f"distcheck_config in {config.inipath or 'the ini file'}")
     found = find_workspace_file(start)
     if found is None:
         return (config.rootpath / DEFAULT_PATH).resolve()
@@ -243,6 +254,35 @@ def run_workspace_file(config: Any) -> Path:
                                      f"(no ini file at {workspace_root(found)}): run pytest from there, or add a "
                                      f"pytest.ini there (distcheck init writes one)")
     return found
+
+
+def _named_file(named: str, base: Path, source: str) -> Path:
+    path = (base / named).resolve()
+    if not path.is_file():
+        raise ConfigError(named, "", missing_named(named, base, source))
+    return path
+
+
+def missing_named(named: str, base: Path, source: str) -> str:
+    """What to say when ``named`` (relative to ``base``, given by ``source``) is not a file: the closest
+    ``.toml`` file beside it or one folder under ``base`` (difflib), else those beside it."""
+    close, beside = _nearest_toml(named, base)
+    hint = (DID_YOU_MEAN.format(path=close) if close
+            else THERE_ARE.format(paths=", ".join(beside)) if beside else NAME_ANOTHER)
+    return NAMED_MISSING.format(source=source, base=base, hint=hint)
+
+
+def _nearest_toml(named: str, base: Path) -> tuple[str | None, list[str]]:
+    """The ``.toml`` path closest to ``named`` (difflib) among those beside it and one folder under ``base``,
+    written as ``named`` is; and those beside it."""
+    import difflib
+
+    parent = Path(named).parent
+    found = {(parent / p.name).as_posix() for p in (base / parent).glob("*.toml") if p.is_file()}
+    if not parent.is_absolute():
+        found |= {p.relative_to(base).as_posix() for p in base.glob("*/*.toml") if p.is_file()}
+    close = difflib.get_close_matches(Path(named).as_posix(), sorted(found), n=1, cutoff=0.8)
+    return (close[0] if close else None), sorted(f for f in found if Path(f).parent == parent)
 
 
 def display_path(path: Path, base: Path) -> str:

@@ -81,8 +81,19 @@ def test_pool_phases_script_runs_and_names_every_phase(capsys):
     assert (pool.dump_call, pool.rewritten_modules) == kit_functions  # timing wrappers removed again
     out = capsys.readouterr().out
     for phase in ("call, function that does nothing", "the all-reduce inside rank 0", "dump_call", "send",
-                  "call_text", "_collect", "rank's state reset after each call", "floor: a byte to 2 plain processes"):
+                  "call_text", "_collect", "rank's state reset after each call", "floor: a byte to 2 plain processes",
+                  *(label for label, _, _ in pool_phases.WAKEUPS)):
         assert phase in out
+
+
+def test_every_wake_up_path_reports_a_median_and_p90_per_round():
+    from benchmarks import pool_phases
+
+    rows = pool_phases.wakeup_paths(20, 2, busy_s=0.0, child_s=0.0)
+    assert [r["label"] for r in rows] == [label for label, _, _ in pool_phases.WAKEUPS]
+    for r in rows:
+        assert len(r["medians_s"]) == len(r["p90s_s"]) == 2
+        assert all(0 < m <= p < 1.0 for m, p in zip(r["medians_s"], r["p90s_s"], strict=True))
 
 
 def test_round_trip_floor_returns_after_reaping_its_processes():

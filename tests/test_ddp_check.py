@@ -1,4 +1,4 @@
-"""The ddp-allreduce-logged check against good, missing, corrupt and wrong committed logs."""
+"""The ddp-allreduce-logged check: committed logs good, missing, corrupt and wrong; the live run and its cache."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from dod_support import git_commit_all
+
+from pytest_distcheck import ddp, live_cache
 
 REPO = Path(__file__).resolve().parents[1]
 CHECK = REPO / "checks" / "test_ddp_allreduce_logged.py"
@@ -74,149 +76,67 @@ def test_a_bad_log_is_broken_naming_file_and_field(ddp_workspace, fixture, messa
 CANNED_LAB = '''
 import json
 from dataclasses import dataclass
-SIZES = tuple(4096 * 4**k for k in range(8))
 LOG = {log!r}
 
 @dataclass(frozen=True)
 class LabConfig:
-    sizes_bytes: tuple = SIZES
     reps: int = 5
 
-def run(cfg=None):  # canned: no training, no collective
+def run(cfg=None):  # canned: no model, no training, no collective
     return json.loads(LOG)
-
-def format_table(result):
-    return "canned"
 '''
 
 
-def test_a_lab_returning_a_canned_log_without_all_reduces_is_broken(pytester):
-    """Red-team A11: the learner's run() returns a log without running any all-reduce; the live check
-    counts the all-reduces the ranks ran."""
+def _lab_workspace(pytester, lab: str) -> Path:
+    """A workspace with the check, a lab ``experiments/ddp_cpu/lab.py`` of text ``lab`` and its DoD file."""
     pytester.mkdir("checks")
     shutil.copy(CHECK, pytester.path / "checks" / CHECK.name)
     pytester.makeini("[pytest]\npythonpath = .\n")
+    (pytester.path / "experiments" / "ddp_cpu").mkdir(parents=True)
+    (pytester.path / "experiments" / "__init__.py").write_text("")
+    (pytester.path / "experiments" / "ddp_cpu" / "__init__.py").write_text("")
+    (pytester.path / "experiments" / "ddp_cpu" / "lab.py").write_text(lab)
+    (pytester.path / "checks" / "distcheck.toml").write_text(
+        "[phase]\nid = 't'\ntitle = 't'\n"
+        "[[items]]\nid = 'ddp-allreduce-logged'\ntitle = 'ddp'\nhow = 'run the lab'\n"
+        "[ddp]\ncommitted_log = 'log.json'\nlive_log = '.distcheck/live.json'\n")
+    return pytester.path
+
+
+def _live(pytester, *args: str) -> dict:
+    """The live check's outcome (the JSON report's entry) in a fresh pytest process."""
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "live", "--dod-json", "report.json", *args,
+                                  "checks")
+    report = json.loads((pytester.path / "report.json").read_text())
+    item = next(it for it in report["items"] if it["id"] == "ddp-allreduce-logged")
+    check = next(c for c in item["checks"] if c["nodeid"].endswith("test_ddp_lab_runs_live_on_two_gloo_ranks"))
+    return {**check, "flags": item["flags"]}
+
+
+def test_a_lab_returning_a_canned_log_without_the_api_the_check_builds_on_is_broken(pytester):
+    """Issue 26: a lab that trains nothing and types a log used to pass; the live check now builds the model
+    and data itself through the lab's API, and says which part of it is missing."""
     log = (REPO / "solutions/experiments/ddp_cpu/results/allreduce-cpu.json").read_text()
-    (pytester.path / "experiments" / "ddp_cpu").mkdir(parents=True)
-    (pytester.path / "experiments" / "__init__.py").write_text("")
-    (pytester.path / "experiments" / "ddp_cpu" / "__init__.py").write_text("")
-    (pytester.path / "experiments" / "ddp_cpu" / "lab.py").write_text(CANNED_LAB.format(log=log))
-    (pytester.path / "checks" / "distcheck.toml").write_text(
-        "[phase]\nid = 't'\ntitle = 't'\n"
-        "[[items]]\nid = 'ddp-allreduce-logged'\ntitle = 'ddp'\nhow = 'run the lab'\n"
-        "[ddp]\ncommitted_log = 'log.json'\nlive_log = 'live.json'\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "live", "checks")
-    result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  the lab's log claims 49 timed all-reduces "
-                                 "(sweep and DDP buckets) but the ranks ran 0*"])
+    _lab_workspace(pytester, CANNED_LAB.format(log=log))
+    check = _live(pytester)
+    assert (check["state"], check["reason"]) == ("broken", ddp.MISSING_API.format(
+        module="experiments.ddp_cpu.lab", names="build_model, batch, loss"))
 
 
-BUMPS_THE_COUNTER = '''
-import torch.distributed as dist
-
-def run(cfg=None):  # red-team t2 B1b: no collective; the kit's counter bumped through its wrapper's closure
-    for cell in getattr(dist.all_reduce, "__closure__", None) or ():
-        if isinstance(cell.cell_contents, list) and cell.cell_contents:
-            cell.cell_contents[0] += 10**6
-    return json.loads(LOG)
-'''
-
-PADS_WITH_ONE_ELEMENT = '''
-import torch, torch.distributed as dist
-
-def run(cfg=None):  # red-team t2 B1a: as many all-reduces as the log claims, each of one float
-    log = json.loads(LOG)
-    n = sum(r["reps"] for r in log["allreduce_sweep"]) + len(log["ddp"]["bucket_allreduce"])
-    for _ in range(n):
-        dist.all_reduce(torch.zeros(1))
-    return log
-'''
-
-
-def _live(pytester, lab: str) -> pytest.RunResult:
-    """The live check on a lab ``experiments/ddp_cpu/lab.py`` (CANNED_LAB's log, then ``lab``)."""
-    pytester.mkdir("checks")
-    shutil.copy(CHECK, pytester.path / "checks" / CHECK.name)
-    pytester.makeini("[pytest]\npythonpath = .\n")
-    data = json.loads((REPO / "solutions/experiments/ddp_cpu/results/allreduce-cpu.json").read_text())
-    data["host"]["load_avg_1m"] += 0.25  # not a copy of the reference: only the live run judges it
-    (pytester.path / "experiments" / "ddp_cpu").mkdir(parents=True)
-    (pytester.path / "experiments" / "__init__.py").write_text("")
-    (pytester.path / "experiments" / "ddp_cpu" / "__init__.py").write_text("")
-    (pytester.path / "experiments" / "ddp_cpu" / "lab.py").write_text(CANNED_LAB.format(log=json.dumps(data)) + lab)
-    (pytester.path / "checks" / "distcheck.toml").write_text(
-        "[phase]\nid = 't'\ntitle = 't'\n"
-        "[[items]]\nid = 'ddp-allreduce-logged'\ntitle = 'ddp'\nhow = 'run the lab'\n"
-        "[ddp]\ncommitted_log = 'log.json'\nlive_log = 'live.json'\n")
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "live", "checks")
-
-
-def test_b1b_a_counter_bumped_through_the_wrappers_closure_is_not_a_collective(pytester):
-    """The count of all-reduces comes from the default process group's sequence number, not from a Python
-    counter the lab can reach."""
-    result = _live(pytester, BUMPS_THE_COUNTER)
-    result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  the lab's log claims 49 timed all-reduces "
-                                 "(sweep and DDP buckets) but the ranks ran 0*"])
-
-
-FORGES_THE_RECORDS = PADS_WITH_ONE_ELEMENT.replace("    return log", """\
-    for cell in dist.all_reduce.__closure__ or ():  # the kit's records of sizes, written by hand
-        if isinstance(cell.cell_contents, dict):
-            for r in log["allreduce_sweep"]:
-                cell.cell_contents[r["size_bytes"]] += r["reps"]
-            for b in log["ddp"]["bucket_allreduce"]:
-                cell.cell_contents[b["bytes"]] += 1
-    return log""")
-
-
-@pytest.mark.parametrize(("lab", "expected"), [
-    (PADS_WITH_ONE_ELEMENT, "the lab's log claims 5 all-reduces of 4096 B but rank 0 all-reduced 0 tensors of that "
-                            "size*"),
-    (FORGES_THE_RECORDS, "rank 0: the kit's wrapper recorded 98 all-reduces but the process group ran 49 "
-                         "collectives: its records were tampered with"),
-], ids=["pads", "pads-and-forges-records"])
-def test_b1a_one_element_all_reduces_do_not_back_a_log_of_other_sizes(pytester, lab, expected):
-    """Each size the log claims must have been all-reduced at least its ``reps`` times on every rank, and the
-    kit's records of sizes can count no more all-reduces than the process group ran collectives."""
-    result = _live(pytester, lab)
-    result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  " + expected])
-
-
-LIES_WITH_GET = '''
-class LabLog(dict):  # red-team t3 B: json.dumps writes the whole log, .get hides what the ranks must back
-    def get(self, key, default=None):
-        return default if key in ("allreduce_sweep", "ddp") else super().get(key, default)
-
-def run(cfg=None):
-    return LabLog(json.loads(LOG))
-'''
-
-
-def test_t3b_the_log_is_judged_as_written_to_disk_not_as_returned(pytester):
-    """A returned dict whose ``.get`` hides the sweep must not hide it from the check: the check reads the
-    live log back from disk (plain JSON types) and judges that."""
-    result = _live(pytester, LIES_WITH_GET)
-    result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  the lab's log claims 49 timed all-reduces "
-                                 "(sweep and DDP buckets) but the ranks ran 0*"])
-
-
-SWAPS_THE_CHECKS_CODE = '''
-import sys
-
-def _never_unbacked(log, runs):
-    return None
-
-f = sys._getframe(0)  # red-team t3 A: the check's _unbacked keeps its identity, its code is the lab's
-while f is not None and "_run_recording_all_reduces" not in f.f_globals:
-    f = f.f_back
-if f is not None:  # on the ranks the lab is imported outside the check
-    f.f_globals["_unbacked"].__code__ = _never_unbacked.__code__
-'''
-
-
-def test_t3a_lab_code_swapping_the_checks_code_cannot_reach_the_check(pytester):
-    """The lab is imported on the ranks only: what it swaps there is a copy of the check's functions, and the
-    check in this process judges its canned log as it is. (In this process the module snapshot would name
-    the swap: tests/test_gate_redteam.py::test_t3a_a_check_modules_function_with_swapped_code_or_defaults_is_named.)"""
-    result = _live(pytester, SWAPS_THE_CHECKS_CODE)
-    result.stdout.fnmatch_lines(["BROKEN   ddp-allreduce-logged  the lab's log claims 49 timed all-reduces "
-                                 "(sweep and DDP buckets) but the ranks ran 0*"])
+def test_a_passing_live_run_is_reused_while_nothing_changed_and_never_under_the_gate(pytester):
+    """Issue 33: `pytest -m local` repeats no live run while the kit, the check, the lab's code and the workspace
+    file are unchanged (what changes the key: tests/test_live_cache.py); the gate's session (its --gate flag)
+    always runs live and leaves the cache alone."""
+    root = _lab_workspace(pytester, (REPO / "experiments" / "ddp_cpu" / "lab.py").read_text())
+    live = ddp.LIVE_DONE.format(n=2)
+    first = _live(pytester)
+    assert (first["state"], first["reason"], first["flags"]) == ("done", live, ["confirmed"])
+    cached = _live(pytester)
+    assert cached["state"] == "done" and cached["flags"] == [live_cache.CACHED], cached
+    assert cached["reason"].endswith(f"unchanged since (to run it again, delete {live_cache.FOLDER})")
+    cache = (root / live_cache.FOLDER / "ddp-allreduce-logged.json").read_bytes()
+    # --gate with the sub-session's flag: this process is the sub-session (not isolated here, so its items are
+    # untrusted, but the check runs as it does there).
+    gated = _live(pytester, "--gate", "--distcheck-subsession")
+    assert (gated["reason"], gated["flags"]) == (live, ["confirmed"])
+    assert (root / live_cache.FOLDER / "ddp-allreduce-logged.json").read_bytes() == cache

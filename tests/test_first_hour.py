@@ -10,8 +10,17 @@ from pathlib import Path
 import pytest
 from dod_support import write_checks
 
-from pytest_distcheck.cmdline import unknown_markers
+from pytest_distcheck.cmdline import CHECK_IT, FROM_THE_ROOT, unknown_markers
 from pytest_distcheck.deps import missing_dependencies
+from pytest_distcheck.paid import NO_KEY_STEP, NO_KEY_WHY, NOTHING_PAID_RAN, SKIPPED_WHY
+from pytest_distcheck.workspace import (
+    DID_YOU_MEAN,
+    NAME_ANOTHER,
+    NAMED_MISSING,
+    NO_WORKSPACE,
+    THERE_ARE,
+    missing_named,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
@@ -28,6 +37,15 @@ def test_the_readme_activates_the_venv_before_its_first_bare_command():
             if re.search(r"^(\$ )?(pytest|distcheck|torchrun) ", block, re.M)]
     assert bare and activate < bare[0], "a bare pytest/distcheck command comes before the venv is activated"
     assert README.count("source .venv/bin/activate") == 1  # stated once
+
+
+def test_ci_runs_the_readme_s_test_command_and_both_install_steps_show_progress():
+    """`.ci/run` calls the README's test command exactly; neither README command silences pip (`-q` made the
+    install silent for about 9 minutes on a loaded machine)."""
+    commands = [line for line in README.splitlines() if line.startswith("python3.11 -m venv .venv && ")]
+    test = next(c for c in commands if "pytest tests" in c)
+    assert test in (REPO / ".ci" / "run").read_text().splitlines()
+    assert len(commands) == 2 and not [c for c in commands if re.search(r"pip install[^&]* (-q|--quiet)\b", c)]
 
 
 def test_the_main_command_installs_the_paid_path_client():
@@ -90,7 +108,7 @@ def test_a_kit_test_run_prints_one_line_instead_of_the_dod_table(workspace_dir):
     result = workspace_dir.runpytest("-p", "no:cacheprovider", "tests")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["distcheck: the DoD of phase t1 was not checked in this run (none of its checks "
-                                 "under checks/ was collected); `pytest -m local` checks it"])
+                                 f"under checks/ was collected); {CHECK_IT}"])
     assert "NOT RUN" not in result.stdout.str() and "Definition of Done" not in result.stdout.str()
 
 
@@ -112,12 +130,8 @@ requires = ["spend"]
 """
 
 
-def test_the_paid_command_explains_itself_and_checks_its_free_prerequisites(pytester):
-    """`pytest -m gpu` (no budget): the paid test's skip reason is shown without -rs, and the table says
-    what is missing (the result) instead of "blocked by spend (not-run)": the items whose `how` is this
-    command, and their prerequisites, get their free checks run."""
-    pytester.makefile(".toml", **{"checks/distcheck": PAID_WORKSPACE})
-    pytester.makepyfile(**{"checks/test_checks": textwrap.dedent("""
+# The free checks of PAID_WORKSPACE: the spend item is done, the paid one pending on `pytest -m gpu --max-usd 3`.
+PAID_CHECKS = textwrap.dedent("""
         import pytest, pytest_distcheck
 
         @pytest.mark.local
@@ -129,7 +143,15 @@ def test_the_paid_command_explains_itself_and_checks_its_free_prerequisites(pyte
         @pytest.mark.dod("paid")
         def test_paid():
             pytest_distcheck.pending("no result yet", "pytest -m gpu --max-usd 3")
-        """), "checks/test_pod": textwrap.dedent("""
+""")
+
+
+def test_the_paid_command_explains_itself_and_checks_its_free_prerequisites(pytester):
+    """`pytest -m gpu` (no budget): the paid test's skip reason is shown without -rs, and the table says
+    what is missing (the result) instead of "blocked by spend (not-run)": the items whose `how` is this
+    command, and their prerequisites, get their free checks run."""
+    pytester.makefile(".toml", **{"checks/distcheck": PAID_WORKSPACE})
+    pytester.makepyfile(**{"checks/test_checks": PAID_CHECKS, "checks/test_pod": textwrap.dedent("""
         import pytest
 
         @pytest.mark.gpu
@@ -170,3 +192,97 @@ def test_a_paid_test_without_the_gpu_extra_names_the_install_line(pytester, monk
     result.stdout.fnmatch_lines(["*the `gpu` extra of pytest-distcheck is not installed in this Python (missing: "
                                  "asyncssh); install it with: * -m pip install -e '.[[]gpu]'*"])
     assert "ModuleNotFoundError" not in result.stdout.str()
+
+
+def test_a_misspelled_workspace_file_is_a_usage_error_that_offers_the_closest_name(workspace_dir):
+    """`--workspace checks/solution.toml` (for solutions.toml): not a marker error of the first check claiming
+    there is no checks/distcheck.toml, but the file named, where it was looked for, and the closest name."""
+    write_checks(workspace_dir)
+    (workspace_dir.path / "checks" / "solutions.toml").write_text((workspace_dir.path / "checks" /
+                                                                    "distcheck.toml").read_text())
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "-m", "local", "--workspace", "checks/solution.toml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    said = NAMED_MISSING.format(source="--workspace", base=workspace_dir.path,
+                                hint=DID_YOU_MEAN.format(path="checks/solutions.toml"))
+    result.stderr.fnmatch_lines([f"ERROR: distcheck: checks/solution.toml: {said}"])
+    assert "mark.dod" not in result.stderr.str()
+
+
+def test_a_missing_workspace_file_with_no_close_name_lists_its_neighbours_or_names_the_next_step(tmp_path):
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "distcheck.toml").write_text("")
+    assert missing_named("checks/zzz.toml", tmp_path, "--workspace") == NAMED_MISSING.format(
+        source="--workspace", base=tmp_path, hint=THERE_ARE.format(paths="checks/distcheck.toml"))
+    assert missing_named("chekcs/distcheck.toml", tmp_path, "--workspace").endswith(
+        DID_YOU_MEAN.format(path="checks/distcheck.toml"))
+    assert missing_named("elsewhere/zzz.toml", tmp_path, "--workspace").endswith(NAME_ANOTHER)
+
+
+def test_pytest_outside_any_workspace_says_none_was_found_and_where_to_go(pytester):
+    """`pytest -m local` in a folder with no workspace above it: not a bare "collected 0 items" but why,
+    and the next step; the exit status stays pytest's "nothing collected"."""
+    result = pytester.runpytest("-p", "no:cacheprovider", "-m", "local")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(["*; no workspace file (checks/distcheck.toml is not in this folder or above); gate*",
+                                 "distcheck: " + NO_WORKSPACE.format(start=pytester.path)])
+
+
+def test_a_suite_without_a_workspace_that_collects_tests_gets_no_workspace_line(pytester):
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == 0 and "no workspace found" not in result.stdout.str()
+
+
+def test_pytest_in_a_subfolder_with_tests_of_its_own_names_the_folder_and_the_way_back(workspace_dir, monkeypatch):
+    """`cd tests && pytest -m local`: the line must not answer "`pytest -m local` checks it" (the command just
+    run) but say why nothing of the DoD was collected and where to run it from."""
+    write_checks(workspace_dir)
+    workspace_dir.makeini("[pytest]\ntestpaths = checks\n")
+    workspace_dir.makepyfile(**{"tests/deep/test_kit": "def test_kit():\n    pass\n"})
+    monkeypatch.chdir(workspace_dir.path / "tests" / "deep")
+    out = workspace_dir.runpytest("-p", "no:cacheprovider", "-m", "local").stdout
+    out.fnmatch_lines(["distcheck: the DoD of phase t1 was not checked in this run*; "
+                       + FROM_THE_ROOT.format(here="tests/deep", up="../..")])
+    assert CHECK_IT not in out.str()
+
+
+def _paid_run(pytester, *args, body="gpu_pod):\n            pass"):
+    pytester.makefile(".toml", **{"checks/distcheck": PAID_WORKSPACE + "\n[budget]\nledger = 'ledger.md'\n"
+                                  "phase_ceiling_usd = 5.0\n"})
+    pod = textwrap.dedent("""
+        @pytest.mark.gpu
+        def test_on_a_pod(BODY
+        """).replace("BODY", body)
+    pytester.makepyfile(**{"checks/test_checks": PAID_CHECKS + pod})
+    return pytester.runpytest("-p", "no:cacheprovider", "-m", "gpu", "--max-usd", "3", *args)
+
+
+def test_the_paid_command_without_a_key_names_the_key_as_the_next_step_and_fails(pytester, monkeypatch):
+    """`pytest -m gpu --max-usd 3` with no RUNPOD_API_KEY: nothing the learner asked for ran, so not exit 0,
+    and the item's next step is not the same command again but the key, then that command."""
+    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
+    result = _paid_run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([
+        "distcheck: paid test skipped: *RUNPOD_API_KEY is not set*",
+        "distcheck: " + NOTHING_PAID_RAN.format(why=NO_KEY_WHY, status=4),
+        "PENDING  paid   no result yet", "*-> " + NO_KEY_STEP.format(how="pytest -m gpu --max-usd 3")])
+
+
+def test_a_budgeted_run_whose_paid_tests_all_skip_for_another_reason_fails_without_naming_the_key(pytester):
+    result = _paid_run(pytester, "--gpu-provider", "local", body="):\n            pytest.skip('too few GPUs')")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["distcheck: " + NOTHING_PAID_RAN.format(why=SKIPPED_WHY, status=4),
+                                 "*-> pytest -m gpu --max-usd 3"])
+    assert "RUNPOD_API_KEY=" not in result.stdout.str()
+
+
+def test_a_misspelled_config_of_a_command_offers_the_closest_name(tmp_path, monkeypatch, capsys):
+    from pytest_distcheck.cli import main
+
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "solutions.toml").write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert main(["budget", "--config", "checks/solution.toml"]) == 2
+    assert capsys.readouterr().err == ("distcheck budget: checks/solution.toml: workspace file not found"
+                                       + DID_YOU_MEAN.format(path="checks/solutions.toml") + "\n")

@@ -56,7 +56,7 @@ def _install():
     f = _sys._getframe(1)
     while f is not None:
         g = f.f_globals
-        if "_run_recording_all_reduces" in g and "pytest_distcheck" in g:
+        if "_live_run_on_rank" in g and "pytest_distcheck" in g:
             global LabConfig
             real = LabConfig
             LabConfig = _types.FunctionType(_says_done.__code__, g, "LabConfig")
@@ -68,22 +68,18 @@ def _install():
 _install()
 '''
 
-# Text the check takes from the lab (its table) that runs code wherever it is unpickled: ``str()`` keeps a
-# subclass whose ``__str__`` returns itself.
+# Text the check's rank function returns that runs code wherever it is unpickled: the lab replaces json.dumps
+# on the rank, so the JSON text comes back as a str subclass.
 RUNS_CODE_WHEN_UNPICKLED = '''
 class _Table(str):
-    def __str__(self):
-        return self
-
     def __reduce__(self):
         return (exec, ("import pathlib; pathlib.Path(%r).write_text('ran')",))
 
 
-_real_table = format_table
+import json as _json
 
-
-def format_table(result):
-    return _Table(_real_table(result))
+_real_dumps = _json.dumps
+_json.dumps = lambda *args, **kwargs: _Table(_real_dumps(*args, **kwargs))
 '''
 
 

@@ -13,7 +13,7 @@ from pytest_distcheck import i18n
 from pytest_distcheck.cli import main
 
 PACKAGE = i18n.LOCALE_DIR.parent
-KEYWORDS = {"_": None, "ngettext": (1, 2)}
+KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
 
 
 def _catalog(lang: str):

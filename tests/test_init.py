@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_distcheck.cli import main
+from pytest_distcheck.commands.init import HERE, READY
 from pytest_distcheck.phase_pack import pack_files, pack_root
 from pytest_distcheck.workspace_init import PYTEST_INI, init_workspace
 
@@ -69,12 +70,13 @@ def test_init_keeps_an_existing_pytest_configuration_and_gitignore(tmp_path):
     assert (tmp_path / "pyproject.toml").read_text() == "[tool.pytest.ini_options]\naddopts = '-q'\n"
 
 
-def test_init_in_the_current_folder_says_pytest_without_cd(tmp_path, monkeypatch, capsys):
+def test_init_in_the_current_folder_names_it_and_says_pytest_without_cd(tmp_path, monkeypatch, capsys):
+    """`distcheck init` here: not "ready in .. Next" (read as the parent) but the folder by name."""
     monkeypatch.chdir(tmp_path)
     assert main(["init"]) == 0
-    assert capsys.readouterr().out.endswith(
-        '\n  git init && git add . && git commit -m "Start the phase workspace (distcheck init)" -- .\n'
-        "  pytest -m local   (the DoD table says what to do next)\n")
+    commit = 'git init && git add . && git commit -m "Start the phase workspace (distcheck init)" -- .'
+    assert capsys.readouterr().out.endswith(READY.format(where=HERE.format(path=tmp_path), go="", commit=commit)
+                                            + "\n")
 
 
 def test_init_in_a_repository_prints_the_commit_of_what_it_wrote_and_that_line_commits_it(tmp_path, capsys):

@@ -10,14 +10,25 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from test_pods_tp_check import STEPS, _workspace  # noqa: I001 - the same workspace as the paid-check tests
 
 from pytest_distcheck.budget.ledger import Ledger
 from pytest_distcheck.pods.fake.fixtures import FAST_TIMINGS, write_workspace
+from pytest_distcheck.pods.rehearsal import (
+    INTERRUPTED,
+    KEPT,
+    NO_DOD_TABLE,
+    POD_TERMINATED,
+    RUN_SETTLED,
+    THIS_RUN,
+    WINDING_DOWN,
+)
 
 
 def _hashes(root: Path) -> dict[str, str]:
@@ -25,7 +36,9 @@ def _hashes(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_rehearse_runs_the_paid_path_in_a_scratch_copy(tmp_path, monkeypatch):
+@pytest.fixture
+def rehearsal_ws(tmp_path, monkeypatch):
+    """A workspace with the paid check (the paid-check tests' one) and fast pod timings; no RunPod variables."""
     ws = tmp_path / "ws"
     (ws / "checks").mkdir(parents=True)
     write_workspace(ws)
@@ -33,9 +46,16 @@ def test_rehearse_runs_the_paid_path_in_a_scratch_copy(tmp_path, monkeypatch):
     (ws / "tox.ini").write_text(f"[pytest]\ndistcheck_pod_timings = {FAST_TIMINGS}\n")
     for name in ("RUNPOD_API_KEY", "RUNPOD_API_BASE_URL", "DISTCHECK_REHEARSAL", "DISTCHECK_RUNPOD_REST_URL"):
         monkeypatch.delenv(name, raising=False)
+    return ws
+
+
+ENV = {**os.environ, "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])}
+
+
+def test_rehearse_runs_the_paid_path_in_a_scratch_copy(rehearsal_ws):
+    ws = rehearsal_ws
     before = _hashes(ws)
-    env = {**os.environ, "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])}
-    proc = subprocess.run([sys.executable, "-m", "pytest_distcheck.cli", "rehearse"], cwd=ws, env=env,
+    proc = subprocess.run([sys.executable, "-m", "pytest_distcheck.cli", "rehearse"], cwd=ws, env=ENV,
                           capture_output=True, text=True, timeout=600)
     out = proc.stdout
     assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
@@ -45,15 +65,13 @@ def test_rehearse_runs_the_paid_path_in_a_scratch_copy(tmp_path, monkeypatch):
                     "*: terminating pod *", "*: pod * terminated; settled * s x $1.18/h = $*"]:
         assert any(fnmatch.fnmatch(line, pattern) for line in out.splitlines()), pattern
     assert "Captured stderr" not in out and "Captured stdout" not in out  # the status line is not captured output
-    assert "the DoD of phase t7 was not checked in this run" in out  # this test workspace has no DoD checks
-    assert "REHEARSAL: this run and the Definition of Done above are of a scratch copy" in out
+    # the fresh-user trial: the scratch copy's DoD table (0/N, git hints) read as the learner's own state
+    assert NO_DOD_TABLE in out and THIS_RUN in out and "Definition of Done: phase" not in out
+    assert "git init" not in out
     assert "paid path: PASSED end to end against the fake RunPod API; $0 paid" in out
     assert "not covered by a rehearsal: no GPU visible: nvidia-smi: nvidia-smi not found" in out
     assert "pods left on the fake API: none" in out
     scratch = Path(re.search(r"scratch copy kept at (\S+) ", out).group(1))
-    # the fresh-user trial: the scratch copy's git hints read as the learner's, and its temp folder stayed
-    assert ("the DoD table's -> lines are about the scratch copy (not a git repository): none is for you; after "
-            "the real run, your own table names what to commit") in out
     assert out.rstrip().endswith(f"remove it with: rm -rf {scratch.parent}")
     try:
         rows = Ledger(scratch / "ledger.md", scratch / ".distcheck" / "budget.lock").read()
@@ -93,3 +111,35 @@ def test_rehearse_without_the_gpu_extra_says_what_to_install(monkeypatch, capsys
     assert main(["rehearse"]) != 0
     err = capsys.readouterr().err
     assert "distcheck rehearse: needs the gpu extra (asyncssh is not installed): pip install -e '.[gpu]'" in err
+
+
+def test_ctrl_c_during_rehearse_terminates_the_fake_pod_settles_its_row_and_names_the_copy(rehearsal_ws):
+    """Ctrl-C at a terminal (SIGINT to the whole process group) once the fake pod is ready: the run's teardown
+    terminates the pod and settles its ledger row while the fake API stays up, and the last lines say so and
+    give the scratch copy's rm -rf (it used to exit in 1.2 s with "interrupted", the row open, the copy behind)."""
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_distcheck.cli", "rehearse"], cwd=rehearsal_ws, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if ": ready: pod " in line:
+                os.killpg(proc.pid, signal.SIGINT)
+                break
+        lines += proc.communicate(timeout=300)[0].splitlines()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    out = "\n".join(lines)
+    assert proc.returncode == 130, out[-4000:]
+    scratch = Path(re.search(r"scratch copy (\S+) against", out).group(1))
+    try:
+        rows = Ledger(scratch / "ledger.md", scratch / ".distcheck" / "budget.lock").read()
+        settled = next(r for r in rows if r.status == "settled")
+        pod = re.search(r"ready: pod (\S+),", out).group(1)
+        assert WINDING_DOWN in lines
+        assert INTERRUPTED.format(pods=POD_TERMINATED.format(id=pod),
+                                  runs=RUN_SETTLED.format(run_id=settled.run_id, cost=settled.cost)) in lines
+        assert lines[-1] == KEPT.format(scratch=scratch, what="what the run got to", parent=scratch.parent)
+    finally:
+        shutil.rmtree(scratch.parent, ignore_errors=True)

@@ -19,6 +19,12 @@ import argparse
 import shlex
 from pathlib import Path
 
+# The last lines: {where} is the folder (HERE when it is the current one), {go} the cd into it, {commit} the git line.
+READY = ("Phase workspace ready in {where}. Next, commit it (the DoD items whose evidence is committed need it in "
+         "git), then check it:\n  {go}{commit}\n  pytest -m local   (the DoD table says what to do next)")
+READY_COMMITTED = "Phase workspace ready in {where}: {go}pytest -m local (the DoD table says what to do next)"
+HERE = "this folder ({path})"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -42,14 +48,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"  kept   {rel} (already there)")
     if report.pytest_config_hint:
         print(report.pytest_config_hint)
-    go = "" if dest.resolve() == Path.cwd().resolve() else f"cd {shlex.quote(str(dest))} && "
+    here = dest.resolve() == Path.cwd().resolve()
+    go = "" if here else f"cd {shlex.quote(str(dest))} && "
+    where = HERE.format(path=Path.cwd()) if here else str(dest)
     commit = _commit_line(dest, report.written)
-    if commit:
-        print(f"Phase workspace ready in {dest}. Next, commit it (the DoD items whose evidence is committed "
-              f"need it in git), then check it:\n  {go}{commit}\n  pytest -m local   (the DoD table says what to "
-              "do next)")
-    else:
-        print(f"Phase workspace ready in {dest}: {go}pytest -m local (the DoD table says what to do next)")
+    print(READY.format(where=where, go=go, commit=commit) if commit else READY_COMMITTED.format(where=where, go=go))
     return 0
 
 

@@ -2,12 +2,13 @@
 
 Runs what `pytest -m gpu --max-usd 3` runs (pricing, reservation, ledger rows, pod create, SSH,
 staging, the pod preflight, the experiment on the CPU preset, copy-back, termination, settlement, the
-DoD table) against the bundled fake RunPod API, whose pods are this machine over real SSH, in a
+DoD checks) against the bundled fake RunPod API, whose pods are this machine over real SSH, in a
 scratch copy of the workspace: $0, and nothing in your workspace is written. Ends with what the
 rehearsal covered and what it could not (what only a real GPU pod shows). Do it before paying.
-The DoD table's hints (git ones included) are about the scratch copy, not your workspace. The scratch copy
-is kept for you to look at (its ledger rows and result); the last line gives its path and the rm -rf that
-removes it.
+No DoD table: it would describe the scratch copy, not your workspace. Ctrl-C lets the run terminate
+its fake pod and settle its ledger row first (Ctrl-C again stops at once), then says what became of
+them. The scratch copy is kept for you to look at (its ledger rows and result); the last line gives its
+path and the rm -rf that removes it.
 """
 
 from __future__ import annotations

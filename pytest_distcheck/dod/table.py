@@ -31,7 +31,7 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
     A ``-m`` expression naming no registered marker (strict markers) gets one line naming it instead.
     A run that collected none of the DoD's checks (``pytest tests``: the kit's own tests) and no gate
     gets one line instead: nothing was claimed, and six NOT RUN rows would read as a failure."""
-    from pytest_distcheck.cmdline import bad_markexpr
+    from pytest_distcheck.cmdline import bad_markexpr, not_checked_next_step
 
     problem = bad_markexpr(tr.config)  # read after collection: markers of every conftest are registered
     if problem:
@@ -41,7 +41,7 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
         return
     if not gate and not_checked_at_all(results):
         tr.write_line(f"distcheck: the DoD of phase {ws.phase_id} was not checked in this run (none of its checks "
-                      f"under {ws.checks_dir.name}/ was collected); `pytest -m local` checks it")
+                      f"under {ws.checks_dir.name}/ was collected); {not_checked_next_step(tr.config, ws.root)}")
         return
     tr.write_sep("=", f"Definition of Done: phase {ws.phase_id}")
     named = workspace_option(ws)

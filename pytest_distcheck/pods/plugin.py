@@ -104,7 +104,11 @@ def rehearsal(config: pytest.Config) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
-    rehearsal(config)
+    if rehearsal(config):
+        from pytest_distcheck.dod.plugin import table_instead_key
+        from pytest_distcheck.pods.rehearsal import NO_DOD_TABLE
+
+        config.stash[table_instead_key] = NO_DOD_TABLE
     _provider_name(config)  # bad values are usage errors now, not at the first paid test
     _local_rate(config)
     _timings(config)
@@ -305,10 +309,10 @@ def _reconcile_at_end(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if rehearsal(config):  # after the DoD table: say what it was
-        terminalreporter.write_line("REHEARSAL: this run and the Definition of Done above are of a scratch copy of the "
-                                    "workspace, against the bundled fake RunPod API; nothing was paid and nothing "
-                                    "here is evidence", yellow=True, bold=True)
+    if rehearsal(config):  # at the end: say what it was
+        from pytest_distcheck.pods.rehearsal import THIS_RUN
+
+        terminalreporter.write_line(THIS_RUN, yellow=True, bold=True)
 
 
 @pytest.hookimpl(trylast=True)

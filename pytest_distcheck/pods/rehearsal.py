@@ -10,17 +10,20 @@ Design decisions (why; the test that pins each is ``tests/test_rehearse.py``):
 - A scratch copy: the workspace root is copied (without VCS, virtual environments and caches) to a new
   temporary folder and everything runs there, so the learner's ledger, results and caches are never
   written (the test hashes the workspace before and after). It is kept for the learner to look at; the
-  summary ends with its path and the ``rm -rf`` that removes it (with the fake API's files beside it), and
-  says the DoD table's git hints are about the copy, which is no git repository, not the learner's.
+  summary ends with its path and the ``rm -rf`` that removes it (with the fake API's files beside it).
+- No DoD table: in the copy (no git repository) every item reads pending or blocked, which a learner
+  would take for their own state; one line (:data:`NO_DOD_TABLE`) stands in its place.
 - The fake API is started in this process on 127.0.0.1 and the run is a child ``pytest`` with
   ``RUNPOD_API_BASE_URL`` pointing at it, a made-up key and ``DISTCHECK_REHEARSAL=1``; the plugin
   accepts that flag only while the API is on loopback (``pods/plugin.py``), so no real paid run can
   be a rehearsal and a rehearsal can never spend real money.
+- Ctrl-C reaches the child too (one process group): the fake API stays up while the child's teardown
+  terminates the pod and settles its ledger row, as a paid run's would; a second Ctrl-C stops it at
+  once. Then one line says what became of each fake pod and ledger run, and where the copy is.
 - In a rehearsal the paid check runs the CPU preset with gloo and records the preflight's misses as
   what the rehearsal could not cover instead of stopping (``checks/test_tp_speedup_gpu.py``).
-- It ends with the DoD table of the items a paid run completes (those whose ``how`` runs ``-m gpu``),
-  marked REHEARSAL, then a summary: covered steps, and what a rehearsal cannot cover (what the
-  preflight found missing here, real prices and capacity, the image on a real host).
+- It ends with a summary: covered steps, and what a rehearsal cannot cover (what the preflight found
+  missing here, real prices and capacity, the image on a real host).
 """
 
 from __future__ import annotations
@@ -44,6 +47,24 @@ COVERED = ("pricing (the fake API's GPU prices, through the real runpod SDK)", "
            "pod create, wait and SSH (real SSH to this machine)", "staging the lab", "the pod preflight",
            "the experiment (CPU preset, gloo)", "copy-back of the result", "termination and settlement",
            "the DoD table")
+# In place of the DoD table, and at the end of the child run.
+NO_DOD_TABLE = ("REHEARSAL: no Definition of Done table: it would describe the scratch copy (no git repository, "
+                "so its items read pending or blocked), not your workspace; `pytest -m local` there says where "
+                "you stand")
+THIS_RUN = ("REHEARSAL: this run is of a scratch copy of the workspace, against the bundled fake RunPod API; "
+            "nothing was paid and nothing here is evidence")
+# After Ctrl-C: while the child winds down, then what became of the fake pods and the ledger's runs.
+WINDING_DOWN = ("distcheck rehearse: Ctrl-C: waiting for the rehearsal to terminate its fake pod and settle its "
+                "ledger row, as a paid run would (Ctrl-C again stops it at once)")
+INTERRUPTED = "distcheck rehearse: interrupted (Ctrl-C); {pods}; {runs}; nothing was paid"
+NO_POD = "no fake pod had been created"
+POD_TERMINATED = "fake pod {id} terminated by the run"
+POD_LEFT = "fake pod {id} was left running and stopped with the fake API (its processes killed)"
+NO_RUN = "no ledger row written"
+RUN_SETTLED = "run {run_id} settled in the scratch ledger (${cost} on the fake API's bill)"
+RUN_UNSETTLED = ("run {run_id} has no settled row in the scratch ledger: the run stopped before its teardown "
+                 "settled it (a second Ctrl-C, or a crash); nothing is owed, the fake API bills nobody")
+KEPT = "scratch copy kept at {scratch} ({what}); remove it with: rm -rf {parent}"
 NOT_COVERED = ("real prices, capacity and how long a real pod takes to start",
                "the image on a real host (driver, CUDA, its torch)",
                "NCCL on GPUs, CUDA-event timing and the gpu preset's memory")
@@ -52,13 +73,12 @@ NOT_COVERED = ("real prices, capacity and how long a real pod takes to start",
 def scratch_copy(root: Path) -> Path:
     """A copy of the workspace ``root`` in a new temporary folder (without VCS, venvs, caches); its path."""
     dest = Path(tempfile.mkdtemp(prefix="distcheck-rehearsal-")) / root.name
-    shutil.copytree(root, dest, ignore=SKIP, symlinks=True)
+    try:
+        shutil.copytree(root, dest, ignore=SKIP, symlinks=True)
+    except BaseException:  # Ctrl-C or a full disk half-way: leave no partial copy behind
+        shutil.rmtree(dest.parent, ignore_errors=True)
+        raise
     return dest
-
-
-def paid_items(ws: Any) -> list[str]:
-    """Ids of the items a paid run completes: their ``how`` runs ``pytest -m gpu``."""
-    return [it.id for it in ws.items if "-m gpu" in it.how]
 
 
 def rehearsal_results(root: Path, results_dir: str) -> list[dict[str, Any]]:
@@ -84,7 +104,7 @@ def _rows(root: Path, ledger: str | None) -> list[Any]:
 
 def rehearse(config: Path) -> int:
     """Run the rehearsal for the workspace file ``config``, printing as it goes. Returns the exit status
-    (0: the paid path passed end to end and no fake pod was left; else non-zero)."""
+    (0: the paid path passed end to end and no fake pod was left; 130: interrupted; else non-zero)."""
     from pytest_distcheck.pods.fake import FakeRunPod
     from pytest_distcheck.workspace import load_workspace
 
@@ -104,26 +124,58 @@ def rehearse(config: Path) -> int:
                "XDG_CACHE_HOME": str(scratch.parent / "cache"), "PYTHONDONTWRITEBYTECODE": "1"}
         for name in ("DISTCHECK_MAX_USD", "DISTCHECK_GPU_PROVIDER", "PYTEST_ADDOPTS"):
             env.pop(name, None)
-        base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--workspace", str(rel_config)]
-        paid = subprocess.run([*base, "-m", "gpu", "--max-usd", MAX_USD], cwd=scratch, env=env, check=False)
-        items = paid_items(ws)
-        if items:
-            subprocess.run([*base, *[a for i in items for a in ("--dod", i)]], cwd=scratch, env=env, check=False)
+        # The items a paid run completes get their free checks run after the paid test (pytest_distcheck.paid).
+        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--workspace", str(rel_config),
+                   "-m", "gpu", "--max-usd", MAX_USD]
+        status, interrupted = _run_child(command, scratch, env, say)
+        pods = fake.pods
         live = [p.id for p in fake.live_pods()]
     new = [r for r in _rows(scratch, ledger) if (r.row_hash or (r.run_id, r.status, r.line)) not in before]
+    kept = lambda what: KEPT.format(scratch=scratch, what=what, parent=shlex.quote(str(scratch.parent)))  # noqa: E731
+    if interrupted:
+        say(INTERRUPTED.format(pods=_pods_line(pods, live), runs=_runs_line(new)))
+        say(kept("what the run got to"))
+        return 130
     results_dir = str(ws.section("tp_inference").get("results_dir", "experiments/tp_inference/results"))
     missed = [p for r in rehearsal_results(scratch, results_dir) for p in r["preflight"].get("problems", [])]
     say("=" * 30 + " REHEARSAL summary " + "=" * 30)
-    say(f"paid path: {'PASSED end to end' if paid.returncode == 0 else f'FAILED (pytest exit {paid.returncode})'} "
+    say(f"paid path: {'PASSED end to end' if status == 0 else f'FAILED (pytest exit {status})'} "
         "against the fake RunPod API; $0 paid")
     say("ledger rows written in the scratch copy (not yours): "
         + (", ".join(f"{r.status} {r.run_id} ${r.cost}" for r in new) or "none"))
     say("pods left on the fake API: " + (", ".join(live) if live else "none"))
     say("covered: " + "; ".join(COVERED))
     say("not covered by a rehearsal: " + "; ".join([*dict.fromkeys(missed), *NOT_COVERED]))
-    say("the DoD table's -> lines are about the scratch copy (not a git repository): none is for you; after the real "
-        "run, your own table names what to commit")
     say(f"next, for real: pytest -m gpu --max-usd {MAX_USD}")
-    say(f"scratch copy kept at {scratch} (its ledger rows and result, to look at); remove it with: "
-        f"rm -rf {shlex.quote(str(scratch.parent))}")
-    return paid.returncode or (1 if live else 0)
+    say(kept("its ledger rows and result, to look at"))
+    return status or (1 if live else 0)
+
+
+def _run_child(command: list[str], cwd: Path, env: dict[str, str], say: Any) -> tuple[int, bool]:
+    """Run the child pytest; (its exit status, whether Ctrl-C came). The child shares this process group,
+    so Ctrl-C reached it too: wait for its teardown; a second Ctrl-C kills it."""
+    proc = subprocess.Popen(command, cwd=cwd, env=env)
+    try:
+        return proc.wait(), False
+    except KeyboardInterrupt:
+        say(WINDING_DOWN)
+    try:
+        return proc.wait(), True
+    except KeyboardInterrupt:
+        proc.kill()
+        return proc.wait(), True
+
+
+def _pods_line(pods: list[Any], live: list[str]) -> str:
+    if not pods:
+        return NO_POD
+    return ", ".join((POD_LEFT if p.id in live else POD_TERMINATED).format(id=p.id) for p in pods)
+
+
+def _runs_line(rows: list[Any]) -> str:
+    runs = list(dict.fromkeys(r.run_id for r in rows))
+    if not runs:
+        return NO_RUN
+    settled = {r.run_id: r for r in rows if r.status in ("settled", "overrun")}
+    return ", ".join(RUN_SETTLED.format(run_id=run, cost=settled[run].cost) if run in settled
+                     else RUN_UNSETTLED.format(run_id=run) for run in runs)

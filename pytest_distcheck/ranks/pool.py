@@ -71,6 +71,9 @@ Design decisions, each with its reason and the test that pins it (tests/test_ran
   seconds later (test_rank_processes::test_a_killed_xdist_controller_takes_zygotes_and_ranks_with_it);
   session folders are locked while used and swept when dead (:mod:`pytest_distcheck.ranks.tempdirs`;
   test_rank_report::test_dead_session_folders_are_swept_and_live_ones_kept).
+- the ranks are woken through their pipes, blocking: a futex on shared memory wakes no sooner and a spin
+  before blocking was slower at every length measured on 2 shared cores (benchmarks/README.md, "Wake-up
+  paths");
 - a call's ``timeout`` must be > 0 and at most a year, checked before anything starts (beyond it the poll
   and the group's ``timedelta`` overflow)
   (test_fuzz_inputs::test_a_call_timeout_out_of_range_is_refused_before_any_rank_starts);
