@@ -3,13 +3,13 @@
 The pack is this repository's own files, never a second copy: the workspace file, the DoD checks and
 the quiz bank (``checks/``), the labs' code the checks run (``experiments/``), lab 02's exercise (the TP
 fault zoo and layer styles under ``fixtures/``, and the four ``tests/test_tp_*.py`` it runs), the pages a learner reads
-while working (``docs/README.md``, the start page; ``docs/theory/``; the lab statements ``docs/lab/``) and the
-note skeleton (``docs/notes/TEMPLATE.md``). No page links into the reference solutions, which stay in the
-kit's repository (``tests/test_docs_links.py`` checks every relative link here and in a fresh
-workspace), and every other path a page shows is in a fresh workspace or said to be the kit's repository's
-(``tests/test_docs_commands.py``). A wheel ships them under ``pytest_distcheck/_phase/`` with the same relative paths
-(``setup.py`` maps the folders in as package data); a source checkout (an editable install) reads them
-from the repository root.
+while working (``docs/README.md``, the start page; ``docs/theory/``; the lab statements ``docs/lab/``), the
+note skeleton (``docs/notes/TEMPLATE.md``) and their Spanish twins (``docs/es/``). No page links into the
+reference solutions, which stay in the kit's repository (``tests/test_docs_links.py`` checks every relative link
+here and in a fresh workspace), and every other path a page shows is in a fresh workspace or said to be the kit's
+repository's (``tests/test_docs_commands.py``). A wheel ships them under ``pytest_distcheck/_phase/`` with the same
+relative paths (``setup.py`` maps the folders in as package data); a source checkout (an editable install) reads
+them from the repository root.
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ PACK_GLOBS = (
     "docs/theory/*.md",
     "docs/lab/*.md",
     "docs/notes/TEMPLATE.md",
+    # The Spanish twins and the glossary (the English pages link their twins, so both languages ship).
+    "docs/es/*.md",
+    "docs/es/theory/*.md",
+    "docs/es/lab/*.md",
 )
 # Where a wheel keeps the pack, relative to the package folder.
 SHIPPED = "_phase"

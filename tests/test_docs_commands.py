@@ -120,7 +120,7 @@ WORKSPACE_PATH = re.compile(r"(?<![\w/.-])((?:tests|fixtures|solutions|checks|be
                             r"|experiments/[\w/-]+\.(?:py|sh))")
 # `from fixtures.tp_faults.zoo import MLP` in an example: the module must be there too.
 WORKSPACE_IMPORT = re.compile(r"(?:^|\s)(?:from|import)\s+((?:tests|fixtures|checks|experiments)(?:\.\w+)+)")
-KIT_REPO = re.compile(r"kit['\u2019]s\s+(?:own\s+)?repository", re.IGNORECASE)
+KIT_REPO = re.compile(r"kit['\u2019]s\s+(?:own\s+)?repository|repositorio\s+del\s+kit", re.IGNORECASE)  # en, es
 
 
 def shown_with_context(markdown: str) -> list[tuple[str, str]]:

@@ -136,6 +136,6 @@ def test_every_relative_link_in_docs_resolves_in_a_fresh_workspace(workspace):
 
 def test_a_fresh_workspace_has_the_pages_a_learner_reads_and_no_solutions(workspace):
     docs = {p.relative_to(workspace).as_posix() for p in (workspace / "docs").rglob("*.md")}
-    want = {p.relative_to(REPO).as_posix() for d in ("theory", "lab") for p in (REPO / "docs" / d).glob("*.md")}
+    want = {p.relative_to(REPO).as_posix() for d in ("theory", "lab", "es") for p in (REPO / "docs" / d).rglob("*.md")}
     assert want | {"docs/README.md", "docs/notes/TEMPLATE.md"} == docs
     assert not (workspace / "solutions").exists() and not (workspace / "checks" / "solutions.toml").exists()

@@ -164,3 +164,16 @@ def test_a_note_pieced_from_several_kit_texts_is_copied_naming_each(tmp_path):
                                  "solutions/docs/notes/megatron.md")
     note.write_text("\n\n".join(OWN + taken[:4]))  # 4 of 10: not more than half
     assert copied_from(note) is None
+
+
+def test_a_note_made_of_a_spanish_page_is_a_copy_of_it_and_its_code_of_the_english_page(tmp_path):
+    """A Spanish twin (docs/es/) is a course page of its own: its prose is its fingerprint, while the code blocks
+    it shares with its English page stay the English page's."""
+    page = REPO / "docs" / "es" / "theory" / "03-collectives-and-cost.md"
+    prose = [p for p in paragraphs(page.read_text(encoding="utf-8")) if not p.startswith(("#", "`", "|"))][1:5]
+    note = _write(tmp_path / "docs" / "notes" / "fsdp.md", "\n\n".join(OWN[:2] + [p + " Claro." for p in prose]))
+    assert copied_from(note) == ("4 of its 6 paragraphs are those of the course page "
+                                 "docs/es/theory/03-collectives-and-cost.md")
+    code = paragraphs((REPO / "docs" / "theory" / "03-collectives-and-cost.md").read_text(encoding="utf-8"))[2]
+    note.write_text("\n\n".join(OWN[:2] + [p + " Claro." for p in prose[:2]] + [code]))
+    assert "1 of the course page docs/theory/03-collectives-and-cost.md" in (copied_from(note) or "")

@@ -207,7 +207,7 @@ def text_sources(root: Path) -> dict[Path, set[Path]]:
     files whose text it may share: the reference solutions' (``solutions/**/*.md``, README aside) with
     :func:`_starting_texts`, and the course pages ``distcheck init`` ships (the phase pack's Markdown,
     :data:`pytest_distcheck.phase_pack.PACK_GLOBS`, but the note skeleton under ``docs/notes/``, which is the
-    learner's to fill) with that skeleton."""
+    learner's to fill) with that skeleton, and a Spanish twin also with its English page."""
     from pytest_distcheck.phase_pack import PACK_GLOBS
 
     own = [g for g in PACK_GLOBS if g.startswith("docs/notes/")]
@@ -216,7 +216,15 @@ def text_sources(root: Path) -> dict[Path, set[Path]]:
     out = {p: set(_starting_texts(p.relative_to(solutions), root))
            for p in sorted(solutions.rglob("*.md")) if p.name != "README.md"}
     pages = sorted({p for g in PACK_GLOBS if g.endswith(".md") and g not in own for p in root.glob(g) if p.is_file()})
-    return out | {p: skeleton for p in pages}
+    return out | {p: skeleton | _english_twin(p, root) for p in pages}
+
+
+def _english_twin(page: Path, root: Path) -> set[Path]:
+    """A Spanish page's English twin (docs/es/X -> docs/X), whose code and numbers it shares: only the twin's own
+    prose is its fingerprint, so a copied code block is the English page's."""
+    spanish = root / "docs" / "es"
+    twin = root / "docs" / page.relative_to(spanish) if page.is_relative_to(spanish) else None
+    return {twin} if twin is not None and twin.is_file() else set()
 
 
 def text_fingerprints(root: Path) -> dict[str, Any]:

@@ -1,0 +1,322 @@
+"""Each Spanish page under docs/es/ is the twin of an English learner page (issue 31): a change to one side that
+the other lacks fails here, naming the pair and what differs.
+
+The English pages (the phase pack's docs/*.md) are the source of truth: each has a twin at docs/es/<same path>
+or is listed in NOT_YET_TRANSLATED. A pair agrees on its headings, commands, code, numbers and links (the rules
+are the docstrings of the functions below), links to its twin on the line under its title, and runs its
+doctests, console blocks and inline markers (tests/docs_support.py) in both languages.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from itertools import zip_longest
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from docs_support import console_mismatches, doctest_failures, inline_mismatches
+from markdown_it import MarkdownIt
+
+from pytest_distcheck.phase_pack import pack_files
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+ES = "es"
+GLOSSARY = "glosario.md"  # Spanish only: the English form of each term is the term itself
+# English pages whose Spanish twin is still to be written. Writing a twin means deleting its line here.
+NOT_YET_TRANSLATED = {
+    "README.md",
+    "theory/02-parallelism-flavors.md",
+    "lab/00-cloud-budget-and-tooling.md",
+    "lab/01-ddp-on-cpu.md",
+    "lab/02-tp-inference-cloud.md",
+    "lab/03-megatron-fsdp-reading.md",
+    "notes/TEMPLATE.md",
+}
+ENGLISH = sorted(p.removeprefix("docs/") for p in pack_files(ROOT)
+                 if p.startswith("docs/") and p.endswith(".md") and not p.startswith(f"docs/{ES}/"))
+PAIRS = [p for p in ENGLISH if (DOCS / ES / p).is_file()]
+
+SWITCH_EN = "English · [Español]({})"
+SWITCH_ES = "[English]({}) · Español"
+PROBLEM = "{pair}: {what}: {detail}"
+COMMAND = re.compile(r"^(?:\$ |(?:distcheck|pytest|torchrun|git)\b|\[cite:)")
+DOCTEST_COMMENT = re.compile(r"^((?:>>>|\.\.\.) .*?)\s+#.*$", re.M)
+NUMBER = re.compile(r"\d+(?:[.,\u00a0\u202f]\d+)*")
+GROUPED = re.compile(r"[1-9]\d{0,2}(?:[,\u00a0\u202f]\d{3})+")
+_MD = MarkdownIt("commonmark").enable("table")
+
+
+def headings(text: str) -> list[tuple[int, str]]:
+    """(level, text) of each heading, outside code."""
+    tokens = _MD.parse(text)
+    return [(int(t.tag[1]), tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open"]
+
+
+def slugs(text: str) -> list[str]:
+    """GitHub's anchor of each heading, in order: lower case, punctuation dropped, spaces to hyphens, a repeat
+    suffixed -1, -2."""
+    seen: Counter[str] = Counter()
+    out = []
+    for _, title in headings(text):
+        base = re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+        out.append(f"{base}-{seen[base]}" if seen[base] else base)
+        seen[base] += 1
+    return out
+
+
+def _inline_children(text: str):
+    for token in _MD.parse(text):
+        if token.type == "inline":
+            yield from token.children or []
+
+
+def code(text: str) -> tuple[list[str], list[str]]:
+    """(code spans, code blocks): every span, and every fenced or indented block with the comment after ` #` on
+    a doctest line (`>>> `, `... `) removed, since that comment may be translated. The commands of a page are
+    its spans and block lines that begin with `$ `, `distcheck`, `pytest`, `torchrun`, `git` or `[cite:`."""
+    spans = [c.content for c in _inline_children(text) if c.type == "code_inline"]
+    blocks = [DOCTEST_COMMENT.sub(r"\1", t.content) for t in _MD.parse(text) if t.type in ("fence", "code_block")]
+    return spans, blocks
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers of the prose, headings, tables and link texts (not code, not link targets). Decimals take a
+    point in both languages (the course's numbers are code-facing: 1.5, never 1,5); digits grouped by
+    thousands with an English comma or a Spanish no-break or thin space read as ungrouped (51,200 = 51 200)."""
+    found = [m for c in _inline_children(text) if c.type == "text" for m in NUMBER.findall(c.content)]
+    return [re.sub(r"[,\u00a0\u202f]", "", m) if GROUPED.fullmatch(m) else m for m in found]
+
+
+def links(text: str) -> list[str]:
+    """The target of each link and image, as CommonMark reads them."""
+    found: list[str] = []
+
+    def walk(tokens) -> None:
+        for tok in tokens:
+            if tok.type == "link_open":
+                found.append(str(tok.attrGet("href")))
+            elif tok.type == "image":
+                found.append(str(tok.attrGet("src")))
+            walk(tok.children or [])
+
+    walk(_MD.parse(text))
+    return found
+
+
+def link_target(href: str, page: Path, docs: Path) -> tuple[str, Path | None]:
+    """(what the link names in English-tree terms, the file it resolves to). An external URL names itself. A
+    relative target is a path from the repository root with docs/es/ read as docs/, so a twin's link to a
+    twin and the English page's link to the English page name the same page; its #anchor on a Spanish page is
+    read as the English anchor of the heading at the same position."""
+    parts = urlsplit(href)
+    if parts.scheme or parts.netloc:
+        return href, None
+    file = (page.parent / unquote(parts.path)).resolve() if parts.path else page.resolve()
+    root, es_root = docs.parent.resolve(), (docs / ES).resolve()
+    spanish = file.is_relative_to(es_root)
+    name = (f"{docs.name}/{file.relative_to(es_root).as_posix()}" if spanish
+            else file.relative_to(root).as_posix() if file.is_relative_to(root) else str(file))
+    anchor = parts.fragment
+    if anchor and spanish:
+        english = root / name
+        theirs = slugs(file.read_text(encoding="utf-8")) if file.is_file() else []
+        ours = slugs(english.read_text(encoding="utf-8")) if english.is_file() else []
+        anchor = ours[theirs.index(anchor)] if anchor in theirs and len(ours) == len(theirs) else f"?{anchor}"
+    return name + (f"#{anchor}" if anchor else ""), file
+
+
+def _switch_line(text: str) -> str | None:
+    lines = text.splitlines()
+    title = next((i for i, line in enumerate(lines) if line.startswith("# ")), None)
+    return None if title is None else next((line for line in lines[title + 1:] if line.strip()), None)
+
+
+def _differ(en: list[str], es: list[str]) -> str:
+    only_en, only_es = Counter(en) - Counter(es), Counter(es) - Counter(en)
+    return f"English only {sorted(only_en.elements())}, Spanish only {sorted(only_es.elements())}"
+
+
+def parity_problems(en: Path, es: Path, docs: Path) -> list[str]:
+    """One line per difference between the English page ``en`` and its Spanish twin ``es`` (both under
+    ``docs``, the twin under ``docs/es``), each naming the pair."""
+    pair = f"{en.relative_to(docs.parent)} ↔ {es.relative_to(docs.parent)}"
+    en_text, es_text = en.read_text(encoding="utf-8"), es.read_text(encoding="utf-8")
+    problems = []
+
+    def problem(what: str, detail: str) -> None:
+        problems.append(PROBLEM.format(pair=pair, what=what, detail=detail))
+
+    for page, text, want in ((en, en_text, SWITCH_EN.format(os.path.relpath(es, en.parent))),
+                             (es, es_text, SWITCH_ES.format(os.path.relpath(en, es.parent)))):
+        if (found := _switch_line(text)) != want.replace(os.sep, "/"):
+            problem("language switch", f"the line under {page.name}'s title must be {want!r}, found {found!r}")
+    en_heads, es_heads = headings(en_text), headings(es_text)
+    if [lvl for lvl, _ in en_heads] != [lvl for lvl, _ in es_heads]:
+        n = next((i for i, (a, b) in enumerate(zip(en_heads, es_heads, strict=False)) if a[0] != b[0]),
+                 min(len(en_heads), len(es_heads)))
+        en_h, es_h = ("#" * h[n][0] + " " + h[n][1] if n < len(h) else None for h in (en_heads, es_heads))
+        problem("headings", f"{len(en_heads)} in English, {len(es_heads)} in Spanish; the first that differs is "
+                            f"#{n + 1}: English {en_h!r}, Spanish {es_h!r}")
+    (en_spans, en_blocks), (es_spans, es_blocks) = code(en_text), code(es_text)
+    is_command = [[s for s in spans if COMMAND.match(s)]
+                  + [line.strip() for b in blocks for line in b.splitlines() if COMMAND.match(line.strip())]
+                  for spans, blocks in ((en_spans, en_blocks), (es_spans, es_blocks))]
+    if Counter(is_command[0]) != Counter(is_command[1]):
+        problem("commands", _differ(*is_command))
+    others = [[s for s in spans if not COMMAND.match(s)] for spans in (en_spans, es_spans)]
+    if Counter(others[0]) != Counter(others[1]):
+        problem("code spans", _differ(*others))
+    for n, (a, b) in enumerate(zip(en_blocks, es_blocks, strict=False)):
+        if a != b:
+            line = next((x, y) for x, y in zip_longest(a.splitlines(), b.splitlines(), fillvalue="") if x != y)
+            problem("code blocks", f"block #{n + 1} differs: English {line[0]!r}, Spanish {line[1]!r}")
+    if len(en_blocks) != len(es_blocks):
+        extra = [b.split("\n", 1)[0] for b in (en_blocks if len(en_blocks) > len(es_blocks) else es_blocks)
+                 [min(len(en_blocks), len(es_blocks)):]]
+        problem("code blocks", f"{len(en_blocks)} in English, {len(es_blocks)} in Spanish; unmatched {extra}")
+    if Counter(numbers(en_text)) != Counter(numbers(es_text)):
+        problem("numbers", _differ(numbers(en_text), numbers(es_text)))
+    en_links = [link_target(h, en, docs)[0] for h in links(en_text)]
+    es_links = []
+    for href in links(es_text):
+        name, file = link_target(href, es, docs)
+        if file is not None and file == (docs / ES / GLOSSARY).resolve():
+            continue
+        if file is not None and not file.exists():
+            problem("links", f"{href} resolves to no file")
+        elif (file is not None and file != en.resolve() and file.is_relative_to(docs.resolve())
+              and not file.is_relative_to((docs / ES).resolve())
+              and (docs / ES / file.relative_to(docs.resolve())).is_file()):
+            problem("links", f"{href} is an English page whose Spanish twin exists; link the twin")
+        es_links.append(name)
+    if Counter(en_links) != Counter(es_links):
+        problem("links", _differ(en_links, es_links))
+    return problems
+
+
+def test_every_english_page_has_a_spanish_twin_or_is_listed_as_not_yet_translated():
+    missing = [p for p in ENGLISH if p not in PAIRS and p not in NOT_YET_TRANSLATED]
+    stale = sorted(p for p in NOT_YET_TRANSLATED if p in PAIRS or p not in ENGLISH)
+    assert not missing, f"English pages without a twin under docs/{ES}/: {missing}; translate or list them"
+    assert not stale, f"NOT_YET_TRANSLATED lists pages that have a twin or are no English page: {stale}"
+
+
+def test_every_spanish_page_is_the_twin_of_an_english_page_or_the_glossary():
+    spanish = sorted(p.relative_to(DOCS / ES).as_posix() for p in (DOCS / ES).rglob("*.md"))
+    assert [p for p in spanish if p not in PAIRS and p != GLOSSARY] == []
+
+
+@pytest.mark.parametrize("page", PAIRS)
+def test_the_spanish_twin_matches_its_english_page(page):
+    assert parity_problems(DOCS / page, DOCS / ES / page, DOCS) == []
+
+
+@pytest.mark.parametrize("page", PAIRS)
+def test_the_spanish_twin_reruns_its_numbers(page, capsys, monkeypatch):
+    """Its doctests (as many as the English page's), console blocks and inline markers, as in English."""
+    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
+    monkeypatch.chdir(ROOT)
+    twin = DOCS / ES / page
+    text = twin.read_text(encoding="utf-8")
+    if ">>> " in text:
+        attempted, failed = doctest_failures(twin)
+        assert (attempted, failed) == (doctest_failures(DOCS / page)[0], 0), f"es/{page}: {failed} failed"
+    assert console_mismatches(text, capsys) == [], f"es/{page}"
+    assert inline_mismatches(text, capsys) == [], f"es/{page}"
+
+
+def test_the_glossary_gives_the_english_form_of_the_field_s_standard_terms():
+    """The terms the guide fixes (GUIDE.md, "Names use the field's standard terms") each have an entry."""
+    text = (DOCS / ES / GLOSSARY).read_text(encoding="utf-8").lower()
+    terms = ["rank", "world size", "process group", "backend", "all-reduce", "reduce-scatter", "all-gather",
+             "algbw", "busbw", "column-parallel", "row-parallel", "micro-batch", "bubble", "zero stage",
+             "sharding strategy", "shard"]
+    assert [t for t in terms if f"**{t}" not in text] == []
+
+
+def _write_pair(docs: Path, en: str, es: str) -> tuple[Path, Path]:
+    for rel, text in (("theory/a.md", en), (f"{ES}/theory/a.md", es)):
+        (docs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (docs / rel).write_text(text, encoding="utf-8")
+    return docs / "theory" / "a.md", docs / ES / "theory" / "a.md"
+
+
+EN_PAGE = """# A title
+
+English · [Español](../es/theory/a.md)
+
+Run `distcheck bubble -p 4 -m 8`: 3 of 8 slots idle, 0.375 of the time ([b](b.md#the-part), [c](c.md),
+[x](https://example.org/x)).
+
+## The part
+
+```python
+>>> 1 + 1   # two
+2
+
+```
+"""
+ES_PAGE = """# Un título
+
+[English](../../theory/a.md) · Español
+
+Ejecuta `distcheck bubble -p 4 -m 8`: 3 de 8 huecos libres, 0.375 del tiempo ([b](b.md#la-parte),
+[c](../../theory/c.md), [x](https://example.org/x); términos en el [glosario](../glosario.md)).
+
+## La parte
+
+```python
+>>> 1 + 1   # dos
+2
+
+```
+"""
+
+
+@pytest.fixture
+def docs(tmp_path) -> Path:
+    """A docs tree whose b.md has a twin and c.md has none."""
+    root = tmp_path / "docs"
+    for rel, text in (("theory/b.md", "# B\n\n## The part\n"), (f"{ES}/theory/b.md", "# B\n\n## La parte\n"),
+                      ("theory/c.md", "# C\n"), (f"{ES}/{GLOSSARY}", "# Glosario\n")):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_a_faithful_twin_with_translated_prose_and_doctest_comments_has_no_problem(docs):
+    assert parity_problems(*_write_pair(docs, EN_PAGE, ES_PAGE), docs) == []
+
+
+@pytest.mark.parametrize(("added", "what", "named"), [
+    ("\n## Another part\n", "headings", "Another part"),
+    ("\nThen `pytest -m local`.\n", "commands", "pytest -m local"),
+    ("\nIt took 42 s.\n", "numbers", "42"),
+    ("\nSee [the docs](https://example.org/docs).\n", "links", "https://example.org/docs"),
+    ("\n```console\n$ distcheck bubble -p 2 -m 4\n```\n", "code blocks", "unmatched ['$ distcheck bubble -p 2 -m 4']"),
+])
+def test_a_heading_command_number_link_or_block_added_on_one_side_only_is_named(docs, added, what, named):
+    pair = "docs/theory/a.md ↔ docs/es/theory/a.md"
+    for en, es in ((EN_PAGE + added, ES_PAGE), (EN_PAGE, ES_PAGE + added)):
+        problems = parity_problems(*_write_pair(docs, en, es), docs)
+        assert [p for p in problems if p.startswith(f"{pair}: {what}: ") and named in p], problems
+
+
+@pytest.mark.parametrize(("old", "new", "what"), [
+    ("0.375 del", "0,375 del", "numbers"),                            # a decimal comma is another number
+    ("b.md#la-parte", "../../theory/b.md#the-part", "links"),          # the twin exists: link it
+    ("b.md#la-parte", "b.md#otra", "links"),                          # an anchor that is no heading
+    (">>> 1 + 1   # dos", ">>> 1 + 2   # dos", "code blocks"),         # only the comment may change
+    ("[English](../../theory/a.md) · Español", "Español", "language switch"),
+])
+def test_a_twin_that_drifts_inside_its_lines_is_named(docs, old, new, what):
+    problems = parity_problems(*_write_pair(docs, EN_PAGE, ES_PAGE.replace(old, new)), docs)
+    assert [p for p in problems if f": {what}: " in p], problems
+
+
+def test_thousands_grouped_either_way_read_as_the_same_number():
+    assert numbers("51,200 tokens, 0.5 s") == numbers("51\u202f200 tókenes, 0.5 s") == ["51200", "0.5"]
