@@ -456,27 +456,6 @@ def test_the_workflow_installs_the_pinned_kit_and_runs_distcheck_gate():
     assert [s.get("uses", "").split("@")[0] for s in verdict["steps"]][0] == "actions/download-artifact"
 
 
-def test_a09_a_workspace_path_linking_into_its_solutions_folder_is_a_copy(tmp_path):
-    """A fork of the kit as the workspace: the learner's path, as the workspace resolves it, keeps the link
-    (resolving it would name the reference in place)."""
-    from pytest_distcheck.dod.provenance import copied_from
-    from pytest_distcheck.workspace import load_workspace
-
-    (tmp_path / "checks").mkdir()
-    (tmp_path / "checks" / "distcheck.toml").write_text(
-        "[phase]\nid = 't'\ntitle = 't'\n[[items]]\nid = 'a'\ntitle = 't'\nhow = 'h'\n")
-    ref = tmp_path / "solutions" / "docs" / "notes" / "fsdp.md"
-    ref.parent.mkdir(parents=True)
-    shutil.copy(REPO / "solutions" / "docs" / "notes" / "fsdp.md", ref)
-    (tmp_path / "docs" / "notes").mkdir(parents=True)
-    (tmp_path / "docs" / "notes" / "fsdp.md").symlink_to("../../solutions/docs/notes/fsdp.md")
-    ws = load_workspace(tmp_path / "checks" / "distcheck.toml")
-    assert copied_from(ws.resolve("docs/notes/fsdp.md")) == ("it links to the reference solution "
-                                                             "solutions/docs/notes/fsdp.md")
-    assert copied_from(ws.resolve("solutions/docs/notes/fsdp.md")) is None
-    from pytest_distcheck.dod.provenance import evidence_entry
-    (entry,) = evidence_entry([ws.resolve("docs/notes/fsdp.md")], ws.root)["files"]
-    assert entry["path"] == "docs/notes/fsdp.md" and entry["copied"].startswith("it links to")
 
 
 PLAN35 = {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise", "mlp.down": "rowwise"}
@@ -506,44 +485,10 @@ def _reflowed(text: str) -> str:
     return "".join(out)
 
 
-def test_a21_the_reference_diagram_reflowed_with_its_prose_changed_is_a_copy(tmp_path):
-    from pytest_distcheck.dod.provenance import copied_from
-
-    page = tmp_path / "docs" / "tp-sharding.md"
-    page.parent.mkdir(parents=True)
-    reflowed = _reflowed((REPO / "solutions" / "docs" / "tp-sharding.md").read_text())
-    page.write_text(reflowed)  # its prose is a near-copy too (shingles: tests/test_provenance_near_copies.py)
-    assert copied_from(page) == ("16 of its 17 paragraphs are those of the reference solution "
-                                 "solutions/docs/tp-sharding.md")
-    page.write_text("# My page\n\n" + re.search(r"```mermaid\n.*?\n```", reflowed, re.S).group(0) + "\n")
-    assert copied_from(page) == ("its Mermaid diagram is that of the reference solution solutions/docs/tp-sharding.md "
-                                 "(comments, blank lines and spacing aside)")
 
 
-def test_a22_a_right_page_of_the_kits_diagram_fixtures_is_a_copy_and_a_wrong_one_is_left_to_the_check(tmp_path):
-    """Red-team 03: fixtures/diagrams/ok-*.md pass the diagram check (tests/test_diagram_corpus.py); copied
-    into the learner's page they are the kit's work. The wrong pages fail the check on their own."""
-    from pytest_distcheck.dod.provenance import copied_from
-
-    page = tmp_path / "docs" / "tp-sharding.md"
-    page.parent.mkdir(parents=True)
-    page.write_text((REPO / "fixtures" / "diagrams" / "ok-gpu-subgraph-edges.md").read_text() + "\nMine.\n")
-    assert copied_from(page) == ("its Mermaid diagram is that of the kit's own fixture "
-                                 "fixtures/diagrams/ok-gpu-subgraph-edges.md (comments, blank lines and spacing aside)")
-    page.write_text((REPO / "fixtures" / "diagrams" / "missing-all-reduce.md").read_text())
-    assert copied_from(page) is None
-    assert copied_from(REPO / "fixtures" / "diagrams" / "ok-gpu-subgraph-edges.md") is None  # in place
 
 
-def test_a21_a_learners_own_page_from_the_starting_diagram_is_not_a_copy(tmp_path):
-    from pytest_distcheck.diagram.generate import starting_page
-    from pytest_distcheck.dod.provenance import copied_from
-
-    page = tmp_path / "docs" / "tp-sharding.md"
-    page.parent.mkdir(parents=True)
-    page.write_text(starting_page("experiments/tp_inference/plan.py", PLAN35, 2, "tp-sharding.svg")
-                    + "\nEach rank holds half of the heads and half of the MLP's hidden units.\n")
-    assert copied_from(page) is None
 
 
 def test_t3a_a_check_modules_function_with_swapped_code_or_defaults_is_named(tmp_path):
