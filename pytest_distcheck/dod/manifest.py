@@ -31,8 +31,8 @@ FREE_SECTIONS = frozenset({"pods"})
 
 
 def sha256_file(path: Path) -> str:
-    """``sha256:<hex>`` of a file's bytes."""
-    return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """``sha256:<hex>`` of a file's bytes with CRLF line endings read as LF (a clone with ``core.autocrlf``)."""
+    return "sha256:" + hashlib.sha256(Path(path).read_bytes().replace(b"\r\n", b"\n")).hexdigest()
 
 
 def _settings(raw: dict[str, Any]) -> dict[str, Any]:
