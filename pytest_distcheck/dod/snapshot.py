@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pytest_distcheck.errors import DistcheckError
 from pytest_distcheck.git import run_git, said
@@ -50,16 +51,15 @@ def exported(folder: Path | str) -> Snapshot | None:
     return _EXPORTED.get(Path(folder).resolve())
 
 
-def _git(root: Path, *args: str) -> str:
+def _git(root: Path, *args: str, text: bool = True, data: bytes | None = None) -> Any:
     try:
-        proc = run_git(root, *args)
+        proc = run_git(root, *args, text=text, data=data, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SnapshotError(f"git could not be run at {root} ({exc})") from None
     if proc.returncode != 0:
-        if "not a git repository" in proc.stderr:
-            raise SnapshotError(NO_REPOSITORY.format(root=root))
-        raise SnapshotError(said(proc, root))
-    return proc.stdout.strip()
+        err = proc.stderr if isinstance(proc.stderr, str) else proc.stderr.decode("utf-8", "replace")
+        raise SnapshotError(NO_REPOSITORY.format(root=root) if "not a git repository" in err else said(proc, root))
+    return proc.stdout.strip() if text and data is None else proc.stdout
 
 
 def tree(root: Path) -> tuple[str, Path, list[tuple[str, str, str]]]:
@@ -75,11 +75,12 @@ def tree(root: Path) -> tuple[str, Path, list[tuple[str, str, str]]]:
         commit = _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     except SnapshotError:
         raise SnapshotError(NO_COMMIT.format(root=root)) from None
-    proc = run_git(top, "ls-tree", "-r", "-z", f"{commit}:{prefix}", text=False)
-    if proc.returncode != 0:
-        raise SnapshotError(NOT_IN_COMMIT.format(prefix=prefix or ".", commit=commit[:12]))
+    try:
+        listing = _git(top, "ls-tree", "-r", "-z", f"{commit}:{prefix}", text=False)
+    except SnapshotError:
+        raise SnapshotError(NOT_IN_COMMIT.format(prefix=prefix or ".", commit=commit[:12])) from None
     entries = []
-    for entry in proc.stdout.split(b"\0"):
+    for entry in listing.split(b"\0"):
         if entry:
             meta, path = entry.split(b"\t", 1)
             mode, kind, oid = meta.decode().split()
@@ -90,10 +91,7 @@ def tree(root: Path) -> tuple[str, Path, list[tuple[str, str, str]]]:
 
 def _blobs(top: Path, oids: list[str]) -> Iterator[bytes]:
     """The raw content of each blob, in order (``git cat-file --batch``)."""
-    proc = run_git(top, "cat-file", "--batch", data="".join(f"{o}\n" for o in oids).encode(), timeout=600)
-    if proc.returncode != 0:
-        raise SnapshotError(said(proc, top))
-    out, at = proc.stdout, 0
+    out, at = _git(top, "cat-file", "--batch", data="".join(f"{o}\n" for o in oids).encode()), 0
     for _ in oids:
         header_end = out.index(b"\n", at)
         size = int(out[at:header_end].split()[2])
