@@ -45,7 +45,7 @@ def test_json_report_of_a_gate_with_every_item_done(workspace_dir):
     assert doc["summary"]["done"] == doc["summary"]["ran"] == doc["summary"]["total"] == 2
     assert doc["phase"] == {"id": "t1", "title": "test phase"}
     assert doc["workspace"]["path"] == "checks/distcheck.toml"
-    assert "--gate" in doc["run"]["command"]
+    assert doc["run"]["command"] == "distcheck gate"
     assert [f["path"] for f in doc["check_files"]] == ["checks/test_checks.py"]
     alpha = doc["items"][0]
     assert alpha["state"] == "done" and alpha["ran"] is True and alpha["rerun"] == "pytest --dod alpha"

@@ -105,10 +105,9 @@ def pytest_args(snap: snapshot.Snapshot, ws_rel: str, json_path: str | None, md_
     return args + ["--", *found]
 
 
-def run(start: Path, json_path: str | None, md_path: str | None, color: str, write: Callable[[str], None],
-        main: Callable[[list[str]], int] | None = None) -> int:
+def run(start: Path, json_path: str | None, md_path: str | None, color: str, write: Callable[[str], None]) -> int:
     """The gate for the workspace found walking up from ``start``, in this (isolated) process: pytest's exit
-    status, 0 only when the gate passed. ``main``: how pytest runs (``pytest.main``).
+    status, 0 only when the gate passed.
 
     Raises:
         DistcheckError: no workspace file, or the commit cannot be read (what git said and the fix).
@@ -118,10 +117,7 @@ def run(start: Path, json_path: str | None, md_path: str | None, color: str, wri
     found = find_workspace_file(start)
     if found is None:
         raise DistcheckError(NOT_FOUND_HINT)
-    root = workspace_root(found)
-    ws_rel = found.relative_to(root).as_posix()
-    if ws_rel != DEFAULT_PATH:
-        raise DistcheckError(f"the gate judges {DEFAULT_PATH}, found {ws_rel}")
+    root, ws_rel = workspace_root(found), DEFAULT_PATH
     note = kit_note(root)
     with snapshot.export(root) as snap:
         if not (snap.folder / ws_rel).is_file():
@@ -130,6 +126,6 @@ def run(start: Path, json_path: str | None, md_path: str | None, color: str, wri
         args, cwd = pytest_args(snap, ws_rel, json_path, md_path, color), os.getcwd()
         os.chdir(snap.folder)
         try:
-            return int((main or pytest.main)(args))
+            return int(pytest.main(args))
         finally:
             os.chdir(cwd)

@@ -104,7 +104,7 @@ def build(ws: Workspace, results: list[ItemResult], config: pytest.Config, canon
         "workspace": {"path": _rel(ws.path, root), "sha256": sha256_file(ws.path),
                       "root": str(snap.root if snap is not None else root)},
         "run": {
-            "command": shlex.join(["pytest", *map(str, args)]),
+            "command": "distcheck gate" if snap is not None else shlex.join(["pytest", *map(str, args)]),
             "ci": bool(os.environ.get("CI")),
             "git_commit": snap.commit if snap is not None else _git_commit(root),
             "python": platform.python_version(),
