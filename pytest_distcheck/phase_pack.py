@@ -38,6 +38,7 @@ PACK_GLOBS = (
     "tests/test_tp_styles.py",
     "docs/README.md",
     "docs/theory/*.md",
+    "docs/theory/*.svg",
     "docs/lab/*.md",
     "docs/notes/TEMPLATE.md",
 )

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from dod_support import git_commit_all, workflow_accepts
 
+from pytest_distcheck.diagram.markdown import DRAWING_ASIDE
 from pytest_distcheck.dod import manifest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -482,16 +483,15 @@ def test_a09_a_workspace_path_linking_into_its_solutions_folder_is_a_copy(tmp_pa
 PLAN35 = {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise", "mlp.down": "rowwise"}
 
 
-def test_a20_the_starting_page_with_only_a_mermaid_comment_added_is_still_unedited():
-    """Red-team 02: a `%%` line inside the block is invisible in the drawing: it explains nothing."""
-    from pytest_distcheck.diagram.generate import starting_page, unedited_start
+def test_a20_the_skeleton_with_only_a_mermaid_comment_added_is_still_undrawn():
+    """Red-team 02: a `%%` line inside the block is invisible in the drawing: it draws nothing."""
+    from pytest_distcheck.diagram.markdown import mermaid_blocks
+    from pytest_distcheck.diagram.skeleton import is_skeleton, skeleton_page
 
-    page = starting_page("experiments/tp_inference/plan.py", PLAN35, 2, "tp-sharding.svg")
-    assert unedited_start(page, PLAN35, 2)
+    page = skeleton_page("experiments/tp_inference/plan.py", PLAN35, 2, "tp-sharding.svg")
     commented = page.replace("flowchart TD\n", "flowchart TD\n  %% mine\n\n", 1)
-    assert commented != page and unedited_start(commented, PLAN35, 2)
-    explained = page + "\nEach rank holds half of the heads; the all-reduce after attn.out sums the partial outputs.\n"
-    assert not unedited_start(explained, PLAN35, 2)
+    [block] = mermaid_blocks(commented)
+    assert commented != page and is_skeleton(block.source, PLAN35, 2)
 
 
 def _reflowed(text: str) -> str:
@@ -517,7 +517,7 @@ def test_a21_the_reference_diagram_reflowed_with_its_prose_changed_is_a_copy(tmp
                                  "solutions/docs/tp-sharding.md")
     page.write_text("# My page\n\n" + re.search(r"```mermaid\n.*?\n```", reflowed, re.S).group(0) + "\n")
     assert copied_from(page) == ("its Mermaid diagram is that of the reference solution solutions/docs/tp-sharding.md "
-                                 "(comments, blank lines and spacing aside)")
+                                 f"({DRAWING_ASIDE})")
 
 
 def test_a22_a_right_page_of_the_kits_diagram_fixtures_is_a_copy_and_a_wrong_one_is_left_to_the_check(tmp_path):
@@ -529,21 +529,38 @@ def test_a22_a_right_page_of_the_kits_diagram_fixtures_is_a_copy_and_a_wrong_one
     page.parent.mkdir(parents=True)
     page.write_text((REPO / "fixtures" / "diagrams" / "ok-gpu-subgraph-edges.md").read_text() + "\nMine.\n")
     assert copied_from(page) == ("its Mermaid diagram is that of the kit's own fixture "
-                                 "fixtures/diagrams/ok-gpu-subgraph-edges.md (comments, blank lines and spacing aside)")
+                                 f"fixtures/diagrams/ok-gpu-subgraph-edges.md ({DRAWING_ASIDE})")
     page.write_text((REPO / "fixtures" / "diagrams" / "missing-all-reduce.md").read_text())
     assert copied_from(page) is None
     assert copied_from(REPO / "fixtures" / "diagrams" / "ok-gpu-subgraph-edges.md") is None  # in place
 
 
-def test_a21_a_learners_own_page_from_the_starting_diagram_is_not_a_copy(tmp_path):
-    from pytest_distcheck.diagram.generate import starting_page
+def test_a21_a_learners_own_drawing_is_not_a_copy(tmp_path):
+    from diagram_support import right_diagram
+
     from pytest_distcheck.dod.provenance import copied_from
 
     page = tmp_path / "docs" / "tp-sharding.md"
     page.parent.mkdir(parents=True)
-    page.write_text(starting_page("experiments/tp_inference/plan.py", PLAN35, 2, "tp-sharding.svg")
-                    + "\nEach rank holds half of the heads and half of the MLP's hidden units.\n")
+    page.write_text(f"# Mine\n\n```mermaid\n{right_diagram(PLAN35, 2)}```\n"
+                    "\nEach rank holds half of the heads and half of the MLP's hidden units.\n")
     assert copied_from(page) is None
+
+
+def test_the_reference_diagram_with_its_ids_renamed_is_a_copy(tmp_path):
+    """Issue 27: the reference diagram, its node and subgraph ids renamed and re-spaced, under prose of one's own."""
+    from pytest_distcheck.dod.provenance import copied_from
+
+    block = re.search(r"```mermaid\n.*?\n```", (REPO / "solutions" / "docs" / "tp-sharding.md").read_text(), re.S)
+    renamed = block.group(0)
+    for old, new in (("qkv0", "a0"), ("sdpa1", "b1"), ("attn_rank0", "box0"), ("ar2", "sum2")):
+        renamed = re.sub(rf"\b{old}\b(?![^\[]*\])", new, renamed)
+    assert renamed != block.group(0)
+    page = tmp_path / "docs" / "tp-sharding.md"
+    page.parent.mkdir(parents=True)
+    page.write_text("# My block\n\n" + renamed.replace("\n  ", "\n    ") + "\n\nWritten by me.\n")
+    assert copied_from(page) == ("its Mermaid diagram is that of the reference solution solutions/docs/tp-sharding.md "
+                                 f"({DRAWING_ASIDE})")
 
 
 def test_t3a_a_check_modules_function_with_swapped_code_or_defaults_is_named(tmp_path):

@@ -298,12 +298,14 @@ def copied_from(path: Path) -> str | None:
         counts = sorted(hits.values(), reverse=True)
         return f"{n} of its {len(mine)} paragraphs are those of the kit: " + ", ".join(
             f"{k} of {what}" for k, what in zip(counts, named, strict=True))
+    from pytest_distcheck.diagram.markdown import DRAWING_ASIDE
+
     for key in drawings(text):
         digest = _digest(key.encode())
         for ref, whose in ((fp.get("drawings", {}).get(digest), "the reference solution"),
                            (kit.get("drawings", {}).get(digest), "the kit's own fixture")):
             if ref and not _in_place(path, ref):
-                return f"its Mermaid diagram is that of {whose} {ref} (comments, blank lines and spacing aside)"
+                return f"its Mermaid diagram is that of {whose} {ref} ({DRAWING_ASIDE})"
     return None
 
 
