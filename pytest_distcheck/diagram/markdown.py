@@ -46,10 +46,10 @@ class MermaidBlock:
 
 def drawing_key(source: str) -> str:
     """A Mermaid block's source normalised to what it draws, so that two blocks with the same key draw the same
-    diagram: the steps of :data:`DRAWING_STEPS`, in order (comment lines and blank lines dropped, node and
-    subgraph ids renamed in order of first appearance, runs of whitespace made one space, then look-alike letters
-    and case made one by :func:`pytest_distcheck.textnorm.comparable`). A diagram copied with its ids renamed,
-    its lines re-spaced or its letters swapped for look-alikes has the reference's key. Limit: reordered statements give another key.
+    diagram: the steps of :data:`DRAWING_STEPS`, in order (letters made their look-alike skeleton, comment lines
+    and blank lines dropped, node and subgraph ids renamed in order of first appearance, runs of whitespace made
+    one space). A diagram copied with its ids renamed, its lines re-spaced or its letters swapped
+    for look-alikes has the reference's key. Limit: reordered statements give another key.
     """
     for step in DRAWING_STEPS:
         source = step(source)
@@ -58,6 +58,12 @@ def drawing_key(source: str) -> str:
 
 # What drawing_key leaves aside, as a message says it.
 DRAWING_ASIDE = "comments, spacing, node ids and look-alike letters aside"
+
+
+def _letters_alike(source: str) -> str:
+    """Each letter as its TR39 skeleton (:func:`pytest_distcheck.textnorm.skeleton`: Cyrillic ``а`` is Latin
+    ``a``); punctuation, digits and quotes stay, so Mermaid's syntax reads as before."""
+    return "".join(textnorm.skeleton(c) if c.isalpha() else c for c in source)
 
 
 def _drop_comments(source: str) -> str:
@@ -125,7 +131,7 @@ def _collapse_space(source: str) -> str:
 
 # The steps of drawing_key, in order. Folding confusable characters (a Unicode TR39 skeleton) belongs first, so
 # that what the later steps compare is what a reader sees: add it at the head of this tuple.
-DRAWING_STEPS: tuple[Callable[[str], str], ...] = (_drop_comments, _rename_ids, _collapse_space, textnorm.comparable)
+DRAWING_STEPS: tuple[Callable[[str], str], ...] = (_letters_alike, _drop_comments, _rename_ids, _collapse_space)
 
 
 def without_mermaid(markdown: str) -> str:
