@@ -206,11 +206,12 @@ def text_sources(root: Path) -> dict[Path, set[Path]]:
     """The Markdown a learner's note must not be made of, under ``root``, each with the learner's own starting
     files whose text it may share: the reference solutions' (``solutions/**/*.md``, README aside) with
     :func:`_starting_texts`, and the course pages ``distcheck init`` ships (the phase pack's Markdown,
-    :data:`pytest_distcheck.phase_pack.PACK_GLOBS`, but the note skeleton under ``docs/notes/``, which is the
-    learner's to fill) with that skeleton, and a Spanish twin also with its English page."""
+    :data:`pytest_distcheck.phase_pack.PACK_GLOBS`, but the note skeletons under ``docs/notes/`` and
+    ``docs/es/notes/``, which are the learner's to fill) with those skeletons, and a Spanish twin also with its
+    English page."""
     from pytest_distcheck.phase_pack import PACK_GLOBS
 
-    own = [g for g in PACK_GLOBS if g.startswith("docs/notes/")]
+    own = [g for g in PACK_GLOBS if g.startswith(("docs/notes/", "docs/es/notes/"))]
     skeleton = {p for g in own for p in root.glob(g) if p.is_file()}
     solutions = root / SOLUTIONS
     out = {p: set(_starting_texts(p.relative_to(solutions), root))
