@@ -39,6 +39,7 @@ PACK_GLOBS = (
     "tests/test_tp_styles.py",
     "docs/README.md",
     "docs/theory/*.md",
+    "docs/theory/*.svg",
     "docs/lab/*.md",
     "docs/notes/TEMPLATE.md",
     # The Spanish twins and the glossary (the English pages link their twins, so both languages ship).

@@ -1,4 +1,4 @@
-"""The real Mermaid parser, whole pages against the plan, the generator and the SVG stamp.
+"""The real Mermaid parser, whole pages against the plan, the skeleton and the SVG stamp.
 
 Uses mermaidx (real Mermaid in QuickJS): one parser for the module, ~0.3-1 s per diagram.
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from diagram_support import right_diagram
 
 from pytest_distcheck.diagram.check import check_page, source_digest, svg_state, write_svg
-from pytest_distcheck.diagram.generate import starting_diagram
 from pytest_distcheck.diagram.markdown import mermaid_blocks
 from pytest_distcheck.diagram.mermaid import MermaidParser, MermaidSyntaxError
 
@@ -117,7 +117,7 @@ def test_when_nothing_matches_the_closest_labels_are_named(plan, parser):
 
 
 def test_every_block_must_parse_and_close(plan, parser):
-    good = starting_diagram(plan, 2)
+    good = right_diagram(plan, 2)
     page = f"# x\n\n```mermaid\n{good}```\n\n```mermaid\nsequenceDiagram\n  A-=>B\n```\n\n```mermaid\npie\n"
     result = check_page(page, plan, 2, parser)
     messages = [f.message for f in result.findings]
@@ -126,7 +126,7 @@ def test_every_block_must_parse_and_close(plan, parser):
     assert len(messages) == 2  # the unclosed pie chart parses; the flowchart matches
 
 
-# ---- the generator -----------------------------------------------------------------------------
+# ---- right diagrams of other plans (tests/diagram_support.py draws them) ---------------------
 
 
 @pytest.mark.parametrize(
@@ -140,18 +140,59 @@ def test_every_block_must_parse_and_close(plan, parser):
         ({"mlp.down": "rowwise"}, 2),
     ],
 )
-def test_the_starting_diagram_parses_and_matches_its_plan(plan, parser, extra_plan, world_size):
+def test_a_right_diagram_of_any_plan_matches_it(plan, parser, extra_plan, world_size):
     the_plan = extra_plan or plan
-    source = starting_diagram(the_plan, world_size)
+    source = right_diagram(the_plan, world_size)
     result = check_page(f"```mermaid\n{source}```\n", the_plan, world_size, parser)
     assert result.findings == []
     for path in the_plan:  # every layer of the plan is drawn, once per rank
         assert source.count(f'["{path}<br/>') == world_size
 
 
-def test_the_starting_diagram_rejects_a_bad_world_size(plan):
+# ---- the skeleton `distcheck diagram` prints ---------------------------------------------------
+
+
+def test_the_skeleton_names_each_layer_on_each_rank_and_decides_nothing(plan, parser):
+    from pytest_distcheck.diagram.skeleton import skeleton
+
+    source = skeleton(plan, 2)
+    fc = parser.parse(source).flowchart
+    assert fc.edges == ()  # the edges are the drawing's
+    labels = [v.text for v in fc.vertices.values()]
+    for path in plan:
+        assert labels.count(path) == 2  # the module path alone: no style, no shard
+    assert [s.title for s in fc.subgraphs] == ["rank 0", "rank 1"]
+    assert not any(w in source.lower() for w in ("parallel", "all-reduce", "shard", "colwise", "rowwise"))
+
+
+def test_the_undrawn_skeleton_says_what_to_decide_and_nothing_else(plan, parser):
+    from pytest_distcheck.diagram.skeleton import DECISIONS, UNDRAWN, skeleton
+
+    page = f"# Mine\n\n```mermaid\n{skeleton(plan, 2)}```\n"
+    result = check_page(page, plan, 2, parser)
+    assert result.undrawn
+    assert [f.message for f in result.findings] == [UNDRAWN.format(line=3)]
+    assert DECISIONS in UNDRAWN
+    renamed = page.replace("n_rank_0", "first").replace("n_attn_qkv_r0", "q0").replace("\n  ", "\n\n    ")
+    assert check_page(renamed, plan, 2, parser).undrawn  # ids and spacing do not make it drawn
+
+
+def test_a_skeleton_begun_is_checked_concept_by_concept(plan, parser):
+    from pytest_distcheck.diagram import concepts
+    from pytest_distcheck.diagram.skeleton import skeleton
+
+    begun = skeleton(plan, 2).replace('["attn.qkv"]', '["attn.qkv: column-parallel"]')
+    result = check_page(f"```mermaid\n{begun}```\n", plan, 2, parser)
+    assert not result.undrawn
+    taught = {f.concept for f in result.findings}
+    assert {concepts.STYLE, concepts.DATA_FLOW} <= taught
+
+
+def test_the_skeleton_rejects_a_bad_world_size(plan):
+    from pytest_distcheck.diagram.skeleton import skeleton
+
     with pytest.raises(ValueError, match="world_size must be >= 1, got 0"):
-        starting_diagram(plan, 0)
+        skeleton(plan, 0)
 
 
 # ---- the rendered SVG --------------------------------------------------------------------------
@@ -164,7 +205,7 @@ def test_the_committed_svg_is_current_and_linked(plan, parser):
 
 
 def test_svg_states(tmp_path, plan):
-    source = starting_diagram(plan, 1)
+    source = right_diagram(plan, 1)
     page = tmp_path / "page.md"
     markdown = f"# d\n\n```mermaid\n{source}```\n"
     page.write_text(markdown)

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_distcheck.diagram import concepts
 from pytest_distcheck.diagram.compare import compare
 from pytest_distcheck.diagram.mermaid import Edge, Flowchart, Subgraph, Vertex
+from pytest_distcheck.tp.plan import COLWISE, ROWWISE
 
 PLAN = {"attn.qkv": "colwise", "attn.out": "rowwise"}
 
@@ -40,13 +42,22 @@ def messages(fc: Flowchart, plan=PLAN, world_size: int | None = 2) -> list[str]:
     return [d.message for d in compare(fc, plan, world_size)]
 
 
+def taught(what: str, concept: concepts.Concept, **words: str) -> str:
+    """A message as the check writes it: what is drawn, then the concept's lesson."""
+    return f"{what}: {concepts.lesson(concept, **words)}"
+
+
+ROW_FEEDER = concepts.row_feeder({"attn.qkv": COLWISE, "attn.out": ROWWISE}, "attn.out")
+
+
 def test_a_diagram_that_matches_has_no_differences():
     assert compare(chart(), PLAN, 2) == []
 
 
 def test_wrong_style_names_layer_drawn_style_and_planned_style():
     [msg] = messages(chart(qkv="attn.qkv row-parallel"))
-    assert msg == "attn.qkv is drawn row-parallel but the plan says column-parallel (nodes q0, q1)"
+    assert msg == taught("attn.qkv is drawn row-parallel but the plan says column-parallel (nodes q0, q1)",
+                         concepts.STYLE)
 
 
 def test_style_may_come_from_a_class_but_must_not_contradict_the_label():
@@ -54,7 +65,8 @@ def test_style_may_come_from_a_class_but_must_not_contradict_the_label():
     fc.vertices["q0"] = Vertex("q0", "attn.qkv", classes=("colwise",))
     fc.vertices["q1"] = Vertex("q1", "attn.qkv column-parallel", classes=("rowwise",))
     [msg] = messages(fc)
-    assert msg == "attn.qkv (node q1): its label says column-parallel but its class says row-parallel"
+    assert msg == taught("attn.qkv (node q1): its label says column-parallel but its class says row-parallel",
+                         concepts.STYLE)
 
 
 def test_missing_style():
@@ -64,15 +76,14 @@ def test_missing_style():
 
 def test_missing_layer():
     fc = chart(qkv="input projection", extra_edges=())
-    assert messages(fc) == ["layer attn.qkv missing: no node's label names it (the plan says column-parallel)"]
+    assert messages(fc) == [taught("layer attn.qkv missing: no node's label names it (the plan says "
+                                   "column-parallel)", concepts.NAMING)]
 
 
 def test_missing_all_reduce_after_row_parallel():
     [msg] = messages(chart(ar="sum"))
-    assert msg == (
-        "no all-reduce after attn.out (row-parallel): node ar ('sum') reads its partial sum by edges "
-        "o0 --> ar, o1 --> ar; sum every rank's partial output in an all-reduce (g) first"
-    )
+    assert msg == taught("no all-reduce after attn.out (row-parallel): node ar ('sum') reads its partial sum by "
+                         "edges o0 --> ar, o1 --> ar", concepts.G_AFTER_ROW)
 
 
 def test_all_reduce_may_be_an_edge_label():
@@ -84,10 +95,8 @@ def test_all_reduce_may_be_an_edge_label():
 def test_a_row_parallel_layer_without_outgoing_edges_has_no_all_reduce():
     fc = chart(drop_edges=(("o1", "ar"),))
     [msg] = messages(fc)
-    assert msg == (
-        "no all-reduce after attn.out (row-parallel): node o1 has no forward edge; "
-        "draw its partial output going into an all-reduce"
-    )
+    assert msg == taught("no all-reduce after attn.out (row-parallel): node o1 has no forward edge",
+                         concepts.G_AFTER_ROW)
 
 
 def test_one_path_around_the_all_reduce_is_enough_to_fail():
@@ -116,13 +125,12 @@ def test_invisible_links_are_not_data_flow():
 
 def test_each_layer_must_be_on_every_rank():
     assert messages(chart(ranks=1)) == [
-        "attn.qkv is not drawn on rank 1 of 2 (found on rank 0); put one node naming it in each rank's "
-        "subgraph (titled 'rank N' or 'GPU N')",
-        "attn.out is not drawn on rank 1 of 2 (found on rank 0); put one node naming it in each rank's "
-        "subgraph (titled 'rank N' or 'GPU N')",
+        taught(f"{path} is not drawn on rank 1 of 2 (found on rank 0); put one node naming it in each rank's "
+               "subgraph (titled 'rank N' or 'GPU N')", concepts.EVERY_RANK) for path in ("attn.qkv", "attn.out")
     ]
     assert messages(chart(ranks=1), world_size=None) == []
-    assert "attn.qkv is drawn on rank 2 but the world size is 2" in messages(chart(ranks=3))
+    assert taught("attn.qkv is drawn on rank 2 but the world size is 2", concepts.EVERY_RANK) in messages(
+        chart(ranks=3))
 
 
 def test_rank_comes_from_the_nearest_titled_ancestor():
@@ -134,28 +142,26 @@ def test_rank_comes_from_the_nearest_titled_ancestor():
 
 def test_a_node_naming_two_layers_is_ambiguous():
     fc = chart(extra_vertices=(Vertex("both", "attn.qkv and attn.out"),))
-    assert messages(fc)[0] == "node both names several layers (attn.qkv, attn.out); draw each layer as its own node"
+    assert messages(fc)[0] == taught("node both names several layers (attn.qkv, attn.out)", concepts.NAMING)
 
 
 def test_a_styled_node_outside_the_plan_is_reported():
     fc = chart(extra_vertices=(Vertex("g0", "mlp.gate column-parallel"),))
-    assert messages(fc) == [
-        "node g0 is drawn column-parallel but names no layer of the plan (attn.qkv, attn.out)"
-    ]
+    assert messages(fc) == [taught("node g0 is drawn column-parallel but names no layer of the plan (attn.qkv, "
+                                   "attn.out)", concepts.NAMING)]
 
 
 def test_the_plan_is_read_not_assumed():
     plan = {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.gate": "colwise"}
     assert messages(chart(), plan) == [
-        "layer mlp.gate missing: no node's label names it (the plan says column-parallel)"
+        taught("layer mlp.gate missing: no node's label names it (the plan says column-parallel)", concepts.NAMING)
     ]
     fc = chart(qkv="attn.qkv row-parallel", out="output projection", ar="sum")
     assert messages(fc, {"attn.qkv": "rowwise"}) == [
-        "attn.qkv (row-parallel) is fed the replicated, unsplit tensor by edges x --> q0, x --> q1: a "
-        "row-parallel layer reads its own rank's shard (the same rank's column-parallel output, through "
-        "element-wise nodes only, or a slice taken by an edge labelled split)",
-        "no all-reduce after attn.qkv (row-parallel): nodes att0, att1 ('attention') read its partial sum by "
-        "edges q0 --> att0, q1 --> att1; sum every rank's partial output in an all-reduce (g) first",
+        taught("attn.qkv (row-parallel) is fed the replicated, unsplit tensor by edges x --> q0, x --> q1",
+               concepts.ROW_INPUT, feeder="its slice of the input, taken by an edge labelled split"),
+        taught("no all-reduce after attn.qkv (row-parallel): nodes att0, att1 ('attention') read its partial sum "
+               "by edges q0 --> att0, q1 --> att1", concepts.G_AFTER_ROW),
     ]
 
 
@@ -177,19 +183,19 @@ def test_edges_to_and_from_a_subgraph_reach_its_entry_and_exit_nodes():
 def test_a_row_parallel_layer_fed_the_replicated_input_names_the_edge():
     fc = chart(drop_edges=(("att1", "o1"),), extra_edges=(Edge("x", "o1"),))
     assert messages(fc) == [
-        "the sharded output of attn.qkv (column-parallel) goes nowhere: it ends at node att1 instead of "
-        "reaching the row-parallel layer after it",
-        "attn.out (row-parallel) is fed the replicated, unsplit tensor by edge x --> o1: a row-parallel layer "
-        "reads its own rank's shard (the same rank's column-parallel output, through element-wise nodes only, "
-        "or a slice taken by an edge labelled split)",
+        taught("the sharded output of attn.qkv (column-parallel) goes nowhere: it ends at node att1 instead of "
+               "reaching the row-parallel layer after it", concepts.DATA_FLOW),
+        taught("attn.out (row-parallel) is fed the replicated, unsplit tensor by edge x --> o1", concepts.ROW_INPUT,
+               feeder=ROW_FEEDER),
     ]
+    assert ROW_FEEDER == "the output of attn.qkv on the same rank, through element-wise work only"
 
 
 def test_a_row_parallel_layer_fed_another_ranks_shard():
     fc = chart(drop_edges=(("att1", "o1"),), extra_edges=(Edge("att0", "o1"), Edge("att1", "o0")))
     assert messages(fc) == [
-        "attn.out (row-parallel) is fed another rank's shard by edges att0 --> o1, att1 --> o0: a row-parallel "
-        "layer reads its own rank's shard"
+        taught("attn.out (row-parallel) is fed another rank's shard by edges att0 --> o1, att1 --> o0",
+               concepts.ROW_INPUT, feeder=ROW_FEEDER)
     ]
 
 
@@ -199,17 +205,16 @@ def test_a_column_parallel_layer_fed_a_shard():
                extra_edges=(Edge("att0", "u0"), Edge("ar", "u1"), Edge("u0", "y"), Edge("u1", "y")))
     # u0/u1 stay outside the rank boxes: the rank check reports that, not the flow
     msgs = messages(fc, plan, world_size=None)
-    assert ("mlp.up (column-parallel) is fed a sharded tensor by edge att0 --> u0: a column-parallel layer reads "
-            "its whole input, replicated on every rank (Megatron-LM's f); all-gather the shards first") in msgs
+    assert taught("mlp.up (column-parallel) is fed a sharded tensor by edge att0 --> u0; all-gather the shards "
+                  "first", concepts.COLUMN_INPUT) in msgs
 
 
 def test_an_all_reduce_must_take_every_ranks_partial_sum():
     fc = chart(drop_edges=(("o1", "ar"),), extra_vertices=(Vertex("ar1", "all-reduce"),),
                extra_edges=(Edge("o1", "ar1"), Edge("ar1", "y")))
     assert messages(fc) == [
-        "the all-reduce after attn.out (row-parallel): node ar takes the partial sum of rank 0 only; node ar1 "
-        "takes the partial sum of rank 1 only; one all-reduce must take every rank's, before anything reads "
-        "its result"
+        taught("the all-reduce after attn.out (row-parallel): node ar takes the partial sum of rank 0 only; node "
+               "ar1 takes the partial sum of rank 1 only; one all-reduce must take every rank's", concepts.G_AFTER_ROW)
     ]
     fc = chart(drop_edges=(("o1", "ar"),), extra_vertices=(Vertex("n1", "norm"),),
                extra_edges=(Edge("o1", "n1"), Edge("n1", "y")))
@@ -238,14 +243,14 @@ def test_layers_out_of_plan_order():
     e2 = (Edge("x", "u"), Edge("u", "d"), Edge("d", "a1"), Edge("a1", "q"), Edge("q", "o"), Edge("o", "a2"),
           Edge("a2", "y"))
     assert messages(Flowchart(v, e2, ()), plan) == [
-        "mlp.up (node u) is drawn first: no layer of the plan comes before it along the edges, but the plan "
-        "starts with attn.qkv"
+        taught("mlp.up (node u) is drawn first: no layer of the plan comes before it along the edges, but the plan "
+               "starts with attn.qkv", concepts.ORDER)
     ]
     e3 = (Edge("x", "q"), Edge("q", "u"), Edge("u", "o"), Edge("o", "a2"), Edge("a2", "d"), Edge("d", "a1"),
           Edge("a1", "y"))
     assert "mlp.up (node u) comes after attn.out (node o)" not in messages(Flowchart(v, e3, ()), plan)
-    assert ("attn.out (node o) comes after mlp.up (node u) along the edges from u, but the plan puts attn.out "
-            "before mlp.up") in messages(Flowchart(v, e3, ()), plan)
+    assert taught("attn.out (node o) comes after mlp.up (node u) along the edges from u, but the plan puts "
+                  "attn.out before mlp.up", concepts.ORDER) in messages(Flowchart(v, e3, ()), plan)
 
 
 def test_residual_adds_where_the_plan_declares_them():

@@ -7,10 +7,12 @@ messages listed (each a prefix of one finding, in order).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from pytest_distcheck.diagram import concepts
 from pytest_distcheck.diagram.check import check_page
 from pytest_distcheck.diagram.mermaid import MermaidParser
 from pytest_distcheck.diagram.plan import LayerNames, parse_inline
@@ -25,14 +27,13 @@ LLAMA_NAMES = LayerNames(fused={"gate_up_proj": ("mlp.gate", "mlp.up")}, residua
 ATTN = parse_inline("attn.qkv=colwise,attn.out=rowwise")
 DOWN = parse_inline("mlp.down=rowwise")
 
-FED_REPLICATED = (
-    "is fed the replicated, unsplit tensor by {edges}: a row-parallel layer reads its own rank's shard"
-)
+FED_REPLICATED = "is fed the replicated, unsplit tensor by {edges}: a row-parallel layer reads its own rank's shard"
+C = concepts
 
-# page -> (plan, names, world size, expected messages: [] = passes). On the code before the flow
-# check, row-parallel-reads-ln2.md, row-parallel-fed-replicated.md, cross-rank-shard.md and
-# all-reduce-per-rank-split.md passed, and every ok-* page failed.
-CORPUS: dict[str, tuple[dict, LayerNames | None, int | None, list[str]]] = {
+# page -> (plan, names, world size, expected findings: (message prefix, concept at fault); [] = passes). On the
+# code before the flow check, row-parallel-reads-ln2.md, row-parallel-fed-replicated.md, cross-rank-shard.md
+# and all-reduce-per-rank-split.md passed, and every ok-* page failed.
+CORPUS: dict[str, tuple[dict, LayerNames | None, int | None, list[tuple[str, concepts.Concept]]]] = {
     "ok-gpu-subgraph-edges.md": (BLOCK, RESIDUAL, 2, []),
     "ok-summary-class-names.md": (BLOCK, RESIDUAL, 2, []),
     "ok-summary-vllm-llama.md": (LLAMA, LLAMA_NAMES, 2, []),
@@ -40,42 +41,43 @@ CORPUS: dict[str, tuple[dict, LayerNames | None, int | None, list[str]]] = {
     "ok-megatron-wq-wk-wv.md": (ATTN, None, 2, []),
     "ok-single-row-parallel.md": (DOWN, None, None, []),
     "row-parallel-fed-replicated.md": (DOWN, None, None, [
-        "mlp.down (row-parallel) " + FED_REPLICATED.format(
-            edges="edges X --> d0, X --> d1"),
+        ("mlp.down (row-parallel) " + FED_REPLICATED.format(edges="edges X --> d0, X --> d1"), C.ROW_INPUT),
     ]),
     "row-parallel-reads-ln2.md": (BLOCK, RESIDUAL, 2, [
-        "the output of mlp.up (column-parallel) goes nowhere: no edge leaves nodes up0, up1",
-        "mlp.down (row-parallel) " + FED_REPLICATED.format(edges="edges ln2 --> down0, ln2 --> down1"),
+        ("the output of mlp.up (column-parallel) goes nowhere: no edge leaves nodes up0, up1", C.DATA_FLOW),
+        ("mlp.down (row-parallel) " + FED_REPLICATED.format(edges="edges ln2 --> down0, ln2 --> down1")
+         + ": the output of mlp.up on the same rank", C.ROW_INPUT),
     ]),
     "missing-both-all-reduces.md": (BLOCK, RESIDUAL, 2, [
-        "no all-reduce after attn.out (row-parallel): node add1 ('+') reads its partial sum by edges "
-        "out0 --> add1, out1 --> add1",
-        "no all-reduce after mlp.down (row-parallel): node add2 ('+') reads its partial sum by edges "
-        "down0 --> add2, down1 --> add2",
+        ("no all-reduce after attn.out (row-parallel): node add1 ('+') reads its partial sum by edges "
+         "out0 --> add1, out1 --> add1", C.G_AFTER_ROW),
+        ("no all-reduce after mlp.down (row-parallel): node add2 ('+') reads its partial sum by edges "
+         "down0 --> add2, down1 --> add2", C.G_AFTER_ROW),
     ]),
     "cross-rank-shard.md": (BLOCK, RESIDUAL, 2, [
-        "mlp.down (row-parallel) is fed another rank's shard by edges act0 --> down1, act1 --> down0",
+        ("mlp.down (row-parallel) is fed another rank's shard by edges act0 --> down1, act1 --> down0",
+         C.ROW_INPUT),
     ]),
     "all-reduce-per-rank-split.md": (BLOCK, RESIDUAL, 2, [
-        "the all-reduce after mlp.down (row-parallel): node ar2 takes the partial sum of rank 0 only; node ar2b "
-        "takes the partial sum of rank 1 only; one all-reduce must take every rank's, before anything reads its result",
+        ("the all-reduce after mlp.down (row-parallel): node ar2 takes the partial sum of rank 0 only; node ar2b "
+         "takes the partial sum of rank 1 only; one all-reduce must take every rank's", C.G_AFTER_ROW),
     ]),
     "ok-single-column-parallel.md": (parse_inline("mlp.up=colwise"), None, None, []),
     # the first fixtures: the committed diagram broken one way each
     "qkv-row-parallel.md": (BLOCK, RESIDUAL, 2, [
-        "attn.qkv is drawn row-parallel but the plan says column-parallel (nodes qkv0, qkv1)",
+        ("attn.qkv is drawn row-parallel but the plan says column-parallel (nodes qkv0, qkv1)", C.STYLE),
     ]),
     "missing-all-reduce.md": (BLOCK, RESIDUAL, 2, [
-        "no all-reduce after mlp.down (row-parallel): node add2 ('+') reads its partial sum by edges "
-        "down0 --> add2, down1 --> add2",
+        ("no all-reduce after mlp.down (row-parallel): node add2 ('+') reads its partial sum by edges "
+         "down0 --> add2, down1 --> add2", C.G_AFTER_ROW),
     ]),
     "dropped-layer.md": (BLOCK, RESIDUAL, 2, [
-        "layer mlp.up missing: no node's label names it (the plan says column-parallel)",
+        ("layer mlp.up missing: no node's label names it (the plan says column-parallel)", C.NAMING),
     ]),
-    "syntax-error.md": (BLOCK, RESIDUAL, 2, ["Mermaid syntax error in the block at line 8: got 'SQS' near "]),
+    "syntax-error.md": (BLOCK, RESIDUAL, 2, [("Mermaid syntax error in the block at line 8: got 'SQS' near ",
+                                              C.SYNTAX)]),
     "all-reduce-after-column-parallel.md": (BLOCK, RESIDUAL, 2, [
-        "all-reduce drawn after attn.qkv (column-parallel) at arq0, but a column-parallel layer needs none "
-        "in forward",
+        ("all-reduce drawn after attn.qkv (column-parallel) at arq0", C.NO_COLLECTIVE_AFTER_COLUMN),
     ]),
 }
 
@@ -90,10 +92,38 @@ def parser():
 def test_corpus_page_gets_its_verdict(parser, page):
     plan, names, world_size, expected = CORPUS[page]
     result = check_page((FIXTURES / page).read_text(encoding="utf-8"), plan, world_size, parser, names)
-    found = [f.message for f in result.findings]
+    found = [(f.message, f.concept) for f in result.findings]
     assert len(found) == len(expected), found
-    for message, prefix in zip(found, expected, strict=True):
+    for (message, concept), (prefix, at_fault) in zip(found, expected, strict=True):
         assert message.startswith(prefix), message
+        assert concept is at_fault, (message, concept)
+
+
+@pytest.mark.parametrize("page", sorted(p for p, (*_, expected) in CORPUS.items() if expected))
+def test_each_wrong_page_is_taught_its_concept_without_the_right_diagram(parser, page):
+    """Each message carries the lesson of the concept at fault and quotes no edge the page does not draw: what
+    the check says never draws the right diagram."""
+    plan, names, world_size, _ = CORPUS[page]
+    result = check_page((FIXTURES / page).read_text(encoding="utf-8"), plan, world_size, parser, names)
+    drawn = set()
+    if result.diagram is not None:
+        drawn = {f"{e.start} --> {e.end}" for e in parser.parse(result.diagram.source).flowchart.edges}
+    for f in result.findings:
+        taught = f.concept.name if f.concept is C.SYNTAX else f.concept.lesson.partition("{")[0]
+        assert taught in f.message, f.message
+        for edge in re.findall(r"\b\w+ --> \w+\b", f.message):
+            assert edge in drawn, (edge, f.message)
+        assert "```" not in f.message and "flowchart" not in f.message
+
+
+def test_the_message_lab_02_quotes_is_the_checks_own(parser):
+    """Lab 02's "Draw the block" quotes what the check says of row-parallel-reads-ln2.md, word for word."""
+    lab = (ROOT / "docs" / "lab" / "02-tp-inference-cloud.md").read_text(encoding="utf-8")
+    quoted = " ".join(re.search(r"gets `(mlp\.down \(row-parallel\) is fed .*?)`", lab, re.S).group(1).split())
+    plan, names, world_size, _ = CORPUS["row-parallel-reads-ln2.md"]
+    result = check_page((FIXTURES / "row-parallel-reads-ln2.md").read_text(encoding="utf-8"), plan, world_size,
+                        parser, names)
+    assert quoted in [f.message for f in result.findings]
 
 
 def test_every_fixture_page_is_in_the_corpus_table():

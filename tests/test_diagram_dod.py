@@ -1,7 +1,7 @@
 """The tp-diagram-committed DoD check and the `distcheck diagram` command, on a copy of the phase's
-workspace file with a learner's own page (the starting page, explained, and its SVG rendered) and the
-wrong pages of fixtures/diagrams/. The reference page under solutions/ is never the learner's evidence
-(copied: tests/test_gate_redteam.py)."""
+workspace file with a learner's own page (a right diagram drawn by tests/diagram_support.py, and its SVG
+rendered), the skeleton `distcheck diagram` prints, and the wrong pages of fixtures/diagrams/. The
+reference page under solutions/ is never the learner's evidence (copied: tests/test_gate_redteam.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from pathlib import Path
 
 import mermaidx  # noqa: F401  (see below)
 import pytest
+from diagram_support import right_diagram
 from dod_support import git_commit_all
 
 from pytest_distcheck.cli import main
+from pytest_distcheck.diagram import concepts
 
 # pytester's in-process runs put sys.modules back as it was before each run. mermaidx loads novasvg,
 # a nanobind extension that cannot be initialised twice in one process; imported here, at collection,
@@ -51,29 +53,28 @@ def phase(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+PLAN = {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise", "mlp.down": "rowwise"}
 EXPLAINED = ("\nEach rank holds half of the heads and half of the MLP's hidden units; the all-reduce after each "
              "row-parallel layer sums the two partial outputs, so the residual stream is whole again on both.\n")
+# the learner's own drawing: its Mermaid block opens at line 3
+OWN_PAGE = f"# My block\n\n```mermaid\n{right_diagram(PLAN, 2)}```\n\n![The block](tp-sharding.svg)\n{EXPLAINED}"
 
 
 def own_page(pytester: pytest.Pytester) -> None:
-    """The starting page `distcheck diagram` writes, explained (run in the pytester folder)."""
-    out = io.StringIO()
-    with redirect_stdout(out):
-        assert main(["diagram"]) == 0
-    (pytester.path / PAGE).write_text(out.getvalue() + EXPLAINED)
+    """A right page of the learner's own, not rendered yet."""
+    (pytester.path / PAGE).write_text(OWN_PAGE)
 
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """A right page of the learner's own and its SVG, made once per module by `distcheck diagram` and
-    `distcheck diagram --render` in a phase of its own (rendering is most of a test's time; the SVG
+    """A right page of the learner's own and its SVG, made once per module by `distcheck diagram --render` in
+    a phase of its own (rendering is most of a test's time; the SVG
     names only the page's basename and its block, so it is the same in any folder)."""
     root = tmp_path_factory.mktemp("rendered_phase")
     make_phase(root)
     out = io.StringIO()
     with chdir(root), redirect_stdout(out):
-        assert main(["diagram"]) == 0
-        (root / PAGE).write_text(out.getvalue() + EXPLAINED)
+        (root / PAGE).write_text(OWN_PAGE)
         assert main(["diagram", "--render"]) == 0
     return {rel: (root / rel).read_text() for rel in (PAGE, SVG)}
 
@@ -101,7 +102,7 @@ def test_the_committed_diagram_is_done(phase: pytest.Pytester, rendered, monkeyp
     git_commit_all(phase.path)
     result = run_check(phase)
     result.stdout.fnmatch_lines([
-        "*docs/tp-sharding.md:7 matches experiments.tp_inference.plan:BLOCK_PLAN (attn.qkv colwise, "
+        "*docs/tp-sharding.md:3 matches experiments.tp_inference.plan:BLOCK_PLAN (attn.qkv colwise, "
         "attn.out rowwise, mlp.up colwise, mlp.down rowwise) on 2 ranks; docs/tp-sharding.svg is current*",
         "DONE*tp-diagram-committed*evidence checked, confirmed: the diagram matches the plan",
     ])
@@ -109,7 +110,7 @@ def test_the_committed_diagram_is_done(phase: pytest.Pytester, rendered, monkeyp
 
 @pytest.mark.parametrize("fixture, reason", [
     ("qkv-row-parallel.md", "docs/tp-sharding.md:8: attn.qkv is drawn row-parallel but the plan says "
-                            "column-parallel (nodes qkv0, qkv1)"),
+                            "column-parallel (nodes qkv0, qkv1): a column-parallel layer holds*"),
     ("missing-all-reduce.md", "docs/tp-sharding.md:8: no all-reduce after mlp.down (row-parallel)*"),
     ("dropped-layer.md", "docs/tp-sharding.md:8: layer mlp.up missing*"),
     ("syntax-error.md", "docs/tp-sharding.md:17: Mermaid syntax error in the block at line 8*(the line where "
@@ -149,7 +150,7 @@ def test_an_edited_block_makes_the_svg_stale(phase: pytest.Pytester, rendered):
     result = run_check(phase)
     result.stdout.fnmatch_lines([
         "STALE*tp-diagram-committed*docs/tp-sharding.svg was rendered from another version of the Mermaid "
-        "block at docs/tp-sharding.md:7",
+        "block at docs/tp-sharding.md:3",
         "*-> distcheck diagram --render docs/tp-sharding.md",
     ])
 
@@ -164,15 +165,30 @@ def test_no_svg_is_pending_with_the_render_command(phase: pytest.Pytester):
 # ---- the command -------------------------------------------------------------------------------
 
 
-def test_the_command_prints_a_starting_page_that_counts_once_explained(phase, monkeypatch, capsys):
+def test_the_command_prints_a_skeleton_that_leaves_the_item_pending_saying_what_to_decide(phase, monkeypatch,
+                                                                                            capsys):
+    from pytest_distcheck.diagram.skeleton import UNDRAWN
+
     monkeypatch.chdir(phase.path)
     assert main(["diagram"]) == 0
     page = capsys.readouterr().out
     assert "```mermaid\nflowchart TD\n" in page and "![The same diagram, rendered](tp-sharding.svg)" in page
-    for layer in ("attn.qkv", "attn.out", "mlp.up", "mlp.down"):
-        assert f'["{layer}<br/>' in page
+    for layer in PLAN:
+        assert f'["{layer}"]' in page
     (phase.path / PAGE).write_text(page)
-    matches = "docs/tp-sharding.md: the diagram at line 7 matches experiments.tp_inference.plan:BLOCK_PLAN on 2 ranks\n"
+    undrawn = UNDRAWN.format(line=6)  # the skeleton's block opens at line 6, under its comment
+    assert main(["diagram", "--check"]) == 1
+    assert capsys.readouterr().out == f"docs/tp-sharding.md:6: {undrawn}\n"
+    git_commit_all(phase.path)
+    result = run_check(phase)  # committed as is: the kit's skeleton decides nothing
+    result.stdout.fnmatch_lines([f"PENDING*tp-diagram-committed*docs/tp-sharding.md: {undrawn[:60]}*",
+                                 "*-> draw it in docs/tp-sharding.md, then distcheck diagram --check"])
+
+
+def test_a_drawn_page_checks_renders_and_goes_stale_when_edited(phase, monkeypatch, capsys):
+    monkeypatch.chdir(phase.path)
+    own_page(phase)
+    matches = "docs/tp-sharding.md: the diagram at line 3 matches experiments.tp_inference.plan:BLOCK_PLAN on 2 ranks\n"
     assert main(["diagram", "--check"]) == 0  # the diagram is right; its SVG is what is missing
     assert capsys.readouterr().out == matches + (
         "docs/tp-sharding.md: docs/tp-sharding.svg not found (the rendered diagram of docs/tp-sharding.md): "
@@ -180,29 +196,37 @@ def test_the_command_prints_a_starting_page_that_counts_once_explained(phase, mo
     )
     assert main(["diagram", "--render"]) == 0
     assert capsys.readouterr().out == (
-        "wrote tp-sharding.svg beside docs/tp-sharding.md, from its Mermaid block at line 7\n"
+        "wrote tp-sharding.svg beside docs/tp-sharding.md, from its Mermaid block at line 3\n"
         "then commit the page and its SVG (a DoD check reads them as committed): git init && git add "
         'docs/tp-sharding.md docs/tp-sharding.svg && git commit -m "diagram and its SVG" -- docs/tp-sharding.md '
         "docs/tp-sharding.svg\n"
     )
     assert main(["diagram", "--check"]) == 0
     assert capsys.readouterr().out == matches
-    (phase.path / PAGE).write_text(page.replace("flowchart TD\n", "flowchart TD\n  %% my own note\n", 1))
+    (phase.path / PAGE).write_text(OWN_PAGE.replace("flowchart TD\n", "flowchart TD\n  %% my own note\n", 1))
     assert main(["diagram", "--check"]) == 0  # stale, as the DoD check says, not wrong: exit 0
     assert capsys.readouterr().out == matches + (
         "docs/tp-sharding.md: docs/tp-sharding.svg was rendered from another version of the Mermaid block at "
-        "docs/tp-sharding.md:7; the DoD item is stale until you run: distcheck diagram --render docs/tp-sharding.md\n"
+        "docs/tp-sharding.md:3; the DoD item is stale until you run: distcheck diagram --render docs/tp-sharding.md\n"
     )
-    (phase.path / PAGE).write_text(page)
-    assert (phase.path / SVG).read_text().startswith("<!-- distcheck diagram: tp-sharding.md, Mermaid block at line 7")
-    git_commit_all(phase.path)
-    result = run_check(phase)  # right, rendered and committed, but the kit's work alone (red-team R3)
-    result.stdout.fnmatch_lines(["PENDING*tp-diagram-committed*docs/tp-sharding.md is the starting page "
-                                 "`distcheck diagram` wrote, unedited: explain it on the page*",
-                                 "*-> edit docs/tp-sharding.md, then distcheck diagram --render docs/tp-sharding.md"])
-    (phase.path / PAGE).write_text(page + EXPLAINED)
+    own_page(phase)
     git_commit_all(phase.path)
     run_check(phase).stdout.fnmatch_lines(["DONE*tp-diagram-committed*"])
+
+
+def test_a_page_named_without_md_points_at_the_markdown_page(phase, monkeypatch, capsys):
+    """Issue 34: `--check docs/tp-sharding` names the existing docs/tp-sharding.md instead of offering to create
+    a page without an extension."""
+    from pytest_distcheck.commands.diagram import PAGE_MISSING, PAGE_WITHOUT_MD
+
+    monkeypatch.chdir(phase.path)
+    own_page(phase)
+    for mode in ("--check", "--render"):
+        assert main(["diagram", mode, "docs/tp-sharding"]) == 2
+        hint = PAGE_WITHOUT_MD.format(page="docs/tp-sharding", mode=mode)
+        assert capsys.readouterr().err == f"distcheck diagram: docs/tp-sharding: {hint}\n"
+    assert main(["diagram", "--check", "docs/other"]) == 2
+    assert PAGE_MISSING.format(page="docs/other") in capsys.readouterr().err
 
 
 def test_check_of_a_wrong_page_exits_1_with_file_and_line(phase, monkeypatch, capsys):
@@ -210,7 +234,7 @@ def test_check_of_a_wrong_page_exits_1_with_file_and_line(phase, monkeypatch, ca
     assert main(["diagram", "--check", str(FIXTURES / "dropped-layer.md")]) == 1
     assert capsys.readouterr().out == (
         f"{FIXTURES / 'dropped-layer.md'}:8: layer mlp.up missing: no node's label names it "
-        "(the plan says column-parallel)\n"
+        f"(the plan says column-parallel): {concepts.NAMING.lesson}\n"
     )
 
 

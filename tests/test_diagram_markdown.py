@@ -71,3 +71,18 @@ def test_without_mermaid_empties_every_block_and_its_fences_and_keeps_the_rest_i
     page = "a\n```mermaid\nflowchart TD\n  x --> y\n```\nb\n~~~ Mermaid\nz\n~~~\n```python\nkept\n```\n```mermaid\nopen"
     assert without_mermaid(page).split("\n") == ["a", "", "", "", "", "b", "", "", "", "```python", "kept", "```",
                                                  "", ""]
+
+
+def test_the_drawing_key_leaves_ids_comments_and_spacing_aside():
+    from pytest_distcheck.diagram.markdown import DRAWING_STEPS, drawing_key
+
+    src = ('flowchart TD\n  %% mine\n  a["attn.qkv: column-parallel"] -- "f" --> b(("+"))\n'
+           '  subgraph s0["rank 0"]\n    a\n  end\n')
+    renamed = ('flowchart TD\n\n  q["attn.qkv: column-parallel"]  --  "f"  -->  add(("+"))\n'
+               '  subgraph r["rank 0"]\n a\n end\n')
+    assert drawing_key(src) != drawing_key(renamed)  # `a` in the subgraph is now another node than `q`
+    assert drawing_key(src) == drawing_key(renamed.replace("\n a\n", "\n q\n"))
+    assert drawing_key(src) != drawing_key(src.replace("column-parallel", "row-parallel"))  # labels count
+    assert drawing_key(src) != drawing_key(src.replace("flowchart TD", "flowchart LR"))  # keywords count
+    assert drawing_key(src).startswith('flowchart TD n1["attn.qkv: column-parallel"] -- "f" --> n2(("+"))')
+    assert len(DRAWING_STEPS) == 3

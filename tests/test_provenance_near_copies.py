@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_distcheck import textnorm
+from pytest_distcheck.diagram.markdown import DRAWING_ASIDE
 from pytest_distcheck.dod import provenance
 from pytest_distcheck.dod.provenance import copied_from
 
@@ -183,28 +184,39 @@ def test_the_reference_diagram_reflowed_or_in_look_alike_letters_is_a_copy(tmp_p
     mine = edit(block).replace("```" + "mermaid".translate(CYRILLIC), "```mermaid")
     page = _write(tmp_path / "docs" / "tp-sharding.md", "# My page\n\n" + mine + "\n")
     assert copied_from(page) == ("its Mermaid diagram is that of the reference solution solutions/docs/tp-sharding.md "
-                                 "(comments, spacing and look-alike letters aside)")
+                                 f"({DRAWING_ASIDE})")
 
 
 def test_a_right_page_of_the_kits_diagram_fixtures_is_a_copy_and_a_wrong_one_is_left_to_the_check(tmp_path):
     page = _write(tmp_path / "docs" / "tp-sharding.md",
                   (REPO / "fixtures" / "diagrams" / "ok-gpu-subgraph-edges.md").read_text() + "\nMine.\n")
     assert copied_from(page) == ("its Mermaid diagram is that of the kit's own fixture "
-                                 "fixtures/diagrams/ok-gpu-subgraph-edges.md (comments, spacing and look-alike "
-                                 "letters aside)")
+                                 f"fixtures/diagrams/ok-gpu-subgraph-edges.md ({DRAWING_ASIDE})")
     page.write_text((REPO / "fixtures" / "diagrams" / "missing-all-reduce.md").read_text())
     assert copied_from(page) is None
     assert copied_from(REPO / "fixtures" / "diagrams" / "ok-gpu-subgraph-edges.md") is None  # in place
 
 
-def test_a_learners_own_page_from_the_starting_diagram_is_not_a_copy(tmp_path):
-    from pytest_distcheck.diagram.generate import starting_page
+def test_a_learners_own_drawing_is_not_a_copy(tmp_path):
+    from diagram_support import right_diagram
 
     plan = {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise", "mlp.down": "rowwise"}
-    page = _write(tmp_path / "docs" / "tp-sharding.md", starting_page("experiments/tp_inference/plan.py", plan, 2,
-                                                                     "tp-sharding.svg")
-                  + "\nEach rank holds half of the heads and half of the MLP's hidden units.\n")
+    page = _write(tmp_path / "docs" / "tp-sharding.md", f"# Mine\n\n```mermaid\n{right_diagram(plan, 2)}```\n"
+                  "\nEach rank holds half of the heads and half of the MLP's hidden units.\n")
     assert copied_from(page) is None
+
+
+def test_the_reference_diagram_with_its_ids_renamed_is_a_copy(tmp_path):
+    """Issue 27: the reference diagram, its node and subgraph ids renamed and re-spaced, under prose of one's own."""
+    block = _mermaid((REPO / "solutions" / "docs" / "tp-sharding.md").read_text())
+    renamed = block
+    for old, new in (("qkv0", "a0"), ("sdpa1", "b1"), ("attn_rank0", "box0"), ("ar2", "sum2")):
+        renamed = re.sub(rf"\b{old}\b(?![^\[]*\])", new, renamed)
+    assert renamed != block
+    page = _write(tmp_path / "docs" / "tp-sharding.md",
+                  "# My block\n\n" + renamed.replace("\n  ", "\n    ") + "\n\nWritten by me.\n")
+    assert copied_from(page) == ("its Mermaid diagram is that of the reference solution solutions/docs/tp-sharding.md "
+                                 f"({DRAWING_ASIDE})")
 
 
 def test_a_spanish_page_copied_into_a_note_is_a_copy_of_that_page(tmp_path):

@@ -1,4 +1,5 @@
-"""Each item of the phase quiz names the page and the section that teach it, and they exist (issue 21)."""
+"""Each item of the phase quiz names the page and the section that teach it, they exist, and the section says what
+the item asks (issue 21; issue 27: `says`, the phrases the section must contain)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,25 @@ import json
 from pathlib import Path
 
 import pytest
-from docs_support import headings
+from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parents[1]
 BANK = ROOT / "checks" / "quiz" / "35.json"
 ITEMS = json.loads(BANK.read_text())["items"]
+
+
+def section_text(markdown: str, heading: str) -> str | None:
+    """The lines of the section under ``heading``, up to the next heading of the same or a higher level (its
+    subsections included); ``None`` when the page has no such heading."""
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    found = [(t.map[0], int(t.tag[1]), tokens[i + 1].content) for i, t in enumerate(tokens)
+             if t.type == "heading_open" and t.map is not None]
+    lines = markdown.split("\n")
+    for k, (line, level, text) in enumerate(found):
+        if text == heading:
+            end = next((ln for ln, lv, _ in found[k + 1:] if lv <= level), len(lines))
+            return "\n".join(lines[line:end])
+    return None
 
 
 def missing_sections(items: list[dict], root: Path) -> list[str]:
@@ -24,13 +39,28 @@ def missing_sections(items: list[dict], root: Path) -> list[str]:
         page = root / where["page"]
         if not page.is_file():
             problems.append(f"{item['id']}: page {where['page']} does not exist")
-        elif where["section"] not in headings(page.read_text()):
+        elif (text := section_text(page.read_text(), where["section"])) is None:
             problems.append(f"{item['id']}: {where['page']} has no heading {where['section']!r}")
+        else:
+            flat = " ".join(text.split())  # line breaks are the page's layout, not what it says
+            problems += [f"{item['id']}: {where['page']}, section {where['section']!r}, does not say {said!r}"
+                         for said in where.get("says", []) if " ".join(said.split()) not in flat]
     return problems
 
 
-def test_every_item_names_an_existing_page_and_section():
+def test_every_item_names_an_existing_page_and_section_that_says_what_it_asks():
     assert not missing_sections(ITEMS, ROOT)
+    assert all(item["taught_in"].get("says") for item in ITEMS)
+
+
+def test_a_section_that_no_longer_says_it_is_caught(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "p.md").write_text(
+        "# T\n\n## PP\n\nThe bubble is (p-1)/m.\n\n### Sub\n\n1F1B.\n\n## TP\n\nf, g.\n")
+    item = {"id": "x", "taught_in": {"page": "docs/p.md", "section": "PP", "says": ["(p-1)/m", "1F1B"]}}
+    assert missing_sections([item], tmp_path) == []
+    item["taught_in"]["says"] = ["f, g"]  # in the next section, not this one
+    assert missing_sections([item], tmp_path) == ["x: docs/p.md, section 'PP', does not say 'f, g'"]
 
 
 def test_a_renamed_heading_is_caught(tmp_path):

@@ -156,7 +156,7 @@ def test_cli_prints_plan_rules_sources_and_rejections(capsys):
     assert "recommended: ZeRO-2 (FSDP SHARD_GRAD_OP)" in out
     assert "memory per GPU: 20.7 GB = model states 16.6 GB + activations 4.1 GB" in out
     assert "[R1]" in out and "source: Rajbhandari et al. 2019 (ZeRO)" in out
-    assert "- ZeRO-1, recompute none: 35.5 GB per GPU (states 31.4 + activations 4.1)" in out
+    assert "- ZeRO-1, recompute none: 35.5 GB per GPU (states 31.4 GB + activations 4.1 GB)" in out
 
 
 def test_cli_exit_1_when_nothing_fits(capsys):
@@ -179,7 +179,7 @@ def test_70b_on_128_nodes_counts_activations_before_saying_it_fits():
     assert plan.fits and plan.activation_bytes > 0 and plan.total_bytes <= plan.usable_bytes
     assert (plan.tp, plan.pp, plan.dp) != (4, 1, 256)
     tp4 = next(r for r in plan.rejected if r.startswith("TP=4 x PP=1 x DP=256, ZeRO-1, recompute none"))
-    assert "states 70.8 + activations" in tp4
+    assert "states 70.8 GB + activations" in tp4
     # with Llama 2 70B's own shape (Touvron et al. 2023: 80 layers, h = 8192, 64 heads, 4k context)
     plan = choose(Model(70e9, layers=80, hidden=8192, heads=64, seq_len=4096), Cluster(80, 8, nodes=128))
     assert plan.fits and plan.activation_bytes > 0 and plan.total_bytes <= plan.usable_bytes

@@ -1,6 +1,6 @@
-"""Print a correct starting Mermaid diagram of the workspace's TP plan; check or render a page's diagram.
+"""Print the skeleton of a TP block's Mermaid diagram from the workspace's plan; check or render a page's diagram.
 
-  distcheck diagram                  print a ```mermaid block drawn from [diagram].plan
+  distcheck diagram                  print a skeleton page: the plan's layers on each rank, nothing decided
   distcheck diagram --check [PAGE]   compare PAGE's diagram (default [diagram].page) with the plan
   distcheck diagram --render [PAGE]  write PAGE's diagram as SVG beside it (PAGE with .svg)
 
@@ -12,7 +12,8 @@ beside it are read too) or inline:
   distcheck diagram --check my-block.md --plan 'attn.qkv=colwise,attn.out=rowwise' --world-size 2
 
 Without --world-size a per-rank diagram must draw each layer on every rank it draws.
-The labelling convention the check reads is in pytest_distcheck.diagram.labels and on the page.
+The drawing is the learner's: --check names the idea at fault in each message and never prints the right
+diagram. The labelling convention the check reads is in pytest_distcheck.diagram.labels and in lab 02.
 Against the workspace's plan, --check also says when the SVG beside a right diagram is missing, not linked
 from the page or stale (rendered from another version of the block), as the DoD check does, with what
 fixes it; the diagram itself is right, so that leaves the exit status 0. --render ends with the git
@@ -93,16 +94,28 @@ def run(args: argparse.Namespace) -> int:
         page = Path(page_arg) if page_arg else cfg.page
         shown = page_arg or cfg.page_rel  # as the user would type it, for messages
     if not page.is_file():
-        raise ConfigError(shown, "", f"page not found (start one with: distcheck diagram > {shown})")
+        raise ConfigError(shown, "", _not_found(page, shown, "--check" if args.check is not None else "--render"))
     if args.check is not None:
         return _check(page, shown, cfg, svg=args.plan is None)
     return _render(page, shown, cfg)
 
 
-def _print_start(cfg, world_size: int, svg_name: str) -> int:
-    from pytest_distcheck.diagram.generate import starting_page
+PAGE_MISSING = "page not found (start one with: distcheck diagram > {page})"
+PAGE_WITHOUT_MD = "page not found; {page}.md is there: distcheck diagram {mode} {page}.md"
 
-    print(starting_page(cfg.plan_ref, cfg.plan, world_size, svg_name), end="")
+
+def _not_found(page: Path, shown: str, mode: str) -> str:
+    """What to do about a page that is not there: the Markdown page of that name when there is one (the
+    ``.md`` left out), else how to start it."""
+    if page.suffix != ".md" and page.with_name(page.name + ".md").is_file():
+        return PAGE_WITHOUT_MD.format(page=shown, mode=mode)
+    return PAGE_MISSING.format(page=shown)
+
+
+def _print_start(cfg, world_size: int, svg_name: str) -> int:
+    from pytest_distcheck.diagram.skeleton import skeleton_page
+
+    print(skeleton_page(cfg.plan_ref, cfg.plan, world_size, svg_name), end="")
     return 0
 
 

@@ -1,14 +1,18 @@
 """Recommend a parallelization strategy (DDP, ZeRO, FSDP, TP x PP x DP), check a plan, or place a model for serving.
 
   distcheck strategy --params 7.5B --gpu-memory-gb 80 --gpus-per-node 8
+  distcheck strategy --model llama2-13b --gpu-memory-gb 40 --gpus-per-node 8 --nodes 2 --intra pcie
   distcheck strategy --params 70B --layers 80 --hidden 8192 --heads 64 --seq-len 4096 \\
       --gpu-memory-gb 80 --gpus-per-node 8 --nodes 4 --inter slow
   distcheck strategy --params 175B --gpu-memory-gb 80 --gpus-per-node 8 --nodes 16 --check tp=8,pp=8,dp=2
   distcheck strategy --params 70B --gpu-memory-gb 80 --gpus-per-node 8 --inference --batch 32 --context 4096
+  distcheck strategy --rules
 
 Prints the plan, the memory per GPU it predicts (model states + activations + gathered unit), the rules
 that fired with their sources, and the candidates rejected before it. --check names every rule a given
-plan breaks (exit 1 if any). GB = 1e9 bytes.
+plan breaks (exit 1 if any). --model takes a published architecture by name (its parameters, shape and
+sequence length, with its source; a flag given beside it wins). --rules prints the decision table with the
+source of each rule. GB = 1e9 bytes, on every line that shows memory.
 """
 
 from __future__ import annotations
@@ -22,9 +26,13 @@ CHECK_KEYS = ("tp", "pp", "dp", "cp", "zero", "recompute")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from pytest_distcheck.calc.precision import PRESETS
+    from pytest_distcheck.strategy.presets import ARCHITECTURES
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--params", type=count, required=True, help="parameters (7.5e9, 7.5B, 350M)")
+    parser.add_argument("--rules", action="store_true", help="print the decision table and each rule's source")
+    parser.add_argument("--model", choices=sorted(ARCHITECTURES), metavar="NAME",
+                        help=f"a published architecture: {', '.join(ARCHITECTURES)}")
+    parser.add_argument("--params", type=count, help="parameters (7.5e9, 7.5B, 350M); or --model")
     parser.add_argument("--layers", type=positive_int, help="transformer layers (with --hidden, --heads, --seq-len; "
                                                             "else a Megatron-LM shape of the nearest size)")
     parser.add_argument("--hidden", type=positive_int, help="hidden size")
@@ -34,9 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--micro-batch", type=positive_int, default=1, help="micro-batch size (default 1)")
     parser.add_argument("--recipe", choices=sorted(PRESETS), default="zero",
                         help="precision recipe (default zero: 16 bytes/parameter)")
-    parser.add_argument("--gpu-memory-gb", type=real(0, 1e5, low_open=True), required=True,
-                        help="memory of one GPU, GB (1e9 bytes)")
-    parser.add_argument("--gpus-per-node", type=positive_int, required=True)
+    parser.add_argument("--gpu-memory-gb", type=real(0, 1e5, low_open=True), help="memory of one GPU, GB (1e9 bytes)")
+    parser.add_argument("--gpus-per-node", type=positive_int)
     parser.add_argument("--nodes", type=positive_int, default=1, help="default 1")
     parser.add_argument("--intra", choices=("nvlink", "pcie"), default="nvlink",
                         help="interconnect within a node (default nvlink)")
@@ -70,16 +77,46 @@ def _plan_spec(text: str) -> dict[str, object]:
     return spec
 
 
-def run(args: argparse.Namespace) -> int:
-    from pytest_distcheck.errors import DistcheckError
-    from pytest_distcheck.strategy import Cluster, Model
+def print_rules() -> None:
+    """The decision table, one rule per entry with its source (``distcheck strategy --rules``)."""
+    from pytest_distcheck.strategy import RULES
 
-    model = Model(args.params, args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch, args.recipe,
-                  args.kv_heads)
+    print("decision table of distcheck strategy, in its order of preference:")
+    for rule, (text, source) in RULES.items():
+        print(f"  [{rule}] {text}\n        source: {source}")
+
+
+def _model(args: argparse.Namespace):
+    from pytest_distcheck.strategy import Model, preset_model
+
+    given = dict(params=args.params, layers=args.layers, hidden=args.hidden, heads=args.heads, seq_len=args.seq_len,
+                 micro_batch=args.micro_batch, recipe=args.recipe, kv_heads=args.kv_heads)
+    if args.model:
+        return preset_model(args.model, **given)
+    return Model(**given)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pytest_distcheck.errors import ConfigError, DistcheckError
+    from pytest_distcheck.strategy import ARCHITECTURES, Cluster
+
+    if args.rules:
+        print_rules()
+        return 0
+    needed = (("--params (or --model)", args.params or args.model), ("--gpu-memory-gb", args.gpu_memory_gb),
+              ("--gpus-per-node", args.gpus_per_node))
+    missing = [flag for flag, value in needed if value is None]
+    if missing:
+        raise ConfigError("distcheck strategy", "", f"give {', '.join(missing)} (or --rules for the decision table)")
+    model = _model(args)
     cluster = Cluster(args.gpu_memory_gb, args.gpus_per_node, args.nodes, args.intra, args.inter)
     print(f"{cluster.gpus} GPUs ({cluster.nodes} node(s) x {cluster.gpus_per_node}, {cluster.gpu_memory_gb:g} GB, "
           f"{cluster.intra_node}" + (f", {cluster.inter_node} inter-node" if cluster.nodes > 1 else "") +
           f"); model {model.params:.4g} parameters")
+    if args.model:
+        arch = ARCHITECTURES[args.model]
+        print(f"architecture {args.model}: L = {model.layers} layers, h = {model.hidden}, a = {model.heads} heads "
+              f"({model.kv_heads} KV heads), s = {model.seq_len} tokens; source: {arch.source}")
     try:
         if args.check:
             return _check(model, cluster, args)
@@ -134,8 +171,8 @@ def _check(model, cluster, args: argparse.Namespace) -> int:
                         int(spec.get("cp", 1)), recompute, args.usable_fraction)
     name = ", ".join(f"{k}={v}" for k, v in spec.items())
     if mem is not None:
-        print(f"plan {name}: {mem.total_bytes / 1e9:.1f} GB per GPU = states {mem.states.total_bytes / 1e9:.1f} + "
-              f"activations {mem.activation_bytes / 1e9:.1f} + gathered unit {mem.gathered_bytes / 1e9:.1f} "
+        print(f"plan {name}: {mem.total_bytes / 1e9:.1f} GB per GPU = states {mem.states.total_bytes / 1e9:.1f} GB + "
+              f"activations {mem.activation_bytes / 1e9:.1f} GB + gathered unit {mem.gathered_bytes / 1e9:.1f} GB "
               f"({recompute} recomputation)")
     if not broken:
         print(f"plan {name} breaks no rule")

@@ -7,7 +7,8 @@
 - :mod:`.graph`: the flowchart as a data-flow graph, edges to and from subgraphs expanded.
 - :mod:`.compare`: the differences between a flowchart and a plan, in words (:mod:`.difference`).
 - :mod:`.flow`: the data-flow part of that comparison (what feeds each layer, where its output goes).
-- :mod:`.generate`: a correct starting diagram from a plan.
+- :mod:`.skeleton`: the skeleton ``distcheck diagram`` prints (the plan's layers per rank, nothing decided).
+- :mod:`.concepts`: the ideas a diagram can get wrong, each with the lesson its messages end with.
 - :mod:`.check`: a page checked end to end, and its rendered SVG kept in step.
 - :mod:`.config`: the workspace's ``[diagram]`` section.
 - :mod:`.source`: the plan's literals read from its module's source, never importing it.

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Mapping
 
 from pytest_distcheck.diagram.compare import Difference, compare
+from pytest_distcheck.diagram.concepts import SYNTAX, Concept
 from pytest_distcheck.diagram.labels import plain as labels_plain
 from pytest_distcheck.diagram.markdown import MermaidBlock, links_to, mermaid_blocks
 from pytest_distcheck.diagram.mermaid import (
@@ -26,14 +27,17 @@ from pytest_distcheck.diagram.mermaid import (
 )
 from pytest_distcheck.diagram.names import Namer
 from pytest_distcheck.diagram.plan import LayerNames
+from pytest_distcheck.diagram.skeleton import UNDRAWN, is_skeleton
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem on the page: its 1-based ``line`` and the ``message`` for a person."""
+    """One problem on the page: its 1-based ``line``, the ``message`` for a person and the ``concept`` at fault
+    (:mod:`.concepts`; ``None`` for what the page lacks: no block, nothing naming the plan, an undrawn skeleton)."""
 
     line: int
     message: str
+    concept: Concept | None = None
 
 
 @dataclass
@@ -45,12 +49,15 @@ class PageCheck:
         diagram: the block compared with the plan, or ``None`` when there is none.
         findings: syntax errors, then differences from the plan; empty when the page is right.
         differences: the plan differences alone (also in ``findings``).
+        undrawn: the diagram is still the skeleton ``distcheck diagram`` printed (the one finding says
+            what to decide).
     """
 
     blocks: list[MermaidBlock]
     diagram: MermaidBlock | None = None
     findings: list[Finding] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
+    undrawn: bool = False
 
 
 def check_page(
@@ -91,15 +98,19 @@ def check_page(
             line = block.page_line(exc.line)
             result.findings.append(Finding(
                 line, f"Mermaid syntax error in the block at line {block.fence_line}: {exc.summary} (the line where "
-                      "Mermaid's parser stopped: an unclosed bracket or quote may be on an earlier line)"
+                      "Mermaid's parser stopped: an unclosed bracket or quote may be on an earlier line)", SYNTAX
             ))
             continue
         if parsed.flowchart is not None:
             seen_labels += [v.text for v in parsed.flowchart.vertices.values()]
         if result.diagram is None and _names_plan(parsed, namer):
             result.diagram = block
+            if is_skeleton(block.source, plan, world_size or 2):
+                result.undrawn = True
+                result.findings.append(Finding(block.fence_line, UNDRAWN.format(line=block.fence_line)))
+                continue
             result.differences = compare(parsed.flowchart, plan, world_size, names)  # type: ignore[arg-type]
-            result.findings.extend(Finding(block.fence_line, d.message) for d in result.differences)
+            result.findings.extend(Finding(block.fence_line, d.message, d.concept) for d in result.differences)
     if result.diagram is None and syntax_ok:
         result.findings.append(Finding(result.blocks[0].fence_line, _nothing_matches(namer, seen_labels)))
     return result

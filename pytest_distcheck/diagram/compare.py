@@ -26,7 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Mapping
 
-from pytest_distcheck.diagram import labels
+from pytest_distcheck.diagram import concepts, labels
 from pytest_distcheck.diagram.difference import Difference, style_words
 from pytest_distcheck.diagram.flow import flow_diffs
 from pytest_distcheck.diagram.graph import Graph
@@ -99,8 +99,9 @@ def compare(
             ambiguous = True
             diffs.append(Difference(
                 "ambiguous-node", "",
-                f"node {vid} names several layers ({', '.join(named)}); draw each layer as its own node"
-                + (" or declare them fused with the plan" if len({plan[p] for p in named}) == 1 else ""),
+                f"node {vid} names several layers ({', '.join(named)}): {concepts.NAMING.lesson}"
+                + (" (or declare them fused with the plan)" if len({plan[p] for p in named}) == 1 else ""),
+                concepts.NAMING,
             ))
         elif named:
             layers_of[vid] = named
@@ -110,7 +111,8 @@ def compare(
             diffs.append(Difference(
                 "unplanned-style", "",
                 f"node {vid} is drawn {' and '.join(style_words(s) for s in sorted(drawn))} but names no "
-                f"layer of the plan ({', '.join(styles)})",
+                f"layer of the plan ({', '.join(styles)}): {concepts.NAMING.lesson}",
+                concepts.NAMING,
             ))
     layout = Layout(graph, styles, by_layer, layers_of, per_rank=any(v in graph.rank for v in layers_of))
     drawn_ranks = {graph.rank[v] for v in layers_of if v in graph.rank}
@@ -122,7 +124,9 @@ def compare(
             missing = True
             diffs.append(Difference(
                 "missing", path,
-                f"layer {path} missing: no node's label names it (the plan says {style_words(style.name)})",
+                f"layer {path} missing: no node's label names it (the plan says {style_words(style.name)}): "
+                f"{concepts.NAMING.lesson}",
+                concepts.NAMING,
             ))
             continue
         diffs.extend(_style_diffs(layout, path, style, nodes))
@@ -162,7 +166,8 @@ def _style_diffs(layout: Layout, path: str, style: Style, nodes: list[str]) -> l
             out.append(Difference(
                 "conflicting-style", path,
                 f"{path} (node {vid}): its label says {' and '.join(map(style_words, sorted(in_label)))} "
-                f"but its class says {' and '.join(map(style_words, sorted(in_class)))}",
+                f"but its class says {' and '.join(map(style_words, sorted(in_class)))}: {concepts.STYLE.lesson}",
+                concepts.STYLE,
             ))
             continue
         drawn, _ = node_styles(layout, vid)
@@ -174,11 +179,14 @@ def _style_diffs(layout: Layout, path: str, style: Style, nodes: list[str]) -> l
                 "no-style", path,
                 f"{path} is drawn without a parallel style ({_ids(vids)}): the plan says {want}; "
                 f"write {want} (or a class name such as {_CLASS_HINT[style.name]}) in its label, on the "
-                f"edge into it or in the title of its subgraph",
+                f"edge into it or in the title of its subgraph. {concepts.STYLE.lesson[0].upper()}"
+                f"{concepts.STYLE.lesson[1:]}",
+                concepts.STYLE,
             ))
         else:
             out.append(Difference(
-                "style", path, f"{path} is drawn {drawn_words} but the plan says {want} ({_ids(vids)})"
+                "style", path, f"{path} is drawn {drawn_words} but the plan says {want} ({_ids(vids)}): "
+                f"{concepts.STYLE.lesson}", concepts.STYLE,
             ))
     return out
 
@@ -196,10 +204,13 @@ def _rank_diffs(graph: Graph, path: str, nodes: list[str], world_size: int) -> l
         out.append(Difference(
             "rank", path,
             f"{path} is not drawn on rank {', '.join(map(str, missing))} of {world_size} ({where}); "
-            f"put one node naming it in each rank's subgraph (titled 'rank N' or 'GPU N')",
+            f"put one node naming it in each rank's subgraph (titled 'rank N' or 'GPU N'): "
+            f"{concepts.EVERY_RANK.lesson}",
+            concepts.EVERY_RANK,
         ))
     if extra:
         out.append(Difference(
-            "rank", path, f"{path} is drawn on rank {', '.join(map(str, extra))} but the world size is {world_size}"
+            "rank", path, f"{path} is drawn on rank {', '.join(map(str, extra))} but the world size is "
+            f"{world_size}: {concepts.EVERY_RANK.lesson}", concepts.EVERY_RANK,
         ))
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_distcheck.diagram import labels
+from pytest_distcheck.diagram.concepts import Concept
 
 
 @dataclass(frozen=True)
@@ -17,12 +18,14 @@ class Difference:
             (``missing-all-reduce``, ``extra-all-reduce``, ``input``, ``no-input``, ``dead-end``,
             ``all-reduce-ranks``, ``order``, ``residual``).
         layer: the plan's module path concerned, or ``""``.
-        message: the difference for a person (names the layer, what is drawn, what the plan says).
+        message: the difference for a person (names the layer and what is drawn, then teaches the concept).
+        concept: the idea at fault (:mod:`.concepts`); the message ends with its lesson.
     """
 
     kind: str
     layer: str
     message: str
+    concept: Concept | None = None
 
     def __str__(self) -> str:
         return self.message

@@ -37,7 +37,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_distcheck.diagram import labels
+from pytest_distcheck.diagram import concepts, labels
 from pytest_distcheck.diagram.difference import Difference, style_words
 from pytest_distcheck.diagram.graph import Link
 from pytest_distcheck.diagram.plan import LayerNames
@@ -163,76 +163,64 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
     for path, style in layout.styles.items():
         styled = f"{path} ({style_words(style.name)})"
         ev = {kind: items for (p, kind), items in found.items() if p == path}
+        row_input = concepts.lesson(concepts.ROW_INPUT, feeder=concepts.row_feeder(layout.styles, path))
+
+        def add(kind: str, concept: concepts.Concept, what: str, lesson: str = "", path: str = path) -> None:
+            diffs.append(Difference(kind, path, f"{what}: {lesson or concept.lesson}", concept))
+
         if "no-input" in ev:
-            diffs.append(Difference("no-input", path, (
-                f"{styled} has no input: no edge goes into {_node_list(ev['no-input'])}; draw the tensor "
-                f"that feeds it")))
+            add("no-input", concepts.DATA_FLOW,
+                f"{styled} has no input: no edge goes into {_node_list(ev['no-input'])}")
         if "input-replicated" in ev:
-            diffs.append(Difference("input", path, (
-                f"{styled} is fed the replicated, unsplit tensor by {_where(layout, ev['input-replicated'])}: "
-                f"a row-parallel layer reads its own rank's shard (the same rank's column-parallel output, "
-                f"through element-wise nodes only, or a slice taken by an edge labelled split)")))
+            add("input", concepts.ROW_INPUT, f"{styled} is fed the replicated, unsplit tensor by "
+                f"{_where(layout, ev['input-replicated'])}", row_input)
         if "input-rank" in ev:
             links = [link for link, _ in ev["input-rank"]]
-            diffs.append(Difference("input", path, (
-                f"{styled} is fed another rank's shard by {_where(layout, links)}: a row-parallel layer "
-                f"reads its own rank's shard")))
+            add("input", concepts.ROW_INPUT, f"{styled} is fed another rank's shard by {_where(layout, links)}",
+                row_input)
         if "input-shard" in ev:
-            diffs.append(Difference("input", path, (
-                f"{styled} is fed a sharded tensor by {_where(layout, ev['input-shard'])}: a column-"
-                f"parallel layer reads its whole input, replicated on every rank (Megatron-LM's f); "
-                f"all-gather the shards first")))
+            add("input", concepts.COLUMN_INPUT, f"{styled} is fed a sharded tensor by "
+                f"{_where(layout, ev['input-shard'])}; all-gather the shards first")
         if "dead-end-layer" in ev:
             nodes = ev["dead-end-layer"]
             if style.forward_comm == "all-reduce":
-                diffs.append(Difference("missing-all-reduce", path, (
-                    f"no all-reduce after {styled}: {_node_list(nodes)} {'has' if len(nodes) == 1 else 'have'} "
-                    f"no forward edge; draw its partial output going into an all-reduce")))
+                add("missing-all-reduce", concepts.G_AFTER_ROW, f"no all-reduce after {styled}: "
+                    f"{_node_list(nodes)} {'has' if len(nodes) == 1 else 'have'} no forward edge")
             else:
-                diffs.append(Difference("dead-end", path, (
-                    f"the output of {styled} goes nowhere: no edge leaves {_node_list(nodes)}; draw the "
-                    f"edge to what consumes it")))
+                add("dead-end", concepts.DATA_FLOW, f"the output of {styled} goes nowhere: no edge leaves "
+                    f"{_node_list(nodes)}")
         if "dead-end" in ev:
-            diffs.append(Difference("dead-end", path, (
-                f"the sharded output of {styled} goes nowhere: it ends at {_node_list(ev['dead-end'])} "
-                f"instead of reaching the row-parallel layer after it")))
+            add("dead-end", concepts.DATA_FLOW, f"the sharded output of {styled} goes nowhere: it ends at "
+                f"{_node_list(ev['dead-end'])} instead of reaching the row-parallel layer after it")
         if "missing-all-reduce" in ev:
             consumers = list(dict.fromkeys(n for n, _ in ev["missing-all-reduce"]))
             links = [link for _, link in ev["missing-all-reduce"]]
             first = consumers[0]
-            diffs.append(Difference("missing-all-reduce", path, (
-                f"no all-reduce after {styled}: {_node_list(consumers)} ({graph.label(first)!r}) "
-                f"{'reads' if len(consumers) == 1 else 'read'} its partial sum by {_where(layout, links)}; "
-                f"sum every rank's partial output in an all-reduce (g) first")))
+            add("missing-all-reduce", concepts.G_AFTER_ROW, f"no all-reduce after {styled}: "
+                f"{_node_list(consumers)} ({graph.label(first)!r}) {'reads' if len(consumers) == 1 else 'read'} "
+                f"its partial sum by {_where(layout, links)}")
         if "all-reduce-ranks" in ev:
             parts = [f"node {n} takes the partial sum of rank {', '.join(map(str, sorted(got)))} only"
                      for n, _, got in ev["all-reduce-ranks"]]
             missing = ev["all-reduce-ranks"][0][1]
-            diffs.append(Difference("all-reduce-ranks", path, (
-                f"the all-reduce after {styled}: {'; '.join(parts)}; "
+            add("all-reduce-ranks", concepts.G_AFTER_ROW, f"the all-reduce after {styled}: {'; '.join(parts)}; "
                 + (f"rank {', '.join(map(str, missing))} must go into it too"
-                   if len(parts) == 1 else "one all-reduce must take every rank's")
-                + ", before anything reads its result")))
+                   if len(parts) == 1 else "one all-reduce must take every rank's"))
         if "extra-all-reduce" in ev:
-            diffs.append(Difference("extra-all-reduce", path, (
-                f"all-reduce drawn after {styled} at {ev['extra-all-reduce'][0]}, but a "
-                f"{style_words(style.name)} layer needs none in forward: its output stays sharded until "
-                f"the next layer consumes it")))
+            add("extra-all-reduce", concepts.NO_COLLECTIVE_AFTER_COLUMN,
+                f"all-reduce drawn after {styled} at {ev['extra-all-reduce'][0]}")
         if "first" in ev:
-            diffs.append(Difference("order", path, (
-                f"{path} ({_node_list(ev['first'])}) is drawn first: no layer of the plan comes before it "
-                f"along the edges, but the plan starts with {next(iter(layout.styles))}")))
+            add("order", concepts.ORDER, f"{path} ({_node_list(ev['first'])}) is drawn first: no layer of the "
+                f"plan comes before it along the edges, but the plan starts with {next(iter(layout.styles))}")
         if "order" in ev:
             v, w, earlier = ev["order"][0]
-            diffs.append(Difference("order", path, (
-                f"{earlier} (node {w}) comes after {path} (node {v}) along the edges from {v}, but the "
-                f"plan puts {earlier} before {path}")))
+            add("order", concepts.ORDER, f"{earlier} (node {w}) comes after {path} (node {v}) along the edges "
+                f"from {v}, but the plan puts {earlier} before {path}")
         if "residual" in ev:
             parent, nodes = ev["residual"][0]
-            diffs.append(Difference("residual", path, (
-                f"no residual add after {parent}: nothing after {path} ({_node_list(nodes)}) and before "
-                f"the next layer adds {parent}'s input back, and the plan declares {parent} residual; draw "
-                f"an add fed by the all-reduce after {path} and by {parent}'s input")))
+            add("residual", concepts.RESIDUAL, f"no residual add after {parent}: nothing after {path} "
+                f"({_node_list(nodes)}) and before the next layer adds {parent}'s input back, and the plan "
+                f"declares {parent} residual")
     return diffs
 
 

@@ -6,10 +6,14 @@ inside list items and longer backtick runs are read the way GitHub and other ren
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from markdown_it import MarkdownIt
+
+from pytest_distcheck import textnorm
 
 
 @dataclass(frozen=True)
@@ -41,11 +45,87 @@ class MermaidBlock:
 
 
 def drawing_key(source: str) -> str:
-    """A Mermaid block's source without what does not change its drawing: comment lines (``%%``), blank
-    lines and runs of spaces. Two blocks with the same key draw the same diagram (red-team: a comment line
-    added to the starting page, the reference diagram with its blank lines removed)."""
-    kept = (line for line in source.split("\n") if not line.lstrip().startswith("%%"))
-    return " ".join(" ".join(kept).split())
+    """A Mermaid block's source normalised to what it draws, so that two blocks with the same key draw the same
+    diagram: the steps of :data:`DRAWING_STEPS`, in order (comment lines and blank lines dropped, node and
+    subgraph ids renamed in order of first appearance, runs of whitespace made one space, then look-alike letters
+    and case made one by :func:`pytest_distcheck.textnorm.comparable`). A diagram copied with its ids renamed,
+    its lines re-spaced or its letters swapped for look-alikes has the reference's key. Limit: reordered statements give another key.
+    """
+    for step in DRAWING_STEPS:
+        source = step(source)
+    return source
+
+
+# What drawing_key leaves aside, as a message says it.
+DRAWING_ASIDE = "comments, spacing, node ids and look-alike letters aside"
+
+
+def _drop_comments(source: str) -> str:
+    """The lines but ``%%`` comment lines."""
+    return "\n".join(line for line in source.split("\n") if not line.lstrip().startswith("%%"))
+
+
+# Mermaid's own words: never a node id.
+_KEYWORDS = frozenset({"flowchart", "graph", "subgraph", "end", "direction", "td", "tb", "bt", "rl", "lr",
+                       "class", "classdef", "style", "linkstyle", "click", "default"})
+_WORD = re.compile(r"\w+")
+_CLOSE = {"[": "]", "(": ")", "{": "}"}
+
+
+def _skip_label(text: str, i: int) -> int:
+    """The index after the label that opens at ``text[i]``: a quoted string, a ``|...|`` edge label, or a bracket
+    group (``[...]``, ``(["..."])``, ``{...}``) with the quotes inside it."""
+    if text[i] in "\"|":
+        end = text.find(text[i], i + 1)
+        return len(text) if end < 0 else end + 1
+    depth = 0
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            end = text.find('"', i + 1)
+            i = len(text) if end < 0 else end + 1
+            continue
+        if c in _CLOSE:
+            depth += 1
+        elif c in _CLOSE.values():
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return i
+
+
+def _rename_ids(source: str) -> str:
+    """Every word outside labels (node, subgraph, edge and class ids) renamed ``n1``, ``n2``, ... in order of first
+    appearance; Mermaid's keywords and numbers kept; labels (quoted, bracketed, ``|...|``) kept as written."""
+    out: list[str] = []
+    names: dict[str, str] = {}
+    i = 0
+    while i < len(source):
+        c = source[i]
+        if c in "\"|" or c in _CLOSE:
+            end = _skip_label(source, i)
+            out.append(source[i:end])
+            i = end
+        elif match := _WORD.match(source, i):
+            word = match.group()
+            keep = word.lower() in _KEYWORDS or word.isdigit()
+            out.append(word if keep else names.setdefault(word, f"n{len(names) + 1}"))
+            i = match.end()
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _collapse_space(source: str) -> str:
+    """Runs of whitespace (line breaks and blank lines included) made one space."""
+    return " ".join(source.split())
+
+
+# The steps of drawing_key, in order. Folding confusable characters (a Unicode TR39 skeleton) belongs first, so
+# that what the later steps compare is what a reader sees: add it at the head of this tuple.
+DRAWING_STEPS: tuple[Callable[[str], str], ...] = (_drop_comments, _rename_ids, _collapse_space, textnorm.comparable)
 
 
 def without_mermaid(markdown: str) -> str:

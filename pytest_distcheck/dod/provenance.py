@@ -70,7 +70,7 @@ def drawings(text: str) -> list[str]:
     source: comments, spacing, look-alike letters and case aside) at least :data:`MIN_DRAWING` long."""
     from pytest_distcheck.diagram.markdown import drawing_key, mermaid_blocks
 
-    keys = (drawing_key(textnorm.comparable(b.source)) for b in mermaid_blocks(text))
+    keys = (drawing_key(b.source) for b in mermaid_blocks(text))
     return [k for k in keys if len(k) >= MIN_DRAWING]
 
 
@@ -164,12 +164,14 @@ def copied_from(path: Path) -> str | None:
     why = _copied_text(path, text, kit["shingles"]["sources"])
     if why:
         return why
+    from pytest_distcheck.diagram.markdown import DRAWING_ASIDE
+
     for key in drawings(text):
         drawn = digest(key.encode())
         for ref, whose in ((fp["drawings"].get(drawn), "the reference solution"),
                            (kit["drawings"].get(drawn), "the kit's own fixture")):
             if ref and not _in_place(path, ref):
-                return f"its Mermaid diagram is that of {whose} {ref} (comments, spacing and look-alike letters aside)"
+                return f"its Mermaid diagram is that of {whose} {ref} ({DRAWING_ASIDE})"
     return None
 
 

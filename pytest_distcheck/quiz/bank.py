@@ -5,6 +5,9 @@ Item kinds:
     numeric: a question template over parameters drawn at random, a calculator
         (``MODULE.FUNCTION`` in ``pytest_distcheck.calc``) that computes the answer from them, the unit
         and tolerance of the answer, and an explanation template that may use ``{answer}``.
+
+A bank may list the ``goals`` it covers; then each item names the one it exercises (``goal``) and each
+attempt draws at least one item per goal (:func:`pytest_distcheck.quiz.draw.draw_attempt`).
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ class ChoiceItem:
     explanation: str
     source: str = ""
     kind: str = "choice"
+    goal: str = ""
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,7 @@ class NumericItem:
     explanation: str
     source: str = ""
     kind: str = "numeric"
+    goal: str = ""
 
     def kwargs(self, values: dict[str, Number]) -> dict[str, Any]:
         """Calculator keyword arguments for drawn ``values`` (name -> value)."""
@@ -126,13 +131,15 @@ Item = ChoiceItem | NumericItem
 
 @dataclass(frozen=True)
 class Bank:
-    """A loaded quiz bank: ``id`` (as in ``distcheck quiz ID``), ``title``, ``items`` in file order."""
+    """A loaded quiz bank: ``id`` (as in ``distcheck quiz ID``), ``title``, ``items`` in file order, and the
+    ``goals`` it covers (goal id -> title, in file order; empty when the bank names none)."""
 
     path: Path
     id: str
     title: str
     items: tuple[Item, ...]
     _by_id: dict[str, Item] = field(default_factory=dict, repr=False, compare=False)
+    goals: dict[str, str] = field(default_factory=dict)
 
     def item(self, item_id: str) -> Item:
         """The item with this id; raises KeyError."""
@@ -169,7 +176,7 @@ def _numeric(raw: dict[str, Any], path: Path, where: str) -> NumericItem:
         id=raw["id"], topic=raw["topic"], question=raw["question"], calculator=raw["calculator"],
         params=params, fixed=dict(raw.get("fixed", {})), answer_divisor=float(raw.get("answer_divisor", 1)),
         unit=raw.get("unit", ""), tolerance=next(iter(tol.items())) if tol else DEFAULT_TOLERANCE,
-        explanation=raw["explanation"], source=raw.get("source", ""),
+        explanation=raw["explanation"], source=raw.get("source", ""), goal=raw.get("goal", ""),
     )
     sample = {p.name: (p.choices[0] if p.choices is not None else p.low) for p in params}
     try:
@@ -187,12 +194,18 @@ def load_bank(path: Path | str) -> Bank:
     Raises:
         ConfigError: naming the file and field -- missing file, bad JSON (with the line), a schema
             violation, a duplicate item id, an answer letter past the choices, an unknown calculator or
-            arguments it does not take, min > max, or a template placeholder that is not a parameter.
+            arguments it does not take, min > max, a template placeholder that is not a parameter, or an item
+            goal the bank does not list (or a listed goal that no item exercises).
     """
     path = Path(path)
     raw = load_json(path, "quiz-bank.schema.json")
     items: list[Item] = []
     by_id: dict[str, Item] = {}
+    goals: dict[str, str] = {}
+    for n, g in enumerate(raw.get("goals", [])):
+        if g["id"] in goals:
+            raise ConfigError(path, f"goals[{n}].id", f"duplicate goal id {g['id']!r}")
+        goals[g["id"]] = g["title"]
     for n, it in enumerate(raw["items"]):
         where = f"items[{n}]"
         if it["id"] in by_id:
@@ -202,9 +215,17 @@ def load_bank(path: Path | str) -> Bank:
                 raise ConfigError(path, f"{where}.answer",
                                   f"answer {it['answer']} but only {len(it['choices'])} choices")
             item: Item = ChoiceItem(it["id"], it["topic"], it["question"], tuple(it["choices"]), it["answer"],
-                                    it["explanation"], it.get("source", ""))
+                                    it["explanation"], it.get("source", ""), goal=it.get("goal", ""))
         else:
             item = _numeric(it, path, where)
+        if goals and item.goal not in goals:
+            raise ConfigError(path, f"{where}.goal", f"expected one of the bank's goals ({', '.join(goals)}), "
+                                                     f"found {item.goal or 'none'!r}")
+        if item.goal and not goals:
+            raise ConfigError(path, f"{where}.goal", f"goal {item.goal!r}, but the bank lists no goals")
         items.append(item)
         by_id[item.id] = item
-    return Bank(path=path, id=raw["id"], title=raw["title"], items=tuple(items), _by_id=by_id)
+    empty = [g for g in goals if not any(it.goal == g for it in items)]
+    if empty:
+        raise ConfigError(path, "goals", f"no item exercises goal {empty[0]!r}: every attempt must draw one")
+    return Bank(path=path, id=raw["id"], title=raw["title"], items=tuple(items), _by_id=by_id, goals=goals)

@@ -37,7 +37,9 @@ def draw_params(item: NumericItem, rng: random.Random) -> dict[str, Number]:
 
 
 def draw_attempt(bank: Bank, seed: int, n_items: int) -> list[DrawnItem]:
-    """``n_items`` distinct items of ``bank`` in random order, with their parameters, from ``seed``.
+    """``n_items`` distinct items of ``bank`` in random order, with their parameters, from ``seed``: one item of
+    each of the bank's goals first (of as many goals as ``n_items`` allows, chosen at random when fewer), then
+    the rest at random from the remaining items.
 
     The same bank file and seed give the same attempt.
 
@@ -48,5 +50,11 @@ def draw_attempt(bank: Bank, seed: int, n_items: int) -> list[DrawnItem]:
         raise ValueError(f"an attempt of {n_items} items needs 1..{len(bank.items)} (the bank "
                          f"{bank.path} has {len(bank.items)})")
     rng = random.Random(seed)
-    chosen = rng.sample(bank.items, n_items)
+    goals = list(bank.goals)
+    rng.shuffle(goals)
+    chosen = [rng.choice([it for it in bank.items if it.goal == goal]) for goal in goals[:n_items]]
+    taken = {it.id for it in chosen}
+    chosen += rng.sample([it for it in bank.items if it.id not in taken], n_items - len(chosen))
+    if goals:  # the goals' items first would give their places away
+        rng.shuffle(chosen)
     return [DrawnItem(it, draw_params(it, rng) if isinstance(it, NumericItem) else {}) for it in chosen]

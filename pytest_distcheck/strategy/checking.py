@@ -65,9 +65,9 @@ def check(model: Model, cluster: Cluster, tp: int, pp: int, dp: int, zero: str =
                                  seq_len=model.seq_len, micro_batch=model.micro_batch, recompute=recompute)
         usable = usable_fraction * cluster.gpu_memory_gb * GB
         if mem.total_bytes > usable:
-            breaks("FIT", f"{mem.total_bytes / GB:.1f} GB per GPU (states {mem.states.total_bytes / GB:.1f} + "
-                          f"activations {mem.activation_bytes / GB:.1f} + gathered {mem.gathered_bytes / GB:.1f}) > "
-                          f"{usable / GB:.1f} GB usable")
+            breaks("FIT", f"{mem.total_bytes / GB:.1f} GB per GPU (states {mem.states.total_bytes / GB:.1f} GB + "
+                          f"activations {mem.activation_bytes / GB:.1f} GB + gathered "
+                          f"{mem.gathered_bytes / GB:.1f} GB) > {usable / GB:.1f} GB usable")
     return broken, mem
 
 

@@ -13,19 +13,42 @@ INTRA_NODE = ("nvlink", "pcie")
 INTER_NODE = ("fast", "slow")
 ZERO3_MAX_DP = 512
 
-SOURCES = {
-    "R0": "HF Transformers docs, perf_train_gpu_many ('model fits onto a single GPU')",
-    "R1": "Rajbhandari et al. 2019 (ZeRO) sec. 5.1-5.2 memory, sec. 7.2.1 communication = DDP's",
-    "R2": "torch/distributed/fsdp/api.py ShardingStrategy.HYBRID_SHARD; NVIDIA, 'Massively scale your deep "
-          "learning training with NCCL 2.4' (2019): trees for all-reduce only",
-    "R3": "Rajbhandari et al. 2019 (ZeRO) sec. 7.2.2; HF perf_train_gpu_many; Ultra-Scale Playbook",
-    "R4": "Narayanan et al. 2021 sec. 3.2, Takeaways #1 and #2; Shoeybi et al. 2019 sec. 3 (heads split over TP)",
-    "R5": "HF perf_train_gpu_many, 'Model doesn't fit onto a single GPU' (without NVLink PP is faster than TP "
-          "or ZeRO); vLLM docs, parallelism_scaling",
-    "R6": "HF perf_train_gpu_many (ZeRO-2/3 with PP); Ultra-Scale Playbook",
-    "R7": "Korthikanti et al. 2022 sec. 4.2.2",
-    "R8": "Korthikanti et al. 2022 sec. 5 (selective) and Table 2 (full recomputation)",
-    "R9": "Huang et al. 2019 (GPipe) sec. 2.3; Narayanan et al. 2021 sec. 2.2.1",
+# The decision table, in the order the chooser prefers plans: rule id -> (when -> what, its public source).
+# `distcheck strategy --rules` prints it; theory 02, "Choosing a plan by topology", shows that output.
+RULES: dict[str, tuple[str, str]] = {
+    "R0": ("the whole model's states + activations fit on one GPU -> DDP (data parallelism only)",
+           "HF Transformers docs, perf_train_gpu_many, 'Scalability strategy' (fits on a single GPU: DDP or ZeRO)"),
+    "R1": ("else ZeRO-1, then ZeRO-2, over all GPUs, when it fits -> the smallest such stage; its communication "
+           "equals DDP's. Not across a slow inter-node link (R2)",
+           "Rajbhandari et al. 2019 (ZeRO) sec. 5.1-5.2 memory, sec. 7.2.1 communication = DDP's"),
+    "R2": ("several nodes -> FSDP HYBRID_SHARD (shard in a node, replicate across): after ZeRO-1/2 on fast links, "
+           "before any ZeRO stage over all GPUs on a slow inter-node link (only the all-reduce of each rank's 1/G "
+           "gradient shard crosses nodes), after the pipeline plans on PCIe nodes (R5)",
+           "torch/distributed/fsdp/api.py ShardingStrategy.HYBRID_SHARD (fully_shard with a 2-D mesh: HSDP); NVIDIA, "
+           "'Massively scale your deep learning training with NCCL 2.4' (2019): trees for all-reduce only"),
+    "R3": ("only full sharding fits -> ZeRO-3 / FSDP FULL_SHARD over all GPUs (1.5x DDP's communication); not over a "
+           "slow inter-node link, not on >= 512 GPUs",
+           "Rajbhandari et al. 2019 (ZeRO) sec. 7.2.2; HF perf_train_gpu_many; Ultra-Scale Playbook"),
+    "R4": ("no data-parallel sharding fits -> TP x PP x DP: TP within a node (t <= GPUs per node, t divides the "
+           "heads), PP across nodes, the smallest t x p first, DP with ZeRO-1",
+           "Narayanan et al. 2021 sec. 3.2, Takeaways #1 and #2; Shoeybi et al. 2019 sec. 3 (heads split over TP); "
+           "vLLM docs, parallelism_scaling (TP = GPUs per node, PP = nodes)"),
+    "R5": ("no NVLink/NVSwitch in a node (PCIe) -> no TP; pipeline plans are tried before ZeRO-3 (PP sends only "
+           "activations between GPUs)",
+           "HF Transformers docs v4.39, perf_train_gpu_many, 'Model doesn't fit onto a single GPU' (without NVLink, "
+           "PP is faster than TP or ZeRO); vLLM docs, parallelism_scaling (no NVLink, e.g. L40S: PP instead of TP)"),
+    "R6": ("PP -> its data-parallel part uses ZeRO-1, not ZeRO-2/3",
+           "HF perf_train_gpu_many (ZeRO-2/3 with PP); Ultra-Scale Playbook"),
+    "R7": ("TP -> with sequence parallelism (no extra communication in the paper's count)",
+           "Korthikanti et al. 2022 sec. 4.2.2"),
+    "R8": ("nothing fits -> selective, then full activation recomputation; then context parallelism (CP, the "
+           "sequence split over ranks) the same way",
+           "Korthikanti et al. 2022 sec. 5 (selective) and Table 2 (full recomputation); Megatron-Core context "
+           "parallelism docs"),
+    "R9": ("PP -> m >= 4(p-1) micro-batches keep the bubble <= 1/5 of the iteration, (p-1)/(m+p-1)",
+           "Huang et al. 2019 (GPipe) sec. 2.3; Narayanan et al. 2021 sec. 2.2.1"),
+}
+SOURCES = {rule: source for rule, (_, source) in RULES.items()} | {
     "ACT": "Korthikanti et al. 2022 sec. 4.2.3, Eq. (5) and (6); shapes from Narayanan et al. 2021 Table 1",
     "FIT": "Rajbhandari et al. 2019 (ZeRO) sec. 3.2 (residual states)",
     "SIZE": "a plan uses every GPU: TP x PP x CP x DP = GPUs (Narayanan et al. 2021 sec. 3, n = p t d)",
@@ -145,8 +168,8 @@ def with_architecture(model: Model) -> tuple[Model, Rule | None]:
     filled = replace(model, layers=model.layers or layers, hidden=model.hidden or hidden,
                      heads=model.heads or heads, seq_len=model.seq_len or 2048)
     return filled, Rule("ACT", f"architecture not given: activations counted for the Megatron-LM {size / 1e9:g}B "
-                               f"shape (L = {filled.layers}, h = {filled.hidden}, a = {filled.heads}, "
-                               f"s = {filled.seq_len}, b = {model.micro_batch}); give --layers, --hidden, "
-                               "--heads and --seq-len for your model", SOURCES["ACT"])
+                               f"shape (L = {filled.layers} layers, h = {filled.hidden}, a = {filled.heads} heads, "
+                               f"s = {filled.seq_len} tokens, b = {model.micro_batch} sequence(s)); give --model or "
+                               "--layers, --hidden, --heads and --seq-len for your model", SOURCES["ACT"])
 
 

@@ -74,8 +74,8 @@ def choose_inference(model: Model, cluster: Cluster, batch: int, context: int, w
             rules.append(Rule("INF", f"TP={t} x PP={p}: {where}; {cluster.gpus // (t * p)} replica(s) on "
                                      f"{cluster.gpus} GPUs", SOURCES["INF"]))
             return InferencePlan(t, p, cluster.gpus // (t * p), w, c, usable, True, tuple(rules), tuple(rejected))
-        rejected.append(f"TP={t} x PP={p}: {(w + c) / GB:.1f} GB per GPU (weights {w / GB:.1f} + KV cache "
-                        f"{c / GB:.1f}) > {usable / GB:.1f} GB")
+        rejected.append(f"TP={t} x PP={p}: {(w + c) / GB:.1f} GB per GPU (weights {w / GB:.1f} GB + KV cache "
+                        f"{c / GB:.1f} GB) > {usable / GB:.1f} GB")
     t, p = shapes[-1]
     w, c = inference.serving_bytes_per_gpu(model.params, model.layers, batch, context, model.hidden, model.heads,
                                            kv, t, p, weight_dtype, kv_dtype)

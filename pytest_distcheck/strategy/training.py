@@ -92,7 +92,7 @@ def _candidates(model: Model, cluster: Cluster, notes: list[Rule]) -> list[_Cand
     elif n > 1:
         out += [_Candidate("ZeRO-1", "R1", dp=n, zero="zero1", shard_group=n),
                 _Candidate("ZeRO-2 (FSDP SHARD_GRAD_OP)", "R1", dp=n, zero="zero2", fsdp="SHARD_GRAD_OP",
-                           shard_group=n)] + hsdp
+                           shard_group=n)] + ([] if pcie else hsdp)
     zero3 = []
     if n > 1 and not slow and n < ZERO3_MAX_DP:
         zero3 = [_Candidate("ZeRO-3 (FSDP FULL_SHARD)", "R3", dp=n, zero="zero3", fsdp="FULL_SHARD", shard_group=n)]
@@ -119,8 +119,8 @@ def _candidates(model: Model, cluster: Cluster, notes: list[Rule]) -> list[_Cand
     # context parallelism last (only long sequences need it); least model parallelism first; even stages before
     # uneven ones (Llama 3 put 126 layers on 16 stages); TP before PP
     out += sorted(grid, key=lambda c: (c.cp, c.tp * c.pp, bool(model.layers and model.layers % c.pp), c.pp))
-    if pcie:
-        out += zero3
+    if pcie:  # without NVLink, pipeline plans before any ZeRO-3 (R5), sharding within a node first
+        out += ([] if slow else hsdp) + zero3
     return out
 
 
@@ -168,8 +168,8 @@ def choose(model: Model, cluster: Cluster, usable_fraction: float = 0.9) -> Plan
             if mem.total_bytes <= usable:
                 return _plan(c, recompute, mem, usable, True, cluster, notes, rejected)
             rejected.append(f"{c.name}, recompute {recompute}: {mem.total_bytes / GB:.1f} GB per GPU (states "
-                            f"{mem.states.total_bytes / GB:.1f} + activations {mem.activation_bytes / GB:.1f}"
-                            + (f" + gathered unit {mem.gathered_bytes / GB:.1f}" if mem.gathered_bytes else "")
+                            f"{mem.states.total_bytes / GB:.1f} GB + activations {mem.activation_bytes / GB:.1f} GB"
+                            + (f" + gathered unit {mem.gathered_bytes / GB:.1f} GB" if mem.gathered_bytes else "")
                             + f") > {usable / GB:.1f} GB")
             if best is None or mem.total_bytes < best[0]:
                 best = (mem.total_bytes, c, recompute)

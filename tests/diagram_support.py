@@ -1,4 +1,7 @@
-"""A correct starting diagram, drawn from a TP plan: one block on N ranks, in Mermaid.
+"""A right diagram of any TP plan, for the diagram check's tests: one block on N ranks, in Mermaid.
+
+Test support only: the kit prints a skeleton (``pytest_distcheck.diagram.skeleton``) and leaves the drawing
+to the learner; this oracle draws the whole block so the check can be tried on many plans.
 
 Nothing about the layers is hard-coded: the plan's module paths are grouped by their parent module
 (``attn.qkv`` and ``attn.out`` form the sublayer ``attn``), kept in plan order, and each sublayer is
@@ -20,7 +23,6 @@ import re
 from typing import Mapping
 
 from pytest_distcheck.diagram.labels import STYLE_CLASSES, STYLE_LABELS
-from pytest_distcheck.diagram.markdown import drawing_key
 from pytest_distcheck.tp.plan import validate_plan
 
 # The local work between a sublayer's sharded outputs and its row-parallel layer, by common names.
@@ -44,37 +46,7 @@ def _local_work(group: str) -> str:
     return next((text for pat, text in _LOCAL_WORK if pat.search(group)), "local compute")
 
 
-def starting_page(plan_ref: str, plan: Mapping[str, str], world_size: int, svg_name: str) -> str:
-    """The page ``distcheck diagram`` prints: a comment saying what to keep, the Mermaid block of
-    :func:`starting_diagram`, and the link to its rendered SVG ``svg_name``."""
-    return (
-        f"<!-- Drawn by `distcheck diagram` from {plan_ref} on {world_size} ranks. Edit freely;\n"
-        f"     keep each layer's module path and its style (column-parallel / row-parallel) in its label,\n"
-        f"     the edges that carry each tensor, an all-reduce after each row-parallel layer, and one\n"
-        f"     subgraph titled 'rank N' (or 'GPU N') per rank.\n"
-        f"     Then: distcheck diagram --check && distcheck diagram --render -->\n\n"
-        f"```mermaid\n{starting_diagram(plan, world_size)}```\n\n![The same diagram, rendered]({svg_name})\n"
-    )
-
-
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_FENCE = re.compile(r"^```mermaid\s*\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
-_IMAGE = re.compile(r"^!\[[^\]]*\]\([^)]*\)\s*$", re.MULTILINE)
-
-
-def unedited_start(markdown: str, plan: Mapping[str, str], world_size: int) -> bool:
-    """Whether ``markdown`` is the starting page as ``distcheck diagram`` wrote it, nothing explained: its
-    only Mermaid block draws :func:`starting_diagram` (:func:`~pytest_distcheck.diagram.markdown.drawing_key`:
-    comments and spacing aside) and, comments and image links aside, it has no text of its own. Red-team R3:
-    such a page is the kit's work, not the learner's."""
-    blocks = _FENCE.findall(markdown)
-    if len(blocks) != 1 or drawing_key(blocks[0]) != drawing_key(starting_diagram(plan, world_size)):
-        return False
-    rest = _IMAGE.sub("", _FENCE.sub("", _COMMENT.sub("", markdown)))
-    return not rest.strip()
-
-
-def starting_diagram(plan: Mapping[str, str], world_size: int = 2) -> str:
+def right_diagram(plan: Mapping[str, str], world_size: int = 2) -> str:
     """The Mermaid source of a flowchart of one block sharded by ``plan`` over ``world_size`` ranks.
 
     Args:

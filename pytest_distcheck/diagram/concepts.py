@@ -1,0 +1,93 @@
+"""The ideas a sharding diagram can get wrong, each named and taught in the learner's terms.
+
+Every difference the diagram check reports (:mod:`.compare`, :mod:`.flow`) carries one :class:`Concept`:
+its ``name`` says which idea is at fault and its ``lesson`` (ending the message) teaches it, without
+drawing the right diagram. Sources: Shoeybi et al. 2019 (Megatron-LM, arXiv:1909.08053), sec. 3 and
+Fig. 3 (column-/row-parallel, ``f`` and ``g``); Radford et al. 2019, sec. 2.3 (pre-LN residual).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class Concept:
+    """One idea of the sharded block: a short ``name`` and the ``lesson`` a message ends with."""
+
+    name: str
+    lesson: str
+
+
+EVERY_RANK = Concept(
+    "every layer on every rank",
+    "tensor parallelism splits each layer's weight over all the ranks, so every rank holds a shard of "
+    "every layer (whole layers on different ranks would be pipeline parallelism)",
+)
+STYLE = Concept(
+    "column- or row-parallel",
+    "a column-parallel layer holds a slice of its weight's output features and computes those outputs "
+    "whole; a row-parallel layer holds a slice of the input features and computes a partial sum of every "
+    "output",
+)
+COLUMN_INPUT = Concept(
+    "the input of a column-parallel layer (f)",
+    "a column-parallel layer reads its whole input, replicated on every rank; f (identity in forward, "
+    "all-reduce in backward) sits on that edge",
+)
+ROW_INPUT = Concept(
+    "the input of a row-parallel layer",
+    "a row-parallel layer reads its own rank's shard: {feeder}",
+)
+G_AFTER_ROW = Concept(
+    "g after a row-parallel layer",
+    "a row-parallel layer's output is a partial sum; g, one all-reduce over every rank's partial sum, "
+    "makes it whole before anything reads it",
+)
+NO_COLLECTIVE_AFTER_COLUMN = Concept(
+    "no collective after a column-parallel layer",
+    "a column-parallel layer's output stays sharded until the row-parallel layer after it reads it, so no "
+    "all-reduce sits between them in forward",
+)
+DATA_FLOW = Concept(
+    "the data flow",
+    "every layer reads the tensor before it and its output goes on to the next step of the block",
+)
+ORDER = Concept("the plan's order", "the tensors go through the layers in the order the plan lists them")
+RESIDUAL = Concept(
+    "the residual stream",
+    "each sublayer's input is added back to its output once g has made that output whole",
+)
+NAMING = Concept(
+    "naming the layers",
+    "each layer of the plan is one node per rank, named by its module path, with its style in the label",
+)
+SYNTAX = Concept("Mermaid syntax", "the block must parse before the check can read what it draws")
+
+ALL = (EVERY_RANK, STYLE, COLUMN_INPUT, ROW_INPUT, G_AFTER_ROW, NO_COLLECTIVE_AFTER_COLUMN, DATA_FLOW, ORDER,
+       RESIDUAL, NAMING, SYNTAX)
+
+
+def row_feeder(styles: Mapping[str, object], path: str) -> str:
+    """The words for what the row-parallel layer ``path`` reads: the column-parallel layers the plan puts just
+    before it (``the output of mlp.up on the same rank``), or, with none, a slice of its input.
+
+    Args:
+        styles: module path -> :class:`pytest_distcheck.tp.plan.Style`, in plan order.
+        path: a row-parallel layer of ``styles``.
+    """
+    paths = list(styles)
+    before: list[str] = []
+    for earlier in reversed(paths[:paths.index(path)]):
+        if getattr(styles[earlier], "input_layout", "") != "replicated":
+            break
+        before.insert(0, earlier)
+    if not before:
+        return "its slice of the input, taken by an edge labelled split"
+    return f"the output of {' and '.join(before)} on the same rank, through element-wise work only"
+
+
+def lesson(concept: Concept, **words: str) -> str:
+    """The concept's lesson with its placeholders filled (``feeder`` for :data:`ROW_INPUT`)."""
+    return concept.lesson.format(**words) if words else concept.lesson
