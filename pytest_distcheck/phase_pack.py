@@ -46,6 +46,7 @@ PACK_GLOBS = (
     "docs/es/*.md",
     "docs/es/theory/*.md",
     "docs/es/lab/*.md",
+    "docs/es/notes/TEMPLATE.md",
 )
 # Where a wheel keeps the pack, relative to the package folder.
 SHIPPED = "_phase"

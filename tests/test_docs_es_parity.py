@@ -28,13 +28,8 @@ ES = "es"
 GLOSSARY = "glosario.md"  # Spanish only: the English form of each term is the term itself
 # English pages whose Spanish twin is still to be written. Writing a twin means deleting its line here.
 NOT_YET_TRANSLATED = {
-    "README.md",
     "theory/02-parallelism-flavors.md",
-    "lab/00-cloud-budget-and-tooling.md",
-    "lab/01-ddp-on-cpu.md",
     "lab/02-tp-inference-cloud.md",
-    "lab/03-megatron-fsdp-reading.md",
-    "notes/TEMPLATE.md",
 }
 ENGLISH = sorted(p.removeprefix("docs/") for p in pack_files(ROOT)
                  if p.startswith("docs/") and p.endswith(".md") and not p.startswith(f"docs/{ES}/"))

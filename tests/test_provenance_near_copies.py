@@ -107,8 +107,10 @@ def test_an_own_note_quoting_a_sentence_or_two_is_not_copied(tmp_path, source):
     assert copied_from(note) is None
 
 
-def test_the_note_skeleton_filled_in_is_not_copied(tmp_path):
-    skeleton = (REPO / "docs" / "notes" / "TEMPLATE.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("template", ["docs/notes/TEMPLATE.md", "docs/es/notes/TEMPLATE.md"])
+def test_the_note_skeleton_filled_in_is_not_copied(tmp_path, template):
+    """The English skeleton and its Spanish twin are both a learner's starting file for docs/notes/*.md."""
+    skeleton = (REPO / template).read_text(encoding="utf-8")
     note = _write(tmp_path / "docs" / "notes" / "megatron.md", skeleton)
     assert copied_from(note) is None
     note.write_text(skeleton + "\n\n" + "\n\n".join(OWN[:2]))
@@ -133,7 +135,7 @@ def test_a_fresh_workspace_and_the_reference_workspace_in_place_are_not_copied(t
     assert any("docs/theory/" in p.as_posix() for p in started)
     assert {p.relative_to(tmp_path).as_posix(): copied_from(p) for p in started} == {
         p.relative_to(tmp_path).as_posix(): None for p in started}
-    for rel in ("docs/notes/TEMPLATE.md", "experiments/35-cloud-budget.md"):
+    for rel in ("docs/notes/TEMPLATE.md", "docs/es/notes/TEMPLATE.md", "experiments/35-cloud-budget.md"):
         moved = tmp_path / "elsewhere" / Path(rel).name
         moved.parent.mkdir(exist_ok=True)
         shutil.copy(tmp_path / rel, moved)

@@ -4,7 +4,8 @@ The rule (documented in docs/lab/03-megatron-fsdp-reading.md, "What counts"), on
 sees besides the citations (HTML comments and code blocks are not seen, see :mod:`.blocks`):
 
 1. no placeholder: none of :data:`PLACEHOLDERS` (``TODO``, ``TBD``, ``FIXME``, ``lorem ipsum``,
-   ``foo``/``bar``...), which mark text still to be written;
+   ``foo``/``bar``...), which mark text still to be written; one that is an everyday Spanish
+   word (:data:`EVERYDAY_SPANISH`: "todo", all) only in capitals;
 2. at least :data:`MIN_DECISION_WORDS` words;
 3. at least :data:`MIN_DISTINCT_WORDS` distinct content words: three letters or more once digits
    are stripped, with a vowel, not one of the :data:`STOP_WORDS` ("the", "and", "this", "one",
@@ -32,6 +33,8 @@ PLACEHOLDERS = frozenset(
     "ullamco laboris nisi aliquip commodo consequat "
     "foo baz qux quux corge grault garply waldo plugh xyzzy blah asdf".split()
 )
+# A placeholder that is an everyday Spanish word ("todo el estado", all the state) is one only in capitals (TODO).
+EVERYDAY_SPANISH = frozenset({"todo"})
 STOP_WORDS = frozenset(
     "the and for are but not you all any can had her was one our out has him his how its may new now "
     "see two who did get let put say she too use this that with have from they will would there their "
@@ -51,7 +54,8 @@ def decision_problem(text: str) -> str:
     """Why ``text`` (a statement, citations included) states no decision, or ``""`` when it does."""
     found = words(text)
     lowered = [w.lower().strip("'’-") for w in found]
-    placeholder = next((w for w, low in zip(found, lowered, strict=True) if low in PLACEHOLDERS), None)
+    placeholder = next((w for w, low in zip(found, lowered, strict=True)
+                        if low in PLACEHOLDERS and (low not in EVERYDAY_SPANISH or w.isupper())), None)
     if placeholder is not None:
         return f"placeholder {placeholder!r} in place of a stated decision"
     if len(found) < MIN_DECISION_WORDS:

@@ -46,11 +46,11 @@ def _starting_texts(rel: Path, root: Path) -> list[Path]:
 def text_sources(root: Path) -> dict[Path, list[Path]]:
     """The Markdown a learner's text must not be made of, each with the learner's starting files whose text it
     may share: the reference solutions' (``solutions/**/*.md``, README aside) and the course pages ``distcheck
-    init`` ships (but the note skeleton under ``docs/notes/``, the learner's to fill, shared by the pages), and a
-    Spanish twin also with its English page."""
+    init`` ships (but the note skeletons under ``docs/notes/`` and ``docs/es/notes/``, the learner's to fill,
+    shared by the pages), and a Spanish twin also with its English page."""
     from pytest_distcheck.phase_pack import PACK_GLOBS
 
-    own = [g for g in PACK_GLOBS if g.startswith("docs/notes/")]
+    own = [g for g in PACK_GLOBS if g.startswith(("docs/notes/", "docs/es/notes/"))]
     skeleton = sorted({p for g in own for p in root.glob(g) if p.is_file()})
     solutions = root / SOLUTIONS
     out = {p: _starting_texts(p.relative_to(solutions), root)
