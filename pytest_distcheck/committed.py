@@ -1,19 +1,11 @@
 """Is a deliverable committed? For DoD items whose docs say "committed" (a curve, a diagram, a log).
 
-A check calls :func:`require_committed` once its evidence is right: a file that is untracked, only
-staged, changed since its last commit, ignored by git, or in a workspace outside any git repository
-leaves the item pending, with the git command that commits it. git is asked through a subprocess
-through :func:`pytest_distcheck.git.run_git`, which ignores ``GIT_*`` variables lab code may set
-(``git ls-files`` for what is tracked, ``git status --porcelain`` for what changed, ``git hash-object``
-against the index blob for changes hidden from ``git status`` by ``update-index --skip-worktree`` or
-``--assume-unchanged``), so there is no new dependency.
-
-Design decisions:
-- pending, never broken: the evidence is right, only the step that publishes it is missing
-  (tests/test_committed.py);
-- paths are matched through git's top level, so a workspace in a subfolder of a repository works;
-- git missing or refusing the repository (e.g. "dubious ownership") is a reason quoting git, never a
-  traceback.
+A check calls :func:`require_committed` once its evidence is right: a file that is untracked, only staged,
+changed since its last commit, ignored by git, or in a workspace outside any git repository leaves the item
+pending (never broken: the evidence is right, only the step that publishes it is missing), with the git
+command that commits it. Under the gate the checks run on the commit itself
+(:mod:`pytest_distcheck.dod.snapshot`), where everything is committed. git refusing the repository ("dubious
+ownership") is a reason that names the fix, never a traceback.
 """
 
 from __future__ import annotations
@@ -23,8 +15,9 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_distcheck.dod import snapshot
 from pytest_distcheck.dod.outcome import pending
-from pytest_distcheck.git import run_git
+from pytest_distcheck.git import run_git, said
 
 NOT_A_REPOSITORY = "not in a git repository"
 
@@ -38,20 +31,6 @@ def _rel(path: Path, root: Path) -> str:
         return path.relative_to(root.resolve()).as_posix()
     except ValueError:
         return str(path)
-
-
-def _hidden_changes(files: list[Path], blobs: dict[Path, tuple[str, str]], root: Path) -> set[Path]:
-    """Tracked files whose content is not the blob git holds for them.
-
-    `git status` trusts ``update-index --skip-worktree`` / ``--assume-unchanged`` and then shows an
-    edited file as clean (red-team A10a); ``git hash-object`` hashes the content itself.
-    """
-    if not files:
-        return set()
-    hashed = _git(root, "hash-object", "--", *[str(f) for f in files])
-    if hashed.returncode != 0:
-        return set(files)  # unreadable content is not the committed content
-    return {f for f, h in zip(files, hashed.stdout.split(), strict=False) if h != blobs[f][1]}
 
 
 def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
@@ -72,10 +51,9 @@ def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
     try:
         top = _git(root, "rev-parse", "--show-toplevel")
         if top.returncode != 0:
-            said = (top.stderr.strip().splitlines() or ["no message"])[0]
-            if "not a git repository" in said:
+            if "not a git repository" in top.stderr:
                 return [f"{root} is {NOT_A_REPOSITORY}"]
-            return [f"git cannot read the repository at {root}: {said}"]
+            return [f"git cannot read the repository at {root}: {said(top, root)}"]
         toplevel = Path(top.stdout.strip()).resolve()
         names = [str(f) for f in files]
         tracked = _git(root, "ls-files", "-s", "-z", "--full-name", "--", *names)
@@ -85,7 +63,7 @@ def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
         return [f"git could not be run ({exc})"]
     for proc in (tracked, status):
         if proc.returncode != 0:
-            return [f"git failed at {root}: {(proc.stderr.strip().splitlines() or ['no message'])[0]}"]
+            return [f"git failed at {root}: {said(proc, root)}"]
     blobs = {}  # path -> (mode, blob id) as the index holds it
     for entry in tracked.stdout.split("\0"):
         if entry:
@@ -93,11 +71,6 @@ def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
             mode, blob = meta.split()[:2]
             blobs[(toplevel / name).resolve()] = (mode, blob)
     committed = set(blobs)
-    try:
-        hidden = _hidden_changes([f for f in files if f in blobs and blobs[f][0] not in ("120000", "160000")],
-                                 blobs, root)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return [f"git could not be run ({exc})"]
     changed: dict[Path, str] = {}
     entries = iter(status.stdout.split("\0"))
     for entry in entries:
@@ -114,7 +87,7 @@ def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
             reasons.append(f"{rel} is ignored by git (see .gitignore), so it cannot be committed")
         elif code == "??" or code is not None and code[0] == "A" or f not in committed:
             reasons.append(f"{rel} is not committed")
-        elif code is not None or f in hidden:
+        elif code is not None:
             reasons.append(f"{rel} has uncommitted changes")
     return reasons
 
@@ -136,7 +109,8 @@ def commit_command(paths: Sequence[str], message: str, cwd: Path | str = ".") ->
 
 
 def require_committed(paths: Sequence[Path | str], root: Path) -> None:
-    """Stop the calling DoD check as pending unless every one of ``paths`` is committed as it is.
+    """Stop the calling DoD check as pending unless every one of ``paths`` is committed as it is (under the
+    gate, whose ``root`` is a commit's files, they are).
 
     The reason lists :func:`uncommitted`'s findings; the command is ``git add <paths> && git commit``
     (preceded by ``git init`` outside a repository).
@@ -144,7 +118,7 @@ def require_committed(paths: Sequence[Path | str], root: Path) -> None:
     Raises:
         pytest_distcheck.Pending: some path is not committed.
     """
-    reasons = uncommitted(paths, root)
+    reasons = [] if snapshot.exported(root) else uncommitted(paths, root)
     if not reasons:
         return
     rels = " ".join(shlex.quote(_rel((Path(root) / p).resolve(), Path(root))) for p in paths)

@@ -51,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="distcheck_gate",
         default=False,
         help="fail the run unless every Definition-of-Done item of the workspace is done; the DoD checks run "
-        "in an isolated pytest sub-session (no conftest.py, plugins, ini file or -o of yours)",
+        "on the commit, in a process of its own (no conftest.py, plugins, ini file or -o of yours): distcheck gate",
     )
     group.addoption(
         "--workspace",

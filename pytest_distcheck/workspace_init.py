@@ -10,7 +10,7 @@ What it writes, relative to the destination folder:
   the committed DoD items ask for); the learner's lines are never changed;
 - ``conftest.py`` (:data:`CONFTEST`) when the folder has none: a ``pytest`` from outside the kit's venv
   stops with one line saying so, as in the kit's repository, instead of a traceback per check file.
-  The gate's sub-session never loads it (``--noconftest``, pytest_distcheck.dod.isolation);
+  The gate never loads it (``--noconftest``, pytest_distcheck.dod.gate);
 - ``pytest.ini`` with ``testpaths = checks`` and ``pythonpath = .`` (and ``distcheck_lang`` when a language
   is given) when the folder has no pytest configuration (otherwise a hint says what to add to it).
 """

@@ -13,6 +13,8 @@ import re
 import shlex
 from pathlib import Path
 
+from markdown_it import MarkdownIt
+
 from pytest_distcheck.cli import main
 
 CONSOLE = re.compile(r"```console\n\$ (distcheck [^\n]*)\n(.*?)```", re.S)
@@ -54,3 +56,9 @@ def inline_mismatches(text: str, capsys) -> list[str]:
         if missing:
             problems.append(f"`{command}` no longer prints {missing}")
     return problems
+
+
+def headings(markdown: str) -> list[str]:
+    """The text of every heading of a Markdown page (fenced code is not read as headings)."""
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    return [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]

@@ -15,8 +15,8 @@ WORKFLOW = Path(__file__).resolve().parents[1] / "docs" / "ci" / "distcheck-gate
 
 def git_commit_all(root: Path) -> None:
     """Commit everything under ``root`` (``git init`` first if needed): for the DoD items whose evidence must be
-    committed (pytest_distcheck.committed)."""
-    for args in (("init", "-q"), ("add", "-A"), ("commit", "-qm", "evidence")):
+    committed (pytest_distcheck.committed), and for the gate, which judges the commit."""
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-qm", "evidence", "--allow-empty")):
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
                        capture_output=True)
 
@@ -48,18 +48,24 @@ def write_checks(pytester: pytest.Pytester, alpha: str = "pass", beta: str = "pa
     pytester.makepyfile(**{"checks/test_checks": CHECKS.format(alpha=alpha, beta=beta)})
 
 
-# The gate in this very process (the sub-session's mode) instead of the isolated sub-session: for the tests
-# of what the kit detects in-process. Use with the ``in_process_gate`` fixture, which lets such a process
-# (pytester's, with conftests and plugins) pass the gate although it is not isolated.
-IN_PROCESS_GATE = ("--gate", "--distcheck-subsession")
+def gate_run(pytester: pytest.Pytester, *args: str, report: str = "report.json",
+             markdown: str | None = None) -> pytest.RunResult:
+    """The gate's own pytest session (:func:`pytest_distcheck.dod.gate.pytest_args`) on the commit of everything in
+    ``pytester.path`` (committed first), run in this process: what ``distcheck gate`` runs after its re-exec, for the
+    tests of what the gate decides. ``args`` are added (the real gate takes none of the learner's); the JSON report
+    goes to ``pytester.path / report`` (``result.report``)."""
+    from pytest_distcheck.dod import gate, snapshot
 
-
-@pytest.fixture(autouse=True)
-def in_process_gate(monkeypatch):
-    """Let this test's in-process gate runs pass without the sub-session's isolation (see IN_PROCESS_GATE)."""
-    from pytest_distcheck.dod import isolation
-
-    monkeypatch.setattr(isolation, "REQUIRED", False)
+    git_commit_all(pytester.path)
+    with snapshot.export(pytester.path) as snap:
+        argv = gate.pytest_args(snap, "checks/distcheck.toml", str(pytester.path / report),
+                                str(pytester.path / markdown) if markdown else None, "no")
+        plugin = argv.index("pytest_distcheck.plugin")  # registered already in this process (its entry point)
+        del argv[plugin - 1:plugin + 1]
+        sep = argv.index("--")
+        result = pytester.runpytest(*argv[:sep], *args, *argv[sep:])
+    result.report = pytester.path / report
+    return result
 
 
 def workflow_steps() -> dict[str, dict]:
@@ -82,10 +88,9 @@ def workflow_accepts(report: Path) -> bool:
     if jq is None:
         doc = json.loads(report.read_text())
         items = doc.get("items") or []
-        return bool(doc["gate"]["passed"] and doc["gate"]["verdict"] == "passed" and doc["gate"]["isolated"]
-                    and doc["isolation"]["isolated"] and (doc["canonical"] or {}).get("trusted")
-                    and doc["gate"].get("rederived") == [] and items
+        return bool(doc["gate"]["passed"] and doc["gate"]["verdict"] == "passed" and doc["gate"].get("commit")
+                    and (doc["canonical"] or {}).get("trusted") and items
                     and doc["summary"]["done"] == doc["summary"]["total"] == len(items)
-                    and all(it["state"] == "done" and "copied" not in (it.get("flags") or [])
+                    and all(it["state"] == "done" and set(it.get("flags") or []) <= {"confirmed", "self-reported"}
                             and all(e.get("copied") is None for e in it.get("evidence") or []) for it in items))
     return subprocess.run([jq, "-e", workflow_verdict(), str(report)], capture_output=True).returncode == 0

@@ -143,3 +143,27 @@ def test_megatron_resolves_without_being_imported():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_a_source_changed_since_it_was_installed_confirms_no_citation(tmp_path, monkeypatch):
+    """Issue 26: lab code appended an invented function to an installed source, and citations of it came back
+    confirmed. A file whose sha256 is not the one its distribution's RECORD gives makes the citation
+    unverifiable, naming the file and the reinstall."""
+    import base64
+    import hashlib
+    import shutil
+
+    from pytest_distcheck.citations.resolver import CHANGED_SOURCE
+
+    site = tmp_path / "site"
+    shutil.copytree(SITE, site)
+    layers = site / LAYERS
+    digest = base64.urlsafe_b64encode(hashlib.sha256(layers.read_bytes()).digest()).rstrip(b"=").decode()
+    record = site / "toyparallel-1.2.0.dist-info" / "RECORD"
+    record.write_text(record.read_text().replace(f"{LAYERS},,", f"{LAYERS},sha256={digest},{layers.stat().st_size}"))
+    monkeypatch.syspath_prepend(str(site))
+    assert Resolver().symbol("toyparallel", LAYERS, "ColumnLinear")[2]  # as installed: resolves
+    layers.write_text(layers.read_text() + "\n\ndef invented_design_decision():\n    return 'made up'\n")
+    exc = problem(lambda: Resolver().symbol("toyparallel", LAYERS, "invented_design_decision"))
+    assert exc.code == "changed-source"
+    assert exc.message == CHANGED_SOURCE.format(rel=LAYERS, name="toyparallel", version="1.2.0")

@@ -60,25 +60,11 @@ def test_untracked_is_pending_with_the_git_command(tmp_path):
     require_committed(["a b.md"], tmp_path)  # returns: committed as it is
 
 
-@pytest.mark.parametrize("flag", ["--skip-worktree", "--assume-unchanged"])
-def test_a_change_hidden_from_git_status_is_still_uncommitted(tmp_path, flag):
-    """Red-team A10a / A20 case 3: a placeholder committed, then marked so `git status` ignores edits;
-    the content differs from the committed blob, so it is not committed as it is."""
-    git(tmp_path, "init", "-q")
-    (tmp_path / "a.md").write_text("placeholder\n")
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-qm", "c")
-    git(tmp_path, "update-index", flag, "a.md")
-    (tmp_path / "a.md").write_text("the real page\n")
-    assert uncommitted(["a.md"], tmp_path) == ["a.md has uncommitted changes"]
-    (tmp_path / "a.md").write_text("placeholder\n")
-    assert uncommitted(["a.md"], tmp_path) == []
 
 
-def test_t3e_git_variables_set_by_lab_code_do_not_shadow_the_repository(tmp_path, monkeypatch):
-    """Red-team t3 E: lab code points GIT_DIR/GIT_WORK_TREE at a shadow repository in which the made-up log
-    is committed; every git call of the kit still reads the workspace's own repository."""
-    from pytest_distcheck.dod.isolation import repo_state
+def test_git_variables_of_a_hook_or_a_shell_do_not_shadow_the_repository(tmp_path, monkeypatch):
+    """GIT_DIR/GIT_WORK_TREE (set by git for its hooks, or left in a shell) point at another repository in which
+    the log is committed; every git call of the kit still reads the workspace's own repository."""
     from pytest_distcheck.dod.report import _git_commit
 
     ws, shadow = tmp_path / "ws", tmp_path / "shadow"
@@ -98,4 +84,3 @@ def test_t3e_git_variables_set_by_lab_code_do_not_shadow_the_repository(tmp_path
         monkeypatch.setenv(k, v)
     assert uncommitted(["log.json"], ws) == ["log.json is not committed"]
     assert _git_commit(ws) == real_head
-    assert repo_state(ws)["head"] == real_head

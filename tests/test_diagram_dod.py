@@ -249,7 +249,7 @@ def test_bad_diagram_settings_name_the_field(phase, monkeypatch, capsys, old, ne
 
 def test_the_workspace_plan_is_read_without_running_the_learners_packages(tmp_path):
     """The check runs in the gate's verdict process: the plan module and the packages above it are the
-    learner's code, so the kit reads the plan's literal and runs none of them (docs/ci/threat-model.md, sec. 4)."""
+    learner's code, so the kit reads the plan's literal and runs none of them (docs/ci/known-limitations.md)."""
     from pytest_distcheck.diagram.config import diagram_config
     from pytest_distcheck.workspace import load_workspace
 

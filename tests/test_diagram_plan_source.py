@@ -1,7 +1,7 @@
 """Reading a TP plan named ``module:attribute`` from its source, never running the module or its packages.
 
-The gate's sub-session classifies every DoD item in one process; the learner's code imported there can
-reach the verdict (docs/ci/threat-model.md, sec. 4). The plan is data, so the kit reads its literal.
+The gate classifies every DoD item in one process; the learner's code imported there can
+reach the verdict (docs/ci/known-limitations.md). The plan is data, so the kit reads its literal.
 """
 
 from __future__ import annotations

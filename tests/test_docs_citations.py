@@ -65,7 +65,7 @@ def test_every_citation_example_is_wrapped_in_backticks_as_lab_03_says():
 
 def test_what_counts_is_form_not_meaning_and_the_pages_say_so(tmp_path, monkeypatch):
     """Five bullets of nonsense words (8+ each) with valid quotes count: the heuristic checks form. Lab 03's
-    "What counts" and the threat model's list of what only a grader can establish say so plainly."""
+    "What counts" and the limits page's "What it does not establish" say so plainly."""
     from pytest_distcheck.citations.resolver import Resolver
     from pytest_distcheck.citations.syntax import CITATION
     from pytest_distcheck.citations.verifier import verify_note
@@ -79,7 +79,7 @@ def test_what_counts_is_form_not_meaning_and_the_pages_say_so(tmp_path, monkeypa
 
     lab = (ROOT / "docs" / "lab" / "03-megatron-fsdp-reading.md").read_text()
     what_counts = lab[lab.index("## 3. What counts"):lab.index("## 4. Versions")]
-    threat = (ROOT / "docs" / "ci" / "threat-model.md").read_text()
-    grader = threat[threat.index("## 4. What only a grader"):]
+    limits = (ROOT / "docs" / "ci" / "known-limitations.md").read_text()
+    grader = limits[limits.index("## What it does not establish"):limits.index("## Honest mistakes")]
     for text in (" ".join(what_counts.split()), " ".join(grader.split())):
         assert "form, not meaning" in text

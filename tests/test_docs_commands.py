@@ -219,7 +219,7 @@ def test_a_stale_command_or_path_is_named(known, tmp_path):
 
 def test_the_note_template_points_to_the_rule_of_what_counts():
     """docs/notes/TEMPLATE.md links to lab 03's section 3, and that section exists (issue 21, e)."""
-    from tests.test_quiz_coverage import headings
+    from docs_support import headings
 
     template = (ROOT / "docs" / "notes" / "TEMPLATE.md").read_text()
     assert "(../lab/03-megatron-fsdp-reading.md#3-what-counts)" in template

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_distcheck.data import build
 from pytest_distcheck.dod import manifest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -16,9 +17,9 @@ WS = REPO / "checks" / "distcheck.toml"
 
 
 def test_the_shipped_manifest_is_up_to_date():
-    assert manifest.shipped("35") == manifest.build(WS, REPO), (
+    assert manifest.shipped("35") == build.manifest(WS, REPO), (
         "pytest_distcheck/data/dod-35.json is out of date with checks/: regenerate it with "
-        "`.venv/bin/python -m pytest_distcheck.dod.manifest checks/distcheck.toml` (from the repository root)")
+        "`.venv/bin/python -m pytest_distcheck.data.build checks/distcheck.toml` (from the repository root)")
 
 
 def test_it_records_items_checks_hashes_bank_and_kit_version():
@@ -95,7 +96,7 @@ def test_the_shipped_fixture_fingerprints_are_up_to_date():
     from pytest_distcheck.dod import provenance
 
     shipped = provenance.shipped_fingerprints()
-    assert shipped == provenance.kit_fingerprints(REPO), (
+    assert shipped == build.kit_fingerprints(REPO), (
         "pytest_distcheck/data/kit-fixtures.json is out of date with fixtures/ or solutions/: regenerate it with "
-        "`.venv/bin/python -m pytest_distcheck.dod.manifest checks/distcheck.toml` (from the repository root)")
+        "`.venv/bin/python -m pytest_distcheck.data.build checks/distcheck.toml` (from the repository root)")
     assert "s0fixture-0001" in shipped["run_ids"]

@@ -7,11 +7,7 @@ import json
 
 import jsonschema
 import pytest
-from dod_support import (
-    IN_PROCESS_GATE,
-    in_process_gate,  # noqa: F401  (autouse)
-    write_checks,
-)
+from dod_support import gate_run, write_checks
 
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.schemas import load_schema, validate
@@ -21,6 +17,11 @@ def run(pytester, alpha="pass", beta="pass", *args):
     write_checks(pytester, alpha, beta)
     return pytester.runpytest("-p", "no:cacheprovider", "--dod-json", "out/dod.json",
                               "--dod-markdown", "out/summary.md", *args)
+
+
+def gated(pytester, alpha="pass", beta="pass", *args):
+    write_checks(pytester, alpha, beta)
+    return gate_run(pytester, *args, report="out/dod.json", markdown="out/summary.md")
 
 
 def load(pytester):
@@ -34,15 +35,17 @@ def test_schema_is_a_valid_draft_2020_12_schema():
 
 
 def test_json_report_of_a_gate_with_every_item_done(workspace_dir):
-    result = run(workspace_dir, "pass", "pass", *IN_PROCESS_GATE)
+    result = gated(workspace_dir, "pass", "pass")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # phase t1 ships no DoD with the kit: unverified
     doc = load(workspace_dir)
-    assert doc["gate"] == {"requested": True, "passed": False, "verdict": "unverified", "isolated": False,
-                           "failing": []}
+    commit = doc["run"]["git_commit"]
+    assert doc["gate"] == {"requested": True, "passed": False, "verdict": "unverified", "failing": [],
+                           "flagged": [], "commit": commit} and len(commit) == 40
+    assert doc["workspace"]["root"] == str(workspace_dir.path)  # the folder whose commit was judged
     assert doc["summary"]["done"] == doc["summary"]["ran"] == doc["summary"]["total"] == 2
     assert doc["phase"] == {"id": "t1", "title": "test phase"}
     assert doc["workspace"]["path"] == "checks/distcheck.toml"
-    assert doc["run"]["command"].startswith("pytest -p no:cacheprovider --dod-json out/dod.json")
+    assert doc["run"]["command"] == "distcheck gate"
     assert [f["path"] for f in doc["check_files"]] == ["checks/test_checks.py"]
     alpha = doc["items"][0]
     assert alpha["state"] == "done" and alpha["ran"] is True and alpha["rerun"] == "pytest --dod alpha"
@@ -51,12 +54,10 @@ def test_json_report_of_a_gate_with_every_item_done(workspace_dir):
 
 
 def test_json_report_names_every_failing_item_and_its_commands(workspace_dir):
-    result = run(workspace_dir, "pytest_distcheck.pending('no log | yet', 'run the lab')", "pass",
-                 *IN_PROCESS_GATE, "-k", "alpha")
+    result = gated(workspace_dir, "pytest_distcheck.pending('no log | yet', 'run the lab')", "pass", "-k", "alpha")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     doc = load(workspace_dir)
-    assert doc["gate"] == {"requested": True, "passed": False, "verdict": "failed", "isolated": False,
-                           "failing": ["alpha", "beta"]}
+    assert doc["gate"]["verdict"] == "failed" and doc["gate"]["failing"] == ["alpha", "beta"]
     alpha, beta = doc["items"]
     assert (alpha["state"], alpha["reason"], alpha["command"], alpha["ran"]) == (
         "pending", "no log | yet", "run the lab", True)
@@ -77,7 +78,7 @@ def test_shipped_validator_rejects_a_report_with_an_unknown_state(workspace_dir)
 
 
 def test_markdown_summary(workspace_dir):
-    result = run(workspace_dir, "pytest_distcheck.broken('spend $5.20 | $5.00')", "pass", *IN_PROCESS_GATE)
+    result = gated(workspace_dir, "pytest_distcheck.broken('spend $5.20 | $5.00')", "pass")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     md = (workspace_dir.path / "out" / "summary.md").read_text()
     lines = md.splitlines()
@@ -100,9 +101,7 @@ def test_markdown_of_an_ungated_run_does_not_claim_a_gate(workspace_dir):
 
 
 def test_reports_are_written_by_the_xdist_controller(workspace_dir):
-    result = run(workspace_dir, "pass", "pytest_distcheck.stale('older than model.py', 'rerun lab')", "-n", "2",
-                 *IN_PROCESS_GATE)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    run(workspace_dir, "pass", "pytest_distcheck.stale('older than model.py', 'rerun lab')", "-n", "2")
     doc = load(workspace_dir)
     assert [(i["id"], i["state"]) for i in doc["items"]] == [("alpha", "done"), ("beta", "stale")]
 
@@ -122,9 +121,9 @@ def test_colour_only_when_asked(workspace_dir):
     result.stdout.fnmatch_lines(["BROKEN   alpha  bad"])
 
 
-def test_the_gate_passes_only_with_every_item_done_on_the_shipped_dod():
-    from pytest_distcheck.dod.report import gate_verdict
-    from pytest_distcheck.dod.state import ItemResult, State
+def test_the_gate_passes_only_with_every_item_done_and_none_flagged_on_the_shipped_dod():
+    from pytest_distcheck.dod.report import flagged, gate_verdict
+    from pytest_distcheck.dod.state import CheckOutcome, ItemResult, State
 
     done = [ItemResult("a", "A", State.DONE, "evidence checked", "make a")]
     pending = [*done, ItemResult("b", "B", State.PENDING, "no log", "make b")]
@@ -133,6 +132,9 @@ def test_the_gate_passes_only_with_every_item_done_on_the_shipped_dod():
     assert gate_verdict(done, None) == "unverified"  # red-team R6: a phase the kit ships no DoD for
     assert gate_verdict(pending, {"trusted": True}) == gate_verdict(pending, None) == "failed"
     assert gate_verdict([], {"trusted": True}) == "failed"
+    fast = [ItemResult("a", "A", State.DONE, "evidence checked", "make a",
+                       outcomes=(CheckOutcome("a", "n", State.DONE, "ok", flags=("self-reported", "fast-quiz")),))]
+    assert flagged(fast) == ["a (fast-quiz)"] and gate_verdict(fast, {"trusted": True}) == "failed"
 
 
 def test_the_report_carries_each_items_evidence_and_flags(workspace_dir):

@@ -1,20 +1,20 @@
-"""DoD states from checks, the table at the end of a run, and --gate, through pytester."""
+"""DoD states from checks, the table at the end of a run, and the gate's last line, through pytester."""
 
 from __future__ import annotations
 
 import pytest
-from dod_support import (
-    IN_PROCESS_GATE,
-    in_process_gate,  # noqa: F401  (autouse)
-    unverified,
-    write_checks,
-)
+from dod_support import gate_run, unverified, write_checks
 
 
 def run(pytester, alpha="pass", beta="pass", *args):
     # DoD checks are trusted only under the workspace's checks folder (checks/, beside distcheck.toml).
     write_checks(pytester, alpha, beta)
     return pytester.runpytest("-p", "no:cacheprovider", *args)
+
+
+def gated(pytester, alpha="pass", beta="pass", *args):
+    write_checks(pytester, alpha, beta)
+    return gate_run(pytester, *args)
 
 
 def test_every_item_done(workspace_dir):
@@ -45,13 +45,13 @@ def test_pending_is_a_skip_with_the_command_and_not_a_failure(workspace_dir):
 
 
 def test_pending_fails_the_gate(workspace_dir):
-    result = run(workspace_dir, "pytest_distcheck.pending('no log yet')", "pass", *IN_PROCESS_GATE)
+    result = gated(workspace_dir, "pytest_distcheck.pending('no log yet')", "pass")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["gate: FAILED (0/2 items done)"])
 
 
 def test_every_item_done_without_a_shipped_dod_is_unverified(workspace_dir):
-    result = run(workspace_dir, "pass", "pass", *IN_PROCESS_GATE)
+    result = gated(workspace_dir, "pass", "pass")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([unverified(2, 2)])
 
@@ -76,14 +76,14 @@ def test_failed_assert_is_broken_other_exceptions_are_errors(workspace_dir):
 
 
 def test_stale_is_reported_and_fails_the_gate(workspace_dir):
-    result = run(workspace_dir, "pytest_distcheck.stale('result older than config', 'rerun')", "pass", *IN_PROCESS_GATE)
+    result = gated(workspace_dir, "pytest_distcheck.stale('result older than config', 'rerun')", "pass")
     result.stdout.fnmatch_lines(["STALE    alpha  result older than config", "*-> rerun"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
 def test_item_with_no_check_is_not_run(workspace_dir):
     workspace_dir.makepyfile(test_other="def test_x(): pass")
-    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--gate")
+    result = gate_run(workspace_dir)
     result.stdout.fnmatch_lines([
         "NOT RUN  alpha  not collected: no test marked @pytest.mark.dod('alpha') under checks/",
         "*rerun: pytest --dod alpha",
@@ -98,7 +98,7 @@ def test_item_with_no_check_is_not_run(workspace_dir):
 
 
 def test_deselected_check_fails_the_gate(workspace_dir):
-    result = run(workspace_dir, "pass", "pass", *IN_PROCESS_GATE, "-k", "beta")
+    result = gated(workspace_dir, "pass", "pass", "-k", "beta")
     result.stdout.fnmatch_lines(["NOT RUN  alpha  deselected (-k 'beta')",
                                  "gate: FAILED (0/2 items done, 1 not checked in this run)"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -7,7 +7,7 @@ import json
 from decimal import Decimal
 
 import pytest
-from dod_support import IN_PROCESS_GATE, in_process_gate, unverified  # noqa: F401  (autouse)
+from dod_support import gate_run, unverified
 
 import pytest_distcheck
 from pytest_distcheck.errors import ConfigError
@@ -156,13 +156,13 @@ def quiz(workspace_dir):
 
 
 def test_a_fresh_consistent_passing_result_is_done(quiz):
-    result = quiz(["a", "b", "c", "d", "b"], 80).runpytest("-p", "no:cacheprovider", *IN_PROCESS_GATE)
+    result = gate_run(quiz(["a", "b", "c", "d", "b"], 80))
     result.stdout.fnmatch_lines(["DONE     alpha  evidence checked", unverified(2, 2)])
 
 
 def test_a_tampered_score_is_broken(quiz):
     # 3 of 5 correct is 60%; the file claims 90%.
-    result = quiz(["a", "b", "c", "x", "x"], 90).runpytest("-p", "no:cacheprovider", *IN_PROCESS_GATE)
+    result = gate_run(quiz(["a", "b", "c", "x", "x"], 90))
     result.stdout.fnmatch_lines(["BROKEN   alpha  results/quiz.json, score: stored score 90% disagrees with 60% "
                                  "recomputed from its evidence", "gate: FAILED (0/2 items done)"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -171,7 +171,7 @@ def test_a_tampered_score_is_broken(quiz):
 def test_a_result_older_than_its_key_is_stale(quiz):
     pytester = quiz(["a", "b", "c", "d", "b"], 80)
     (pytester.path / "key.json").write_text(json.dumps(["a", "b", "c", "d", "b"]))
-    result = pytester.runpytest("-p", "no:cacheprovider", *IN_PROCESS_GATE)
+    result = gate_run(pytester)
     result.stdout.fnmatch_lines(["STALE    alpha  key.json changed since results/quiz.json was produced (recorded "
                                  "sha256:*, now sha256:*)", "*-> make quiz", "*rerun: pytest --dod alpha",
                                  "BLOCKED  beta   blocked by alpha (stale)*", "gate: FAILED (0/2 items done)"])

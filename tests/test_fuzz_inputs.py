@@ -595,13 +595,13 @@ def test_estimate_refuses_an_undeclared_experiment_as_reserving_does(workspace, 
     assert "experiment 'nope' is not declared in [budget]" in err and "no ceiling" not in err
 
 
-def test_the_schema_accepts_uncapped_experiments_as_the_lab_page_documents(tmp_path):
+def test_the_schema_accepts_uncapped_experiments_as_the_manual_documents(tmp_path):
     from pytest_distcheck.budget.config import budget_config
     from pytest_distcheck.workspace import load_workspace
 
     text = (ROOT / "checks" / "distcheck.toml").read_text().replace(
         "phase_ceiling_usd = 5.0", 'phase_ceiling_usd = 5.0\nuncapped_experiments = ["smoke"]')
-    assert "uncapped_experiments" in (ROOT / "docs" / "lab" / "00-cloud-budget-and-tooling.md").read_text()
+    assert "uncapped_experiments" in (ROOT / "docs" / "kit" / "budget-and-pods.md").read_text()
     (tmp_path / "checks").mkdir()
     (tmp_path / "checks" / "distcheck.toml").write_text(text)
     assert budget_config(load_workspace(tmp_path / "checks" / "distcheck.toml")).uncapped_experiments == ("smoke",)

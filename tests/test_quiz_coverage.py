@@ -6,17 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from markdown_it import MarkdownIt
+from docs_support import headings
 
 ROOT = Path(__file__).resolve().parents[1]
 BANK = ROOT / "checks" / "quiz" / "35.json"
 ITEMS = json.loads(BANK.read_text())["items"]
-
-
-def headings(markdown: str) -> list[str]:
-    """The text of every heading of a Markdown page (fenced code is not read as headings)."""
-    tokens = MarkdownIt("commonmark").parse(markdown)
-    return [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
 
 
 def missing_sections(items: list[dict], root: Path) -> list[str]:

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from dod_support import unverified, write_checks
+from dod_support import git_commit_all, unverified, write_checks
 
 from pytest_distcheck.cli import main
 from pytest_distcheck.cmdline import separate_path_values
@@ -71,10 +71,10 @@ def test_pytest_gate_from_a_subfolder_checks_the_workspace(workspace_dir, monkey
     sub = workspace_dir.mkdir("notes")
     (sub / "test_mine.py").write_text("def test_mine():\n    pass\n")
     monkeypatch.chdir(sub)
+    git_commit_all(workspace_dir.path)
     result = workspace_dir.runpytest("-p", "no:cacheprovider", "--gate")
-    # --gate runs the checks in the isolated sub-session (pytest_distcheck/dod/isolation.py), at the root
-    result.stdout.fnmatch_lines(["distcheck gate: the DoD checks of checks/distcheck.toml run in an isolated*",
-                                 unverified(2, 2)])
+    # --gate runs `distcheck gate` (pytest_distcheck/dod/gate.py), which walks up to the workspace
+    result.stdout.fnmatch_lines(["pytest --gate: runs `distcheck gate`*", unverified(2, 2)])
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the test phase ships no DoD: all done, never PASSED
 
 
@@ -83,7 +83,7 @@ def test_a_workspace_above_the_rootdir_is_named_with_what_to_do(workspace_dir, m
     sub = workspace_dir.mkdir("sub")
     (sub / "pytest.ini").write_text("[pytest]\n")  # pytest's rootdir will be sub/, not the workspace root
     monkeypatch.chdir(sub)
-    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--gate")
+    result = workspace_dir.runpytest("-p", "no:cacheprovider")
     result.stderr.fnmatch_lines(["*checks/distcheck.toml: found walking up from *sub, but pytest's rootdir is "
                                  "*sub (no ini file at *): run pytest from there, or add a pytest.ini there*"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -99,6 +99,7 @@ def test_an_existing_report_path_never_moves_the_rootdir(workspace_dir, tmp_path
     path and check nothing under another rootdir; the run stops and says to write PATH with '='."""
     write_checks(workspace_dir, "pass", "pass")
     workspace_dir.makeini("[pytest]\n")
+    git_commit_all(workspace_dir.path)  # the gate judges the commit
     out = tmp_path_factory.mktemp("reports") / "dod.json"
     first = workspace_dir.runpytest_subprocess("-p", "no:cacheprovider", "--gate", "--dod-json", str(out))
     assert first.ret == pytest.ExitCode.TESTS_FAILED and json.loads(out.read_text())["gate"]["verdict"] == "unverified"

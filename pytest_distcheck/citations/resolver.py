@@ -1,15 +1,18 @@
 """Find a cited file and symbol in an installed distribution, without importing it.
 
 The distribution is found with :mod:`importlib.metadata` (importing ``megatron.core`` would take
-seconds and print warnings); its file list (the wheel's ``RECORD``) decides which files belong to it;
-the symbol is found with ``ast`` (:mod:`pytest_distcheck.citations.symbols`).
+seconds and print warnings); its file list (the wheel's ``RECORD``) decides which files belong to it, and
+a cited file must still have the sha256 ``RECORD`` gives it (PEP 376/627): a file changed since it was
+installed confirms nothing. The symbol is found with ``ast`` (:mod:`pytest_distcheck.citations.symbols`).
 """
 
 from __future__ import annotations
 
+import base64
 import difflib
+import hashlib
 import importlib.metadata as metadata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from packaging.utils import canonicalize_name
@@ -17,6 +20,10 @@ from packaging.version import InvalidVersion, Version
 
 from pytest_distcheck.citations.symbols import SourceFile, Span
 from pytest_distcheck.citations.syntax import url_hint
+
+CHANGED_SOURCE = ("{rel} of {name} {version} is not the file that was installed (its sha256 differs from the "
+                  "distribution's RECORD): citations of it are unverifiable; reinstall it: "
+                  "pip install --force-reinstall --no-deps '{name}=={version}'")
 
 
 class Problem(Exception):
@@ -37,6 +44,7 @@ class Installed:
     version: str
     root: Path
     files: frozenset[str]
+    hashes: dict[str, str] = field(default_factory=dict, compare=False)  # file -> RECORD's sha256, urlsafe base64
 
     @property
     def key(self) -> str:
@@ -65,6 +73,7 @@ class Resolver:
         self._sources: dict[Path, SourceFile] = {}
         self._owners: dict[str, str] | None = None  # file -> "name version", built on first need
         self._texts: dict[str, dict[str, str]] = {}  # distribution -> its .py files' text, on first need
+        self._verified: set[tuple[str, str]] = set()  # (distribution, file) whose RECORD hash matched
 
     def distribution(self, package: str) -> Installed:
         """The installed distribution called ``package`` (any spelling pip accepts).
@@ -88,6 +97,8 @@ class Resolver:
                 version=dist.version,
                 root=Path(dist.locate_file("")).resolve(),
                 files=frozenset(str(PurePosixPath(*f.parts)) for f in dist.files),
+                hashes={str(PurePosixPath(*f.parts)): f.hash.value for f in dist.files
+                        if f.hash is not None and f.hash.mode == "sha256"},
             )
         return self._dists[key]
 
@@ -121,7 +132,22 @@ class Resolver:
             )
         if not rel.endswith(".py"):
             raise Problem("not-python", f"{rel} is not Python source; symbols are looked up in .py files")
+        self._verify(dist, rel)
         return dist, dist.root / rel
+
+    def _verify(self, dist: Installed, rel: str) -> None:
+        """Raise Problem ``changed-source`` when ``rel`` no longer has the sha256 its ``RECORD`` gives it (a file
+        without one, as an editable install's, is read as it is)."""
+        want = dist.hashes.get(rel)
+        if want is None or (dist.key, rel) in self._verified:
+            return
+        try:
+            got = base64.urlsafe_b64encode(hashlib.sha256((dist.root / rel).read_bytes()).digest()).rstrip(b"=")
+        except OSError as exc:
+            raise Problem("unparsable", f"{rel} of {dist.name} cannot be read: {exc.strerror or exc}") from None
+        if got.decode() != want.rstrip("="):
+            raise Problem("changed-source", CHANGED_SOURCE.format(rel=rel, name=dist.name, version=dist.version))
+        self._verified.add((dist.key, rel))
 
     def source(self, path: Path) -> SourceFile:
         """The parsed file. Raises Problem ``unparsable`` when ``ast`` cannot read it."""

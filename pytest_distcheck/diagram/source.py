@@ -1,7 +1,7 @@
 """Module-level literals of a Python source file, read without running the module or its packages.
 
-The gate's sub-session classifies every DoD item in one process, and code imported there can reach the
-verdict (docs/ci/threat-model.md, sec. 4). A TP plan is data (module path -> style, as torchtitan's
+The gate classifies every DoD item in one process, and code imported there could reach the
+verdict (docs/ci/known-limitations.md). A TP plan is data (module path -> style, as torchtitan's
 parallelize plans), so the kit reads it from its module's source instead of importing it.
 
 Design decisions, each pinned by tests/test_diagram_plan_source.py:

@@ -12,6 +12,11 @@ from dataclasses import asdict, dataclass, field
 
 from pytest_distcheck.dod.state import CheckOutcome, State
 
+# Why a selected check did not run: the session ended before it.
+STOPPED_EARLY = "the session stopped early: -x, --maxfail or a crash"
+INTERRUPTED = "the run was interrupted (Ctrl-C) before it"
+DID_NOT_RUN = "selected but did not run ({why})"
+
 
 @dataclass
 class CheckInfo:
@@ -45,13 +50,15 @@ class CollectionRecord:
         checks_dir: the workspace's checks folder, relative to the rootdir, for messages.
         unclassified: node id -> outcome of a report for a selected check that did not carry the
             kit's classification (filled in by the controller; e.g. an xdist worker crash).
-        ran: node ids of checks the kit classified (filled in by the controller).
+        stopped: why selected checks that did not run did not (filled in by the controller: :data:`INTERRUPTED`,
+            pytest's ``-x``/``--maxfail`` message, or :data:`STOPPED_EARLY` when it does not know).
     """
 
     checks: dict[str, CheckInfo] = field(default_factory=dict)
     missing_registered: dict[str, dict[str, str]] = field(default_factory=dict)
     checks_dir: str = "checks"
     unclassified: dict[str, str] = field(default_factory=dict)
+    stopped: str = STOPPED_EARLY
 
     def selected(self, item_id: str) -> list[str]:
         """Node ids of the item's checks that are in the run."""
@@ -78,9 +85,7 @@ class CollectionRecord:
                                         f"{nodeid} {self.unclassified[nodeid]} outside the kit's classification "
                                         "(e.g. its pytest-xdist worker crashed)"))
             else:
-                out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN,
-                                        "selected but did not run (the session stopped early: -x, --maxfail, "
-                                        "an interrupt or a crash)"))
+                out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, DID_NOT_RUN.format(why=self.stopped)))
         for pattern, why in self.missing_registered.get(item_id, {}).items():
             out.append(CheckOutcome(item_id, pattern, State.NOT_RUN,
                                     f"not collected: registered check {pattern} ({why})"))

@@ -8,19 +8,13 @@ that declares the phase but drops or renames an item, registers other checks, ru
 files, draws from another quiz bank or changes a setting (a pass mark, a ceiling, a log path) is
 untrusted and never passes ``--gate``.
 
-Regenerate after changing the phase's files or ``fixtures/`` (tests/test_dod_manifest.py fails until
-then); it also writes the fingerprints of the kit's fixtures and reference solutions
-(:mod:`~pytest_distcheck.dod.provenance`)::
-
-    python -m pytest_distcheck.dod.manifest checks/distcheck.toml
+Written by ``python -m pytest_distcheck.data.build checks/distcheck.toml`` (:mod:`pytest_distcheck.data.build`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sys
-import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,38 +25,12 @@ FREE_SECTIONS = frozenset({"pods"})
 
 
 def sha256_file(path: Path) -> str:
-    """``sha256:<hex>`` of a file's bytes."""
-    return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """``sha256:<hex>`` of a file's bytes with CRLF line endings read as LF (a clone with ``core.autocrlf``)."""
+    return "sha256:" + hashlib.sha256(Path(path).read_bytes().replace(b"\r\n", b"\n")).hexdigest()
 
 
-def _settings(raw: dict[str, Any]) -> dict[str, Any]:
+def settings_of(raw: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in raw.items() if k not in {"phase", "items"} | FREE_SECTIONS}
-
-
-def build(workspace_file: Path, root: Path) -> dict[str, Any]:
-    """The manifest of the workspace file at ``workspace_file`` (paths in it relative to ``root``).
-
-    Raises:
-        OSError: a file the workspace names cannot be read.
-        tomllib.TOMLDecodeError: the workspace file is not TOML.
-    """
-    import pytest_distcheck
-
-    raw = tomllib.loads(Path(workspace_file).read_text(encoding="utf-8"))
-    items = [{"id": it["id"], "requires": list(it.get("requires", [])), "checks": list(it.get("checks", []))}
-             for it in raw.get("items", [])]
-    files = sorted({c.split("::", 1)[0] for it in items for c in it["checks"]})
-    bank = raw.get("quiz", {}).get("bank")
-    return {
-        "format": FORMAT,
-        "phase": str(raw["phase"]["id"]),
-        "kit_version": pytest_distcheck.__version__,
-        "workspace": Path(workspace_file).resolve().relative_to(Path(root).resolve()).as_posix(),
-        "items": items,
-        "check_files": {f: sha256_file(Path(root) / f) for f in files},
-        "quiz_bank": {"path": bank, "sha256": sha256_file(Path(root) / bank)} if bank else None,
-        "settings": _settings(raw),
-    }
 
 
 def shipped(phase_id: str) -> dict[str, Any] | None:
@@ -125,7 +93,7 @@ def compare(ws_path: Path, root: Path, raw: dict[str, Any], canon: dict[str, Any
         if not path.is_file() or sha256_file(path) != bank["sha256"]:
             how = "is missing" if not path.is_file() else "differs from the shipped one"
             problems.append(f"quiz bank {bank['path']} {how}")
-    _diff("", _settings(raw), canon["settings"], problems)
+    _diff("", settings_of(raw), canon["settings"], problems)
     return {"phase": canon["phase"], "kit_version": canon["kit_version"], "trusted": not problems,
             "problems": problems, "items": [it["id"] for it in canon["items"]], "check_files": checks}
 
@@ -135,22 +103,3 @@ def _rel(path: Path, root: Path) -> str:
         return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
     except ValueError:
         return str(path)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Write ``pytest_distcheck/data/dod-<phase>.json`` for the workspace file given and
-    ``data/kit-fixtures.json`` from ``fixtures/`` and ``solutions/`` (run from the repository root)."""
-    from pytest_distcheck.dod.provenance import kit_fingerprints
-
-    args = sys.argv[1:] if argv is None else argv
-    ws = Path(args[0] if args else "checks/distcheck.toml")
-    data = Path(str(resources.files("pytest_distcheck.data")))
-    doc = build(ws, Path.cwd())
-    for name, content in ((f"dod-{doc['phase']}.json", doc), ("kit-fixtures.json", kit_fingerprints(Path.cwd()))):
-        (data / name).write_text(json.dumps(content, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        sys.stdout.write(f"wrote {data / name}\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -35,14 +35,13 @@ def render(doc: dict[str, Any]) -> str:
     if gate["requested"]:
         verdict = "PASSED" if gate["passed"] else "FAILED"
         lines.append(f"**Gate {verdict}**: {counts}.")
-        iso, canon = doc.get("isolation", {}), doc.get("canonical")
-        where = ("in the isolated sub-session" if iso.get("isolated") else
-                 "**not** in an isolated sub-session" + (f" ({_cell('; '.join(iso['problems']))})"
-                                                          if iso.get("problems") else ""))
+        canon = doc.get("canonical")
+        where = f"on commit {_code(gate['commit'])}" if gate.get("commit") else "**not** on a commit (not the gate)"
         shipped = ("no DoD ships for this phase" if canon is None else
                    "the workspace is the shipped DoD" if canon["trusted"] else
                    f"the workspace is **not** the shipped DoD ({_cell('; '.join(canon['problems'][:3]))})")
-        lines.append(f"Checks ran {where}; {shipped}.")
+        flagged = f"; flagged: {_cell(', '.join(gate['flagged']))}" if gate.get("flagged") else ""
+        lines.append(f"Checks ran {where}; {shipped}{flagged}.")
     else:
         lines.append(f"**Not gated** (run with `--gate` to require every item): {counts}.")
     lines += ["", "| | Item | State | Why |", "|---|---|---|---|"]

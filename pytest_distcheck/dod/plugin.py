@@ -5,15 +5,14 @@ Outcomes travel in ``report.user_properties`` so the table is right under pytest
 classify, the controller (or the single process) combines and prints. What was collected and
 selected travels from the workers in xdist's ``workeroutput``.
 
-:class:`DodPlugin` is registered by the main plugin as ``distcheck-dod``; its options and the
-guards around it are in :mod:`pytest_distcheck.dod.options`.
+:class:`DodPlugin` is registered by the main plugin as ``distcheck-dod``; its options and the hand-over
+of ``--gate`` to :mod:`pytest_distcheck.dod.gate` are in :mod:`pytest_distcheck.dod.options`.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
-import os
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -21,20 +20,11 @@ from typing import Any
 import pytest
 
 from pytest_distcheck import workspace as ws_mod
-from pytest_distcheck.dod import selection
+from pytest_distcheck.dod import selection, snapshot
 from pytest_distcheck.dod.classify import classify, normalise
-from pytest_distcheck.dod.collection import CheckInfo, CollectionRecord
-from pytest_distcheck.dod.integrity import (
-    ModuleSnapshot,
-    Observer,
-    Origins,
-    code_file,
-    foreign_hooks,
-    foreign_raise,
-    static_problems,
-)
+from pytest_distcheck.dod.collection import INTERRUPTED, CheckInfo, CollectionRecord
 from pytest_distcheck.dod.outcome import Blocked
-from pytest_distcheck.dod.state import GATE_NODEID, CheckOutcome, ItemResult, State, combine, worst
+from pytest_distcheck.dod.state import CheckOutcome, ItemResult, State, combine, gate_outcomes, judge, worst
 from pytest_distcheck.errors import ConfigError
 
 PROPERTY = "distcheck_dod"
@@ -77,9 +67,15 @@ def _item_of(item: pytest.Item) -> str | None:
     return marker.args[0] if marker is not None else None
 
 
-def _with_evidence(outcome: CheckOutcome, rep: pytest.TestReport) -> CheckOutcome:
-    """``outcome`` with the evidence its check recorded (``distcheck_evidence``); untrusted when a file of
-    it is a copy of a reference solution (red-team R3)."""
+def _code_file(func: Any) -> str | None:
+    try:
+        return inspect.getsourcefile(inspect.unwrap(func))
+    except (TypeError, ValueError):
+        return None
+
+
+def _evidence(rep: pytest.TestReport) -> tuple[tuple, tuple]:
+    """The files and flags a check recorded with ``distcheck_evidence`` (its report's user properties)."""
     files: dict[str, dict[str, Any]] = {}
     flags: list[str] = []
     for name, value in rep.user_properties:
@@ -87,17 +83,7 @@ def _with_evidence(outcome: CheckOutcome, rep: pytest.TestReport) -> CheckOutcom
             data = json.loads(value)
             files.update((f["path"], f) for f in data["files"])
             flags += data["flags"]
-    if not files and not flags:
-        return outcome
-    state, reason, command = outcome.state, outcome.reason, outcome.command
-    copied = [f for f in files.values() if f["copied"]]
-    if copied and state is not State.UNTRUSTED:
-        state, command = State.UNTRUSTED, None
-        reason = ("copied from the kit: " + "; ".join(f"{f['path']}: {f['copied']}" for f in copied)
-                  + " (its reference solutions, course pages and fixtures are teaching material, never counted as"
-                  " your work)")
-    return CheckOutcome(outcome.item_id, outcome.nodeid, state, reason, command, tuple(files.values()),
-                        tuple(dict.fromkeys(flags)))
+    return tuple(files.values()), tuple(dict.fromkeys(flags))
 
 
 class DodPlugin:
@@ -112,59 +98,25 @@ class DodPlugin:
         self.workspace = get_workspace(config)
         self.is_worker = hasattr(config, "workerinput")
         self.scope = selection.requested(config, self.workspace)
-        self.origins = Origins(self.workspace.checks_dir, config.rootpath) if self.workspace else None
         self.record: CollectionRecord | None = None
-        self.observer = Observer()
-        self.snapshot: ModuleSnapshot | None = None
-        self.static: dict[str, list[str]] = {}
-        self.suspects: dict[str, list[str]] = {}
-        self.runtime: dict[str, list[str]] = defaultdict(list)
         self.local: dict[str, list[CheckOutcome]] = defaultdict(list)  # this process's outcomes, by item
-        self.recorded: dict[tuple[str, str], str] = {}  # (nodeid, when) -> the property we attached
         self.seen_reports: dict[str, list[tuple[str, str, bool]]] = defaultdict(list)
         self.write_errors: list[str] = []
-        self.subsession = bool(config.getoption("distcheck_subsession", False)) and not self.is_worker
-        self.isolation: list[str] | None = None  # problems with this process's isolation; None: not the gate's
-        self.early: ModuleSnapshot | None = None
-        self.root_watch: Any = None  # isolation.RootWatch in the gate's sub-session
-        self.late_imports: Any = None  # isolation.LateKitImports in the gate's sub-session
+        self.stopped: str | None = None  # why the session ended before every selected check ran
+        self.gate = bool(config.getoption("distcheck_gate"))
+        # The gate's commit: this run's rootdir is its snapshot (pytest_distcheck.dod.gate starts such a run only).
+        self.snapshot = snapshot.exported(config.rootpath) if self.gate else None
         self.canonical: dict[str, Any] | None = None  # how the workspace matches the shipped DoD of its phase
-        self.session: pytest.Session | None = None
-        self._exit = os._exit  # taken before any learner code runs: the sub-session ends through it
         if self.workspace is not None and not self.is_worker:
             from pytest_distcheck.dod import manifest
 
             canon = manifest.shipped(self.workspace.phase_id)
             if canon is not None:
                 self.canonical = manifest.compare(self.workspace.path, config.rootpath, self.workspace.raw, canon)
-        if self.subsession and self.workspace is not None:
-            self._start_isolated()
+        if self.snapshot is not None:
+            from pytest_distcheck.ranks.plugin import plain_results_only
 
-    def _start_isolated(self) -> None:
-        """In the gate's sub-session, before any of the learner's code loads: check the isolation, import
-        the kit modules the registered checks use and snapshot them."""
-        from pytest_distcheck.dod import isolation
-        from pytest_distcheck.ranks.plugin import plain_results_only
-
-        assert self.workspace is not None and self.origins is not None
-        plain_results_only(self.config)  # the ranks run the learner's lab: nothing they return may run code here
-        self.isolation = isolation.problems(self.config)
-        files = {self.config.rootpath / c.split("::", 1)[0] for it in self.workspace.items for c in it.checks}
-        # The whole folder for an item that registers no check, and for a phase the kit ships no DoD for,
-        # whose checks may import helper modules beside them (its gate is at best "unverified").
-        registers_none = any(not it.checks for it in self.workspace.items)
-        whole = [self.workspace.checks_dir] if self.canonical is None or registers_none else []
-        self.root_watch = isolation.RootWatch(self.config.rootpath, self.origins, [*files, *whole])
-        if not any(f.is_file() for f in files):  # the whole folder is collected then too (isolation.targets)
-            whole = [self.workspace.checks_dir]
-        files |= {p for d in whole for p in d.rglob("*.py")}
-        isolation.preimport(sorted(f for f in files if f.is_file()))
-        isolation.import_dod_modules()  # the verdict's own (report, state, ...) are lazy imports: snapshot them now
-        self.early = ModuleSnapshot(self.origins, [], since="after the gate's sub-session started")
-        if self.canonical is None:
-            isolation.expose_root(self.config.rootpath)
-        self.late_imports = isolation.LateKitImports()
-        self.late_imports.arm()
+            plain_results_only(config)  # the ranks run the learner's lab: nothing they return may run code here
 
     # -- collection ------------------------------------------------------------------------------
 
@@ -199,15 +151,12 @@ class DodPlugin:
                 raise pytest.UsageError(f"{item.nodeid}: {exc.args[0]}") from None
         if self.workspace is None:
             return
-        ws, origins = self.workspace, self.origins
-        assert origins is not None
-        record = CollectionRecord(checks_dir=origins.rel(str(ws.checks_dir)))
+        ws = self.workspace
+        record = CollectionRecord(checks_dir=ws_mod.display_path(ws.checks_dir, config.rootpath))
         for item in items:
             item_id = _item_of(item)
             if item_id is not None:
-                func = getattr(item, "obj", None)
-                record.checks[item.nodeid] = CheckInfo(item_id, origins.rel(code_file(func)),
-                                                       getattr(func, "__qualname__", item.name))
+                record.checks[item.nodeid] = self._info(item, item_id)
         collected_files = {item.nodeid.split("::", 1)[0] for item in items}
         for it in ws.items:
             collected = {n.split("[", 1)[0] for n, c in record.checks.items() if c.item_id == it.id}
@@ -227,6 +176,28 @@ class DodPlugin:
                 config.hook.pytest_deselected(items=drop)
             items[:] = keep
         selection.order_prerequisites_first(ws, items, _item_of)
+        if self.snapshot is not None:  # the learner's code runs after every other check judged its evidence
+            from pytest_distcheck.dod.gate import LEARNER_CODE
+
+            items.sort(key=lambda i: bool(set(getattr(i, "fixturenames", ())) & set(LEARNER_CODE)))
+
+    def _info(self, item: pytest.Item, item_id: str) -> CheckInfo:
+        """What collection knows of a check, with why its outcome cannot be believed (``problems``): not under the
+        workspace's checks folder, or not registered for its item when the workspace registers its checks."""
+        assert self.workspace is not None
+        func = getattr(item, "obj", None)
+        file = _code_file(func)
+        problems = []
+        checks = self.workspace.checks_dir.resolve()
+        if not file or checks not in Path(file).resolve().parents:
+            problems.append(f"its function is defined in {ws_mod.display_path(Path(file or '?'), self.config.rootpath)}"
+                            f", outside the workspace's checks folder {self.workspace.checks_dir.name}/")
+        registered = self.workspace.item(item_id).checks
+        if registered and item.nodeid.split("[", 1)[0] not in registered:
+            problems.append(f"it is not registered for its item in the workspace file (registered: "
+                            f"{', '.join(registered)})")
+        return CheckInfo(item_id, ws_mod.display_path(Path(file or "?"), self.config.rootpath),
+                         getattr(func, "__qualname__", item.name), problems=problems)
 
     def _why_missing(self, pattern: str, collected_files: set[str]) -> str:
         file = pattern.split("::", 1)[0]
@@ -246,31 +217,17 @@ class DodPlugin:
                 info.not_run = selection.deselect_reason(self.config)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if self.record is None or self.origins is None or self.workspace is None:
+        if self.record is None:
             return
         final = {item.nodeid for item in session.items}
         for nodeid, info in self.record.checks.items():
             if info.selected and nodeid not in final:
                 info.selected = False
                 info.not_run = "removed from the run by a collection hook without being deselected"
-        modules = []
         for item in session.items:
             item_id = _item_of(item)
-            if item_id is None:
-                continue
-            problems = static_problems(item, self.origins, self, self.workspace.item(item_id).checks)
-            if item.nodeid not in self.record.checks:
-                problems.append("it was added to the run by a hook after the kit saw the collected checks")
-                func = getattr(item, "obj", None)
-                self.record.checks[item.nodeid] = CheckInfo(item_id, self.origins.rel(code_file(func)),
-                                                            getattr(func, "__qualname__", item.name))
-            self.record.checks[item.nodeid].problems = problems
-            self.static[item.nodeid] = problems
-            self.suspects[item.nodeid] = foreign_hooks(item, self.origins)
-            if isinstance(item, pytest.Function):
-                self.observer.remember(item)
-                modules.append(item.module)
-        self.snapshot = ModuleSnapshot(self.origins, modules)
+            if item_id is not None and item.nodeid not in self.record.checks:  # a hook added it after collection
+                self.record.checks[item.nodeid] = self._info(item, item_id)
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -299,48 +256,21 @@ class DodPlugin:
         return None
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_call(self, item: pytest.Item):
-        if _item_of(item) is None or self.workspace is None or not isinstance(item, pytest.Function):
-            return (yield)
-        problem = self.observer.start(item, self.origins)
-        if problem:
-            self.runtime[item.nodeid].append(problem)
-        try:
-            return (yield)
-        finally:
-            self.observer.finish(item)
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[Any]):
         rep: pytest.TestReport = yield
         item_id = _item_of(item)
         if item_id is None or self.workspace is None:
             return rep
-        seen = self.observer.seen(item.nodeid) if rep.when == "call" else None
-        module = getattr(item, "module", None)
-        # (kit namespaces: the sub-session's, from before lab code; read only when an outcome was raised)
-        outcome = classify(item_id, rep, call, seen, self.suspects.get(item.nodeid, []),
-                           lambda exc: foreign_raise(exc, module, self.origins,
-                                                     self.early.namespaces() if self.early is not None else None))
+        outcome = classify(item_id, rep, call)
         if outcome is None:
             return rep
-        problems = self.static.get(item.nodeid, []) + self.runtime.pop(item.nodeid, [])
-        if self.snapshot is not None:
-            problems += self.snapshot.problems({getattr(getattr(item, "module", None), "__name__", "")})
-        if self.early is not None:
-            named = {p.split(" ", 1)[0] for p in problems}
-            problems += [p for p in self.early.problems() if p.split(" ", 1)[0] not in named]
-        if problems:
-            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-            outcome = CheckOutcome(item_id, item.nodeid, State.UNTRUSTED,
-                                   "not the kit's own check: " + "; ".join(problems[:3]) + more)
         if rep.when == "call":
-            outcome = _with_evidence(outcome, rep)
-        exc = call.excinfo.value if call.excinfo is not None else None
-        normalise(rep, item, outcome, exc)
-        value = json.dumps({**outcome.__dict__, "state": outcome.state.value, "outcome": rep.outcome})
-        rep.user_properties.append((PROPERTY, value))
-        self.recorded[(item.nodeid, rep.when)] = value
+            files, flags = _evidence(rep)
+            outcome = CheckOutcome(item_id, item.nodeid, outcome.state, outcome.reason, outcome.command, files, flags)
+        info = self.record.checks.get(item.nodeid) if self.record is not None else None
+        outcome = judge(outcome, info.problems if info is not None else [])
+        normalise(rep, item, outcome, call.excinfo.value if call.excinfo is not None else None)
+        rep.user_properties.append((PROPERTY, json.dumps({**outcome.__dict__, "state": outcome.state.value})))
         self.local[item_id].append(outcome)
         return rep
 
@@ -350,27 +280,15 @@ class DodPlugin:
             return
         mine = [value for name, value in report.user_properties if name == PROPERTY]
         self.seen_reports[report.nodeid].append((report.when, report.outcome, bool(mine)))
-        recorded = self.recorded.get((report.nodeid, report.when))
-        if recorded is not None and recorded not in mine:
-            self.outcomes.append(CheckOutcome(
-                json.loads(recorded)["item_id"], report.nodeid, State.UNTRUSTED,
-                f"the kit's classification of {report.nodeid} ({report.when}) was removed from its report "
-                "or rewritten after the kit made it"))
         for name, value in report.user_properties:
             if name == LOG_PROPERTY and report.when == "call":
                 data = json.loads(value)
                 self.logs.append((report.nodeid, data["title"], data["text"]))
         for value in mine:
             data = json.loads(value)
-            expected = data.pop("outcome")
             data["state"] = State(data["state"])
-            outcome = CheckOutcome(**data)
-            if report.outcome != expected:
-                outcome = CheckOutcome(outcome.item_id, outcome.nodeid, State.UNTRUSTED,
-                                       f"its report was changed after the kit classified it {outcome.state.value} "
-                                       f"({expected}; now {report.outcome}): {outcome.reason}", None,
-                                       outcome.evidence, outcome.flags)
-            self.outcomes.append(outcome)
+            data["evidence"], data["flags"] = tuple(data["evidence"]), tuple(data["flags"])
+            self.outcomes.append(CheckOutcome(**data))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -378,10 +296,12 @@ class DodPlugin:
         if data and self.record is None:
             self.record = CollectionRecord.from_json(data)
 
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.stopped = INTERRUPTED
+
     # -- end of session --------------------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.session = session
         if self.workspace is None:
             return
         if self.is_worker:
@@ -389,6 +309,8 @@ class DodPlugin:
                 self.config.workeroutput[WORKEROUTPUT_KEY] = self.record.to_json()  # type: ignore[attr-defined]
             return
         if self.record is not None:
+            stop = self.stopped or (f"{session.shouldfail} (-x or --maxfail)" if session.shouldfail else None)
+            self.record.stopped = stop or self.record.stopped
             for nodeid, reports in self.seen_reports.items():
                 if nodeid in self.record.checks and not any(has for _, _, has in reports):
                     bad = [outcome for _, outcome, _ in reports if outcome != "passed"]
@@ -397,71 +319,17 @@ class DodPlugin:
                     elif any(when == "call" for when, _, _ in reports):
                         self.record.unclassified[nodeid] = "passed"
                     # setup and teardown alone (--setup-only): the check did not run
-        self.results = combine(self.workspace, self.outcomes + self._isolation_outcomes(), self.record)
+        gated = gate_outcomes(self.workspace, self.canonical) if self.gate else []
+        self.results = combine(self.workspace, self.outcomes + gated, self.record)
         self._write_reports()
         from pytest_distcheck.dod.report import PASSED, gate_verdict
 
         self.verdict = gate_verdict(self.results, self.canonical)
-        failing = self.config.getoption("distcheck_gate") and self.verdict != PASSED
+        failing = self.gate and self.verdict != PASSED
         untrusted = any(r.state is State.UNTRUSTED for r in self.results)
         if (failing or untrusted or self.write_errors) and session.exitstatus in (
                 pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_unconfigure(self, config: pytest.Config) -> None:
-        """The gate's sub-session (python -I, so never a test's in-process run) ends here, its report
-        written: no atexit hook of lab code can rewrite the report or the exit status (red-team A01)."""
-        if self.late_imports is not None:
-            self.late_imports.disarm()
-        if self.isolation is None or not sys.flags.isolated:
-            return
-        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-            try:
-                stream.flush()
-            except (AttributeError, OSError, ValueError):
-                pass
-        status = self.session.exitstatus if self.session is not None else pytest.ExitCode.INTERNAL_ERROR
-        self._exit(int(status))
-
-    def _isolation_facts(self) -> dict[str, Any]:
-        """The report's ``isolation`` section: whether the checks ran in the gate's isolated sub-session."""
-        from pytest_distcheck.dod import isolation
-
-        ok = self.isolation is not None and not self.isolation
-        return {"subsession": self.isolation is not None, "isolated": ok, "problems": list(self.isolation or []),
-                "what": list(isolation.WHAT) if ok else []}
-
-    def _isolation_outcomes(self) -> list[CheckOutcome]:
-        """Untrusted for every item when the gate's process is not isolated or the workspace is not the
-        shipped DoD of its phase (only under ``--gate``: a learner editing a check sees its own result)."""
-        from pytest_distcheck.dod import isolation
-
-        if self.workspace is None:
-            return []
-        whys = []
-        if self.isolation and isolation.REQUIRED:
-            whys.append("the gate's sub-session is not isolated: " + "; ".join(self.isolation))
-        if self.root_watch is not None:  # also in the kit's in-process tests: a conftest that got in is named
-            whys += self.root_watch.problems()
-        if self.late_imports is not None:
-            whys += self.late_imports.problems()
-        if self.early is not None:  # the gate's sub-session: kit code or data changed by the end of the run (A12)
-            tampered = list(dict.fromkeys(self.early.problems()
-                                          + (self.snapshot.problems(set()) if self.snapshot is not None else [])))
-            named = " ".join(o.reason for o in self.outcomes)
-            tampered = [p for p in tampered if p.split(" ", 1)[0] + " " not in named]  # an item names it already
-            if tampered:
-                more = f" (and {len(tampered) - 3} more)" if len(tampered) > 3 else ""
-                whys.append("the kit was changed while the checks ran: " + "; ".join(tampered[:3]) + more)
-        if self.canonical is not None and not self.canonical["trusted"] and self.config.getoption("distcheck_gate"):
-            more = len(self.canonical["problems"]) - 3
-            whys.append(f"the workspace is not the shipped DoD of phase {self.canonical['phase']}: "
-                        + "; ".join(self.canonical["problems"][:3]) + (f" (and {more} more)" if more > 0 else ""))
-        if not whys:
-            return []
-        return [CheckOutcome(it.id, GATE_NODEID, State.UNTRUSTED, "; ".join(whys))
-                for it in self.workspace.items]
 
     def _write_reports(self) -> None:
         json_path = self.config.getoption("distcheck_dod_json")
@@ -471,7 +339,7 @@ class DodPlugin:
         from pytest_distcheck.dod import markdown, report
 
         assert self.workspace is not None and self.results is not None
-        doc = report.build(self.workspace, self.results, self.config, self._isolation_facts(), self.canonical)
+        doc = report.build(self.workspace, self.results, self.config, self.canonical, self.snapshot)
         outputs = ((json_path, lambda: json.dumps(doc, indent=2) + "\n"), (md_path, lambda: markdown.render(doc)))
         for path, text in outputs:
             if not path:
@@ -496,6 +364,6 @@ class DodPlugin:
         if instead:
             tr.write_line(instead, yellow=True, bold=True)
         else:
-            table.write(tr, self.workspace, self.results, bool(self.config.getoption("distcheck_gate")), self.verdict)
+            table.write(tr, self.workspace, self.results, self.gate, self.verdict)
         for problem in self.write_errors:
             tr.write_line(f"distcheck: {problem}", red=True, bold=True)

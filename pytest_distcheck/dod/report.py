@@ -24,7 +24,7 @@ from pytest_distcheck.git import run_git
 from pytest_distcheck.workspace import Workspace
 
 FORMAT = "pytest-distcheck/dod-report"
-VERSION = 3  # 2: gate.isolated, isolation, canonical, workspace.root; 3: gate.verdict, items' evidence and flags
+VERSION = 4  # 3: gate.verdict, items' evidence and flags; 4: gate.commit and gate.flagged, no isolation section
 PASSED, FAILED, UNVERIFIED = "passed", "failed", "unverified"
 
 
@@ -33,55 +33,30 @@ def sha256_file(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def flagged(results: list[ItemResult]) -> list[str]:
+    """``item (flag, ...)`` for each item whose evidence carries a flag other than its label (confirmed,
+    self-reported): copied, fast-quiz. A flagged item never passes the gate."""
+    from pytest_distcheck.dod.provenance import LABELS
+
+    out = []
+    for r in results:
+        flags = [f for f in dict.fromkeys(f for o in r.outcomes for f in o.flags) if f not in LABELS]
+        if flags:
+            out.append(f"{r.item_id} ({', '.join(flags)})")
+    return out
+
+
 def gate_verdict(results: list[ItemResult], canonical: dict[str, Any] | None) -> str:
-    """The gate's verdict: :data:`PASSED` when every item of the phase ran in this session and is done and
-    the workspace is the DoD the kit ships for its phase (``canonical``, from
-    :func:`~pytest_distcheck.dod.manifest.compare`, trusted); :data:`UNVERIFIED` when every item is done
-    but the kit ships no DoD for the phase (``canonical`` is ``None``: the kit cannot vouch for what
-    "done" means there, red-team R6); :data:`FAILED` otherwise."""
-    if not results or not all(r.state is State.DONE for r in results):
+    """The gate's verdict: :data:`PASSED` when every item of the phase ran in this session and is done, none is
+    :func:`flagged`, and the workspace is the DoD the kit ships for its phase (``canonical``, from
+    :func:`~pytest_distcheck.dod.manifest.compare`, trusted); :data:`UNVERIFIED` when every item is done but the kit
+    ships no DoD for the phase (``canonical`` is ``None``: the kit cannot vouch for what "done" means there);
+    :data:`FAILED` otherwise."""
+    if not results or not all(r.state is State.DONE for r in results) or flagged(results):
         return FAILED
     if canonical is None:
         return UNVERIFIED
     return PASSED if canonical["trusted"] else FAILED
-
-
-def rederive(doc: Any, item_ids: list[str], rc: int) -> list[str]:
-    """Why the gate did not pass, re-derived outside the sub-session from its JSON report ``doc``; ``[]``
-    when it passed (red-team A01/A02: the verdict never rests on the sub-session's exit status or its
-    own ``gate`` section alone).
-
-    Passed only when the sub-session exited 0 and its report is this kit's format, the gate was requested
-    and isolated, the workspace is the shipped DoD (``canonical.trusted``), the items are exactly
-    ``item_ids`` (the workspace file's, read by the parent), each is done with no evidence copied, and
-    ``summary.done == summary.total``.
-    """
-    if not isinstance(doc, dict):
-        return ["the sub-session wrote no readable JSON report"]
-    out = []
-    if rc != 0:
-        out.append(f"the sub-session exited with status {rc}")
-    if doc.get("format") != FORMAT or doc.get("version") != VERSION:
-        out.append(f"the report is not format {FORMAT} version {VERSION}")
-    gate, iso, canon = doc.get("gate") or {}, doc.get("isolation") or {}, doc.get("canonical") or {}
-    if not (gate.get("requested") is True and gate.get("isolated") is True and iso.get("isolated") is True):
-        out.append("the report does not say the checks ran in the gate's isolated sub-session")
-    if canon.get("trusted") is not True:
-        out.append("the workspace is not the shipped DoD of its phase")
-    items = [it for it in doc.get("items") or [] if isinstance(it, dict)]
-    if [it.get("id") for it in items] != list(item_ids):
-        out.append(f"the report's items are not the workspace's ({', '.join(item_ids)})")
-    not_done = [str(it.get("id")) for it in items if it.get("state") != State.DONE.value]
-    if not_done:
-        out.append(f"not done: {', '.join(not_done)}")
-    copied = [str(it.get("id")) for it in items if "copied" in (it.get("flags") or [])
-              or any(isinstance(e, dict) and e.get("copied") for e in it.get("evidence") or [])]
-    if copied:
-        out.append(f"evidence copied from the kit: {', '.join(copied)}")
-    summary = doc.get("summary") or {}
-    if not (summary.get("total") == summary.get("done") == len(item_ids)):
-        out.append(f"summary: {summary.get('done')}/{summary.get('total')} items done, of {len(item_ids)}")
-    return out
 
 
 def unverified_reason(phase_id: str) -> str:
@@ -107,16 +82,15 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def build(ws: Workspace, results: list[ItemResult], config: pytest.Config, isolation: dict[str, Any] | None = None,
-          canonical: dict[str, Any] | None = None) -> dict[str, Any]:
+def build(ws: Workspace, results: list[ItemResult], config: pytest.Config, canonical: dict[str, Any] | None = None,
+          snap: Any = None) -> dict[str, Any]:
     """The report document for ``results`` (one per workspace item, from :func:`~.state.combine`).
 
-    ``isolation``: whether the checks ran in the gate's isolated sub-session, and what it shut out
-    (:mod:`~pytest_distcheck.dod.isolation`); ``canonical``: the workspace against the DoD the kit ships
-    for its phase (:func:`~pytest_distcheck.dod.manifest.compare`), ``None`` when it ships none. With
-    both, a grader can re-verify the workspace and the check files from the report alone.
+    ``canonical``: the workspace against the DoD the kit ships for its phase
+    (:func:`~pytest_distcheck.dod.manifest.compare`), ``None`` when it ships none; ``snap``: the gate's
+    :class:`~pytest_distcheck.dod.snapshot.Snapshot` (the commit judged), ``None`` when not gated. With both, a
+    grader can re-verify the workspace and the check files from the report alone.
     """
-    isolation = isolation or {"subsession": False, "isolated": False, "problems": [], "what": []}
     verdict = gate_verdict(results, canonical)
     root = config.rootpath
     args = list(config.invocation_params.args)
@@ -127,11 +101,12 @@ def build(ws: Workspace, results: list[ItemResult], config: pytest.Config, isola
         "version": VERSION,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "phase": {"id": ws.phase_id, "title": ws.phase_title},
-        "workspace": {"path": _rel(ws.path, root), "sha256": sha256_file(ws.path), "root": str(root)},
+        "workspace": {"path": _rel(ws.path, root), "sha256": sha256_file(ws.path),
+                      "root": str(snap.root if snap is not None else root)},
         "run": {
-            "command": shlex.join(["pytest", *map(str, args)]),
+            "command": "distcheck gate" if snap is not None else shlex.join(["pytest", *map(str, args)]),
             "ci": bool(os.environ.get("CI")),
-            "git_commit": _git_commit(root),
+            "git_commit": snap.commit if snap is not None else _git_commit(root),
             "python": platform.python_version(),
             "pytest": pytest.__version__,
             "distcheck": pytest_distcheck.__version__,
@@ -141,8 +116,9 @@ def build(ws: Workspace, results: list[ItemResult], config: pytest.Config, isola
             "requested": bool(config.getoption("distcheck_gate")),
             "passed": verdict == PASSED,
             "verdict": verdict,
-            "isolated": isolation["isolated"],
             "failing": [r.item_id for r in results if r.state is not State.DONE],
+            "flagged": flagged(results),
+            "commit": snap.commit if snap is not None else None,
         },
         "summary": {
             "total": len(results),
@@ -152,7 +128,6 @@ def build(ws: Workspace, results: list[ItemResult], config: pytest.Config, isola
         },
         "items": [_item(r) for r in results],
         "check_files": [{"path": f, "sha256": sha256_file(root / f)} for f in check_files if (root / f).is_file()],
-        "isolation": isolation,
         "canonical": canonical,
     }
 

@@ -1,4 +1,5 @@
-"""DoD states and how the outcomes of the checks of one run become one state per item."""
+"""DoD states, whether a check's outcome can be believed, and how the outcomes of one run become one state
+per item: the one place that decides an item's state and trust, each with its reason."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ class State(enum.Enum):
     """What the run established about a DoD item. Only DONE counts towards the gate.
 
     NOT_RUN: no check of the item ran in this session (deselected, not collected, stopped early);
-    nothing is claimed about its evidence. UNTRUSTED: a check ran, but something outside the kit
-    replaced or changed it or its report, so its outcome cannot be believed.
+    nothing is claimed about its evidence. UNTRUSTED: a check ran, but its outcome cannot be believed
+    (:func:`judge`, :func:`gate_outcomes`).
     """
 
     DONE = "done"
@@ -107,9 +108,36 @@ class ItemResult:
 NEEDS_EVIDENCE = frozenset({State.PENDING, State.STALE, State.BLOCKED})
 
 
-# The node id of an outcome that the gate itself sets for every item (the sub-session is not isolated,
-# workspace code outside checks/ and experiments/ ran, the workspace is not the shipped DoD): no check's.
+# The node id of an outcome that the gate itself sets for every item (the workspace is not the shipped DoD).
 GATE_NODEID = "<distcheck gate>"
+COPIED = ("copied from the kit: {files} (its reference solutions, course pages and fixtures are teaching material, "
+          "never counted as your work)")
+NOT_SHIPPED = "the workspace is not the shipped DoD of phase {phase}: {problems}"
+
+
+def judge(outcome: CheckOutcome, problems: list[str] = ()) -> CheckOutcome:
+    """``outcome`` as far as it can be believed: untrusted when its check is not the workspace's own
+    (``problems``, found at collection: not registered for the item, defined outside the checks folder) or a file
+    it judged is a copy of the kit's material (its evidence's ``copied``); otherwise as the check said."""
+    copied = [f for f in outcome.evidence if f.get("copied")]
+    if problems:
+        reason = "not the kit's own check: " + "; ".join(problems)
+    elif copied and outcome.state is not State.UNTRUSTED:
+        reason = COPIED.format(files="; ".join(f"{f['path']}: {f['copied']}" for f in copied))
+    else:
+        return outcome
+    return CheckOutcome(outcome.item_id, outcome.nodeid, State.UNTRUSTED, reason, None, outcome.evidence, outcome.flags)
+
+
+def gate_outcomes(ws: Workspace, canonical: dict | None) -> list[CheckOutcome]:
+    """Under the gate: every item untrusted when the workspace is not the DoD the kit ships for its phase
+    (``canonical``, from :func:`~pytest_distcheck.dod.manifest.compare`); ``[]`` when it is or none ships."""
+    if canonical is None or canonical["trusted"]:
+        return []
+    more = len(canonical["problems"]) - 3
+    why = NOT_SHIPPED.format(phase=canonical["phase"], problems="; ".join(canonical["problems"][:3])
+                             + (f" (and {more} more)" if more > 0 else ""))
+    return [CheckOutcome(it.id, GATE_NODEID, State.UNTRUSTED, why) for it in ws.items]
 
 
 def rerun_command(item_id: str) -> str:

@@ -6,7 +6,7 @@ text with no escape codes.
 
 from __future__ import annotations
 
-from pytest_distcheck.dod.report import FAILED, PASSED, UNVERIFIED, unverified_reason
+from pytest_distcheck.dod.report import FAILED, PASSED, UNVERIFIED, flagged, unverified_reason
 from pytest_distcheck.dod.state import NEEDS_EVIDENCE, ItemResult, State
 from pytest_distcheck.workspace import Workspace
 
@@ -64,6 +64,9 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
         summary += f", {len(results) - ran} not checked in this run"
     if gate:
         ok = verdict == PASSED
+        marked = flagged(results)
+        if marked:
+            summary += f"; flagged, never a pass: {', '.join(marked)}"
         if verdict == UNVERIFIED:
             summary += f"; {unverified_reason(ws.phase_id)}"
         tr.write_line(f"gate: {verdict.upper()} ({summary})", green=ok, red=not ok, bold=True)

@@ -8,8 +8,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-# Imported by name, not with importlib: the gate's sub-session finds the kit modules a check uses by reading
-# their imports and loads them all before any lab code runs (isolation.kit_modules_used; red team t4 A3).
 from pytest_distcheck.calc import collectives, cost, flops, memory, pipeline, tp_traffic
 
 MODULES = {m.__name__.rsplit(".", 1)[1]: m for m in (pipeline, memory, collectives, tp_traffic, flops, cost)}

@@ -50,7 +50,7 @@ _PYTEST_TIMEOUT = pytest.StashKey[tuple]()  # (time.monotonic() deadline, second
 
 def plain_results_only(config: pytest.Config) -> None:
     """From now on this session's ranks may return plain data only (``RankPool(plain_results=True)``): for a
-    session whose ranks run code it must not trust (the gate's sub-session, where the ranks run the lab)."""
+    session whose ranks run code it must not trust (the gate, where the ranks run the lab)."""
     config.stash[_PLAIN] = True
     registry = config.stash.get(_REGISTRY, None)
     if registry is not None:
@@ -126,8 +126,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    # Before the DoD plugin writes its reports: in the gate's sub-session no rank or zygote, where lab code
-    # ran, may still be alive to rewrite them (docs/ci/threat-model.md, section 3).
+    # Before the DoD plugin writes its reports: under the gate no rank or zygote, where lab code
+    # ran, may still be alive to rewrite them (docs/ci/known-limitations.md).
     registry = session.config.stash.get(_REGISTRY, None)
     if registry is not None:
         registry.close()

@@ -1,0 +1,399 @@
+"""What a run of the DoD checks says about each item, and why (pytester): deselected, stopped, skipped, blocked,
+not registered, not the checks folder's. Plain runs (the learner's `pytest -m local`); what the gate adds is in
+tests/test_gate_*.py.
+
+The workspace (tests/conftest.py) has items alpha and beta; beta requires alpha. Checks live in
+checks/, beside the workspace file, unless a test puts one elsewhere on purpose.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from dod_support import gate_run, unverified, write_checks
+
+from pytest_distcheck.dod.collection import DID_NOT_RUN, INTERRUPTED
+
+FAILED = pytest.ExitCode.TESTS_FAILED
+NOT_GATED = "(not gated; use --gate to require every item)"
+
+
+def checks(pytester, alpha="pass", beta="pass"):
+    write_checks(pytester, alpha, beta)
+
+
+def run(pytester, *args):
+    return pytester.runpytest("-p", "no:cacheprovider", "-rs", *args)
+
+
+def conftest(pytester, text, where=""):
+    (pytester.path / where / "conftest.py").write_text(textwrap.dedent(text))
+
+
+def test_everything_done_is_unverified_without_a_shipped_dod(workspace_dir):
+    # The test phase t1 ships no DoD with the kit: all done, yet never PASSED (report.gate_verdict: tests of
+    # PASSED there and in test_dod_reports).
+    checks(workspace_dir)
+    result = gate_run(workspace_dir)
+    result.stdout.fnmatch_lines(["DONE     alpha  evidence checked", "DONE     beta   evidence checked",
+                                 unverified(2, 2)])
+    assert result.ret == FAILED
+
+
+def test_done_with_a_reason_is_shown_in_the_table(workspace_dir):
+    checks(workspace_dir, alpha="pytest_distcheck.done('evidence checked, self-reported: a log')")
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["DONE     alpha  evidence checked, self-reported: a log",
+                                 f"2/2 items done {NOT_GATED}"])
+
+
+def test_done_raised_by_a_fixture_is_an_error(workspace_dir):
+    checks(workspace_dir, alpha="pytest_distcheck.broken('wrong')")
+    conftest(workspace_dir, """
+        import pytest, pytest_distcheck
+
+        @pytest.fixture(autouse=True)
+        def forge():
+            pytest_distcheck.done("forged")
+        """, where="checks")
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["ERROR    alpha  done() raised in setup, not by the check's function"])
+    assert result.ret == FAILED
+
+
+def test_an_interrupted_run_says_so_in_every_row_that_did_not_run(workspace_dir):
+    """Issue 34: after Ctrl-C the rows say the run was interrupted, not "-x, --maxfail, an interrupt or a crash"."""
+    checks(workspace_dir, alpha="raise KeyboardInterrupt")
+    result = workspace_dir.runpytest_subprocess("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([f"NOT RUN  alpha  {DID_NOT_RUN.format(why=INTERRUPTED)}",
+                                 "BLOCKED  beta   blocked by alpha (not-run); own checks did not run"])
+
+
+def test_stopping_after_a_failure_names_maxfail(workspace_dir):
+    checks(workspace_dir, alpha="pytest_distcheck.broken('wrong')")
+    workspace_dir.makepyfile(**{"checks/test_more": """
+        import pytest
+        @pytest.mark.dod("beta")
+        def test_beta_too():
+            pass
+        """})
+    result = run(workspace_dir, "-x", "-p", "no:randomly")
+    result.stdout.fnmatch_lines(["BROKEN   alpha  wrong",
+                                 "BLOCKED  beta   blocked by alpha (broken); own checks did not run"])
+    result.assert_outcomes(failed=1)
+    result = run(workspace_dir, "-x", "-p", "no:randomly", "-k", "beta")
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  deselected (-k 'beta')",
+                                 "BLOCKED  beta   blocked by alpha (not-run); own checks: done"])
+
+
+# -- deselection and selection -------------------------------------------------------------------
+
+
+def test_deselect_with_m_is_not_run(workspace_dir):
+    checks(workspace_dir)
+    result = run(workspace_dir, "-m", "not local")
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  deselected (-m 'not local')", "*rerun: pytest --dod alpha",
+                                 "BLOCKED  beta   blocked by alpha (not-run); own checks: done",
+                                 f"0/2 items done, 1 not checked in this run {NOT_GATED}"])
+
+
+def test_collecting_only_other_tests_says_the_dod_was_not_checked(workspace_dir):
+    checks(workspace_dir)
+    workspace_dir.makepyfile(test_mine="def test_x(): pass")
+    result = run(workspace_dir, "test_mine.py")
+    result.stdout.fnmatch_lines(["distcheck: the DoD of phase t1 was not checked in this run*"])
+
+
+def test_collect_only_runs_nothing(workspace_dir):
+    checks(workspace_dir)
+    result = run(workspace_dir, "--collect-only")
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  selected but did not run*"])
+
+
+@pytest.mark.parametrize("option", ["--setup-only", "--setup-plan"])
+def test_setting_up_without_running_is_not_run(workspace_dir, option):
+    checks(workspace_dir)
+    result = run(workspace_dir, option)
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  selected but did not run*"])
+
+
+def test_a_hook_that_removes_checks_silently_is_named(workspace_dir):
+    checks(workspace_dir)
+    conftest(workspace_dir, """
+        def pytest_collection_modifyitems(items):
+            items[:] = [i for i in items if "alpha" not in i.nodeid]
+        """)
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  removed from the run by a collection hook without being deselected",
+                                 "BLOCKED  beta   blocked by alpha (not-run); own checks: done"])
+
+
+def test_one_check_of_two_deselected_is_not_done(workspace_dir):
+    checks(workspace_dir)
+    workspace_dir.makepyfile(**{"checks/test_alpha_more": """
+        import pytest
+        @pytest.mark.dod("alpha")
+        def test_alpha_second():
+            pass
+        """})
+    result = run(workspace_dir, "-k", "not second")
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  1 of 2 checks did not run: "
+                                 "checks/test_alpha_more.py::test_alpha_second deselected (-k 'not second')"])
+
+
+# -- skips ---------------------------------------------------------------------------------------
+
+
+def test_a_conftest_that_skips_checks_leaves_them_pending(workspace_dir):
+    checks(workspace_dir)
+    conftest(workspace_dir, """
+        import pytest
+        def pytest_collection_modifyitems(items):
+            for item in items:
+                item.add_marker(pytest.mark.skip(reason="not today"))
+        """)
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["PENDING  alpha  skipped: not today", "BLOCKED  beta   blocked by alpha (pending)*"])
+
+
+def test_a_skip_raised_from_a_conftest_hook_is_pending(workspace_dir):
+    checks(workspace_dir)
+    conftest(workspace_dir, """
+        import pytest
+        def pytest_runtest_setup(item):
+            pytest.skip("skipped by conftest")
+        """)
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["PENDING  alpha  skipped: skipped by conftest"])
+
+def test_blocked_skip_names_the_failed_prerequisite(workspace_dir):
+    checks(workspace_dir, alpha="pytest_distcheck.broken('spend $5.20 / $5.00')")
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["BROKEN   alpha  spend $5.20 / $5.00", "BLOCKED  beta   blocked by alpha (broken)",
+                                 "SKIPPED * blocked: blocked by alpha (broken: spend $5.20 / $5.00)"])
+    result.assert_outcomes(failed=1, skipped=1)
+
+
+def test_prerequisites_run_first_whatever_the_file_order(workspace_dir):
+    workspace_dir.makepyfile(**{"checks/test_checks": """
+        import pytest, pytest_distcheck
+        @pytest.mark.dod("beta")
+        def test_beta():
+            pass
+        @pytest.mark.dod("alpha")
+        def test_alpha():
+            pytest_distcheck.pending("no evidence", "make it")
+        """})
+    result = run(workspace_dir, "-v")
+    result.stdout.fnmatch_lines(["*test_alpha SKIPPED (pending: no evidence)*",
+                                 "*test_beta SKIPPED (blocked: blocked by alpha*"])
+
+
+def test_xfail_marker_cannot_hide_a_broken_check(workspace_dir):
+    checks(workspace_dir, alpha="pytest_distcheck.broken('score 10%')")
+    conftest(workspace_dir, """
+        import pytest
+        def pytest_collection_modifyitems(items):
+            for item in items:
+                item.add_marker(pytest.mark.xfail(reason="hide it"))
+        """)
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["DoD item broken: score 10%", "BROKEN   alpha  score 10%"])
+    result.assert_outcomes(failed=1, skipped=1)  # not xfailed, not xpassed
+
+
+# -- checks that are not the workspace's own ------------------------------------------------------
+
+
+def test_a_check_outside_the_checks_folder_is_untrusted_and_fails_the_run(workspace_dir):
+    workspace_dir.makepyfile(test_fake="""
+        import pytest
+        @pytest.mark.dod("alpha")
+        def test_alpha_fake():
+            pass
+        """)
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["UNTRUSTED  alpha  not the kit's own check: its function is defined in "
+                                 "test_fake.py, outside the workspace's checks folder checks/"])
+    result.stdout.fnmatch_lines(["*DoD item untrusted: not the kit's own check*"])
+    assert result.ret == FAILED
+
+
+def test_a_runtest_protocol_that_fakes_a_pass_is_untrusted(workspace_dir):
+    checks(workspace_dir, alpha="pytest_distcheck.broken('wrong')")
+    conftest(workspace_dir, """
+        from _pytest.reports import TestReport
+        def pytest_runtest_protocol(item, nextitem):
+            rep = TestReport(item.nodeid, item.location, {}, "passed", None, "call")
+            item.ihook.pytest_runtest_logreport(report=rep)
+            return True
+        """)
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["UNTRUSTED  alpha  checks/test_checks.py::test_alpha reported passed without the "
+                                 "kit's classification*"])
+    assert result.ret == FAILED
+
+
+def test_a_runtest_protocol_that_runs_nothing_leaves_checks_not_run(workspace_dir):
+    checks(workspace_dir)
+    conftest(workspace_dir, """
+        def pytest_runtest_protocol(item, nextitem):
+            return True
+        """)
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  selected but did not run*",
+                                 f"0/2 items done, 2 not checked in this run {NOT_GATED}"])
+
+
+# -- registered checks ---------------------------------------------------------------------------
+
+
+REGISTERED = """
+[phase]
+id = "r1"
+title = "registered checks"
+
+[[items]]
+id = "alpha"
+title = "first"
+how = "make alpha"
+checks = ["checks/test_checks.py::test_alpha", "checks/test_checks.py::test_alpha_live"]
+"""
+
+
+def test_registered_checks_must_all_be_collected(workspace_dir):
+    (workspace_dir.path / "checks" / "distcheck.toml").write_text(REGISTERED)
+    workspace_dir.makepyfile(**{"checks/test_checks": """
+        import pytest
+        @pytest.mark.dod("alpha")
+        def test_alpha():
+            pass
+        """})
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  1 of 2 checks did not run: checks/test_checks.py::test_alpha_live "
+                                 "not collected: registered check checks/test_checks.py::test_alpha_live (no such "
+                                 "check in the file, or not marked for this item)"])
+
+
+def test_a_registered_check_whose_file_is_missing_says_so(workspace_dir):
+    (workspace_dir.path / "checks" / "distcheck.toml").write_text(REGISTERED)
+    result = gate_run(workspace_dir)
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  not collected: registered check checks/test_checks.py::test_alpha "
+                                 "(file missing)*"])
+
+
+def test_an_unregistered_check_claiming_an_item_is_untrusted(workspace_dir):
+    (workspace_dir.path / "checks" / "distcheck.toml").write_text(REGISTERED)
+    workspace_dir.makepyfile(**{"checks/test_checks": """
+        import pytest
+        @pytest.mark.dod("alpha")
+        def test_alpha():
+            pass
+        @pytest.mark.dod("alpha")
+        def test_alpha_live():
+            pass
+        """, "checks/test_extra": """
+        import pytest
+        @pytest.mark.dod("alpha")
+        def test_alpha_extra():
+            pass
+        """})
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["UNTRUSTED  alpha  not the kit's own check: it is not registered for its item in the "
+                                 "workspace file (registered: checks/test_checks.py::test_alpha, "
+                                 "checks/test_checks.py::test_alpha_live)"])
+    assert result.ret == FAILED
+    result = run(workspace_dir, "checks/test_checks.py")
+    result.stdout.fnmatch_lines([f"1/1 items done {NOT_GATED}"])
+
+
+# -- --dod ---------------------------------------------------------------------------------------
+
+
+THREE = """
+[phase]
+id = "t3"
+title = "three items"
+
+[[items]]
+id = "alpha"
+title = "first"
+how = "make alpha"
+
+[[items]]
+id = "beta"
+title = "second"
+how = "make beta"
+requires = ["alpha"]
+
+[[items]]
+id = "gamma"
+title = "third"
+how = "make gamma"
+"""
+
+
+def three(pytester):
+    (pytester.path / "checks" / "distcheck.toml").write_text(THREE)
+    pytester.makepyfile(**{"checks/test_checks": """
+        import pytest
+        @pytest.mark.dod("gamma")
+        def test_gamma():
+            pass
+        @pytest.mark.dod("beta")
+        def test_beta():
+            pass
+        @pytest.mark.dod("alpha")
+        def test_alpha():
+            pass
+        """})
+    # Outside the checks folder and broken on import: --dod must not even collect it.
+    pytester.makepyfile(test_elsewhere="raise ImportError('collected although --dod was given')")
+
+
+def test_dod_runs_one_item_with_its_prerequisites(workspace_dir):
+    three(workspace_dir)
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--dod", "beta", "-v")
+    result.assert_outcomes(passed=2, deselected=1)
+    result.stdout.fnmatch_lines(["*test_alpha PASSED*", "*test_beta PASSED*"])
+    result.stdout.fnmatch_lines(["DONE     alpha  evidence checked", "DONE     beta   evidence checked",
+                                 "NOT RUN  gamma  not selected (--dod alpha beta)",
+                                 "2/3 items done, 1 not checked in this run (not gated*"])
+    assert result.ret == 0
+
+
+def test_dod_names_an_unknown_item_and_the_known_ones(workspace_dir):
+    three(workspace_dir)
+    result = workspace_dir.runpytest("--dod", "delta")
+    result.stderr.fnmatch_lines(["*--dod: no DoD item 'delta' in * (known: alpha, beta, gamma)*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+# -- xdist ---------------------------------------------------------------------------------------
+
+
+def test_states_and_reasons_under_xdist(workspace_dir):
+    checks(workspace_dir)
+    result = run(workspace_dir, "-n", "2", "-k", "beta")
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  deselected (-k 'beta')",
+                                 "BLOCKED  beta   blocked by alpha (not-run); own checks: done",
+                                 f"0/2 items done, 1 not checked in this run {NOT_GATED}"])
+    result = run(workspace_dir, "-n", "2")
+    result.stdout.fnmatch_lines([f"2/2 items done {NOT_GATED}"])
+
+
+def test_disabling_the_whole_plugin_makes_the_gate_an_unknown_option(workspace_dir):
+    checks(workspace_dir)
+    result = run(workspace_dir, "--gate", "-p", "no:distcheck")
+    result.stderr.fnmatch_lines(["*unrecognized arguments: --gate*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_malformed_check_registration_names_the_field(workspace_dir):
+    (workspace_dir.path / "checks" / "distcheck.toml").write_text(REGISTERED.replace(
+        '"checks/test_checks.py::test_alpha",', '"test_alpha",'))
+    checks(workspace_dir)
+    result = workspace_dir.runpytest()
+    result.stderr.fnmatch_lines(["*distcheck.toml, items[[]0[]].checks[[]0[]]: 'test_alpha' does not match*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
