@@ -6,10 +6,12 @@ import argparse
 import importlib
 import os
 import sys
+from pathlib import Path
 
 from pytest_distcheck.commands import resolve_config
 from pytest_distcheck.errors import DistcheckError
-from pytest_distcheck.i18n import LANG, SUPPORTED, LanguageError, use_from
+from pytest_distcheck.i18n import N_, SUPPORTED, LanguageError, _, use_from
+from pytest_distcheck.settings import LANG
 
 # name -> module in pytest_distcheck.commands (imported only when that command runs or --help lists it)
 COMMANDS: dict[str, str] = {
@@ -27,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "gate": "gate",
     "rehearse": "rehearse",
 }
+INTERRUPTED = N_("interrupted")
 
 
 def _load(name: str):
@@ -51,26 +54,39 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``distcheck`` console script. Returns the exit status.
 
-    Errors of the kit (:class:`DistcheckError`) are printed as one line to stderr, exit status 2.
+    The language: ``--lang``, ``$DISTCHECK_LANG``, the workspace's ini ``distcheck_lang``, the locale
+    (:mod:`pytest_distcheck.i18n`). Errors of the kit (:class:`DistcheckError`) are printed as one line to
+    stderr, exit status 2.
     """
     args = build_parser().parse_args(argv)
+    resolve_config(args)
     try:
-        use_from(args.lang)
+        use_from(args.lang, _workspace_lang(args))
     except LanguageError as exc:
         print(f"distcheck {args.command}: {exc}", file=sys.stderr)
         return 2
-    resolve_config(args)
     try:
         return int(_load(args.command).run(args) or 0)
     except DistcheckError as exc:
         print(f"distcheck {args.command}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"distcheck {args.command}: interrupted", file=sys.stderr)
+        print(f"distcheck {args.command}: {_(INTERRUPTED)}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `distcheck budget | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _workspace_lang(args: argparse.Namespace) -> str:
+    """The ``distcheck_lang`` of the pytest configuration at the root of the command's workspace (its
+    ``--config``, else the nearest workspace file), so a command speaks as ``pytest`` there does; else ``""``."""
+    from pytest_distcheck.workspace import find_workspace_file, workspace_root
+    from pytest_distcheck.workspace_init import configured_lang
+
+    config = getattr(args, "config", None)
+    path = Path(config) if config else find_workspace_file(Path.cwd())
+    return configured_lang(workspace_root(path)) if path is not None and path.is_file() else ""
 
 
 if __name__ == "__main__":

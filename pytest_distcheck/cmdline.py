@@ -13,11 +13,19 @@ import inspect
 from pathlib import Path
 from typing import Any
 
+from pytest_distcheck.i18n import N_, _, ngettext
+
 # The next step of the DoD table's one line when a run collected none of the DoD's checks (``pytest tests``)...
-CHECK_IT = "`pytest -m local` checks it"
+CHECK_IT = N_("`pytest -m local` checks it")
 # ... and when that run started without paths in a subfolder holding tests of its own (``cd tests && pytest``).
-FROM_THE_ROOT = ("pytest started without paths in {here}/, a folder with test files of its own, so it collected "
-                 "those; check the DoD from the workspace root: cd {up} && pytest -m local")
+FROM_THE_ROOT = N_("pytest started without paths in {here}/, a folder with test files of its own, so it collected "
+                    "those; check the DoD from the workspace root: cd {up} && pytest -m local")
+# A kit option's existing PATH written as two words moved pytest's rootdir ({given}: as written, {fixed}: with '=').
+MISREAD_PATH = N_("{given}: pytest took the existing file for a test path and moved its rootdir to {rootdir} (it "
+                  "reads paths before it knows plugins' options); write it with '=': {fixed}")
+# -m names markers that are not registered, under --strict-markers: DID_YOU_MEAN_MARKER each, or SEE_MARKERS.
+DID_YOU_MEAN_MARKER = N_("did you mean {close!r} for {name!r}?")
+SEE_MARKERS = N_("see pytest --markers")
 # The kit's options whose value is a path (pytest may take an existing one for a test path).
 PATH_OPTIONS = ("--dod-json", "--dod-markdown", "--workspace")
 
@@ -58,9 +66,7 @@ def misread_option_paths(config: Any) -> str | None:
     if right is None or right.resolve() == Path(config.rootpath).resolve():
         return None
     fixed = " ".join(f"{opt}={val}" for opt, val in pairs)
-    return (f"{' '.join(f'{o} {v}' for o, v in pairs)}: pytest took the existing file for a test path and moved "
-            f"its rootdir to {config.rootpath} (it reads paths before it knows plugins' options); "
-            f"write it with '=': {fixed}")
+    return _(MISREAD_PATH).format(given=" ".join(f"{o} {v}" for o, v in pairs), rootdir=config.rootpath, fixed=fixed)
 
 
 def subfolder_checks(config: Any, checks_dir: Path, root: Path) -> list[str] | None:
@@ -94,8 +100,8 @@ def not_checked_next_step(config: Any, root: Path) -> str:
 
     here, root = Path(config.invocation_params.dir).resolve(), Path(root).resolve()
     if config.args_source is pytest.Config.ArgsSource.INVOCATION_DIR and root in here.parents:
-        return FROM_THE_ROOT.format(here=here.relative_to(root).as_posix(), up=os.path.relpath(root, here))
-    return CHECK_IT
+        return _(FROM_THE_ROOT).format(here=here.relative_to(root).as_posix(), up=os.path.relpath(root, here))
+    return _(CHECK_IT)
 
 
 def _holds_tests(folder: Path, patterns: list[str]) -> bool:
@@ -143,8 +149,9 @@ def bad_markexpr(config: Any) -> str | None:
     if not unknown:
         return None
     known = sorted({line.split(":", 1)[0].split("(", 1)[0].strip() for line in registered})
-    hints = [f"did you mean {close[0]!r} for {name!r}?" for name in unknown
+    hints = [_(DID_YOU_MEAN_MARKER).format(close=close[0], name=name) for name in unknown
              if (close := difflib.get_close_matches(name, known, n=1))]
-    return (f"-m {expr!r} selects nothing: {', '.join(map(repr, unknown))} "
-            f"{'is not a marker' if len(unknown) == 1 else 'are not markers'} "
-            f"({' '.join(hints) or 'see pytest --markers'}); the DoD was not checked")
+    return ngettext("-m {expr!r} selects nothing: {names} is not a marker ({hints}); the DoD was not checked",
+                    "-m {expr!r} selects nothing: {names} are not markers ({hints}); the DoD was not checked",
+                    len(unknown)).format(expr=expr, names=", ".join(map(repr, unknown)),
+                                         hints=" ".join(hints) or _(SEE_MARKERS))

@@ -1,10 +1,11 @@
 """The language the kit speaks to the learner, and the gettext catalog that speaks it.
 
-Precedence: ``--lang``, ``$DISTCHECK_LANG``, ini ``distcheck_lang`` (pytest only), the locale (the first
-of ``$LC_ALL``, ``$LC_MESSAGES``, ``$LANG`` that is set, as POSIX orders them), then English. Catalogs are
+Precedence: ``--lang``, ``$DISTCHECK_LANG``, ini ``distcheck_lang`` (a ``distcheck`` command reads its
+workspace's pytest configuration), the locale (the first of ``$LC_ALL``, ``$LC_MESSAGES``, ``$LANG`` that is
+set, as POSIX orders them), then English. Catalogs are
 ``locale/<lang>/LC_MESSAGES/distcheck.mo`` beside this file, compiled from the ``.po`` next to them
 (docs/kit/translating.md). Identifiers (item ids, commands, options, file names, report fields) are never
-translated.
+translated. The setting itself is :data:`pytest_distcheck.settings.LANG`.
 """
 
 from __future__ import annotations
@@ -14,21 +15,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from pytest_distcheck.settings import Setting
-
 SUPPORTED = ("en", "es")
 DEFAULT = "en"
 DOMAIN = "distcheck"
 LOCALE_DIR = Path(__file__).with_name("locale")
 LOCALE_VARIABLES = ("LC_ALL", "LC_MESSAGES", "LANG")
 
-LANG = Setting(
-    flag="--lang",
-    env="DISTCHECK_LANG",
-    ini="distcheck_lang",
-    help=f"language of the kit's messages: {' or '.join(SUPPORTED)} (default: from the locale, else {DEFAULT})",
-    default="",
-)
 UNSUPPORTED = "{source}: language {value!r} is not supported; use one of: {choices}"
 
 
@@ -52,6 +44,8 @@ def choose(cli: str | None, environ: Mapping[str, str], ini: str = "") -> tuple[
     An empty value counts as unset. Raises :class:`LanguageError` for a value outside :data:`SUPPORTED`
     given on the command line, in ``$DISTCHECK_LANG`` or in the ini file (a locale that is not Spanish is
     English, not an error)."""
+    from pytest_distcheck.settings import LANG  # a Setting, whose own errors speak through this module
+
     given = ((cli, f"command line {LANG.flag}"), (environ.get(LANG.env), f"environment variable {LANG.env}"),
              (ini, f"ini key {LANG.ini}"))
     for value, source in given:

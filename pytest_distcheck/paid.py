@@ -16,13 +16,18 @@ import shlex
 
 import pytest
 
+from pytest_distcheck.i18n import N_, _
+
 # A budget was given and every paid test was skipped; {why} is NO_KEY_WHY, else the skips listed above.
-NOTHING_PAID_RAN = "nothing paid ran ({why}), so this run exits {status}"
-NO_KEY_WHY = ("RUNPOD_API_KEY is not set; not rehearsed yet? `distcheck rehearse` runs this whole paid path "
-              "for $0, no key needed")
-SKIPPED_WHY = "every paid test was skipped: reasons above"
+NOTHING_PAID_RAN = N_("nothing paid ran ({why}), so this run exits {status}")
+NO_KEY_WHY = N_("RUNPOD_API_KEY is not set; not rehearsed yet? `distcheck rehearse` runs this whole paid path "
+                "for $0, no key needed")
+SKIPPED_WHY = N_("every paid test was skipped: reasons above")
 # The next step of an item whose command is this run, when no key was set: {how} is that command.
-NO_KEY_STEP = "export RUNPOD_API_KEY=<your RunPod API key> && {how}"
+NO_KEY_STEP = N_("export RUNPOD_API_KEY=<your RunPod API key> && {how}")
+# The terminal summary's lines: the items this -m run completes, and each paid test it skipped.
+COMPLETES = N_("-m {expr!r} completes {items}: its free checks (and its prerequisites') ran after the paid tests")
+PAID_SKIPPED = N_("paid test skipped: {nodeid}: {reason}")
 
 
 def items_completed_by(ws, markexpr: str) -> list[str]:
@@ -118,17 +123,17 @@ class PaidPath:
             _point_at_the_key(self.config, self.followup)
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        self.nothing_ran = NOTHING_PAID_RAN.format(why=NO_KEY_WHY if no_key else SKIPPED_WHY,
-                                                   status=int(session.exitstatus))
+        self.nothing_ran = _(NOTHING_PAID_RAN).format(why=_(NO_KEY_WHY) if no_key else _(SKIPPED_WHY),
+                                                      status=int(session.exitstatus))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.followup:
-            terminalreporter.write_line(f"distcheck: -m {self.config.getoption('markexpr')!r} completes "
-                                        f"{', '.join(self.followup)}: its free checks (and its prerequisites') "
-                                        f"ran after the paid tests")
+            terminalreporter.write_line("distcheck: " + _(COMPLETES).format(
+                expr=self.config.getoption("markexpr"), items=", ".join(self.followup)))
         for nodeid, reason in self.skips:
-            terminalreporter.write_line(f"distcheck: paid test skipped: {nodeid}: {reason}", yellow=True)
+            terminalreporter.write_line("distcheck: " + _(PAID_SKIPPED).format(nodeid=nodeid, reason=reason),
+                                        yellow=True)
         if self.nothing_ran:
             terminalreporter.write_line(f"distcheck: {self.nothing_ran}", yellow=True, bold=True)
 
@@ -158,6 +163,6 @@ def _point_at_the_key(config: pytest.Config, item_ids: list[str]) -> None:
     if ws is None:
         return
     how = {it: ws.item(it).how for it in item_ids}
-    dod.outcomes[:] = [dataclasses.replace(o, command=NO_KEY_STEP.format(how=o.command))
+    dod.outcomes[:] = [dataclasses.replace(o, command=_(NO_KEY_STEP).format(how=o.command))
                        if o.item_id in how and o.state in NEEDS_EVIDENCE and o.command == how[o.item_id] else o
                        for o in dod.outcomes]

@@ -12,9 +12,9 @@ import pytest
 
 from pytest_distcheck.cmdline import subfolder_checks
 from pytest_distcheck.dod.plugin import DodPlugin, get_workspace, workspace_label
-from pytest_distcheck.i18n import LANG
+from pytest_distcheck.i18n import N_, _, ngettext
 from pytest_distcheck.ranks import DEFAULT_WORLD_SIZE
-from pytest_distcheck.settings import TIMEOUT
+from pytest_distcheck.settings import LANG, TIMEOUT
 from pytest_distcheck.workspace import DEFAULT_PATH, NO_WORKSPACE, display_path
 
 # Each area of the kit owns its hooks, options and fixtures in a plugin module of its own.
@@ -34,6 +34,13 @@ MARKERS = {
 }
 # The checks folder a run started in a subfolder without paths collects instead (None: the usual paths).
 SUBFOLDER_CHECKS = pytest.StashKey[list]()
+# The report header's line: {where} names the workspace or is NO_WORKSPACE_FILE, {gate} GATE_ON or GATE_OFF
+# (+ SUBFOLDER).
+HEADER = N_("distcheck: backend gloo, world size {world_size} (default), timeout {timeout:g} s; {where}; {gate}")
+NO_WORKSPACE_FILE = N_("no workspace file (checks/distcheck.toml is not in this folder or above)")
+GATE_ON, GATE_OFF = N_("gate on"), N_("gate off")
+SUBFOLDER = N_("; started in a subfolder without paths: collecting {path}")
+NO_WORKSPACE_SKIP = N_("no workspace file {label!r}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -67,7 +74,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     from pytest_distcheck.cmdline import misread_option_paths
+    from pytest_distcheck.i18n import LanguageError, use_from
 
+    # The language first (command line, env, ini: all known by now), so every message of the run speaks it.
+    try:
+        use_from(getattr(early_config.known_args_namespace, LANG.dest, None), str(early_config.getini(LANG.ini)))
+    except LanguageError as exc:
+        raise pytest.UsageError(str(exc)) from None
     problem = misread_option_paths(early_config)
     if problem:
         raise pytest.UsageError(problem)
@@ -82,12 +95,6 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS.values():
         config.addinivalue_line("markers", line)
     TIMEOUT.positive_float(config)  # a bad value is a usage error now, not at the first test
-    from pytest_distcheck.i18n import LanguageError, use_from
-
-    try:
-        use_from(config.getoption(LANG.dest), str(config.getini(LANG.ini)))
-    except LanguageError as exc:
-        raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(DodPlugin(config), "distcheck-dod")
     ws = get_workspace(config)
     paths = subfolder_checks(config, ws.checks_dir, ws.root) if ws else None
@@ -98,22 +105,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     ws = get_workspace(config)
-    where = (f"workspace {workspace_label(config)} (phase {ws.phase_id}, {len(ws.items)} DoD items)" if ws
-             else f"no workspace file ({DEFAULT_PATH} is not in this folder or above)")
-    gate = "gate on" if config.getoption("distcheck_gate") else "gate off"
+    where = (ngettext("workspace {label} (phase {phase}, {n} DoD item)",
+                      "workspace {label} (phase {phase}, {n} DoD items)", len(ws.items)).format(
+        label=workspace_label(config), phase=ws.phase_id, n=len(ws.items)) if ws else _(NO_WORKSPACE_FILE))
+    gate = _(GATE_ON) if config.getoption("distcheck_gate") else _(GATE_OFF)
     ws_paths = config.stash.get(SUBFOLDER_CHECKS, None)
     if ws_paths:
-        gate += f"; started in a subfolder without paths: collecting {display_path(Path(ws_paths[0]), config.rootpath)}"
-    return [
-        f"distcheck: backend gloo, world size {DEFAULT_WORLD_SIZE} (default), "
-        f"timeout {TIMEOUT.positive_float(config):g} s; {where}; {gate}"
-    ]
+        gate += _(SUBFOLDER).format(path=display_path(Path(ws_paths[0]), config.rootpath))
+    return [_(HEADER).format(world_size=DEFAULT_WORLD_SIZE, timeout=TIMEOUT.positive_float(config), where=where,
+                             gate=gate)]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     # `pytest -m local` outside any workspace: say why nothing was collected instead of a bare exit 5.
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and get_workspace(config) is None:
-        terminalreporter.write_line("distcheck: " + NO_WORKSPACE.format(start=config.invocation_params.dir),
+        terminalreporter.write_line("distcheck: " + _(NO_WORKSPACE).format(start=config.invocation_params.dir),
                                     yellow=True)
 
 
@@ -122,7 +128,7 @@ def distcheck_workspace(pytestconfig: pytest.Config):
     """The loaded workspace file (:class:`pytest_distcheck.workspace.Workspace`); skips if there is none."""
     ws = get_workspace(pytestconfig)
     if ws is None:
-        pytest.skip(f"no workspace file {workspace_label(pytestconfig)!r}")
+        pytest.skip(_(NO_WORKSPACE_SKIP).format(label=workspace_label(pytestconfig)))
     return ws
 
 

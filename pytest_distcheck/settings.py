@@ -13,6 +13,16 @@ from dataclasses import dataclass
 
 import pytest
 
+from pytest_distcheck.i18n import DEFAULT, N_, SUPPORTED, _
+
+# Where a value came from, named in every error about it.
+FROM_CLI = N_("command line {flag}")
+FROM_ENV = N_("environment variable {env}")
+FROM_INI = N_("ini key {ini}")
+NOT_A_NUMBER = N_("{source}: {text!r} is not a number")
+NOT_POSITIVE = N_("{source}: must be > 0, got {text!r}")
+NOT_FINITE = N_("{source}: must be finite, got {text!r}")
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -36,10 +46,10 @@ class Setting:
         """(value, where it came from): the source is named in errors about the value."""
         cli = config.getoption(self.dest)
         if cli is not None:
-            return str(cli), f"command line {self.flag}"
+            return str(cli), _(FROM_CLI).format(flag=self.flag)
         if self.env in os.environ:
-            return os.environ[self.env], f"environment variable {self.env}"
-        return str(config.getini(self.ini)), f"ini key {self.ini}"
+            return os.environ[self.env], _(FROM_ENV).format(env=self.env)
+        return str(config.getini(self.ini)), _(FROM_INI).format(ini=self.ini)
 
     def positive_float(self, config: pytest.Config) -> float:
         """The value as seconds or USD, finite and > 0. Raises ``pytest.UsageError`` naming the source."""
@@ -47,14 +57,21 @@ class Setting:
         try:
             value = float(text)
         except ValueError:
-            raise pytest.UsageError(f"{source}: {text!r} is not a number") from None
+            raise pytest.UsageError(_(NOT_A_NUMBER).format(source=source, text=text)) from None
         if not value > 0:
-            raise pytest.UsageError(f"{source}: must be > 0, got {text!r}")
+            raise pytest.UsageError(_(NOT_POSITIVE).format(source=source, text=text))
         if value == math.inf:
-            raise pytest.UsageError(f"{source}: must be finite, got {text!r}")
+            raise pytest.UsageError(_(NOT_FINITE).format(source=source, text=text))
         return value
 
 
+LANG = Setting(
+    flag="--lang",
+    env="DISTCHECK_LANG",
+    ini="distcheck_lang",
+    help=f"language of the kit's messages: {' or '.join(SUPPORTED)} (default: from the locale, else {DEFAULT})",
+    default="",
+)
 TIMEOUT = Setting(
     flag="--distcheck-timeout",
     env="DISTCHECK_TIMEOUT",

@@ -17,25 +17,32 @@ from pathlib import Path
 from typing import Any
 
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import N_, _, language
 from pytest_distcheck.schemas import validate
 from pytest_distcheck.textfile import read_text
 
 # Where a workspace keeps its file unless pytest --workspace, the ini key distcheck_config or --config says otherwise.
 DEFAULT_PATH = "checks/distcheck.toml"
 # What to do when no workspace file is found; every "not found" message ends with it.
-NOT_FOUND_HINT = (f"no {DEFAULT_PATH} in this folder or any folder above it; run from your workspace, name the "
-                  f"file (distcheck ... --config FILE, pytest --workspace FILE), or start one with `distcheck init`")
-EMPTY_WORKSPACE_OPTION = f"is empty: name the workspace file (e.g. --workspace {DEFAULT_PATH}) or leave the option out"
+NOT_FOUND_HINT = N_("no checks/distcheck.toml in this folder or any folder above it; run from your workspace, name "
+                    "the file (distcheck ... --config FILE, pytest --workspace FILE), or start one with "
+                    "`distcheck init`")
+EMPTY_WORKSPACE_OPTION = N_("is empty: name the workspace file (e.g. --workspace checks/distcheck.toml) or leave "
+                            "the option out")
 # A pytest run that found no workspace walking up from {start} and so collected nothing.
-NO_WORKSPACE = (f"no workspace found: no {DEFAULT_PATH} in {{start}} or any folder above it, so there were no DoD "
-                f"checks to collect; cd into your workspace (the folder that holds {DEFAULT_PATH}) and run it "
-                f"again, or start one with `distcheck init DIR`")
+NO_WORKSPACE = N_("no workspace found: no checks/distcheck.toml in {start} or any folder above it, so there were no "
+                  "DoD checks to collect; cd into your workspace (the folder that holds checks/distcheck.toml) and "
+                  "run it again, or start one with `distcheck init DIR`")
 # A workspace file named by --workspace or the ini key that is not there; {hint} is DID_YOU_MEAN or THERE_ARE.
-NAMED_MISSING = "no such file (named by {source}, relative to {base}){hint}"
-DID_YOU_MEAN = "; did you mean {path}?"
-THERE_ARE = "; the .toml files there: {paths}"
-NAME_ANOTHER = "; name an existing workspace file, or start one with `distcheck init DIR`"
-
+NAMED_MISSING = N_("no such file (named by {source}, relative to {base}){hint}")
+DID_YOU_MEAN = N_("; did you mean {path}?")
+THERE_ARE = N_("; the .toml files there: {paths}")
+NAME_ANOTHER = N_("; name an existing workspace file, or start one with `distcheck init DIR`")
+# A workspace file given with --config (or found) that is not there, when no close name is there either.
+FILE_NOT_FOUND = N_("workspace file not found")
+NAME_IT = N_(" (name another with --config FILE, or start one with `distcheck init`)")
+ABOVE_ROOTDIR = N_("found walking up from {start}, but pytest's rootdir is {rootdir} (no ini file at {root}): run "
+                   "pytest from there, or add a pytest.ini there (distcheck init writes one)")
 
 def find_workspace_file(start: Path) -> Path | None:
     """The nearest ``checks/distcheck.toml`` in ``start`` or a folder above it, or ``None``.
@@ -70,6 +77,7 @@ class DodItem:
         checks: the checks registered for the item, as rootdir-relative node ids without parameters
             (``checks/test_x.py::test_y``); when given, each must be collected and run, and no other
             check may claim the item. Empty: any check under the checks folder marked for it counts.
+        title_es, how_es: the title and the step in Spanish (``""``: none given; the English one is shown).
     """
 
     id: str
@@ -77,6 +85,18 @@ class DodItem:
     how: str
     requires: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
+    title_es: str = ""
+    how_es: str = ""
+
+    def title_in(self, lang: str | None = None) -> str:
+        """The title in ``lang`` (default: the language in use, :func:`pytest_distcheck.i18n.language`): the
+        file's ``title_es`` for Spanish, else the English ``title``."""
+        return (self.title_es if (lang or language()) == "es" else "") or self.title
+
+    def how_in(self, lang: str | None = None) -> str:
+        """The step in ``lang`` (default: the language in use): the file's ``how_es`` for Spanish, else ``how`` (a
+        command reads the same in every language, so most items give none)."""
+        return (self.how_es if (lang or language()) == "es" else "") or self.how
 
 
 @dataclass(frozen=True)
@@ -104,13 +124,14 @@ class Workspace:
             if it.id == item_id:
                 return it
         known = ", ".join(i.id for i in self.items)
-        raise KeyError(f"no DoD item {item_id!r} in {self.path} (known: {known})")
+        raise KeyError(_("no DoD item {item_id!r} in {path} (known: {known})").format(
+            item_id=item_id, path=self.path, known=known))
 
     def section(self, name: str) -> dict[str, Any]:
         """The table ``[name]`` of the file, or ``{}`` when absent."""
         value = self.raw.get(name, {})
         if not isinstance(value, dict):
-            raise ConfigError(self.path, name, f"must be a table, found {type(value).__name__}")
+            raise ConfigError(self.path, name, _("must be a table, found {type}").format(type=type(value).__name__))
         return value
 
     @property
@@ -132,9 +153,10 @@ class Workspace:
         path = (self.root / relpath).resolve()
         root = self.root.resolve()
         if path != root and root not in path.parents and self.raw.get("allow_paths_outside_root") is not True:
-            raise ConfigError(self.path, field or relpath, f"{relpath!r} is outside the workspace root {root}; paths "
-                              "in this file are relative to it (set allow_paths_outside_root = true at the top of "
-                              "the file to allow this)")
+            raise ConfigError(self.path, field or relpath, _(
+                "{relpath!r} is outside the workspace root {root}; paths in this file are relative to it (set "
+                "allow_paths_outside_root = true at the top of the file to allow this)").format(relpath=relpath,
+                                                                                                root=root))
         # The path as named (``..`` folded, links inside the root kept): a learner's path linking into the
         # reference solutions must not read as the reference itself (red-team A09).
         return Path(os.path.normpath(root / relpath))
@@ -154,30 +176,30 @@ def load_workspace(path: Path, root: Path | None = None) -> Workspace:
     """
     path = Path(path)
     if not path.is_file():
-        close, _ = _nearest_toml(str(path), Path.cwd())
-        raise ConfigError(path, "", "workspace file not found" + (DID_YOU_MEAN.format(path=close) if close else
-                                    " (name another with --config FILE, or start one with `distcheck init`)"))
+        close = _nearest_toml(str(path), Path.cwd())[0]
+        raise ConfigError(path, "", _(FILE_NOT_FOUND) + (_(DID_YOU_MEAN).format(path=close) if close else _(NAME_IT)))
     try:
         raw = tomllib.loads(read_text(path, "workspace file"))
     except tomllib.TOMLDecodeError as exc:
         # Python < 3.14 has no exc.lineno; the message ends "(at line N, column M)".
         where = re.search(r"at line (\d+)", str(exc))
-        raise ConfigError(path, f"line {where.group(1)}" if where else "", f"not valid TOML: {exc}") from None
+        raise ConfigError(path, _("line {n}").format(n=where.group(1)) if where else "",
+                          _("not valid TOML: {error}").format(error=exc)) from None
     validate(raw, "workspace.schema.json", path)
     items = tuple(
         DodItem(id=i["id"], title=i["title"], how=i["how"], requires=tuple(i.get("requires", ())),
-                checks=tuple(i.get("checks", ())))
+                checks=tuple(i.get("checks", ())), title_es=i.get("title_es", ""), how_es=i.get("how_es", ""))
         for i in raw["items"]
     )
     seen: set[str] = set()
     for n, it in enumerate(items):
         if it.id in seen:
-            raise ConfigError(path, f"items[{n}].id", f"duplicate item id {it.id!r}")
+            raise ConfigError(path, f"items[{n}].id", _("duplicate item id {id!r}").format(id=it.id))
         seen.add(it.id)
     for n, it in enumerate(items):
         for req in it.requires:
             if req not in seen:
-                raise ConfigError(path, f"items[{n}].requires", f"unknown item {req!r}")
+                raise ConfigError(path, f"items[{n}].requires", _("unknown item {id!r}").format(id=req))
     _check_acyclic(path, items)
     if root is None:
         root = workspace_root(path)
@@ -198,7 +220,7 @@ def _check_acyclic(path: Path, items: tuple[DodItem, ...]) -> None:
     def visit(node: str, stack: tuple[str, ...]) -> None:
         if node in stack:
             cycle = " -> ".join((*stack[stack.index(node):], node))
-            raise ConfigError(path, "items", f"prerequisites form a cycle: {cycle}")
+            raise ConfigError(path, "items", _("prerequisites form a cycle: {cycle}").format(cycle=cycle))
         if node in done:
             return
         for req in graph[node]:
@@ -240,7 +262,7 @@ def run_workspace_file(config: Any) -> Path:
     option = config.getoption("distcheck_workspace", None)
     if option is not None:
         if not option.strip():
-            raise ConfigError(Path(option), "--workspace", EMPTY_WORKSPACE_OPTION)
+            raise ConfigError(Path(option), "--workspace", _(EMPTY_WORKSPACE_OPTION))
         return _named_file(option, start, "--workspace")
     ini = config.getini("distcheck_config")
     if ini:
@@ -250,9 +272,8 @@ def run_workspace_file(config: Any) -> Path:
         return (config.rootpath / DEFAULT_PATH).resolve()
     if workspace_root(found) != Path(config.rootpath).resolve():
         # Its node ids and paths are relative to its root: checking it from another rootdir would be wrong.
-        raise ConfigError(found, "", f"found walking up from {start}, but pytest's rootdir is {config.rootpath} "
-                                     f"(no ini file at {workspace_root(found)}): run pytest from there, or add a "
-                                     f"pytest.ini there (distcheck init writes one)")
+        raise ConfigError(found, "", _(ABOVE_ROOTDIR).format(start=start, rootdir=config.rootpath,
+                                                              root=workspace_root(found)))
     return found
 
 
@@ -267,9 +288,9 @@ def missing_named(named: str, base: Path, source: str) -> str:
     """What to say when ``named`` (relative to ``base``, given by ``source``) is not a file: the closest
     ``.toml`` file beside it or one folder under ``base`` (difflib), else those beside it."""
     close, beside = _nearest_toml(named, base)
-    hint = (DID_YOU_MEAN.format(path=close) if close
-            else THERE_ARE.format(paths=", ".join(beside)) if beside else NAME_ANOTHER)
-    return NAMED_MISSING.format(source=source, base=base, hint=hint)
+    hint = (_(DID_YOU_MEAN).format(path=close) if close
+            else _(THERE_ARE).format(paths=", ".join(beside)) if beside else _(NAME_ANOTHER))
+    return _(NAMED_MISSING).format(source=source, base=base, hint=hint)
 
 
 def _nearest_toml(named: str, base: Path) -> tuple[str | None, list[str]]:

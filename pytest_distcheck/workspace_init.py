@@ -11,8 +11,8 @@ What it writes, relative to the destination folder:
 - ``conftest.py`` (:data:`CONFTEST`) when the folder has none: a ``pytest`` from outside the kit's venv
   stops with one line saying so, as in the kit's repository, instead of a traceback per check file.
   The gate never loads it (``--noconftest``, pytest_distcheck.dod.gate);
-- ``pytest.ini`` with ``testpaths = checks`` and ``pythonpath = .`` when the folder has no pytest
-  configuration (otherwise a hint says what to add to it).
+- ``pytest.ini`` with ``testpaths = checks`` and ``pythonpath = .`` (and ``distcheck_lang`` when a language
+  is given) when the folder has no pytest configuration (otherwise a hint says what to add to it).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.phase_pack import pack_files, pack_root
 
 GITIGNORE_LINES = ("/.distcheck/", ".venv/", "__pycache__/", "*.pyc", ".pytest_cache/")
@@ -52,6 +53,15 @@ testpaths = checks
 pythonpath = .
 addopts = --strict-markers
 """
+# Appended to PYTEST_INI by `distcheck init --lang LANG`.
+PYTEST_INI_LANG = """\
+# distcheck init --lang {lang}: the kit speaks this language here (pytest --lang or DISTCHECK_LANG overrides it).
+distcheck_lang = {lang}
+"""
+# When the folder configures pytest already: what to add there ({lang_hint}: LANG_HINT, or "" without --lang).
+CONFIG_HINT = N_("{config} configures pytest here: add testpaths = [\"checks\"] and pythonpath = [\".\"] to it so "
+                 "`pytest` runs the checks{lang_hint}")
+LANG_HINT = N_(", and distcheck_lang = \"{lang}\" so the kit speaks that language here")
 # (file, the section that holds pytest's settings in it): pytest reads the first it finds.
 PYTEST_CONFIGS = (("pytest.ini", ""), ("pyproject.toml", "[tool.pytest"), ("tox.ini", "[pytest]"),
                   ("setup.cfg", "[tool:pytest]"))
@@ -95,8 +105,46 @@ def _pytest_config(dest: Path) -> str | None:
     return None
 
 
-def init_workspace(dest: Path) -> InitReport:
+def configured_lang(root: Path) -> str:
+    """The ``distcheck_lang`` that the pytest configuration in ``root`` sets (the file pytest reads there, as
+    :func:`_pytest_config` finds it), else ``""``: so the ``distcheck`` commands in a workspace speak as its
+    ``pytest`` does. A file that cannot be parsed sets nothing here (pytest names its own errors)."""
+    import configparser
+
+    name = _pytest_config(Path(root))
+    if name is None:
+        return ""
+    path = Path(root) / name
+    try:
+        if name == "pyproject.toml":
+            table = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("pytest", {})
+            return str(table.get("ini_options", {}).get("distcheck_lang", "")).strip()
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read(path, encoding="utf-8")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, configparser.Error, AttributeError):
+        return ""
+    section = dict(PYTEST_CONFIGS)[name].strip("[]") or "pytest"
+    return parser.get(section, "distcheck_lang", fallback="").strip()
+
+
+def pytest_ini(lang: str | None = None) -> str:
+    """The ``pytest.ini`` init writes: :data:`PYTEST_INI`, and with ``lang`` the ini key ``distcheck_lang``."""
+    return PYTEST_INI + (PYTEST_INI_LANG.format(lang=lang) if lang else "")
+
+
+def _init_inis(lang: str | None) -> set[str]:
+    """The pytest.ini files init writes that count as this one: with ``lang``, that language's; without, any
+    (init again without ``--lang`` keeps the language the workspace was made with)."""
+    from pytest_distcheck.i18n import SUPPORTED
+
+    return {pytest_ini(lang)} if lang else {pytest_ini(None), *map(pytest_ini, SUPPORTED)}
+
+
+def init_workspace(dest: Path, lang: str | None = None) -> InitReport:
     """Create a phase workspace in ``dest`` (created if missing). Idempotent; never overwrites.
+
+    ``lang`` (one of :data:`pytest_distcheck.i18n.SUPPORTED`, or ``None``): the language the kit speaks in the
+    new workspace, set in the ``pytest.ini`` it writes (``None``: each run's own setting, as everywhere).
 
     Raises:
         DistcheckError: the kit was installed without its phase pack.
@@ -132,14 +180,15 @@ def init_workspace(dest: Path) -> InitReport:
     else:
         (dest / "conftest.py").write_text(CONFTEST, encoding="utf-8")
         report.written.append("conftest.py")
+    ini = pytest_ini(lang)
     if config is None:
-        (dest / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
+        (dest / "pytest.ini").write_text(ini, encoding="utf-8")
         report.written.append("pytest.ini")
-    elif config == "pytest.ini" and (dest / "pytest.ini").read_text(encoding="utf-8") == PYTEST_INI:
+    elif config == "pytest.ini" and (dest / "pytest.ini").read_text(encoding="utf-8") in _init_inis(lang):
         report.kept.append("pytest.ini")
     else:
-        report.pytest_config_hint = (f"{config} configures pytest here: add testpaths = [\"checks\"] and "
-                                     f"pythonpath = [\".\"] to it so `pytest` runs the checks")
+        report.pytest_config_hint = _(CONFIG_HINT).format(
+            config=config, lang_hint=_(LANG_HINT).format(lang=lang) if lang else "")
     return report
 
 

@@ -30,3 +30,13 @@ def workspace_dir(pytester: pytest.Pytester):
     pytester.mkdir("checks")
     (pytester.path / "checks" / "distcheck.toml").write_text(textwrap.dedent(MINI_WORKSPACE))
     return pytester
+
+
+@pytest.fixture(autouse=True)
+def _the_kit_speaks_english(monkeypatch):
+    """The kit's tests check its English messages, so they speak English whatever this machine's locale
+    (LANG=es_ES.UTF-8 makes the kit speak Spanish); a test of the language setting unsets DISTCHECK_LANG."""
+    from pytest_distcheck import i18n
+
+    monkeypatch.setenv("DISTCHECK_LANG", i18n.DEFAULT)
+    i18n.use(i18n.DEFAULT)

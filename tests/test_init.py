@@ -57,7 +57,8 @@ def test_init_writes_a_workspace_then_is_idempotent(tmp_path, capsys):
         f"Phase workspace ready in {dest}. Next, commit it (the DoD items whose evidence is committed need it in "
         "git), then check it:\n"
         f'  cd {dest} && git init && git add . && git commit -m "Start the phase workspace (distcheck init)" -- .\n'
-        "  pytest -m local   (the DoD table says what to do next)\n")
+        "  pytest -m local   (the DoD table says what to do next)\n"
+        "The phase starts at docs/README.md: what to read and do, in order.\n")
     again = init_workspace(dest)
     assert again.written == [] and again.conflicts == []
     assert (dest / ".gitignore").read_text().count("/.distcheck/") == 1
@@ -90,8 +91,8 @@ def test_init_in_the_current_folder_names_it_and_says_pytest_without_cd(tmp_path
     monkeypatch.chdir(tmp_path)
     assert main(["init"]) == 0
     commit = 'git init && git add . && git commit -m "Start the phase workspace (distcheck init)" -- .'
-    assert capsys.readouterr().out.endswith(READY.format(where=HERE.format(path=tmp_path), go="", commit=commit)
-                                            + "\n")
+    assert capsys.readouterr().out.endswith(READY.format(where=HERE.format(path=tmp_path), go="", commit=commit,
+                                                         start="docs/README.md") + "\n")
 
 
 def test_init_in_a_repository_prints_the_commit_of_what_it_wrote_and_that_line_commits_it(tmp_path, capsys):
@@ -102,7 +103,7 @@ def test_init_in_a_repository_prints_the_commit_of_what_it_wrote_and_that_line_c
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     assert main(["init", str(tmp_path)]) == 0
     tops = sorted({rel.split("/")[0] for rel in pack_files(REPO)} | {".gitignore", "conftest.py", "pytest.ini"})
-    line = capsys.readouterr().out.splitlines()[-2].strip()
+    line = capsys.readouterr().out.splitlines()[-3].strip()
     assert line == (f"cd {tmp_path} && git add {' '.join(tops)} && git commit -m "
                     f'"Start the phase workspace (distcheck init)" -- {" ".join(tops)}')
     who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}

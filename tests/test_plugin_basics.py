@@ -123,7 +123,7 @@ def test_distcheck_config_ini_key_moves_the_workspace(pytester):
     pytester.makeini("[pytest]\ndistcheck_config = phase.toml\n")
     pytester.makepyfile("def test_x(): pass")
     pytester.runpytest().stdout.fnmatch_lines(
-        ["*phase moved, 1 DoD items*", "*the DoD of phase moved was not checked*"])
+        ["*phase moved, 1 DoD item)*", "*the DoD of phase moved was not checked*"])
 
 
 def test_no_workspace_file_means_no_table(pytester):

@@ -2,15 +2,18 @@
 
   distcheck init            here
   distcheck init DIR        in DIR (created if missing)
+  distcheck init --lang es  a workspace whose kit speaks Spanish (its pytest.ini sets distcheck_lang = es)
 
 Copies the phase pack (checks/, the labs' code under experiments/, the pages docs/README.md, docs/theory/
 and docs/lab/, docs/notes/TEMPLATE.md; no reference solutions),
 writes an empty spend ledger, adds /.distcheck/, .venv/ and Python's caches to .gitignore (only the
 lines missing there), a conftest.py that stops a pytest without the kit with one line (when DIR has
-none) and, when DIR has no pytest configuration, a pytest.ini (testpaths = checks, pythonpath = .).
+none) and, when DIR has no pytest configuration, a pytest.ini (testpaths = checks, pythonpath = ., and with
+--lang the language of the kit's messages there). The pages ship in English (docs/) and Spanish (docs/es/).
 Never overwrites: a file that exists with other contents stops the command before anything is written
 (exit 1). Running it again is harmless. It ends with the git line that commits the new workspace (git init
-first when DIR is in no repository; the DoD items whose evidence is committed read git), then: pytest -m local.
+first when DIR is in no repository; the DoD items whose evidence is committed read git), then: pytest -m local,
+and the start page of the phase in the language spoken (docs/README.md, docs/es/README.md).
 """
 
 from __future__ import annotations
@@ -19,11 +22,21 @@ import argparse
 import shlex
 from pathlib import Path
 
-# The last lines: {where} is the folder (HERE when it is the current one), {go} the cd into it, {commit} the git line.
-READY = ("Phase workspace ready in {where}. Next, commit it (the DoD items whose evidence is committed need it in "
-         "git), then check it:\n  {go}{commit}\n  pytest -m local   (the DoD table says what to do next)")
-READY_COMMITTED = "Phase workspace ready in {where}: {go}pytest -m local (the DoD table says what to do next)"
-HERE = "this folder ({path})"
+from pytest_distcheck.i18n import N_, _, language
+
+# The last lines: {where} is the folder (HERE when it is the current one), {go} the cd into it, {commit} the git line,
+# {start} the phase's start page in the language spoken (START_PAGES).
+READY = N_("Phase workspace ready in {where}. Next, commit it (the DoD items whose evidence is committed need it in "
+           "git), then check it:\n  {go}{commit}\n  pytest -m local   (the DoD table says what to do next)\n"
+           "The phase starts at {start}: what to read and do, in order.")
+READY_COMMITTED = N_("Phase workspace ready in {where}: {go}pytest -m local (the DoD table says what to do next); "
+                     "the phase starts at {start}")
+HERE = N_("this folder ({path})")
+START_PAGES = {"en": "docs/README.md", "es": "docs/es/README.md"}
+CONFLICTS = N_("distcheck init: nothing written; these files exist in {dest} with other contents:")
+MOVE_THEM = N_("move them away (or start in another folder) and run it again")
+WROTE = N_("  wrote  {path}")
+KEPT = N_("  kept   {path} (already there)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,24 +48,27 @@ def run(args: argparse.Namespace) -> int:
     from pytest_distcheck.workspace_init import init_workspace
 
     dest = Path(args.dir)
-    report = init_workspace(dest)
+    # --lang given: the workspace keeps that language (its pytest.ini); otherwise it follows each run's setting.
+    report = init_workspace(dest, lang=language() if getattr(args, "lang", None) else None)
     if report.conflicts:
-        print(f"distcheck init: nothing written; these files exist in {dest} with other contents:")
+        print(_(CONFLICTS).format(dest=dest))
         for rel in report.conflicts:
             print(f"  {rel}")
-        print("move them away (or start in another folder) and run it again")
+        print(_(MOVE_THEM))
         return 1
     for rel in report.written:
-        print(f"  wrote  {rel}")
+        print(_(WROTE).format(path=rel))
     for rel in report.kept:
-        print(f"  kept   {rel} (already there)")
+        print(_(KEPT).format(path=rel))
     if report.pytest_config_hint:
         print(report.pytest_config_hint)
     here = dest.resolve() == Path.cwd().resolve()
     go = "" if here else f"cd {shlex.quote(str(dest))} && "
-    where = HERE.format(path=Path.cwd()) if here else str(dest)
+    where = _(HERE).format(path=Path.cwd()) if here else str(dest)
     commit = _commit_line(dest, report.written)
-    print(READY.format(where=where, go=go, commit=commit) if commit else READY_COMMITTED.format(where=where, go=go))
+    start = START_PAGES[language()]
+    print(_(READY).format(where=where, go=go, commit=commit, start=start) if commit
+          else _(READY_COMMITTED).format(where=where, go=go, start=start))
     return 0
 
 

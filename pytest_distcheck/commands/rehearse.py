@@ -17,6 +17,10 @@ import argparse
 from pathlib import Path
 
 from pytest_distcheck.commands import add_config_argument
+from pytest_distcheck.i18n import N_, _
+
+NEEDS_GPU_EXTRA = N_("needs the gpu extra ({module} is not installed): pip install -e '.[gpu]' (the README's main "
+                     "command installs it)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,8 +33,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import pytest_distcheck.pods.fake  # noqa: F401 - needs the gpu extra (runpod, asyncssh, graphql-core)
     except ImportError as exc:
-        raise DistcheckError(f"needs the gpu extra ({exc.name} is not installed): pip install -e '.[gpu]' "
-                             "(the README's main command installs it)") from None
+        raise DistcheckError(_(NEEDS_GPU_EXTRA).format(module=exc.name)) from None
     from pytest_distcheck.pods.rehearsal import rehearse
 
-    return rehearse(Path(args.config))
+    return rehearse(Path(args.config), lang=getattr(args, "lang", None))

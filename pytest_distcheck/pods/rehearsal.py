@@ -39,36 +39,52 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pytest_distcheck.i18n import N_, _
+
 MAX_USD = "3"  # the ceiling the lab's paid command gives (pytest -m gpu --max-usd 3)
 SKIP = shutil.ignore_patterns(".git", ".hg", ".venv", "venv", ".tox", "__pycache__", "*.pyc", ".pytest_cache",
                               ".distcheck", "build", "dist", "*.egg-info", "node_modules", ".mypy_cache",
                               ".ruff_cache")
-COVERED = ("pricing (the fake API's GPU prices, through the real runpod SDK)", "reservation and ledger rows",
-           "pod create, wait and SSH (real SSH to this machine)", "staging the lab", "the pod preflight",
-           "the experiment (CPU preset, gloo)", "copy-back of the result", "termination and settlement",
-           "the DoD table")
+COVERED = (N_("pricing (the fake API's GPU prices, through the real runpod SDK)"), N_("reservation and ledger rows"),
+           N_("pod create, wait and SSH (real SSH to this machine)"), N_("staging the lab"), N_("the pod preflight"),
+           N_("the experiment (CPU preset, gloo)"), N_("copy-back of the result"), N_("termination and settlement"),
+           N_("the DoD table"))
 # In place of the DoD table, and at the end of the child run.
-NO_DOD_TABLE = ("REHEARSAL: no Definition of Done table: it would describe the scratch copy (no git repository, "
-                "so its items read pending or blocked), not your workspace; `pytest -m local` there says where "
-                "you stand")
-THIS_RUN = ("REHEARSAL: this run is of a scratch copy of the workspace, against the bundled fake RunPod API; "
-            "nothing was paid and nothing here is evidence")
+NO_DOD_TABLE = N_("REHEARSAL: no Definition of Done table: it would describe the scratch copy (no git repository, "
+                  "so its items read pending or blocked), not your workspace; `pytest -m local` there says where "
+                  "you stand")
+THIS_RUN = N_("REHEARSAL: this run is of a scratch copy of the workspace, against the bundled fake RunPod API; "
+              "nothing was paid and nothing here is evidence")
+STARTING = N_("distcheck rehearse: REHEARSAL of the paid path in a scratch copy {scratch} against the bundled fake "
+              "RunPod API; nothing is paid and your workspace is not written")
 # After Ctrl-C: while the child winds down, then what became of the fake pods and the ledger's runs.
-WINDING_DOWN = ("distcheck rehearse: Ctrl-C: waiting for the rehearsal to terminate its fake pod and settle its "
-                "ledger row, as a paid run would (Ctrl-C again stops it at once)")
-INTERRUPTED = "distcheck rehearse: interrupted (Ctrl-C); {pods}; {runs}; nothing was paid"
-NO_POD = "no fake pod had been created"
-POD_TERMINATED = "fake pod {id} terminated by the run"
-POD_LEFT = "fake pod {id} was left running and stopped with the fake API (its processes killed)"
-NO_RUN = "no ledger row written"
-RUN_SETTLED = "run {run_id} settled in the scratch ledger (${cost} on the fake API's bill)"
-RUN_UNSETTLED = ("run {run_id} has no settled row in the scratch ledger: the run stopped before its teardown "
-                 "settled it (a second Ctrl-C, or a crash); nothing is owed, the fake API bills nobody")
-KEPT = "scratch copy kept at {scratch} ({what}); remove it with: rm -rf {parent}"
-NOT_COVERED = ("real prices, capacity and how long a real pod takes to start",
-               "the image on a real host (driver, CUDA, its torch)",
-               "NCCL on GPUs, CUDA-event timing and the gpu preset's memory")
-
+WINDING_DOWN = N_("distcheck rehearse: Ctrl-C: waiting for the rehearsal to terminate its fake pod and settle its "
+                  "ledger row, as a paid run would (Ctrl-C again stops it at once)")
+INTERRUPTED = N_("distcheck rehearse: interrupted (Ctrl-C); {pods}; {runs}; nothing was paid")
+NO_POD = N_("no fake pod had been created")
+POD_TERMINATED = N_("fake pod {id} terminated by the run")
+POD_LEFT = N_("fake pod {id} was left running and stopped with the fake API (its processes killed)")
+NO_RUN = N_("no ledger row written")
+RUN_SETTLED = N_("run {run_id} settled in the scratch ledger (${cost} on the fake API's bill)")
+RUN_UNSETTLED = N_("run {run_id} has no settled row in the scratch ledger: the run stopped before its teardown "
+                   "settled it (a second Ctrl-C, or a crash); nothing is owed, the fake API bills nobody")
+KEPT = N_("scratch copy kept at {scratch} ({what}); remove it with: rm -rf {parent}")
+KEPT_SO_FAR = N_("what the run got to")
+KEPT_TO_LOOK_AT = N_("its ledger rows and result, to look at")
+NOT_COVERED = (N_("real prices, capacity and how long a real pod takes to start"),
+               N_("the image on a real host (driver, CUDA, its torch)"),
+               N_("NCCL on GPUs, CUDA-event timing and the gpu preset's memory"))
+# The summary's lines.
+SUMMARY = N_("REHEARSAL summary")
+PASSED = N_("paid path: PASSED end to end against the fake RunPod API; $0 paid")
+FAILED = N_("paid path: FAILED (pytest exit {status}) against the fake RunPod API; $0 paid")
+ROWS = N_("ledger rows written in the scratch copy (not yours): {rows}")
+NO_ROWS = N_("ledger rows written in the scratch copy (not yours): none")
+PODS_LEFT = N_("pods left on the fake API: {pods}")
+NO_PODS_LEFT = N_("pods left on the fake API: none")
+COVERED_LINE = N_("covered: {steps}")
+NOT_COVERED_LINE = N_("not covered by a rehearsal: {steps}")
+FOR_REAL = N_("next, for real: {command}")
 
 def scratch_copy(root: Path) -> Path:
     """A copy of the workspace ``root`` in a new temporary folder (without VCS, venvs, caches); its path."""
@@ -102,9 +118,11 @@ def _rows(root: Path, ledger: str | None) -> list[Any]:
     return Ledger(root / ledger, root / ".distcheck" / "budget.lock").read()
 
 
-def rehearse(config: Path) -> int:
-    """Run the rehearsal for the workspace file ``config``, printing as it goes. Returns the exit status
-    (0: the paid path passed end to end and no fake pod was left; 130: interrupted; else non-zero)."""
+def rehearse(config: Path, lang: str | None = None) -> int:
+    """Run the rehearsal for the workspace file ``config``, printing as it goes; ``lang``: the ``--lang`` the
+    command was given, passed on to the child run (else it follows the environment and the ini, as any run).
+    Returns the exit status (0: the paid path passed end to end and no fake pod was left; 130: interrupted;
+    else non-zero)."""
     from pytest_distcheck.pods.fake import FakeRunPod
     from pytest_distcheck.workspace import load_workspace
 
@@ -113,8 +131,7 @@ def rehearse(config: Path) -> int:
     scratch = scratch_copy(root)
     rel_config = Path(config).resolve().relative_to(root)
     say = lambda text: print(text, flush=True)  # noqa: E731, T201
-    say(f"distcheck rehearse: REHEARSAL of the paid path in a scratch copy {scratch} against the bundled fake "
-        "RunPod API; nothing is paid and your workspace is not written")
+    say(_(STARTING).format(scratch=scratch))
     ledger = ws.section("budget").get("ledger")
     before = {r.row_hash or (r.run_id, r.status, r.line) for r in _rows(scratch, ledger)}
     key = "rehearsal-" + secrets.token_hex(8)
@@ -126,28 +143,26 @@ def rehearse(config: Path) -> int:
             env.pop(name, None)
         # The items a paid run completes get their free checks run after the paid test (pytest_distcheck.paid).
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--workspace", str(rel_config),
-                   "-m", "gpu", "--max-usd", MAX_USD]
+                   "-m", "gpu", "--max-usd", MAX_USD, *(["--lang", lang] if lang else [])]
         status, interrupted = _run_child(command, scratch, env, say)
         pods = fake.pods
         live = [p.id for p in fake.live_pods()]
     new = [r for r in _rows(scratch, ledger) if (r.row_hash or (r.run_id, r.status, r.line)) not in before]
-    kept = lambda what: KEPT.format(scratch=scratch, what=what, parent=shlex.quote(str(scratch.parent)))  # noqa: E731
+    kept = lambda what: _(KEPT).format(scratch=scratch, what=_(what), parent=shlex.quote(str(scratch.parent)))  # noqa: E731
     if interrupted:
-        say(INTERRUPTED.format(pods=_pods_line(pods, live), runs=_runs_line(new)))
-        say(kept("what the run got to"))
+        say(_(INTERRUPTED).format(pods=_pods_line(pods, live), runs=_runs_line(new)))
+        say(kept(KEPT_SO_FAR))
         return 130
     results_dir = str(ws.section("tp_inference").get("results_dir", "experiments/tp_inference/results"))
     missed = [p for r in rehearsal_results(scratch, results_dir) for p in r["preflight"].get("problems", [])]
-    say("=" * 30 + " REHEARSAL summary " + "=" * 30)
-    say(f"paid path: {'PASSED end to end' if status == 0 else f'FAILED (pytest exit {status})'} "
-        "against the fake RunPod API; $0 paid")
-    say("ledger rows written in the scratch copy (not yours): "
-        + (", ".join(f"{r.status} {r.run_id} ${r.cost}" for r in new) or "none"))
-    say("pods left on the fake API: " + (", ".join(live) if live else "none"))
-    say("covered: " + "; ".join(COVERED))
-    say("not covered by a rehearsal: " + "; ".join([*dict.fromkeys(missed), *NOT_COVERED]))
-    say(f"next, for real: pytest -m gpu --max-usd {MAX_USD}")
-    say(kept("its ledger rows and result, to look at"))
+    say("=" * 30 + f" {_(SUMMARY)} " + "=" * 30)
+    say(_(PASSED) if status == 0 else _(FAILED).format(status=status))
+    say(_(ROWS).format(rows=", ".join(f"{r.status} {r.run_id} ${r.cost}" for r in new)) if new else _(NO_ROWS))
+    say(_(PODS_LEFT).format(pods=", ".join(live)) if live else _(NO_PODS_LEFT))
+    say(_(COVERED_LINE).format(steps="; ".join(map(_, COVERED))))
+    say(_(NOT_COVERED_LINE).format(steps="; ".join([*dict.fromkeys(missed), *map(_, NOT_COVERED)])))
+    say(_(FOR_REAL).format(command=f"pytest -m gpu --max-usd {MAX_USD}"))
+    say(kept(KEPT_TO_LOOK_AT))
     return status or (1 if live else 0)
 
 
@@ -158,7 +173,7 @@ def _run_child(command: list[str], cwd: Path, env: dict[str, str], say: Any) -> 
     try:
         return proc.wait(), False
     except KeyboardInterrupt:
-        say(WINDING_DOWN)
+        say(_(WINDING_DOWN))
     try:
         return proc.wait(), True
     except KeyboardInterrupt:
@@ -168,14 +183,14 @@ def _run_child(command: list[str], cwd: Path, env: dict[str, str], say: Any) -> 
 
 def _pods_line(pods: list[Any], live: list[str]) -> str:
     if not pods:
-        return NO_POD
-    return ", ".join((POD_LEFT if p.id in live else POD_TERMINATED).format(id=p.id) for p in pods)
+        return _(NO_POD)
+    return ", ".join(_(POD_LEFT if p.id in live else POD_TERMINATED).format(id=p.id) for p in pods)
 
 
 def _runs_line(rows: list[Any]) -> str:
     runs = list(dict.fromkeys(r.run_id for r in rows))
     if not runs:
-        return NO_RUN
+        return _(NO_RUN)
     settled = {r.run_id: r for r in rows if r.status in ("settled", "overrun")}
-    return ", ".join(RUN_SETTLED.format(run_id=run, cost=settled[run].cost) if run in settled
-                     else RUN_UNSETTLED.format(run_id=run) for run in runs)
+    return ", ".join(_(RUN_SETTLED).format(run_id=run, cost=settled[run].cost) if run in settled
+                     else _(RUN_UNSETTLED).format(run_id=run) for run in runs)
