@@ -177,7 +177,7 @@ def test_an_overrun_past_a_ceiling_is_broken_and_named(phase: pytest.Pytester):
 
 
 def test_a_reconciled_row_read_from_the_ledger_is_not_confirmed(phase: pytest.Pytester):
-    """Red-team A03: a `reconciled` row typed into the ledger; the provider was not asked in this run."""
+    """A `reconciled` row typed into the ledger; the provider was not asked in this run."""
     ledger = use(phase, "ledger-within.md")
     kept = [line for line in ledger.read_text().splitlines() if "bbbb2222" not in line and "cccc3333" not in line]
     typed = ("| 2026-12-01T10:20:00Z | aaaa1111-01 | reconciled | runpod | RTX 4090 x 2 | 611 | 1.18 | 0.2003 | USD "

@@ -127,7 +127,7 @@ def test_budget_fixture_caps_by_marker_and_prices_the_time_limit(ws: pytest.Pyte
 
         @pytest.mark.gpu
         def test_no_time_limit(budget):
-            from pytest_distcheck.budget_guard import BudgetRefused
+            from pytest_distcheck.budget import BudgetRefused
             with pytest.raises(BudgetRefused, match="no time limit to price the worst case"):
                 budget.reserve("runpod", "RTX 4090", 2)
 

@@ -8,34 +8,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from pods_support import REPO, STEPS, tp_check_workspace
 
 from pytest_distcheck.budget.ledger import Ledger
 from pytest_distcheck.pods.fake.fixtures import fake, pod_dir  # noqa: F401 - fixtures
-
-REPO = Path(__file__).resolve().parents[1]
-TINY = "--batch-sizes 1 --prompt-lens 8 --new-tokens 2 --warmup 0 --reps 1"
-
-
-def _workspace(root: Path) -> None:
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "results")
-    shutil.copytree(REPO / "experiments" / "tp_inference", root / "experiments" / "tp_inference", ignore=skip)
-    shutil.copy2(REPO / "experiments" / "__init__.py", root / "experiments" / "__init__.py")
-    shutil.copy2(REPO / "checks" / "test_tp_speedup_gpu.py", root / "checks" / "test_tp_speedup_gpu.py")
-    with (root / "checks" / "distcheck.toml").open("a") as f:
-        f.write(f'\n[tp_inference]\nresults_dir = "experiments/tp_inference/results"\npod_args = "{TINY}"\n')
-
-
-# The status line's steps, one plain line each (pytester is not a terminal), in order.
-STEPS = ["distcheck pods: 2 x NVIDIA GeForce RTX 4090 (runpod): creating distcheck-*",
-         "distcheck pods: 2 x * (runpod): waiting for fake* s since create, $* so far*",
-         "distcheck pods: 2 x * (runpod): ready: SSH 127.0.0.1:*",
-         "distcheck pods: 2 x * (runpod): ready: pod *, run *",
-         "distcheck pods: 2 x * (runpod): staging stage -> pod:code *"]
 
 
 def _rows(root: Path):
@@ -51,7 +31,7 @@ def _settled(root: Path, provider: str) -> None:
 
 
 def test_paid_run_on_a_cpu_only_pod_stops_at_preflight(pod_dir, fake):  # noqa: F811
-    _workspace(pod_dir.path)
+    tp_check_workspace(pod_dir.path)
     result = pod_dir.runpytest_subprocess("--max-usd", "3", "-m", "gpu", "-p", "no:cacheprovider", "-s",
                                           "checks/test_tp_speedup_gpu.py")
     result.assert_outcomes(failed=1)
@@ -84,7 +64,7 @@ def test_paid_run_with_the_local_provider_stops_at_preflight_at_no_cost(pod_dir,
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", os.pathsep.join([str(bindir), os.path.dirname(sys.executable), os.environ["PATH"]]))
     monkeypatch.delenv("RUNPOD_API_KEY")
-    _workspace(pod_dir.path)
+    tp_check_workspace(pod_dir.path)
     result = pod_dir.runpytest_subprocess("--max-usd", "3", "-m", "gpu", "--gpu-provider", "local",
                                           "-p", "no:cacheprovider", "checks/test_tp_speedup_gpu.py")
     result.assert_outcomes(failed=1)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_pods_tp_check import STEPS, _workspace  # noqa: I001 - the same workspace as the paid-check tests
+from pods_support import STEPS, tp_check_workspace  # noqa: I001 - the same workspace as the paid-check tests
 
 from pytest_distcheck.budget.ledger import Ledger
 from pytest_distcheck.pods.fake.fixtures import FAST_TIMINGS, write_workspace
@@ -29,7 +29,7 @@ def test_rehearse_runs_the_paid_path_in_a_scratch_copy(tmp_path, monkeypatch):
     ws = tmp_path / "ws"
     (ws / "checks").mkdir(parents=True)
     write_workspace(ws)
-    _workspace(ws)
+    tp_check_workspace(ws)
     (ws / "tox.ini").write_text(f"[pytest]\ndistcheck_pod_timings = {FAST_TIMINGS}\n")
     for name in ("RUNPOD_API_KEY", "RUNPOD_API_BASE_URL", "DISTCHECK_REHEARSAL", "DISTCHECK_RUNPOD_REST_URL"):
         monkeypatch.delenv(name, raising=False)

@@ -1,14 +1,8 @@
-"""The ``[budget]`` section of a workspace file: where the ledger is and the ceilings in USD.
-
-    [budget]
-    ledger = "experiments/35-cloud-budget.md"   # relative to the workspace root
-    phase_ceiling_usd = 5.0                     # all runs of the phase together
-    uncapped_experiments = ["smoke"]            # declared ids without a ceiling of their own
-    [budget.experiment_ceilings_usd]
-    tp-inference = 3.0                          # runs reserved with experiment="tp-inference"
+"""The ``[budget]`` section of a workspace file: where the ledger is and the ceilings in USD
+(``ledger``, ``phase_ceiling_usd``, ``[budget.experiment_ceilings_usd]``, ``uncapped_experiments``).
 
 A paid run may name only a declared experiment (a key of ``experiment_ceilings_usd`` or an entry of
-``uncapped_experiments``): a misspelt id would otherwise escape its ceiling.
+``uncapped_experiments``): a misspelt id would otherwise escape its ceiling. Example: docs/design/budget.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
-"""Ceilings and reservations: a paid launch is priced, checked against what is left and written to
-the ledger as an ``open`` row BEFORE anything is created, under one lock shared by every process that
-uses the same ledger (xdist workers, other pytest runs).
+"""Ceilings and reservations: a paid launch is priced, checked against what is left and written to the
+ledger as an ``open`` row, read back, BEFORE anything is created, under one lock shared by every process
+that uses the same ledger (xdist workers, other pytest runs).
 
-Left = the least of
-    session ceiling (--max-usd) - this session's charges,
-    phase ceiling - the ledger's charges,
-    experiment ceiling - the experiment's charges (when it has a ceiling),
-where a run that is not settled counts its worst case (``accounting``). The open row is read back
-before ``reserve`` returns; a run id that is not there is an error, so no pod is ever created without
-its row. The experiment must be declared in ``[budget]`` (with a ceiling, or listed as uncapped):
-an unknown or misspelt id is refused before anything is written.
-
-``<root>/.distcheck/budget-reservations.json`` (scratch state, gitignored) lists the runs in
-progress with their process id and that process's start time: a run whose process is gone is no
-longer "in progress" at once (its worst case keeps counting until it is settled or reconciled).
+Left (USD) = the least of the session, phase and experiment ceilings minus what each has spent, a run
+not yet settled counting its worst case. An experiment must be declared in ``[budget]``. The runs in
+progress are noted, with their process, in ``<root>/.distcheck/budget-reservations.json``. The contract
+for code that rents machines and the formulas: docs/design/budget.md.
 """
 
 from __future__ import annotations
@@ -493,7 +485,7 @@ def _reported(usd_per_hour: float | Decimal | None) -> Decimal | None:
 
 
 class Reservation:
-    """A paid run from :meth:`BudgetGuard.reserve` on. See ``pytest_distcheck.budget_guard``.
+    """A paid run from :meth:`BudgetGuard.reserve` on. Contract: docs/design/budget.md.
 
     Attributes:
         run_id: unique per reservation; name the pod ``distcheck-<run_id>-...``.

@@ -112,7 +112,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=f"paid GPU test: {ENABLE_HINT}"))
 
 
-def _guard(config: pytest.Config):
+def session_guard(config: pytest.Config):
+    """The session's :class:`~pytest_distcheck.budget.guard.BudgetGuard`: the workspace's ceilings, ``--max-usd``
+    as the session ceiling, the session id, lock waits said on the terminal. A new guard object on each call
+    (its state is the ledger). Raises pytest.UsageError without a workspace file, DistcheckError for a bad one."""
     from pytest_distcheck.budget.guard import BudgetGuard
 
     ws = get_workspace(config)
@@ -157,7 +160,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         cfg = budget_config(ws) if ws is not None else None
         if cfg is None:
             return [f"distcheck budget: {paid}; no [budget] section in the workspace, paid tests will be refused"]
-        status = _guard(config).status()
+        status = session_guard(config).status()
     except (DistcheckError, pytest.UsageError) as exc:
         return [f"distcheck budget: {paid}; {exc} (paid tests will be refused)"]
     phase = status.limits["phase"]
@@ -176,7 +179,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     from pytest_distcheck.errors import DistcheckError
 
     try:
-        status = _guard(config).status()
+        status = session_guard(config).status()
     except (DistcheckError, pytest.UsageError):
         return
     mine = accounting.totals(status.rows, run_prefix=f"{session_id(config)}-")
@@ -227,11 +230,11 @@ class TestBudget:
 
 @pytest.fixture(scope="session")
 def budget_guard(pytestconfig: pytest.Config):
-    """The session's budget guard (:class:`pytest_distcheck.budget_guard.BudgetGuard`), with the
+    """The session's budget guard (:class:`~pytest_distcheck.budget.guard.BudgetGuard`), with the
     workspace's ceilings and ``--max-usd`` as the session ceiling. Skips when no ``--max-usd`` is given."""
     if max_usd(pytestconfig) is None:
         pytest.skip(f"paid GPU work: {ENABLE_HINT}")
-    return _guard(pytestconfig)
+    return session_guard(pytestconfig)
 
 
 def _time_limit(item: pytest.Item) -> float | None:

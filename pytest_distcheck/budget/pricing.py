@@ -22,9 +22,9 @@ import jsonschema
 
 from pytest_distcheck.budget.errors import PriceUnknown
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.gpu_types import CLOUDS, GPU_TYPE, NOT_A_GPU_TYPE, check_gpu_type
 
 API_KEY_ENV = "RUNPOD_API_KEY"
-CLOUDS = ("secure", "community")
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,6 @@ def runpod_live_price(provider_gpu_id: str, cloud: str, gpu_count: int) -> Decim
     Raises whatever the SDK raises (``ValueError`` for an unknown GPU id, ``runpod.error.QueryError``,
     ``requests`` errors); :meth:`PriceBook.price` turns those into a refusal or a warning.
     """
-    from pytest_distcheck.pods.base import check_gpu_type
-
     check_gpu_type(provider_gpu_id, "GPU type")  # the SDK pastes it into GraphQL unescaped
     import runpod  # heavy; only when a key is set and a price is asked for
 
@@ -191,11 +189,9 @@ class PriceBook:
             key = (gpu_id, cloud, gpu_count)
             if key in self._live_cache:
                 return self._live_cache[key]
-            from pytest_distcheck.pods.base import GPU_TYPE
-
             if not GPU_TYPE.match(gpu_id):
-                raise PriceUnknown(f"GPU type {gpu_id!r} is not a GPU type id (letters, digits, spaces and ._()- "
-                                   "only, e.g. 'NVIDIA GeForce RTX 4090'); nothing was sent to RunPod")
+                raise PriceUnknown(NOT_A_GPU_TYPE.format(where="GPU type", value=gpu_id)
+                                   + "; nothing was sent to RunPod")
             try:
                 value = self.live_fetch(gpu_id, cloud, gpu_count)
             except Exception as exc:  # noqa: BLE001 - sorted below

@@ -1,19 +1,10 @@
 """When the words around a citation state a design decision.
 
-The rule (documented in docs/lab/03-megatron-fsdp-reading.md, "What counts"), on the words a reader
-sees besides the citations (HTML comments and code blocks are not seen, see :mod:`.blocks`):
-
-1. no placeholder: none of :data:`PLACEHOLDERS` (``TODO``, ``TBD``, ``FIXME``, ``lorem ipsum``,
-   ``foo``/``bar``...), which mark text still to be written;
-2. at least :data:`MIN_DECISION_WORDS` words;
-3. at least :data:`MIN_DISTINCT_WORDS` distinct content words: three letters or more once digits
-   are stripped, with a vowel, not one of the :data:`STOP_WORDS` ("the", "and", "this", "one",
-   "two"...). Eight copies of one word, ``word1`` to ``word8``, or a string of stop or number words
-   say nothing.
-
-No dictionary ships with Python or the system here, so "a real word" is approximated by rule 3;
-the placeholders catch the usual filler. Pinned by ``tests/test_citations_notes.py``
-(``filler.md``, ``todo.md``) and ``tests/test_citations_syntax.py``.
+On the words a reader sees besides the citations (:mod:`.blocks`): no placeholder
+(:data:`PLACEHOLDERS`: ``TODO``, ``lorem ipsum``, ``foo``...), at least :data:`MIN_DECISION_WORDS` words,
+and at least :data:`MIN_DISTINCT_WORDS` distinct content words (three letters or more once digits are
+stripped, with a vowel, none of :data:`STOP_WORDS`). The rule is documented for the learner in
+docs/lab/03-megatron-fsdp-reading.md ("What counts"); why: docs/design/citations.md.
 """
 
 from __future__ import annotations

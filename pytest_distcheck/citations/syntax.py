@@ -1,29 +1,12 @@
 r"""The citation syntax of Markdown notes, and how a note is split into the statements citations stand in.
 
-A citation is written by hand, inline, where the claim is made::
-
-    [cite: PACKAGE PATH::SYMBOL "QUOTE"]
-
-- PACKAGE: the distribution name as pip knows it (``megatron-core``, ``torch``).
-- PATH: the file, relative to where the distribution is installed (site-packages), with ``/``:
-  ``megatron/core/tensor_parallel/layers.py``.
-- SYMBOL: a class, function or assigned name defined in that file, dotted for members:
-  ``ColumnParallelLinear.forward``.
-- "QUOTE": optional; a short piece of the symbol's source (12-100 characters, whitespace is
-  normalised, so it may cross a line break). Inside it, write ``\"`` for a double quote.
-
-Example: ``[cite: torch torch/distributed/fsdp/api.py::ShardingStrategy "HYBRID_SHARD = auto()"]``.
-Wrapping a citation in backticks is fine (it renders as code). A citation may wrap over any line,
-even one a Markdown reader would start a heading or list item with (``# comment``, ``- x``, ``1.``):
-the grammar is decided on the parsed text (:mod:`.blocks`), and a quote left open at the end of a
-statement goes on over the following source lines (up to :data:`WRAP_LINES`). Citations a reader
-cannot see (HTML comments, fenced or indented code) are not citations.
-
-A note may open with front matter recording the versions it was checked against::
-
-    ---
-    checked-against: megatron-core 0.16.1, torch 2.13.0
-    ---
+A citation is written by hand, inline, where the claim is made: ``[cite: PACKAGE PATH::SYMBOL "QUOTE"]``
+(:data:`FORM`): PACKAGE the distribution as pip knows it, PATH the file relative to site-packages,
+SYMBOL a class, function or assigned name defined there (dotted for members), "QUOTE" optional, 12-100
+characters of the symbol's source (``\"`` for a double quote). The grammar is decided on the parsed
+text (:mod:`.blocks`), so a citation may wrap over any line; one a reader cannot see is no citation.
+A note may open with front matter ``checked-against: megatron-core 0.16.1, torch 2.13.0``. The full
+grammar with examples: docs/design/citations.md.
 """
 
 from __future__ import annotations

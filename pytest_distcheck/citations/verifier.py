@@ -1,23 +1,11 @@
 """Verify the citations of a note against the installed sources and count its cited design decisions.
 
-A citation *resolves* when its package is one the notes cite (``[notes] packages``, when given) and
-is installed, its file belongs to that package, its symbol is defined in the file and its quote
-(whitespace-normalised, 12-100 characters) occurs inside that symbol's span. It *counts* when, in
-addition (each miss is reported "not counted" with its reason):
-
-- it has a quote, and the quote pins one place: no symbol of another name in the package holds the
-  same text (``def __init__(`` or ``NO_SHARD = auto()`` pin nothing; a copy of the same symbol in
-  another file, vendored code, is the same place);
-- the place is not test code (a ``test``, ``tests`` or ``testing`` folder, e.g.
-  ``torch/testing/_internal``): a test helper is no design decision of the library;
-- it cites a place no earlier citation of the note cited. A place is the distribution (PEP 503
-  name), the file (normalised path), the innermost symbol holding the quote and the lines the quote
-  covers: the same line cited as ``Megatron_Core`` and ``megatron-core``, with ``./`` in the path, as
-  the class or its method, or with part of the quote, is one place;
-- it stands in a statement (paragraph, list item, table row) that states a decision in prose
-  (:mod:`pytest_distcheck.citations.decision`).
-
-The note's score is the number of distinct statements with at least one counted citation.
+A citation *resolves* when its package is installed (and one the notes cite, ``[notes] packages``), its
+file belongs to that package, its symbol is defined there and its quote occurs inside the symbol's span.
+It *counts* when its quote pins one place in the package, the place is not test code, no earlier
+citation of the note cited the same place, and its statement states a decision (:mod:`.decision`);
+each miss is reported "not counted" with its reason. The note's score is the number of distinct
+statements with a counted citation. What "one place" is: docs/design/citations.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """Show the spend ledger: its rows, totals by experiment, and what is left under each ceiling.
 
   distcheck budget                 the workspace's ledger ([budget] ledger of checks/distcheck.toml)
-  distcheck budget --reconcile     ask RunPod what it billed for the ledger's pods, append reconciled
-                                   rows, show every difference (exit 1 when one differs)
+  distcheck budget --reconcile     append what RunPod billed for the ledger's pods; show every difference
   distcheck budget --settle RUN_ID --seconds S
                                    settle a run left open by a crash: S = the pod's billed seconds
-                                   from the provider's billing page (all of them: seconds beyond the
-                                   reservation are recorded as an overrun row)
   distcheck budget --repair-torn-line
-                                   cut a last line left torn by an interrupted write (its bytes are
-                                   kept in .distcheck/); no other row changes
-
-Every amount is recomputed from the rows (rate x billed seconds); a run with no settled row counts
-its worst case until it is settled. ``--settle`` appends a ``settled`` row (the run's rate,
-provider, resource, experiment and pod id) and, past the reservation, an ``overrun`` row; it
-rewrites nothing.
-Exit status 1 when a ceiling is passed, 2 for a malformed or unreadable ledger or workspace file, a
-refused settlement, or ``--reconcile`` without RUNPOD_API_KEY while the ledger names pods.
+                                   cut a last line torn by an interrupted write (its bytes kept in .distcheck/)
+Exit status 1 when a ceiling is passed or a bill differs; 2 for a malformed or unreadable ledger or
+workspace file, a refused settlement, or ``--reconcile`` without RUNPOD_API_KEY while the ledger names
+pods. Nothing is rewritten (docs/design/budget.md).
 """
 
 from __future__ import annotations

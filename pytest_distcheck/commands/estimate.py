@@ -4,14 +4,10 @@
   distcheck estimate --gpu H100 --count 2 --minutes 20 --cloud community --experiment tp-inference
   distcheck estimate --gpu "RTX 4090" --count 2 --minutes 25 --pod   # what a gpu_pod test reserves
 
-``--pod`` prices what the ``gpu_pod`` fixture reserves for a test marked ``pod(minutes=M)``: M minutes
-of run time plus the time a pod may take to get ready and to terminate (``pytest_distcheck.pods.timings``
-defaults, as ``pods/lease.py`` adds them), and prints that breakdown.
-
-Prices come from the shipped table (each with its source and date) or, when RUNPOD_API_KEY is set,
-live from RunPod. An unknown GPU type, or an experiment the workspace does not declare, is refused as
-reserving refuses it, never guessed. Exit status 1 when the run would not fit in what is left; 2 for a
-refusal or a workspace file or ledger that cannot be read (not UTF-8, a folder, malformed).
+Prices come from the shipped table (with source and date) or, with RUNPOD_API_KEY set, live from
+RunPod; ``--pod`` adds a pod's ready and terminate time (``pods.timings``). An unknown GPU type or an
+undeclared experiment is refused as reserving refuses it. Exit status 1 when the run would not fit in
+what is left; 2 for a refusal or a workspace file or ledger that cannot be read.
 """
 
 from __future__ import annotations

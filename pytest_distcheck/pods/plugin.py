@@ -284,7 +284,7 @@ def _reconcile_at_end(config: pytest.Config) -> None:
     """After a paid session on RunPod: append what RunPod billed for the ledger's pods, show differences."""
     import os
 
-    from pytest_distcheck.budget.plugin import _guard, max_usd, session_id
+    from pytest_distcheck.budget.plugin import max_usd, session_guard, session_id
     from pytest_distcheck.errors import DistcheckError
 
     has_key = bool(os.environ.get("RUNPOD_API_KEY", "").strip())
@@ -294,7 +294,7 @@ def _reconcile_at_end(config: pytest.Config) -> None:
 
     report = _report(config)
     try:
-        findings = _guard(config).reconcile(pod_bills)
+        findings = session_guard(config).reconcile(pod_bills)
     except (DistcheckError, pytest.UsageError) as exc:
         report(f"distcheck budget: not reconciled with RunPod ({exc}); run `distcheck budget --reconcile` later")
         return

@@ -1,26 +1,11 @@
 """Pod preflight: is this pod fit for the experiment? Asked over the pod's own SSH session, before
 anything is run there, so a pod that cannot do the work costs a minute, not the whole reservation.
 
-Design decisions (why, and the test that pins each):
-
-- One probe, one command: a Python script sent on the SSH session the experiment will use
-  (:meth:`Pod.run`), printing one JSON line of facts. Nothing is installed. Pinned by
-  ``tests/test_pods_preflight.py::test_probe_on_this_machine_reports_no_gpu``.
-- Facts, then judgement: the probe only reports (GPUs from ``nvidia-smi``: count, names, driver,
-  the CUDA version the driver supports, free memory; torch's version, the CUDA it was built for,
-  ``torch.cuda.is_available()``, its devices' free memory; NCCL's version and a 2-rank all-reduce of
-  4 floats with ``device_id`` given to ``init_process_group``). :func:`problems` compares them with
-  :class:`Expect`, a pure function tested on synthetic facts
-  (``tests/test_pods_preflight.py::test_problems_*``).
-- Why each check: a host whose driver is older than the image's CUDA never starts it
-  (runpod/containers issue 98); an image whose pip install fell back ships an older torch
-  (runpod/containers issue 114); a torch that cannot see CUDA makes a run fall back to gloo on the
-  CPU. Free memory is compared with the experiment's own estimate (from :mod:`pytest_distcheck.calc`).
-- Any miss raises :class:`PreflightFailed` naming every miss; the ``gpu_pod`` fixture's exit then
-  terminates the pod and settles the ledger row (``tests/test_pods_tp_check.py``). In a rehearsal
-  (fake RunPod, nothing paid) the misses are recorded instead, as what the rehearsal could not cover.
-- The facts (with ``problems``) are saved into the result (``preflight``), so a result says what
-  hardware and software it ran on as the pod reported them before the run.
+One probe script (:meth:`Pod.run`) prints one JSON line of facts: GPUs, driver and its CUDA, free
+memory; torch, its CUDA, ``torch.cuda.is_available()``; NCCL and a 2-rank all-reduce. :func:`problems`
+judges them against :class:`Expect` (pure, tested on synthetic facts); any miss raises
+:class:`PreflightFailed` naming every miss (a rehearsal records them instead). The facts are saved into
+the result (``preflight``). Why each check: docs/design/pods.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """``assert_tp_matches_dense``: a TP module against its dense original, on every rank, with the fault named.
 
-Design:
-- runs inside the ranks (``dist_world.run`` or ``torchrun``), one call per rank, so it checks the TP
-  module exactly where it lives; the dense module is run on every rank too (a few small matmuls);
-- every rank records plain CPU tensors (its outputs, dL/dx, local parameter shards and gradients,
-  and the input, dL/d(input) and output of each planned layer, of their parents and of every module
-  that owns parameters, through module hooks), then one
-  ``all_gather_object`` hands every rank every record: the diagnosis (``diagnose.py``) is a pure
-  function of them, so no rank can issue a collective its peers do not;
-- DTensors are compared through ``to_local()`` against the plan's slice, and a DTensor output
-  through ``full_tensor()``;
-- inputs meant to be replicated are checked first (``replicated.py``): when they differ, nothing
-  else can be compared and the failure says so.
+It runs inside the ranks, one call per rank. Every rank records plain CPU tensors (outputs, dL/dx, its
+parameter shards and gradients, and through module hooks what each planned layer, parent and parameter
+owner saw), then one ``all_gather_object`` hands every rank every record, so the diagnosis
+(``diagnose.py``) is a pure function and no rank issues a collective its peers do not. DTensors compare
+through ``to_local()`` against the plan's slice; replicated inputs are checked first (``replicated.py``).
+Design record: docs/design/tp-checker.md.
 """
 
 from __future__ import annotations

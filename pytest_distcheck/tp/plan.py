@@ -1,17 +1,12 @@
 """Tensor-parallel sharding plans as data: module path -> parallel style.
 
-A plan is the single source that a TP model, the diagram check and the docs read (torchtitan keeps
-its plan as such a mapping and hands it to ``parallelize_module``). Styles follow Megatron-LM
-(Shoeybi et al. 2019, arXiv:1909.08053, sec. 3, Fig. 3):
-
-- ``colwise``: weight split along the output features; input replicated, output sharded on its last
-  dim; forward needs no communication (the ``f`` operator: identity forward, all-reduce backward).
-- ``rowwise``: weight split along the input features; input sharded on its last dim, output partial
-  sums made whole by one all-reduce (the ``g`` operator: all-reduce forward, identity backward).
-
-:class:`Layer` and :func:`parse_plan` add what checking a TP module against its dense original needs
-(``pytest_distcheck.tp.compare``): a ``replicated`` style, the fused parts of a column-parallel layer
-(a fused QKV projection) and the row-parallel bias convention.
+A plan is the single source that a TP model, the diagram check and the docs read (as torchtitan's
+``parallelize_module`` plan). Styles follow Megatron-LM (Shoeybi et al. 2019, sec. 3, Fig. 3): ``colwise``
+splits the weight along the output features (f: identity forward, all-reduce backward); ``rowwise``
+along the input features, its partial sums made whole by one all-reduce (g: all-reduce forward, identity
+backward). :class:`Layer` and :func:`parse_plan` add what checking needs: a ``replicated`` style, the
+fused parts of a column-parallel layer (a fused QKV) and the row-parallel bias convention
+(docs/design/tp-checker.md).
 """
 
 from __future__ import annotations
