@@ -79,7 +79,10 @@ def test_the_estimate_points_to_the_rehearsal_and_says_what_it_cannot_cover(tmp_
     monkeypatch.chdir(tmp_path)
     assert main(["estimate", "--gpu", "RTX 4090", "--count", "2", "--minutes", "30"]) == 0
     out = capsys.readouterr().out
-    assert "rehearse the paid path first, for free: `distcheck rehearse`" in out
+    from pytest_distcheck.commands.estimate import REHEARSE_FIRST
+    from pytest_distcheck.pods.rehearsal import NOT_COVERED
+
+    assert REHEARSE_FIRST.format(gaps="; ".join(NOT_COVERED)) + "\n" in out
     assert "it cannot cover real prices, capacity and how long a real pod takes to start; the image on a real" in out
 
 
