@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from pytest_distcheck.citations.decision import words
-from pytest_distcheck.citations.syntax import parse_note
+from pytest_distcheck.citations.syntax import (
+    EMPTY,
+    EXPECTED,
+    FORM,
+    NEVER_CLOSED,
+    NO_PATH_SYMBOL,
+    NO_SYMBOL,
+    TEXT_AFTER_QUOTE,
+    parse_note,
+)
 from pytest_distcheck.errors import ConfigError
 
 NOTE = Path("note.md")
@@ -117,19 +126,19 @@ def test_bad_front_matter_names_file_and_line(text, where, problem):
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("[cite:]", "empty citation"),
-        ("[cite: torch]", "no PATH::SYMBOL after the package name"),
-        ("[cite: torch torch/a.py]", "no PATH::SYMBOL after the package name"),
-        ('[cite: torch torch/a.py:: "q"]', "no SYMBOL after '::'"),
-        ('[cite: torch torch/a.py::f "never closed]', "the quote is never closed"),
-        ('[cite: torch torch/a.py::f "q" extra]', "text after the closing '\"' of the quote"),
+        ("[cite:]", EMPTY),
+        ("[cite: torch]", NO_PATH_SYMBOL),
+        ("[cite: torch torch/a.py]", NO_PATH_SYMBOL),
+        ('[cite: torch torch/a.py:: "q"]', NO_SYMBOL),
+        ('[cite: torch torch/a.py::f "never closed]', NEVER_CLOSED),
+        ('[cite: torch torch/a.py::f "q" extra]', TEXT_AFTER_QUOTE),
     ],
 )
 def test_malformed_citations_say_what_is_wrong(text, problem):
     note = parse(f"intro line\n\nbefore {text} after\n")
     assert note.citations == []
     (bad,) = note.malformed
-    assert bad.line == 3 and problem in bad.problem and "[cite: PACKAGE PATH::SYMBOL" in bad.problem
+    assert bad.line == 3 and bad.problem == EXPECTED.format(problem=problem, form=FORM)
 
 
 def test_link_targets_and_html_are_not_words_and_hide_no_citation():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from pytest_distcheck.citations.syntax import CITATION
+from pytest_distcheck.i18n import N_, _, ngettext
 
 # "Megatron splits the weight by columns, so ..." has well over eight words.
 MIN_DECISION_WORDS = 8
@@ -29,6 +30,7 @@ STOP_WORDS = frozenset(
     "what about which when make like than then them these some into more other only also been were "
     "here very just over such each one two three four five six seven eight nine ten".split()
 )
+PLACEHOLDER = N_("placeholder {word!r} in place of a stated decision")
 _WORD = re.compile(r"[A-Za-z0-9][\w'’-]*")
 _VOWEL = re.compile(r"[aeiouy]")
 
@@ -44,17 +46,26 @@ def decision_problem(text: str) -> str:
     lowered = [w.lower().strip("'’-") for w in found]
     placeholder = next((w for w, low in zip(found, lowered, strict=True) if low in PLACEHOLDERS), None)
     if placeholder is not None:
-        return f"placeholder {placeholder!r} in place of a stated decision"
+        return _(PLACEHOLDER).format(word=placeholder)
     if len(found) < MIN_DECISION_WORDS:
-        n = len(found)
-        return f"{n} word{'' if n == 1 else 's'} besides citations, at least {MIN_DECISION_WORDS}"
+        return too_few_words(len(found))
     # Digits are stripped first: "word1 word2 ... word8" is one word eight times.
     bare = [w.strip("0123456789_") for w in lowered]
     content = {w for w in bare if len(w) >= 3 and _VOWEL.search(w) and w not in STOP_WORDS}
     if len(content) < MIN_DISTINCT_WORDS:
-        n = len(content)
-        return (
-            f"only {n} distinct content word{'' if n == 1 else 's'} besides citations, at least "
-            f"{MIN_DISTINCT_WORDS}: filler, repeated and stop words say nothing"
-        )
+        return too_few_distinct_words(len(content))
     return ""
+
+
+def too_few_words(n: int) -> str:
+    """Why ``n`` words (fewer than :data:`MIN_DECISION_WORDS`) state no decision."""
+    return ngettext("{n} word besides citations, at least {min}", "{n} words besides citations, at least {min}",
+                    n).format(n=n, min=MIN_DECISION_WORDS)
+
+
+def too_few_distinct_words(n: int) -> str:
+    """Why ``n`` distinct content words (fewer than :data:`MIN_DISTINCT_WORDS`) state no decision."""
+    return ngettext("only {n} distinct content word besides citations, at least {min}: filler, repeated and stop "
+                    "words say nothing",
+                    "only {n} distinct content words besides citations, at least {min}: filler, repeated and stop "
+                    "words say nothing", n).format(n=n, min=MIN_DISTINCT_WORDS)

@@ -18,6 +18,7 @@ from pathlib import Path
 from pytest_distcheck.citations.blocks import Block, blocks
 from pytest_distcheck.citations.quote import unescape
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import N_, _
 
 FORM = '[cite: PACKAGE PATH::SYMBOL "QUOTE"]'
 OPEN = "[cite:"
@@ -237,34 +238,43 @@ def url_hint(url: str) -> str:
     return f"a URL is not a PATH: write {path}::SYMBOL{at}"
 
 
+EXPECTED = N_("{problem}; expected {form}")
+EMPTY = N_("empty citation")
+NO_PATH_SYMBOL = N_("no PATH::SYMBOL after the package name")
+NO_SYMBOL = N_("no SYMBOL after '::'")
+CURLY_QUOTE = N_("the quote opens with a curly quote {quote!r}: write it between straight double quotes \"...\" "
+                 "(editors and word processors curl them)")
+SINGLE_QUOTES = N_("the quote is in single quotes: write it between double quotes \"...\" (single quotes may stand "
+                   "inside)")
+NEVER_CLOSED = N_("the quote is never closed with '\"'")
+TEXT_AFTER_QUOTE = N_("text after the closing '\"' of the quote")
+NOT_THE_FORM = N_("not of the form {form} (check the spaces, the '::' and the closing ']')")
+
+
 def _why_malformed(rest: str) -> str:
     """A guess at what is wrong with text that opens ``[cite:`` but does not parse."""
     body = rest[len(OPEN) :]
     words = body.split(None, 2)
-    if not words or words[0].startswith("]"):
-        return f"empty citation; expected {FORM}"
-    if len(words) >= 2 and _URL.match(words[1]):
-        return f"{url_hint(words[1].rstrip(']'))}; expected {FORM}"
-    if len(words) < 2 or "::" not in words[1]:
-        return f"no PATH::SYMBOL after the package name; expected {FORM}"
-    if not re.match(r"[^:]+::[A-Za-z_]", words[1]):
-        return f"no SYMBOL after '::'; expected {FORM}"
     after_symbol = words[2].lstrip() if len(words) > 2 else ""
-    if after_symbol and after_symbol[0] in _CURLY:  # ("" is in every string)
-        return (
-            f"the quote opens with a curly quote {after_symbol[0]!r}: write it between straight double "
-            f'quotes "..." (editors and word processors curl them); expected {FORM}'
-        )
-    if after_symbol[:1] == "'":
-        return (
-            "the quote is in single quotes: write it between double quotes \"...\" (single quotes may "
-            f"stand inside); expected {FORM}"
-        )
-    if '"' in body:
-        after = body[body.index('"') + 1 :]
-        closed = re.match(r'(?:[^"\\]|\\.)*"\s*(.?)', after)
+    problem = None
+    if not words or words[0].startswith("]"):
+        problem = _(EMPTY)
+    elif len(words) >= 2 and _URL.match(words[1]):
+        problem = url_hint(words[1].rstrip("]"))
+    elif len(words) < 2 or "::" not in words[1]:
+        problem = _(NO_PATH_SYMBOL)
+    elif not re.match(r"[^:]+::[A-Za-z_]", words[1]):
+        problem = _(NO_SYMBOL)
+    elif after_symbol and after_symbol[0] in _CURLY:  # ("" is in every string)
+        problem = _(CURLY_QUOTE).format(quote=after_symbol[0])
+    elif after_symbol[:1] == "'":
+        problem = _(SINGLE_QUOTES)
+    elif '"' in body:
+        closed = re.match(r'(?:[^"\\]|\\.)*"\s*(.?)', body[body.index('"') + 1 :])
         if closed is None:
-            return f"the quote is never closed with '\"'; expected {FORM}"
-        if closed[1] != "]":
-            return f"text after the closing '\"' of the quote; expected {FORM}"
-    return f"not of the form {FORM} (check the spaces, the '::' and the closing ']')"
+            problem = _(NEVER_CLOSED)
+        elif closed[1] != "]":
+            problem = _(TEXT_AFTER_QUOTE)
+    if problem is None:
+        return _(NOT_THE_FORM).format(form=FORM)
+    return _(EXPECTED).format(problem=problem, form=FORM)
