@@ -16,6 +16,10 @@ from pods_support import REPO, STEPS, tp_check_workspace
 
 from pytest_distcheck.budget.ledger import Ledger
 from pytest_distcheck.pods.fake.fixtures import fake, pod_dir  # noqa: F401 - fixtures
+from pytest_distcheck.pods.plugin import REHEARSAL_ONLY
+from pytest_distcheck.pods.preflight import CUDA_NOT_AVAILABLE, FAILED_PREFLIGHT, MISS, NO_GPU_VISIBLE
+
+NO_CUDA = CUDA_NOT_AVAILABLE.format(version="*", cuda="*", driver="*")
 
 
 def _rows(root: Path):
@@ -37,9 +41,9 @@ def test_paid_run_on_a_cpu_only_pod_stops_at_preflight(pod_dir, fake):  # noqa: 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(STEPS[:5] + ["*: running preflight: GPUs, driver, torch, NCCL all-reduce, free memory*",
                                              "*: terminating pod *", "*: pod * terminated; settled * s x $1.18/h = $*"])
-    result.stdout.fnmatch_lines(["*PreflightFailed: pod * failed its preflight, so the experiment was not started*",
-                                 "*- no GPU visible: nvidia-smi: nvidia-smi not found*",
-                                 "*- torch.cuda.is_available() is False*"])
+    result.stdout.fnmatch_lines(["*PreflightFailed: " + FAILED_PREFLIGHT.split("\n")[0].format(pod="*"),
+                                 "*" + MISS.format(miss=NO_GPU_VISIBLE.format(error="nvidia-smi not found")),
+                                 "*" + MISS.format(miss=NO_CUDA)])
     _settled(pod_dir.path, "runpod")
     assert fake.wait_until(lambda: not fake.live_pods(), 20)
     (pod,) = fake.pods
@@ -53,7 +57,7 @@ def test_rehearsal_flag_is_refused_against_a_real_api(pytester, monkeypatch):
     monkeypatch.setenv("RUNPOD_API_BASE_URL", "https://api.runpod.io")
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*DISTCHECK_REHEARSAL=1 is for `distcheck rehearse` only*api.runpod.io*"])
+    result.stderr.fnmatch_lines(["*" + REHEARSAL_ONLY.format(env="DISTCHECK_REHEARSAL", host="api.runpod.io")])
 
 
 def test_paid_run_with_the_local_provider_stops_at_preflight_at_no_cost(pod_dir, monkeypatch, tmp_path):  # noqa: F811
@@ -68,7 +72,8 @@ def test_paid_run_with_the_local_provider_stops_at_preflight_at_no_cost(pod_dir,
     result = pod_dir.runpytest_subprocess("--max-usd", "3", "-m", "gpu", "--gpu-provider", "local",
                                           "-p", "no:cacheprovider", "checks/test_tp_speedup_gpu.py")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*failed its preflight*", "*- torch.cuda.is_available() is False*"])
+    result.stdout.fnmatch_lines(["*" + FAILED_PREFLIGHT.split("\n")[0].format(pod="*"),
+                                 "*" + MISS.format(miss=NO_CUDA)])
     _settled(pod_dir.path, "local")
     rows = _rows(pod_dir.path)
     assert all(r.cost == 0 for r in rows) and rows[0].gpu_type == "local Fake GPU"

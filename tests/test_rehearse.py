@@ -18,6 +18,7 @@ from pods_support import STEPS, tp_check_workspace  # noqa: I001 - the same work
 
 from pytest_distcheck.budget.ledger import Ledger
 from pytest_distcheck.pods.fake.fixtures import FAST_TIMINGS, write_workspace
+from pytest_distcheck.pods.plugin import REHEARSAL_SUMMARY
 
 
 def _hashes(root: Path) -> dict[str, str]:
@@ -46,7 +47,7 @@ def test_rehearse_runs_the_paid_path_in_a_scratch_copy(tmp_path, monkeypatch):
         assert any(fnmatch.fnmatch(line, pattern) for line in out.splitlines()), pattern
     assert "Captured stderr" not in out and "Captured stdout" not in out  # the status line is not captured output
     assert "the DoD of phase t7 was not checked in this run" in out  # this test workspace has no DoD checks
-    assert "REHEARSAL: this run and the Definition of Done above are of a scratch copy" in out
+    assert REHEARSAL_SUMMARY in out
     assert "paid path: PASSED end to end against the fake RunPod API; $0 paid" in out
     assert "not covered by a rehearsal: no GPU visible: nvidia-smi: nvidia-smi not found" in out
     assert "pods left on the fake API: none" in out
