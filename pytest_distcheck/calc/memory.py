@@ -18,6 +18,7 @@ from pytest_distcheck.calc._checks import whole as _whole
 
 GB = 1e9  # bytes (120 GB = 111.76 GiB)
 ADAM_K = 12  # ZeRO sec. 3.1: fp32 params, momentum, variance for mixed-precision Adam
+PRECISION_NOTE = "precision {name}: {bytes:g} bytes/parameter unsharded ({source})"
 FP16_BYTES = 2
 
 ZERO_STAGES = ("ddp", "zero1", "zero2", "zero3")
@@ -392,7 +393,7 @@ def plan_memory(
     r = precision.recipe(recipe)
     _whole("micro_batch", micro_batch)
     sp = tp > 1 if sequence_parallel is None else sequence_parallel
-    notes = [f"precision {r.name}: {r.total_bytes_per_param:g} bytes/parameter unsharded ({r.source})",
+    notes = [PRECISION_NOTE.format(name=r.name, bytes=r.total_bytes_per_param, source=r.source),
              f"{states.strategy} shards over {states.shards} rank(s); each GPU holds Psi/(TP x PP) = "
              f"{params / (tp * pp):.4g} parameters"]
     arch = (layers, hidden, heads, seq_len)
