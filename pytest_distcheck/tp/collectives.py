@@ -43,6 +43,12 @@ KINDS: dict[str, str] = {
 }
 
 
+COUNTS = "forward: {forward}; backward: {backward}"
+DIFFER = "collectives differ from the expected ones: expected {want}; found {found}"
+NEEDS_GRAD = "  {path} (colwise): its input requires grad, so its f all-reduces dL/dx in backward"
+NEEDS_NO_GRAD = "  {path} (colwise): its input does not require grad, so its f does no all-reduce in backward"
+
+
 def kind_of(op: Any) -> str:
     """The field-standard kind (``all-reduce``, ``all-gather``...) of a collective op or its name."""
     name = str(getattr(op, "_qualified_op_name", op)).split("::")[-1].split(".")[-1]
@@ -64,7 +70,7 @@ class CollectiveCounts:
     def __str__(self) -> str:
         def fmt(c: Counter) -> str:
             return ", ".join(f"{n} {k}" for k, n in sorted(c.items())) or "none"
-        return f"forward: {fmt(self.forward)}; backward: {fmt(self.backward)}"
+        return COUNTS.format(forward=fmt(self.forward), backward=fmt(self.backward))
 
 
 class _Counting(CommDebugMode):
@@ -187,9 +193,8 @@ def assert_collectives(
         want = CollectiveCounts(Counter(forward or {}), Counter(backward or {}))
     got_f, got_b = +counts.forward, +counts.backward
     if got_f != +want.forward or got_b != +want.backward:
-        lines = [f"collectives differ from the expected ones: expected {want}; found {counts}"]
+        lines = [DIFFER.format(want=want, found=counts)]
         for path, need in needs.items():
-            lines.append(f"  {path} (colwise): its input {'requires' if need else 'does not require'} grad, so its f "
-                         f"{'all-reduces dL/dx in backward' if need else 'does no all-reduce in backward'}")
+            lines.append((NEEDS_GRAD if need else NEEDS_NO_GRAD).format(path=path))
         raise AssertionError("\n".join(lines))
     return counts

@@ -37,6 +37,12 @@ def _is_dtensor(t: Any) -> bool:
     return hasattr(t, "to_local") and hasattr(t, "placements") and hasattr(t, "device_mesh")
 
 
+NOT_A_MODULE = "the tp factory returned a {type}, not an nn.Module"
+NO_SUBMODULE = "plan entry {path!r}: the {what} module has no submodule {path!r} (its modules with a weight: {names})"
+NO_COUNTERPART = ("TP module parameters with no counterpart in the dense module: {names} (the TP module must keep the "
+                  "dense module's parameter names)")
+
+
 def _build(tp: Union[nn.Module, Callable[[nn.Module], nn.Module]], dense: nn.Module) -> nn.Module:
     if isinstance(tp, nn.Module):
         return tp
@@ -45,7 +51,7 @@ def _build(tp: Union[nn.Module, Callable[[nn.Module], nn.Module]], dense: nn.Mod
                         f"got {type(tp).__name__}")
     built = tp(copy.deepcopy(dense))
     if not isinstance(built, nn.Module):
-        raise TypeError(f"the tp factory returned a {type(built).__name__}, not an nn.Module")
+        raise TypeError(NOT_A_MODULE.format(type=type(built).__name__))
     return built
 
 
@@ -70,14 +76,12 @@ def _check_paths(plan: Mapping[str, Layer], dense: nn.Module, tp: nn.Module) -> 
                 mod = model.get_submodule(path)
             except AttributeError:
                 names = [n for n, m in model.named_modules() if n and hasattr(m, "weight")]
-                raise ValueError(f"plan entry {path!r}: the {what} module has no submodule {path!r} "
-                                 f"(its modules with a weight: {', '.join(names) or 'none'})") from None
+                raise ValueError(NO_SUBMODULE.format(path=path, what=what, names=", ".join(names) or "none")) from None
             if what == "dense" and isinstance(mod, nn.Embedding):
                 embeddings.add(path)
     extra = sorted(set(dict(tp.named_parameters())) - set(dict(dense.named_parameters())))
     if extra:
-        raise ValueError(f"TP module parameters with no counterpart in the dense module: {', '.join(extra)} "
-                         "(the TP module must keep the dense module's parameter names)")
+        raise ValueError(NO_COUNTERPART.format(names=", ".join(extra)))
     return embeddings
 
 
