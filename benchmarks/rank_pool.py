@@ -48,7 +48,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pytest_distcheck.hostinfo import describe_host
+from pytest_distcheck.phase35.hostinfo import describe_host
 
 SUITE = 100
 

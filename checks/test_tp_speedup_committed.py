@@ -38,7 +38,7 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
     from pytest_distcheck.budget.config import budget_config
     from pytest_distcheck.dod import provenance
     from pytest_distcheck.evidence import in_the_future, require_fresh
-    from pytest_distcheck.tp_result import problems
+    from pytest_distcheck.phase35.tp_result import problems
 
     rel = _rel(path, ws.root)
     fixture = provenance.fixture_result(path, result)
@@ -129,7 +129,7 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
 @pytest.mark.dod(ITEM)
 def test_tp_speedup_committed(distcheck_workspace, distcheck_log, distcheck_evidence):
     from pytest_distcheck.dod import provenance
-    from pytest_distcheck.tp_result import load_result
+    from pytest_distcheck.phase35.tp_result import load_result
 
     ws = distcheck_workspace
     how = ws.item(ITEM).how

@@ -126,8 +126,8 @@ def write_new(dst: Path, content: bytes) -> None:
 @pytest.mark.budget(usd=3)
 @pytest.mark.pod(gpus=GPUS, minutes=25, experiment=EXPERIMENT)
 def test_tp_speedup_on_two_gpus(gpu_pod, distcheck_workspace, distcheck_log, distcheck_rehearsal, tmp_path):
+    from pytest_distcheck.phase35.tp_result import load_result
     from pytest_distcheck.pods.preflight import Expect, run_preflight, summary
-    from pytest_distcheck.tp_result import load_result
 
     ws, rehearsal = distcheck_workspace, distcheck_rehearsal
     section = ws.section("tp_inference")

@@ -20,6 +20,8 @@ DEFAULT = "en"
 DOMAIN = "distcheck"
 LOCALE_DIR = Path(__file__).with_name("locale")
 LOCALE_VARIABLES = ("LC_ALL", "LC_MESSAGES", "LANG")
+# The setting's names (settings.LANG is the Setting; settings speaks through this module, so it names them here).
+FLAG, ENV, INI = "--lang", "DISTCHECK_LANG", "distcheck_lang"
 
 UNSUPPORTED = "{source}: language {value!r} is not supported; use one of: {choices}"
 
@@ -44,10 +46,8 @@ def choose(cli: str | None, environ: Mapping[str, str], ini: str = "") -> tuple[
     An empty value counts as unset. Raises :class:`LanguageError` for a value outside :data:`SUPPORTED`
     given on the command line, in ``$DISTCHECK_LANG`` or in the ini file (a locale that is not Spanish is
     English, not an error)."""
-    from pytest_distcheck.settings import LANG  # a Setting, whose own errors speak through this module
-
-    given = ((cli, f"command line {LANG.flag}"), (environ.get(LANG.env), f"environment variable {LANG.env}"),
-             (ini, f"ini key {LANG.ini}"))
+    given = ((cli, f"command line {FLAG}"), (environ.get(ENV), f"environment variable {ENV}"),
+             (ini, f"ini key {INI}"))
     for value, source in given:
         if value:
             lang = value.strip().lower()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from pytest_distcheck import i18n
 from pytest_distcheck.i18n import DEFAULT, N_, SUPPORTED, _
 
 # Where a value came from, named in every error about it.
@@ -66,9 +67,9 @@ class Setting:
 
 
 LANG = Setting(
-    flag="--lang",
-    env="DISTCHECK_LANG",
-    ini="distcheck_lang",
+    flag=i18n.FLAG,
+    env=i18n.ENV,
+    ini=i18n.INI,
     help=f"language of the kit's messages: {' or '.join(SUPPORTED)} (default: from the locale, else {DEFAULT})",
     default="",
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -32,11 +33,18 @@ def workspace_dir(pytester: pytest.Pytester):
     return pytester
 
 
-@pytest.fixture(autouse=True)
-def _the_kit_speaks_english(monkeypatch):
+def pytest_configure(config):
     """The kit's tests check its English messages, so they speak English whatever this machine's locale
-    (LANG=es_ES.UTF-8 makes the kit speak Spanish); a test of the language setting unsets DISTCHECK_LANG."""
+    (LANG=es_ES.UTF-8 makes the kit speak Spanish). Set once for the session, not per test, so that a test
+    calling ``monkeypatch.undo()`` cannot drop it; a test of the language setting unsets it itself."""
     from pytest_distcheck import i18n
 
-    monkeypatch.setenv("DISTCHECK_LANG", i18n.DEFAULT)
+    os.environ["DISTCHECK_LANG"] = i18n.DEFAULT
+
+
+@pytest.fixture(autouse=True)
+def _the_kit_speaks_english():
+    """A test that switched the kit's language leaves the next one in English."""
+    from pytest_distcheck import i18n
+
     i18n.use(i18n.DEFAULT)

@@ -10,7 +10,26 @@ import pytest
 from dod_support import git_commit_all
 from ledger_support import rechained
 
+from pytest_distcheck.budget.pricing import NO_PRICE, PriceBook
 from pytest_distcheck.cli import main
+from pytest_distcheck.commands.budget import (
+    EXPERIMENT_TOTAL,
+    LEDGER_ROWS,
+    OPEN_RUNS,
+    OVER_CEILING,
+    PHASE_TOTAL,
+    load_guard,
+)
+from pytest_distcheck.commands.estimate import (
+    BILLING_LINE,
+    FOR_MINUTES,
+    HEADLINE,
+    LEFT_AFTER,
+    PRICE_LINE,
+    SHIPPED_TABLE,
+    SHORT,
+    UNDATED,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "budget"
@@ -88,13 +107,14 @@ def test_budget_command_lists_rows_totals_and_what_is_left(phase: pytest.Pyteste
     monkeypatch.chdir(phase.path)
     assert main(["budget"]) == 0
     out = capsys.readouterr().out
-    assert "8 row(s)" in out and "aaaa1111-01" in out and "podC" in out
-    assert "tp-inference         $0.59 of $3.00  -> $2.41 left" in out
-    assert "phase total          $0.69 of $5.00  -> $4.31 left (3 run(s))" in out
-    assert "Open runs counted at their worst case (no settled row yet): cccc3333-01" in out
+    ledger = load_guard("checks/distcheck.toml").ledger.path
+    assert out.startswith(LEDGER_ROWS.format(path=ledger, n=8) + "\n") and "aaaa1111-01" in out and "podC" in out
+    assert EXPERIMENT_TOTAL.format(name="tp-inference", spent="$0.59", ceiling="$3.00", left="$2.41") + "\n" in out
+    assert PHASE_TOTAL.format(spent="$0.69", ceiling="$5.00", left="$4.31", runs=3) + "\n" in out
+    assert OPEN_RUNS.format(runs="cccc3333-01") + "\n" in out
 
 
-@pytest.mark.parametrize("fixture, code, text", [("ledger-over-tp.md", 1, "OVER a ceiling"),
+@pytest.mark.parametrize("fixture, code, text", [("ledger-over-tp.md", 1, OVER_CEILING),
                                                   ("ledger-malformed.md", 2, "line 13: cost 0.0500")])
 def test_budget_command_exit_status(phase: pytest.Pytester, monkeypatch, capsys, fixture, code, text):
     use(phase, fixture)
@@ -111,20 +131,29 @@ def test_estimate_prices_with_source_and_what_is_left(phase: pytest.Pytester, mo
     assert main(["estimate", "--gpu", "RTX 4090", "--count", "2", "--minutes", "30",
                  "--experiment", "tp-inference"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("2 x RTX 4090 on runpod secure for 30 min: $0.59\n")
-    assert "$0.59/GPU-hour (shipped table; source: skypilot-org/skypilot-catalog" in out
-    assert "billed 1800 s" in out
-    assert "left after: $3.72 of $4.31 left under the phase ceiling" in out
-    assert "left after: $1.82 of $2.41 left under the experiment tp-inference ceiling" in out
+    assert out.startswith(HEADLINE.format(count=2, gpu="RTX 4090", where="runpod secure",
+                                          span=FOR_MINUTES.format(minutes=30), cost="$0.59") + "\n")
+    book = PriceBook.shipped()
+    p, b = book.price("runpod", "RTX 4090", "secure"), book.billing("runpod")
+    assert p.source.startswith("skypilot-org/skypilot-catalog") and p.date == "undated"
+    assert PRICE_LINE.format(rate="$0.59", origin=SHIPPED_TABLE, source=p.source, date=UNDATED, recorded=p.recorded,
+                             confidence=p.confidence) + "\n" in out
+    assert BILLING_LINE.format(granularity=b.granularity_s, minimum=b.minimum_s, billed=1800, source=b.source) in out
+    limits = load_guard("checks/distcheck.toml").status().limits
+    assert LEFT_AFTER.format(after="$3.72", left="$4.31", limit=limits["phase"].name) + "\n" in out
+    assert LEFT_AFTER.format(after="$1.82", left="$2.41", limit=limits["experiment tp-inference"].name) + "\n" in out
 
 
 def test_estimate_refuses_an_unknown_gpu_and_flags_what_does_not_fit(phase: pytest.Pytester, monkeypatch, capsys):
     monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
     monkeypatch.chdir(phase.path)
     assert main(["estimate", "--gpu", "B300", "--count", "2", "--minutes", "30"]) == 2
-    assert "no secure price for GPU type 'B300'" in capsys.readouterr().err
+    book = PriceBook.shipped()
+    assert capsys.readouterr().err == "distcheck estimate: " + NO_PRICE.format(
+        cloud="secure", gpu="B300", provider="runpod", path=book.path, known=", ".join(book.known("runpod", "secure")),
+        hint="set RUNPOD_API_KEY for live prices") + "\n"
     assert main(["estimate", "--gpu", "H100", "--count", "2", "--minutes", "120"]) == 1
-    assert "NOT ENOUGH, short $4.56" in capsys.readouterr().out
+    assert SHORT.format(usd="$4.56") in capsys.readouterr().out
 
 
 SUPERSCRIPT = ("| 2026-12-01T10:00:00Z | zzzz1111-01 | open | runpod | RTX 4090 x 2 | 9\u00b2 | 1.18 | 0.0295 | USD "
@@ -177,7 +206,7 @@ def test_an_overrun_past_a_ceiling_is_broken_and_named(phase: pytest.Pytester):
 
 
 def test_a_reconciled_row_read_from_the_ledger_is_not_confirmed(phase: pytest.Pytester):
-    """Red-team A03: a `reconciled` row typed into the ledger; the provider was not asked in this run."""
+    """A `reconciled` row typed into the ledger; the provider was not asked in this run."""
     ledger = use(phase, "ledger-within.md")
     kept = [line for line in ledger.read_text().splitlines() if "bbbb2222" not in line and "cccc3333" not in line]
     typed = ("| 2026-12-01T10:20:00Z | aaaa1111-01 | reconciled | runpod | RTX 4090 x 2 | 611 | 1.18 | 0.2003 | USD "

@@ -8,6 +8,20 @@ import textwrap
 
 import pytest
 
+from pytest_distcheck.budget.plugin import (
+    HEADER,
+    HEADER_PROBLEM,
+    NEGATIVE_USD,
+    NOT_USD,
+    PAID_OFF,
+    PAID_ON,
+    PAID_TEST,
+    PAID_WORK,
+    SPENT,
+    SPENT_UNSETTLED,
+    enable_hint,
+)
+
 WORKSPACE = """
 [phase]
 id = "b1"
@@ -52,8 +66,9 @@ def test_gpu_tests_are_skipped_without_a_budget_with_how_to_enable(ws: pytest.Py
     ws.makepyfile(GPU_TEST)
     result = ws.runpytest("-rs")
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*SKIPPED*paid GPU test: give this session a budget to run it: "
-                                 "pytest -m gpu --max-usd 3 (or DISTCHECK_MAX_USD=3, or ini distcheck_max_usd = 3)*"])
+    assert enable_hint() == ("give this session a budget to run it: pytest -m gpu --max-usd 3 (or DISTCHECK_MAX_USD=3, "
+                             "or ini distcheck_max_usd = 3)")
+    result.stdout.fnmatch_lines(["*SKIPPED*" + PAID_TEST.format(hint=enable_hint()) + "*"])
 
 
 @pytest.mark.parametrize("how", ["flag", "env", "ini"])
@@ -66,13 +81,13 @@ def test_max_usd_enables_gpu_tests_by_flag_env_or_ini(ws: pytest.Pytester, monke
         ws.makeini("[pytest]\ndistcheck_max_usd = 2.5\n")
     result = ws.runpytest(*args)
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["distcheck budget: paid GPU tests on, --max-usd $2.50 this session; "
-                                 "$5.00 left of $5.00 phase ceiling ($0.00 in experiments/ledger.md)"])
+    result.stdout.fnmatch_lines([HEADER.format(paid=PAID_ON.format(usd="$2.50"), left="$5.00", ceiling="$5.00",
+                                               spent="$0.00", ledger="experiments/ledger.md", held="")])
 
 
 @pytest.mark.parametrize("value, message", [
-    ("lots", "*command line --max-usd: 'lots' is not a number of USD*"),
-    ("-1", "*command line --max-usd: must be a number of USD >= 0, got '-1'*"),
+    ("lots", "*" + NOT_USD.format(source="command line --max-usd", text="lots")),
+    ("-1", "*" + NEGATIVE_USD.format(source="command line --max-usd", text="-1")),
 ])
 def test_bad_max_usd_is_a_usage_error_naming_its_source(ws: pytest.Pytester, value: str, message: str):
     ws.makepyfile(GPU_TEST)
@@ -84,8 +99,8 @@ def test_bad_max_usd_is_a_usage_error_naming_its_source(ws: pytest.Pytester, val
 def test_header_shows_the_budget_off_and_what_is_left(ws: pytest.Pytester):
     ws.makepyfile(GPU_TEST)
     result = ws.runpytest()
-    result.stdout.fnmatch_lines(["distcheck budget: paid GPU tests off (give --max-usd USD to run tests marked "
-                                 "gpu); $5.00 left of $5.00 phase ceiling ($0.00 in experiments/ledger.md)"])
+    result.stdout.fnmatch_lines([HEADER.format(paid=PAID_OFF, left="$5.00", ceiling="$5.00", spent="$0.00",
+                                               ledger="experiments/ledger.md", held="")])
 
 
 def test_header_reports_a_malformed_ledger_and_the_ledger_is_untouched(ws: pytest.Pytester):
@@ -94,8 +109,8 @@ def test_header_reports_a_malformed_ledger_and_the_ledger_is_untouched(ws: pytes
     before = ledger.read_bytes()
     ws.makepyfile(GPU_TEST)
     result = ws.runpytest("--max-usd", "1")
-    result.stdout.fnmatch_lines(["distcheck budget: *ledger.md, line 3: table header must be*"
-                                 "(paid tests will be refused)"])
+    result.stdout.fnmatch_lines([HEADER_PROBLEM.format(paid=PAID_ON.format(usd="$1.00"),
+                                                       problem="*ledger.md, line 3: table header must be*")])
     assert ledger.read_bytes() == before
 
 
@@ -126,10 +141,12 @@ def test_budget_fixture_caps_by_marker_and_prices_the_time_limit(ws: pytest.Pyte
             assert res.max_seconds == 600 and res.usd == Decimal("0.1967")
 
         @pytest.mark.gpu
-        def test_no_time_limit(budget):
-            from pytest_distcheck.budget_guard import BudgetRefused
-            with pytest.raises(BudgetRefused, match="no time limit to price the worst case"):
+        def test_no_time_limit(budget, request):
+            from pytest_distcheck.budget import BudgetRefused
+            from pytest_distcheck.budget.plugin import NO_TIME_LIMIT
+            with pytest.raises(BudgetRefused) as exc:
                 budget.reserve("runpod", "RTX 4090", 2)
+            assert str(exc.value) == NO_TIME_LIMIT.format(purpose=request.node.nodeid)
 
         def test_guard_released_everything(budget_guard):
             st = budget_guard.status()
@@ -143,7 +160,7 @@ def test_budget_guard_fixture_skips_without_max_usd(ws: pytest.Pytester):
     ws.makepyfile("def test_x(budget_guard):\n    pass\n")
     result = ws.runpytest("-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*paid GPU work: give this session a budget*"])
+    result.stdout.fnmatch_lines(["*" + PAID_WORK.format(hint=enable_hint()) + "*"])
 
 
 XDIST_TESTS = """
@@ -162,8 +179,8 @@ def test_session_ceiling_holds_across_xdist_workers(ws: pytest.Pytester):
     result = ws.runpytest_subprocess("-n", "2", "--max-usd", "2.5", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*BudgetRefused*would cost up to $1.11; $0.28 left of $2.50 (session ceiling*"])
-    result.stdout.fnmatch_lines(["distcheck budget: this session spent $2.22 in 2 paid run(s), 2 not settled "
-                                 "(counted at worst case); $2.78 left of $5.00 phase ceiling"])
+    result.stdout.fnmatch_lines([SPENT.format(spent="$2.22", runs=2, unsettled=SPENT_UNSETTLED.format(n=2),
+                                              left="$2.78", ceiling="$5.00")])
     from pytest_distcheck.budget.ledger import Ledger
 
     rows = Ledger(ws.path / "experiments" / "ledger.md", ws.path / ".distcheck" / "budget.lock").read()

@@ -10,7 +10,15 @@ from importlib import resources
 import pytest
 
 from pytest_distcheck.budget.errors import PriceUnknown
-from pytest_distcheck.budget.pricing import API_KEY_ENV, PriceBook
+from pytest_distcheck.budget.pricing import (
+    API_KEY_ENV,
+    LIVE_HINT,
+    LIVE_LOOKUP_FAILED,
+    NO_PRICE,
+    NOT_OFFERED,
+    UNKNOWN_TO_RUNPOD,
+    PriceBook,
+)
 from pytest_distcheck.errors import ConfigError
 
 SECRET = "rpa_TESTSECRET0123456789"
@@ -39,8 +47,13 @@ def test_shipped_table_has_runpod_secure_and_community_with_source_and_date():
 
 
 def test_unknown_gpu_lists_what_is_priced():
-    with pytest.raises(PriceUnknown, match=r"no community price for GPU type 'A40' on runpod .*priced: .*RTX 4090"):
-        PriceBook.shipped().price("runpod", "A40", "community")
+    book = PriceBook.shipped()
+    with pytest.raises(PriceUnknown) as exc:
+        book.price("runpod", "A40", "community")
+    known = ", ".join(book.known("runpod", "community"))
+    assert "RTX 4090" in known
+    assert str(exc.value) == NO_PRICE.format(cloud="community", gpu="A40", provider="runpod", path=book.path,
+                                             known=known, hint=LIVE_HINT.format(env=API_KEY_ENV))
 
 
 @pytest.mark.parametrize("mutate, where", [
@@ -79,14 +92,16 @@ def test_live_price_takes_precedence_when_a_key_is_set(monkeypatch: pytest.Monke
 
 def test_live_answer_without_a_price_or_for_an_unknown_gpu_is_a_refusal(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv(API_KEY_ENV, SECRET)
-    with pytest.raises(PriceUnknown, match="gives no community cloud price"):
+    with pytest.raises(PriceUnknown) as exc:
         PriceBook.shipped(live_fetch=lambda *a: None).price("runpod", "A40", "community")
+    assert str(exc.value) == NOT_OFFERED.format(cloud="community", gpu="A40")
 
     def unknown(*a):
         raise ValueError("No GPU found with the specified ID")
 
-    with pytest.raises(PriceUnknown, match="RunPod does not know the GPU type 'B300'"):
+    with pytest.raises(PriceUnknown) as exc:
         PriceBook.shipped(live_fetch=unknown).price("runpod", "B300")
+    assert str(exc.value) == UNKNOWN_TO_RUNPOD.format(gpu="B300")
 
 
 def test_failed_live_lookup_falls_back_to_the_table_with_a_redacted_warning(monkeypatch: pytest.MonkeyPatch):
@@ -97,7 +112,8 @@ def test_failed_live_lookup_falls_back_to_the_table_with_a_redacted_warning(monk
 
     p = PriceBook.shipped(live_fetch=broken).price("runpod", "A40")
     assert p.usd_per_gpu_hour == Decimal("0.40") and not p.live
-    assert "live RunPod price lookup failed (RuntimeError" in p.warning and SECRET not in p.warning
+    assert p.warning == LIVE_LOOKUP_FAILED.format(error="RuntimeError",
+                                                  detail="502 Bad Gateway <html>...</html> Authorization: Bearer ***")
 
 
 def test_runpod_sdk_lookup_against_an_unreachable_api_falls_back(monkeypatch: pytest.MonkeyPatch):

@@ -13,9 +13,27 @@ from ledger_support import rechained
 
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.budget.errors import SettleRefused
-from pytest_distcheck.budget.guard import BudgetGuard
+from pytest_distcheck.budget.guard import (
+    ALREADY_SETTLED,
+    NEGATIVE_SECONDS,
+    UNKNOWN_RUN,
+    UNSETTLED_RUNS,
+    BudgetGuard,
+)
 from pytest_distcheck.budget.ledger import Ledger, parse
 from pytest_distcheck.cli import main
+from pytest_distcheck.commands.budget import (
+    CANNOT_RECONCILE,
+    NOT_WHOLE_SECONDS,
+    NOTHING_TO_RECONCILE,
+    OVERRUN_LINE,
+    OVERRUN_RECORDED,
+    PHASE_NOW,
+    PHASE_TOTAL,
+    SETTLE_COMMAND,
+    SETTLE_TOGETHER,
+    SETTLED,
+)
 from pytest_distcheck.workspace import load_workspace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,43 +79,46 @@ def test_settle_appends_one_row_copying_the_open_row_and_totals_use_it(phase: Pa
     assert t.unsettled == ()
     assert t.total == usd(1.18, 611) + usd(0.4, 900) + usd(1.18, 300)
     assert t.experiment("tp-inference") == usd(1.18, 611) + usd(1.18, 300)
-    assert "Settled run cccc3333-01 (pod podC)" in out and "300 s x $1.18/h = $0.10" in out
-    assert "was counted at its worst case, 1200 s = $0.39" in out and "Phase total now $0.40 of $5.00" in out
+    assert SETTLED.format(run="cccc3333-01", pod="podC", ledger=phase, line=settled.line, seconds=300, rate="$1.18",
+                          cost="$0.10", worst_s=1200, worst="$0.39") in out
+    assert PHASE_NOW.format(spent="$0.40", ceiling="$5.00") in out
 
     assert main(["budget"]) == 0
     out = capsys.readouterr().out
-    assert "phase total          $0.40 of $5.00" in out and "--settle" not in out
+    assert PHASE_TOTAL.format(spent="$0.40", ceiling="$5.00", left="$4.60", runs=3) in out and "--settle" not in out
 
 
 def test_budget_lists_each_unsettled_run_with_its_settle_command(phase: Path, capsys):
     assert main(["budget"]) == 0
     out = capsys.readouterr().out
-    assert "distcheck budget --settle cccc3333-01 --seconds S    # S: billed seconds of pod podC (reserved 1200)" in out
+    assert SETTLE_COMMAND.format(config="", run="cccc3333-01", pod="pod podC", seconds=1200) in out
     assert "--settle aaaa1111-01" not in out and "--settle bbbb2222-01" not in out
     assert main(["budget", "--config", "./checks/distcheck.toml"]) == 0
     out = capsys.readouterr().out
-    assert "distcheck budget --config ./checks/distcheck.toml --settle cccc3333-01 --seconds S" in out
+    assert SETTLE_COMMAND.format(config=" --config ./checks/distcheck.toml", run="cccc3333-01", pod="pod podC",
+                                 seconds=1200) in out
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--settle", "zzzz9999-01", "--seconds", "10"],
-     "unknown run id 'zzzz9999-01': no open row in {ledger} (unsettled runs: cccc3333-01)"),
+     lambda ledger: UNKNOWN_RUN.format(run="zzzz9999-01", ledger=ledger,
+                                       hint=UNSETTLED_RUNS.format(runs="cccc3333-01"))),
     (["--settle", "aaaa1111-01", "--seconds", "10"],
-     "run 'aaaa1111-01' is already settled in {ledger} (line 13: 611 s, $0.20)"),
-    (["--settle", "bbbb2222-01", "--seconds", "10"], "run 'bbbb2222-01' is already settled"),
-    (["--settle", "cccc3333-01", "--seconds", "-5"], "--seconds -5 is negative: give the billed seconds of pod podC"),
-    (["--settle", "cccc3333-01", "--seconds", "9\u00b2"], "--seconds '9\u00b2' is not a whole number of seconds"),
-    (["--settle", "cccc3333-01", "--seconds", "12.5"], "--seconds '12.5' is not a whole number of seconds"),
-    (["--settle", "cccc3333-01"], "--settle RUN_ID and --seconds S go together"),
-    (["--seconds", "10"], "--settle RUN_ID and --seconds S go together"),
+     lambda ledger: ALREADY_SETTLED.format(run="aaaa1111-01", ledger=ledger, line=13, seconds=611, cost="$0.20")),
+    (["--settle", "bbbb2222-01", "--seconds", "10"],
+     lambda ledger: ALREADY_SETTLED.format(run="bbbb2222-01", ledger=ledger, line=16, seconds=900, cost="$0.10")),
+    (["--settle", "cccc3333-01", "--seconds", "-5"], lambda ledger: NEGATIVE_SECONDS.format(seconds=-5, pod="podC")),
+    (["--settle", "cccc3333-01", "--seconds", "9\u00b2"], lambda ledger: NOT_WHOLE_SECONDS.format(text="9\u00b2")),
+    (["--settle", "cccc3333-01", "--seconds", "12.5"], lambda ledger: NOT_WHOLE_SECONDS.format(text="12.5")),
+    (["--settle", "cccc3333-01"], lambda ledger: SETTLE_TOGETHER),
+    (["--seconds", "10"], lambda ledger: SETTLE_TOGETHER),
 ])
 def test_refused_settlements_say_why_in_one_line_and_write_nothing(phase: Path, capsys, argv, message):
     before = phase.read_bytes()
     assert main(["budget", *argv]) == 2
     cap = capsys.readouterr()
     assert cap.out == ""
-    message = message.format(ledger=phase)
-    assert cap.err.count("\n") == 1 and cap.err.startswith("distcheck budget: ") and message in cap.err, cap.err
+    assert cap.err == f"distcheck budget: {message(phase)}\n"
     assert phase.read_bytes() == before
 
 
@@ -111,16 +132,19 @@ def test_seconds_past_the_reservation_are_never_refused_but_recorded_as_an_overr
     assert (settled.status, settled.billed_s, overrun.status, overrun.billed_s) == ("settled", 1200, "overrun", 2800)
     t = accounting.totals(rows)
     assert t.overruns == ("cccc3333-01",) and t.total == usd(1.18, 611) + usd(0.4, 900) + usd(1.18, 4000)
-    assert f"OVERRUN recorded on line {overrun.line}: 2800 s beyond the reservation" in out
+    assert OVERRUN_RECORDED.format(line=overrun.line, seconds=2800, cost="$0.92") in out
     assert main(["budget"]) == 0
-    assert "OVERRUN: run cccc3333-01 (pod podC) billed 2800 s beyond its reservation" in capsys.readouterr().out
+    assert OVERRUN_LINE.format(run="cccc3333-01", pod="podC", seconds=2800, line=overrun.line,
+                               cost="$0.92") in capsys.readouterr().out
 
 
 def test_a_second_settlement_of_the_same_run_is_refused(phase: Path, capsys):
     assert main(["budget", "--settle", "cccc3333-01", "--seconds", "1200"]) == 0  # the whole reservation is fine
     settled = phase.read_bytes()
     assert main(["budget", "--settle", "cccc3333-01", "--seconds", "5"]) == 2
-    assert "run 'cccc3333-01' is already settled" in capsys.readouterr().err
+    line = parse(settled.decode(), phase)[-1].line
+    assert capsys.readouterr().err == "distcheck budget: " + ALREADY_SETTLED.format(
+        run="cccc3333-01", ledger=phase, line=line, seconds=1200, cost="$0.39") + "\n"
     assert phase.read_bytes() == settled
 
 
@@ -159,8 +183,7 @@ def test_reconcile_without_a_key_says_it_cannot_ask_the_provider(phase: Path, ca
     before = phase.read_bytes()
     assert main(["budget", "--reconcile"]) == 2
     err = capsys.readouterr().err
-    assert "cannot reconcile: RUNPOD_API_KEY is not set (export it; reconcile asks RunPod's billing for the " \
-           "pods the ledger names)" in err, err
+    assert err == "distcheck budget: " + CANNOT_RECONCILE.format(env="RUNPOD_API_KEY") + "\n"
     assert "paid GPU tests" not in err
     assert phase.read_bytes() == before
 
@@ -170,7 +193,7 @@ def test_reconcile_with_an_empty_ledger_says_there_is_nothing_to_reconcile(phase
     phase.unlink()
     assert main(["budget", "--reconcile"]) == 0
     out = capsys.readouterr().out
-    assert "Nothing to reconcile: the ledger names no pod" in out and "Reconciled with" not in out, out
+    assert NOTHING_TO_RECONCILE in out and "Reconciled with" not in out, out
 
 
 def test_a_torn_last_line_is_repaired_by_the_command_its_error_names(phase: Path, capsys):
@@ -199,7 +222,7 @@ def test_the_budget_command_names_a_pod_that_may_still_be_billing_and_one_whose_
     out = capsys.readouterr().out
     assert TERMINATE_FAILED_LINE.format(run="cccc3333-01", pod="podC") in out
     assert RATE_UNKNOWN_LINE.format(run="cccc3333-01", pod="podC") in out
-    assert "phase total          $0.69 of $5.00" in out  # events cost nothing
+    assert PHASE_TOTAL.format(spent="$0.69", ceiling="$5.00", left="$4.31", runs=3) in out  # events cost nothing
 
 
 def test_a_run_whose_pod_was_never_recorded_is_not_asked_for_the_seconds_of_pod_dash(phase: Path, capsys):

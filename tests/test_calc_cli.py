@@ -2,7 +2,9 @@
 
 import pytest
 
-from pytest_distcheck.calc.estimators import LOWER_BOUND
+from pytest_distcheck.calc import precision
+from pytest_distcheck.calc.estimators import LOWER_BOUND, SOURCES, ZERO_PAPER
+from pytest_distcheck.calc.memory import PRECISION_NOTE
 from pytest_distcheck.cli import main
 from pytest_distcheck.commands import memory as memory_command
 
@@ -69,16 +71,21 @@ def test_memory_plan_total_with_megatron_distributed_optimizer(capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "6 Psi + 12 Psi/N_d" in out
-    assert ("24.52 GB per GPU = states 10.25 GB + activations 10.27 GB + gathered unit 0 GB + margin 4 GB "
-            "(variant zero-paper)") in out
-    assert "precision megatron-bf16: 18 bytes/parameter" in out
+    assert memory_command.PLAN_TOTAL.format(tp=8, pp=16, cp=1, dp=8, zero="megatron-distopt", recompute="selective",
+                                            total="24.52 GB", states="10.25 GB", activations="10.27 GB",
+                                            gathered="0 GB", margin="4 GB") + "\n" in out
+    assert PRECISION_NOTE.format(name="megatron-bf16", bytes=18, source=precision.recipe("megatron-bf16").source) in out
 
 
 def test_memory_puts_the_unit_on_every_figure_and_names_the_variant(capsys):
     assert main(["memory", "--params", "7.5B", "--dp", "64"]) == 0
     out = capsys.readouterr().out
-    assert "variant zero-paper (Rajbhandari et al. 2019); GB = 1e9 bytes" in out
-    assert "(params 15 GB, grads 15 GB, optimizer 90 GB)" in out and "margin 0 GB (variant zero-paper)" in out
+    assert out.startswith(memory_command.STATES_HEADER.format(
+        psi=7.5e9, nd=64, split="", what="recipe zero, 16 B/param", variant=ZERO_PAPER,
+        unit_note=memory_command.UNIT_NOTE["GB"]) + "\n")
+    assert memory_command.STATES_ROW.format(name="DDP / FSDP NO_SHARD", formula="(2+2+K) Psi", total="       120 GB",
+                                            params="15 GB", grads="15 GB", optimizer="90 GB", section="sec. 3.1") in out
+    assert "margin 0 GB (variant zero-paper)" in out
     assert LOWER_BOUND in out
 
 
@@ -112,7 +119,9 @@ def test_memory_places_zero_infinity_states_per_gpu_and_per_node(capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     # GPU 4L = 0.8 GB; CPU 8 x (2 + 12) x 7e9/16 x 1.5 = 73.5 GB; NVMe 8 x 2 x 7e9/16 = 7 GB
-    assert "per GPU 0.8 GB (GPU holds 4L); per node CPU 73.5 GB (1.5 x n x (grads+optimizer)), NVMe 7 GB" in out
+    assert memory_command.OFFLOAD_LINE.format(
+        options="zero3, offload_optimizer=cpu, offload_param=nvme", gpu="0.8 GB", gpu_formula="GPU holds 4L",
+        cpu="73.5 GB", cpu_formula="1.5 x n x (grads+optimizer)", nvme=", NVMe 7 GB", source=SOURCES[ZERO_PAPER]) in out
     assert "0.8 GB per GPU = states 0.8 GB" in out
 
 

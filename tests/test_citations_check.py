@@ -8,6 +8,19 @@ from pathlib import Path
 
 import pytest
 
+from pytest_distcheck.citations.decision import PLACEHOLDER
+from pytest_distcheck.citations.report import SUMMARY, UNSEEN, citations, cited_statements
+from pytest_distcheck.citations.verdict import (
+    COUNT_OF,
+    DO_NOT_RESOLVE,
+    ENOUGH,
+    HAS_OF,
+    NO_NOTE_YET,
+    NOT_INSTALLED,
+    TOO_FEW,
+)
+from pytest_distcheck.citations.verifier import CHECKED_OTHER, KINDS, NO_DECISION, RECORD_HINT, UNKNOWN_PACKAGE
+
 REPO = Path(__file__).resolve().parents[1]
 CHECK = REPO / "checks" / "test_reading_notes_cited.py"
 NOTES = REPO / "fixtures" / "notes"
@@ -41,7 +54,8 @@ def notes_workspace(pytester, monkeypatch):
 def test_notes_with_enough_resolved_citations_are_done(notes_workspace):
     result = notes_workspace({"a.md": NOTES / "good.md"})
     result.stdout.fnmatch_lines([
-        "*docs/a.md: 5 cited statements; 5 citations: 5 ok, 0 not counted, 0 failed*",
+        "*docs/a.md: " + SUMMARY.format(statements=cited_statements(5), citations=citations(5), ok=5, uncounted=0,
+                                        failed=0) + "*",
         "DONE     reading-notes-cited  evidence checked, confirmed: every citation resolved in the installed sources",
     ])
     assert result.ret == 0
@@ -52,20 +66,22 @@ def test_hidden_and_filler_notes_are_not_done(notes_workspace):
     # Every citation resolves, so the notes are in progress (pending), and the table says why none counted.
     result = notes_workspace({"a.md": NOTES / "all-hidden.md", "b.md": NOTES / "filler.md"})
     result.stdout.fnmatch_lines([
-        "PENDING  reading-notes-cited  docs/a.md has 0 of 5 cited statements; docs/b.md 0 of 5",
+        "PENDING  reading-notes-cited  " + HAS_OF.format(label="docs/a.md", n=0, minimum=5) + "; "
+        + COUNT_OF.format(label="docs/b.md", n=0, minimum=5),
     ])
     out = result.stdout.str()
     assert "DONE " not in out
-    assert "docs/a.md: 6 [cite: ...] in HTML comments or code blocks not counted" in out
+    assert UNSEEN.format(label="docs/a.md", n=6) in out
     assert "docs/b.md:4 [cite: toyparallel" in out
-    assert "not counted: the list item at line 3 states no design decision (placeholder 'Lorem'" in out
+    reason = NO_DECISION.format(kind=KINDS["list item"], line=3, problem=PLACEHOLDER.format(word="Lorem"))
+    assert ": not counted: " + reason in out
 
 
 def test_four_good_and_many_bad_is_broken_and_lists_every_failure(notes_workspace):
     result = notes_workspace({"a.md": NOTES / "good.md", "b.md": NOTES / "four-good-many-bad.md"})
     result.stdout.fnmatch_lines([
-        "BROKEN   reading-notes-cited  docs/b.md has 4 cited statements, at least 5 expected; "
-        "7 citation(s) do not resolve",
+        "BROKEN   reading-notes-cited  " + TOO_FEW.format(label="docs/b.md", statements=cited_statements(4), minimum=5)
+        + "; " + DO_NOT_RESOLVE.format(n=7),
     ])
     out = result.stdout.str()
     for line in (15, 17, 19, 21, 23, 25, 27):
@@ -76,7 +92,8 @@ def test_four_good_and_many_bad_is_broken_and_lists_every_failure(notes_workspac
 def test_a_missing_note_is_pending_with_what_to_write(notes_workspace):
     result = notes_workspace({"a.md": NOTES / "good.md", "fsdp.md": None})
     result.stdout.fnmatch_lines([
-        "PENDING  reading-notes-cited  docs/a.md 5 of 5 (enough); docs/fsdp.md: no note yet (0 of 5)",
+        "PENDING  reading-notes-cited  " + COUNT_OF.format(label="docs/a.md", n=5, minimum=5) + ENOUGH + "; "
+        + NO_NOTE_YET.format(label="docs/fsdp.md", minimum=5),
         "*-> distcheck cite",
     ])
     assert result.ret == 0
@@ -85,7 +102,7 @@ def test_a_missing_note_is_pending_with_what_to_write(notes_workspace):
 def test_a_cited_package_that_is_not_installed_is_pending_with_the_install_command(notes_workspace):
     result = notes_workspace({"a.md": NOTES / "good.md", "b.md": NOTES / "not-installed.md"})
     result.stdout.fnmatch_lines([
-        "PENDING  reading-notes-cited  not installed: absent-dist; the citations need its sources",
+        "PENDING  reading-notes-cited  " + NOT_INSTALLED.format(packages="absent-dist"),
         "*-> pip install -e '.[[]notes]'",
     ])
     assert result.ret == 0
@@ -97,11 +114,11 @@ def test_a_wrong_package_name_is_broken_and_listed_with_the_other_failures(notes
         extra="packages = ['toyparallel', 'otherpkg']\n",
     )
     result.stdout.fnmatch_lines([
-        "BROKEN   reading-notes-cited  5 citation(s) do not resolve",
+        "BROKEN   reading-notes-cited  " + DO_NOT_RESOLVE.format(n=5),
     ])
     out = result.stdout.str()
     assert "docs/b.md:8 [cite: toyparalel toyparallel/layers.py::divide" in out
-    assert "unknown package 'toyparalel' (the notes cite: toyparallel, otherpkg)" in out
+    assert UNKNOWN_PACKAGE.format(package="toyparalel", packages="toyparallel, otherpkg") in out
     for line in (10, 12, 14, 16):
         assert f"docs/b.md:{line} [cite: toyparallel" in out
     assert "PENDING" not in out and "pip install" not in out
@@ -111,7 +128,8 @@ def test_a_wrong_package_name_is_broken_and_listed_with_the_other_failures(notes
 def test_a_version_drift_is_done_with_a_warning(notes_workspace):
     result = notes_workspace({"a.md": NOTES / "version-drift.md"}, minimum=1)
     result.stdout.fnmatch_lines([
-        "*UserWarning: docs/a.md: checked against toyparallel 1.1.0, but 1.2.0 is installed*",
+        "*UserWarning: " + CHECKED_OTHER.format(note="docs/a.md", name="toyparallel", want="1.1.0", version="1.2.0",
+                                                record=RECORD_HINT.format(note="docs/a.md")),
         "DONE     reading-notes-cited  evidence checked, confirmed: every citation resolved in the installed sources",
     ])
 

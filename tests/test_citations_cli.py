@@ -7,7 +7,23 @@ from pathlib import Path
 
 import pytest
 
+from pytest_distcheck.citations.report import CHECKED_AGAINST, NOTE_HEADER, SUMMARY, citations, cited_statements
+from pytest_distcheck.citations.verifier import UNKNOWN_PACKAGE
 from pytest_distcheck.cli import build_parser, main
+from pytest_distcheck.commands.cite import (
+    FIND_NEEDS_PACKAGE,
+    FROM_TEMPLATE,
+    GIVE_NOTES,
+    INSTALL,
+    NO_SUCH_NOTE,
+    NO_WORKSPACE,
+    NOT_DEFINED,
+    NOT_RECORDED,
+    RECORDED,
+    TOO_FEW,
+    WRITE_IT,
+)
+from pytest_distcheck.workspace import NOT_FOUND_HINT
 
 REPO = Path(__file__).resolve().parents[1]
 NOTES = REPO / "fixtures" / "notes"
@@ -45,8 +61,10 @@ def test_a_good_note_prints_each_citation_and_exits_0(here, capsys):
     rc, out, _ = cite(capsys, str(NOTES / "good.md"))
     assert rc == 0
     assert out.count("\n  ok          line ") == 5
-    assert "(checked against toyparallel 1.2.0)" in out.splitlines()[0]
-    assert out.rstrip().endswith("5 cited statements; 5 citations: 5 ok, 0 not counted, 0 failed")
+    assert out.splitlines()[0] == NOTE_HEADER.format(label=NOTES / "good.md",
+                                                     versions=CHECKED_AGAINST.format(versions="toyparallel 1.2.0"))
+    assert out.rstrip().endswith(SUMMARY.format(statements=cited_statements(5), citations=citations(5), ok=5,
+                                                uncounted=0, failed=0))
 
 
 def test_a_failing_citation_exits_1_and_says_why(here, capsys):
@@ -58,7 +76,7 @@ def test_a_failing_citation_exits_1_and_says_why(here, capsys):
 
 def test_min_makes_too_few_statements_fail(here, capsys):
     rc, out, _ = cite(capsys, "--min", "6", str(NOTES / "good.md"))
-    assert rc == 1 and "too few: 5 cited statements, at least 6 needed" in out
+    assert rc == 1 and TOO_FEW.format(statements=cited_statements(5), minimum=6) + "\n" in out
 
 
 def test_files_and_minimum_default_to_the_workspace(here, capsys):
@@ -67,14 +85,15 @@ def test_files_and_minimum_default_to_the_workspace(here, capsys):
     write_workspace(here, ["docs/a.md"])
     rc, out, _ = cite(capsys)
     assert rc == 1
-    assert out.startswith("docs/a.md  (checked against toyparallel 1.2.0)")
-    assert "too few: 4 cited statements, at least 5 needed" in out
+    assert out.startswith(NOTE_HEADER.format(label="docs/a.md", versions=CHECKED_AGAINST.format(
+        versions="toyparallel 1.2.0")) + "\n")
+    assert TOO_FEW.format(statements=cited_statements(4), minimum=5) + "\n" in out
 
 
 def test_a_missing_package_shows_the_install_command_of_the_workspace(here, capsys):
     write_workspace(here, ["x.md"], packages=("toyparallel", "absent-dist"))
     rc, out, _ = cite(capsys, str(NOTES / "not-installed.md"))
-    assert rc == 1 and "install the cited packages with: pip install the-notes-extra" in out
+    assert rc == 1 and INSTALL.format(install="pip install the-notes-extra") + "\n" in out
 
 
 def test_a_package_the_workspace_does_not_list_is_a_failure_not_a_package_to_install(here, capsys):
@@ -82,8 +101,8 @@ def test_a_package_the_workspace_does_not_list_is_a_failure_not_a_package_to_ins
     rc, out, _ = cite(capsys, str(NOTES / "wrong-package-name.md"), str(NOTES / "not-installed.md"))
     assert rc == 1
     assert "line 8  [cite: toyparalel toyparallel/layers.py::divide" in out
-    assert "unknown package 'toyparalel' (the notes cite: toyparallel)" in out
-    assert "unknown package 'absent-dist' (the notes cite: toyparallel)" in out
+    assert UNKNOWN_PACKAGE.format(package="toyparalel", packages="toyparallel") + "\n" in out
+    assert UNKNOWN_PACKAGE.format(package="absent-dist", packages="toyparallel") + "\n" in out
     assert "pip install" not in out
     assert out.count("  FAILED      ") == 6
 
@@ -98,11 +117,12 @@ def test_record_writes_front_matter_only_when_all_resolve(here, capsys):
     shutil.copy(NOTES / "wrong-path.md", here / "bad.md")
     rc, out, _ = cite(capsys, "--record", "ok.md", "bad.md")
     assert rc == 1
-    assert "recorded: checked-against: toyparallel 1.2.0" in out
-    assert "not recorded: versions are recorded only when every citation resolves" in out
+    assert RECORDED.format(recorded="checked-against: toyparallel 1.2.0") + "\n" in out
+    assert NOT_RECORDED + "\n" in out
     assert (here / "ok.md").read_text().startswith("---\nchecked-against: toyparallel 1.2.0\n---\n")
     assert "checked-against" not in (here / "bad.md").read_text()
-    assert "ok.md  (checked against toyparallel 1.2.0)" in out  # the report after recording
+    assert NOTE_HEADER.format(label="ok.md", versions=CHECKED_AGAINST.format(versions="toyparallel 1.2.0")) in out
+    # the report after recording
 
 
 def test_find_prints_file_span_version_and_a_citation_to_paste(here, capsys):
@@ -124,20 +144,18 @@ def test_find_defaults_to_the_workspace_packages(here, capsys):
 
 def test_find_of_an_unknown_symbol_exits_1(here, capsys):
     rc, out, _ = cite(capsys, "--find", "Nope", "--package", "toyparallel")
-    assert rc == 1 and out.strip() == "Nope: not defined in toyparallel"
+    assert rc == 1 and out == NOT_DEFINED.format(symbol="Nope", packages="toyparallel") + "\n"
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         # No workspace file anywhere above: say so and how to name one, not "list them in" a missing file.
-        ((), "give note files (distcheck cite NOTE.md ...); no checks/distcheck.toml in this folder or any "
-             "folder above it; run from your workspace, name the file (distcheck ... --config FILE, pytest "
-             "--workspace FILE), or start one with `distcheck init`"),
-        (("nowhere.md",), "nowhere.md: no such note; write it, or check the path"),
-        (("--find", "X"), "--find needs --package P"),
+        ((), GIVE_NOTES.format(hint=NOT_FOUND_HINT)),
+        (("nowhere.md",), NO_SUCH_NOTE.format(path="nowhere.md", next=WRITE_IT)),
+        (("--find", "X"), FIND_NEEDS_PACKAGE),
         (("--find", "X", "--package", "absent-dist"), "distribution 'absent-dist' is not installed"),
-        (("--config", "missing.toml", "a.md"), "workspace file missing.toml not found"),
+        (("--config", "missing.toml", "a.md"), NO_WORKSPACE.format(path="missing.toml")),
     ],
 )
 def test_usage_errors_are_one_line_with_status_2(here, capsys, argv, message):
@@ -152,8 +170,8 @@ def test_a_missing_note_beside_the_template_says_to_copy_it(here, capsys):
     (here / "docs" / "notes" / "TEMPLATE.md").write_text("# template\n")
     rc, out, err = cite(capsys, "docs/notes/fsdp.md")
     assert rc == 2 and out == ""
-    assert ("docs/notes/fsdp.md: no such note; start it from the template: "
-            "cp docs/notes/TEMPLATE.md docs/notes/fsdp.md") in err, err
+    assert err == "distcheck cite: " + NO_SUCH_NOTE.format(path="docs/notes/fsdp.md", next=FROM_TEMPLATE.format(
+        template="docs/notes/TEMPLATE.md", path="docs/notes/fsdp.md")) + "\n"
 
 
 def test_one_of_anything_is_singular(here, capsys):
@@ -163,5 +181,7 @@ def test_one_of_anything_is_singular(here, capsys):
                     'products"]`.\n')
     rc, out, _ = cite(capsys, "--min", "2", str(note))
     assert rc == 1
-    assert "  1 cited statement; 1 citation: 1 ok, 0 not counted, 0 failed" in out, out
-    assert "  too few: 1 cited statement, at least 2 needed" in out, out
+    assert cited_statements(1) == "1 cited statement" and citations(1) == "1 citation"
+    assert "  " + SUMMARY.format(statements="1 cited statement", citations="1 citation", ok=1, uncounted=0,
+                                 failed=0) + "\n" in out, out
+    assert TOO_FEW.format(statements="1 cited statement", minimum=2) + "\n" in out, out

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_distcheck.citations.decision import PLACEHOLDER, too_few_words
 from pytest_distcheck.citations.record import record_versions
+from pytest_distcheck.citations.report import UNCOUNTED
 from pytest_distcheck.citations.verdict import notes_verdict
-from pytest_distcheck.citations.verifier import Status, verify_note
+from pytest_distcheck.citations.verifier import DUPLICATE, KINDS, NO_DECISION, TEST_CODE, Status, verify_note
 
 REPO = Path(__file__).resolve().parents[1]
 NOTES = REPO / "fixtures" / "notes"
@@ -44,7 +46,8 @@ def test_citations_in_comments_and_code_blocks_are_not_seen():
     (res,) = rep.results
     # The words in the comment do not make "Pairs" a decision.
     assert (res.status, res.code) == (Status.UNCOUNTED, "no-decision")
-    assert "states no design decision (1 word besides citations, at least 8)" in res.reason
+    block = res.citation.block
+    assert res.reason == NO_DECISION.format(kind=KINDS[block.kind], line=block.line, problem=too_few_words(1))
     assert rep.cited_statements == 0
 
 
@@ -97,7 +100,7 @@ def test_six_spellings_of_one_place_count_once():
     rep = verify("spellings.md")
     assert [r.status for r in rep.results] == [Status.COUNTED] + [Status.UNCOUNTED] * 5
     assert {r.reason for r in rep.results[1:]} == {
-        "same place as line 4 (toyparallel/layers.py::RowLinear.forward, line 50); counted once"
+        DUPLICATE.format(earlier=4, path="toyparallel/layers.py", symbol="RowLinear.forward", line=50)
     }
     assert rep.cited_statements == 1 and rep.ok
     # One package, however it is spelled: no false "does not list" warning after --record.
@@ -202,9 +205,7 @@ def test_test_helpers_are_not_design_decisions(tmp_path):
         tmp_path, 'toyparallel toyparallel/testing/helpers.py::make_batch "build a fake batch for the unit tests"'
     )).results
     assert (res.status, res.code) == (Status.UNCOUNTED, "test-code")
-    assert res.reason == (
-        "test code: toyparallel/testing/helpers.py is under a test folder; cite the library code it tests"
-    )
+    assert res.reason == TEST_CODE.format(path="toyparallel/testing/helpers.py")
 
 
 @pytest.mark.skipif(not installed("torch"), reason="needs torch")
@@ -217,6 +218,9 @@ def test_torch_testing_internal_is_test_code(tmp_path):
 
 
 def test_the_verdict_of_a_short_note_lists_what_was_not_counted_and_why():
-    verdict = notes_verdict([verify("todo.md")], minimum=5)
-    assert "notes/todo.md:4 [cite: toyparallel" in verdict.reason
-    assert "not counted: the list item at line 3 states no design decision (placeholder 'TODO'" in verdict.reason
+    rep = verify("todo.md")
+    verdict = notes_verdict([rep], minimum=5)
+    cit = rep.results[0].citation
+    assert cit.text.startswith("[cite: toyparallel")
+    reason = NO_DECISION.format(kind=KINDS["list item"], line=3, problem=PLACEHOLDER.format(word="TODO"))
+    assert UNCOUNTED.format(label="notes/todo.md", line=4, text=cit.text, reason=reason) in verdict.reason.splitlines()

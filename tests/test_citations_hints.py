@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_distcheck.citations.resolver import Resolver
+from pytest_distcheck.citations.syntax import CURLY_QUOTE, EXPECTED, FORM, SINGLE_QUOTES
 from pytest_distcheck.citations.verifier import verify_note
 
 REPO = Path(__file__).resolve().parents[1]
@@ -139,12 +140,12 @@ def test_each_miss_says_where_to_look(tmp_path, resolver, citation, code, reason
         ),
         pytest.param(
             "toyparallel toyparallel/layers.py::RowLinear.forward \u201cone all-reduce sums the partial products\u201d",
-            "the quote opens with a curly quote '\u201c': write it between straight double quotes",
+            EXPECTED.format(problem=CURLY_QUOTE.format(quote="\u201c"), form=FORM),
             id="curly-quotes",
         ),
         pytest.param(
             "toyparallel toyparallel/layers.py::RowLinear.forward 'one all-reduce sums the partial products'",
-            "the quote is in single quotes: write it between double quotes",
+            EXPECTED.format(problem=SINGLE_QUOTES, form=FORM),
             id="single-quotes",
         ),
     ],

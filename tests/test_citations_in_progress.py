@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_distcheck.citations.verdict import notes_verdict
+from pytest_distcheck.citations.verdict import COUNT_OF, HAS_OF, NO_NOTE_YET, notes_verdict
 from pytest_distcheck.citations.verifier import verify_note
 
 NOTES = Path(__file__).resolve().parents[1] / "fixtures" / "notes"
@@ -31,16 +31,16 @@ def note(tmp_path, name: str, bullets: int, extra: str = ""):
 def test_two_notes_with_one_good_citation_each_are_pending_with_both_counts(tmp_path):
     verdict = notes_verdict([note(tmp_path, "megatron.md", 1), note(tmp_path, "fsdp.md", 1)], minimum=5)
     assert verdict.state == "pending"
-    assert verdict.reason.splitlines()[0] == (
-        "docs/notes/megatron.md has 1 of 5 cited statements; docs/notes/fsdp.md 1 of 5")
+    assert verdict.reason.splitlines()[0] == (HAS_OF.format(label="docs/notes/megatron.md", n=1, minimum=5) + "; "
+                                              + COUNT_OF.format(label="docs/notes/fsdp.md", n=1, minimum=5))
     assert verdict.command == "distcheck cite"
 
 
 def test_a_missing_note_is_named_with_the_other_notes_count(tmp_path):
     verdict = notes_verdict([note(tmp_path, "megatron.md", 2)], minimum=5, missing=["docs/notes/fsdp.md"])
     assert verdict.state == "pending"
-    assert verdict.reason.splitlines()[0] == (
-        "docs/notes/megatron.md has 2 of 5 cited statements; docs/notes/fsdp.md: no note yet (0 of 5)")
+    assert verdict.reason.splitlines()[0] == (HAS_OF.format(label="docs/notes/megatron.md", n=2, minimum=5) + "; "
+                                              + NO_NOTE_YET.format(label="docs/notes/fsdp.md", minimum=5))
 
 
 def test_a_failing_citation_in_a_short_note_is_still_broken(tmp_path):

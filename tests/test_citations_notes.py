@@ -7,10 +7,40 @@ from pathlib import Path
 
 import pytest
 
+from pytest_distcheck.citations.decision import too_few_words
 from pytest_distcheck.citations.record import record_versions
-from pytest_distcheck.citations.report import failure_lines, note_lines
-from pytest_distcheck.citations.verdict import notes_verdict
-from pytest_distcheck.citations.verifier import Status, verify_note
+from pytest_distcheck.citations.report import (
+    NO_VERSIONS,
+    NOTE_HEADER,
+    RESOLVED,
+    SUMMARY,
+    citations,
+    cited_statements,
+    failure_lines,
+    note_lines,
+    summary,
+)
+from pytest_distcheck.citations.syntax import EXPECTED, FORM, NEVER_CLOSED, NO_PATH_SYMBOL, NO_SYMBOL
+from pytest_distcheck.citations.verdict import (
+    DO_NOT_RESOLVE,
+    NOT_INSTALLED,
+    OTHERS_FAIL,
+    TOO_FEW,
+    VERSION_DRIFT,
+    notes_verdict,
+)
+from pytest_distcheck.citations.verifier import (
+    CHECKED_OTHER,
+    DUPLICATE,
+    KINDS,
+    NO_DECISION,
+    NO_FRONT_MATTER,
+    QUOTE_LENGTH,
+    RECORD_HINT,
+    UNKNOWN_PACKAGE,
+    Status,
+    verify_note,
+)
 from pytest_distcheck.errors import ConfigError, DistcheckError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,7 +104,7 @@ def test_duplicates_are_counted_once_even_with_other_whitespace():
     rep = verify("duplicates.md")
     assert [r.status for r in rep.results] == [Status.COUNTED, Status.UNCOUNTED, Status.UNCOUNTED]
     assert [r.reason for r in rep.results[1:]] == [
-        "same place as line 4 (toyparallel/layers.py::RowLinear.forward, line 50); counted once"
+        DUPLICATE.format(earlier=4, path="toyparallel/layers.py", symbol="RowLinear.forward", line=50)
     ] * 2
     assert rep.cited_statements == 1 and rep.ok
 
@@ -88,18 +118,16 @@ def test_citations_that_state_no_decision_do_not_count():
         (6, Status.UNCOUNTED, "no-quote"),
         (9, Status.FAILED, "quote-too-short"),
     ]
-    assert "the list item at line 5 states no design decision (1 word besides citations, at least 8)" in (
-        rep.results[1].reason
-    )
+    assert too_few_words(1) == "1 word besides citations, at least 8"
+    assert rep.results[1].reason == NO_DECISION.format(kind=KINDS["list item"], line=5, problem=too_few_words(1))
     assert rep.cited_statements == 0
 
 
 def test_malformed_citations_fail_with_their_line():
     rep = verify("malformed.md")
-    assert [(m.line, m.problem.split(";")[0]) for m in rep.malformed] == [
-        (4, "no PATH::SYMBOL after the package name"),
-        (6, "no SYMBOL after '::'"),
-        (8, "the quote is never closed with '\"'"),
+    assert [(m.line, m.problem) for m in rep.malformed] == [
+        (line, EXPECTED.format(problem=problem, form=FORM))
+        for line, problem in ((4, NO_PATH_SYMBOL), (6, NO_SYMBOL), (8, NEVER_CLOSED))
     ]
     assert not rep.ok
 
@@ -110,9 +138,8 @@ def test_four_good_and_many_bad_is_broken_listing_every_failure():
     verdict = notes_verdict([rep], minimum=5)
     assert verdict.state == "broken"
     first, *rest = verdict.reason.splitlines()
-    assert first == (
-        "notes/four-good-many-bad.md has 4 cited statements, at least 5 expected; 7 citation(s) do not resolve"
-    )
+    assert first == (TOO_FEW.format(label="notes/four-good-many-bad.md", statements=cited_statements(4), minimum=5)
+                     + "; " + DO_NOT_RESOLVE.format(n=7))
     assert [line.split(" [cite:")[0] for line in rest[:-1]] == [
         f"notes/four-good-many-bad.md:{n}" for n in (15, 17, 19, 21, 23, 25, 27)
     ]
@@ -129,10 +156,10 @@ def test_a_package_not_in_the_notes_packages_is_a_broken_citation_listed_with_th
     failed = {r.citation.line: r for r in rep.failures}
     assert sorted(failed) == [8, 10, 12, 14, 16]
     assert failed[8].code == "unknown-package"
-    assert failed[8].reason == "unknown package 'toyparalel' (the notes cite: toyparallel, otherpkg)"
+    assert failed[8].reason == UNKNOWN_PACKAGE.format(package="toyparalel", packages="toyparallel, otherpkg")
     verdict = notes_verdict([rep], minimum=2)
     assert verdict.state == "broken" and "pip install" not in verdict.reason
-    assert verdict.reason.splitlines()[0] == "5 citation(s) do not resolve"
+    assert verdict.reason.splitlines()[0] == DO_NOT_RESOLVE.format(n=5)
     assert [line.split(" [cite:")[0] for line in verdict.reason.splitlines()[1:-1]] == [
         f"n.md:{n}" for n in (8, 10, 12, 14, 16)
     ]
@@ -152,18 +179,18 @@ def test_a_configured_package_not_installed_is_pending_and_still_lists_the_other
     verdict = notes_verdict(reps, minimum=5)
     assert verdict.state == "pending"
     first, *rest = verdict.reason.splitlines()
-    assert first == (
-        "not installed: absent-dist; the citations need its sources; 5 other citation(s) do not resolve"
-    )
+    assert first == NOT_INSTALLED.format(packages="absent-dist") + OTHERS_FAIL.format(n=5)
     assert [line.split(" [cite:")[0] for line in rest] == [
         f"wrong-package-name.md:{n}" for n in (8, 10, 12, 14, 16)
     ]
-    assert "unknown package 'toyparalel'" in rest[0]
+    assert rest[0].endswith(UNKNOWN_PACKAGE.format(package="toyparalel", packages="toyparallel, absent-dist"))
 
 
 def test_enough_good_citations_make_the_verdict_done():
     verdict = notes_verdict([verify("good.md")], minimum=5)
-    assert verdict.state == "done" and "5 cited statements" in verdict.reason
+    report = verify("good.md")
+    assert verdict.state == "done" and verdict.reason == f"{report.label}: {summary(report)}"
+    assert summary(report).startswith(cited_statements(5) + "; ")
     assert notes_verdict([verify("good.md")], minimum=6).state == "pending"  # in progress, not wrong
 
 
@@ -171,13 +198,14 @@ def test_a_version_drift_warns_and_names_both_versions():
     rep = verify("version-drift.md")
     assert rep.ok
     (warning,) = rep.warnings
-    assert "checked against toyparallel 1.1.0, but 1.2.0 is installed" in warning
-    assert "distcheck cite --record notes/version-drift.md" in warning
+    assert warning == CHECKED_OTHER.format(note="notes/version-drift.md", name="toyparallel", want="1.1.0",
+                                           version="1.2.0", record=RECORD_HINT.format(note="notes/version-drift.md"))
 
 
 def test_no_front_matter_warns_that_nothing_is_recorded():
     (warning,) = verify("wrong-symbol.md").warnings
-    assert "no checked-against front matter" in warning
+    assert warning == NO_FRONT_MATTER.format(note="notes/wrong-symbol.md",
+                                             record=RECORD_HINT.format(note="notes/wrong-symbol.md"))
 
 
 def test_record_writes_the_installed_versions_into_the_front_matter(tmp_path):
@@ -208,11 +236,13 @@ def test_an_unreadable_note_is_a_config_error(tmp_path):
 
 def test_the_report_has_one_line_per_citation_and_a_count():
     lines = note_lines(verify("duplicates.md"))
-    assert lines[0] == "notes/duplicates.md  (no checked-against versions recorded)"
-    assert lines[1].startswith("  ok          line 4  [cite: toyparallel") and lines[1].endswith(
-        "-> RowLinear.forward lines 48-50"
-    )
-    assert lines[-1] == "  1 cited statement; 3 citations: 1 ok, 2 not counted, 0 failed"
+    rep = verify("duplicates.md")
+    assert lines[0] == NOTE_HEADER.format(label="notes/duplicates.md", versions=NO_VERSIONS)
+    assert lines[1] == "  ok          " + RESOLVED.format(line=4, text=rep.results[0].citation.text,
+                                                          symbol="RowLinear.forward", start=48, end=50)
+    assert rep.results[0].citation.text.startswith("[cite: toyparallel")
+    assert lines[-1] == "  " + SUMMARY.format(statements=cited_statements(1), citations=citations(3), ok=1,
+                                              uncounted=2, failed=0)
 
 
 def test_a_quote_over_100_characters_fails(tmp_path):
@@ -222,7 +252,7 @@ def test_a_quote_over_100_characters_fails(tmp_path):
         f'`[cite: toyparallel toyparallel/layers.py::divide "{quote}"]`.\n'
     )
     res = only(verify_note(tmp_path / "n.md"))
-    assert (res.code, res.reason) == ("quote-too-long", "quote is 101 characters; 12 to 100 pin a place")
+    assert (res.code, res.reason) == ("quote-too-long", QUOTE_LENGTH.format(n=101, low=12, high=100))
 
 
 def test_a_failing_note_checked_against_another_version_names_the_pinned_install(tmp_path):
@@ -231,9 +261,7 @@ def test_a_failing_note_checked_against_another_version_names_the_pinned_install
     verdict = notes_verdict([verify_note(note, label="notes/drift.md")], minimum=1)
     assert verdict.state == "broken"
     first, second, *rest = verdict.reason.splitlines()
-    assert second == ("notes/drift.md was checked against toyparallel 1.1.0, but toyparallel 1.2.0 is installed: its "
-                      "citations hold for 1.1.0 (paths and quotes move between releases); pip install "
-                      "'toyparallel==1.1.0' to check it as written")
+    assert second == VERSION_DRIFT.format(label="notes/drift.md", package="toyparallel", want="1.1.0", have="1.2.0")
     assert rest[0].startswith("notes/drift.md:") and "toyparallel/layer.py" in rest[0]
     good = notes_verdict([verify("good.md")], minimum=6).reason.splitlines()
     assert not [line for line in good if "checked against" in line]

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_distcheck.citations.syntax import parse_note
+from pytest_distcheck.citations.decision import words
+from pytest_distcheck.citations.syntax import (
+    EMPTY,
+    EXPECTED,
+    FORM,
+    NEVER_CLOSED,
+    NO_PATH_SYMBOL,
+    NO_SYMBOL,
+    TEXT_AFTER_QUOTE,
+    parse_note,
+)
 from pytest_distcheck.errors import ConfigError
 
 NOTE = Path("note.md")
@@ -77,12 +87,12 @@ def test_each_list_item_and_heading_is_its_own_block():
     """)
     kinds = [(c.symbol, c.block.kind, c.block.line) for c in note.citations]
     assert kinds == [("h", "heading", 1), ("f", "list item", 2), ("g", "list item", 4)]
-    assert note.citations[2].block.own_words() == 11
+    assert len(words(note.citations[2].block.text)) == 11
 
 
-def test_own_words_leave_citations_out():
+def test_the_words_of_a_block_leave_its_citations_out():
     note = parse('See [cite: torch torch/a.py::f "many words inside the quote do not count"].')
-    assert note.citations[0].block.own_words() == 1
+    assert len(words(note.citations[0].block.text)) == 1
 
 
 def test_front_matter_records_versions():
@@ -116,19 +126,19 @@ def test_bad_front_matter_names_file_and_line(text, where, problem):
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("[cite:]", "empty citation"),
-        ("[cite: torch]", "no PATH::SYMBOL after the package name"),
-        ("[cite: torch torch/a.py]", "no PATH::SYMBOL after the package name"),
-        ('[cite: torch torch/a.py:: "q"]', "no SYMBOL after '::'"),
-        ('[cite: torch torch/a.py::f "never closed]', "the quote is never closed"),
-        ('[cite: torch torch/a.py::f "q" extra]', "text after the closing '\"' of the quote"),
+        ("[cite:]", EMPTY),
+        ("[cite: torch]", NO_PATH_SYMBOL),
+        ("[cite: torch torch/a.py]", NO_PATH_SYMBOL),
+        ('[cite: torch torch/a.py:: "q"]', NO_SYMBOL),
+        ('[cite: torch torch/a.py::f "never closed]', NEVER_CLOSED),
+        ('[cite: torch torch/a.py::f "q" extra]', TEXT_AFTER_QUOTE),
     ],
 )
 def test_malformed_citations_say_what_is_wrong(text, problem):
     note = parse(f"intro line\n\nbefore {text} after\n")
     assert note.citations == []
     (bad,) = note.malformed
-    assert bad.line == 3 and problem in bad.problem and "[cite: PACKAGE PATH::SYMBOL" in bad.problem
+    assert bad.line == 3 and bad.problem == EXPECTED.format(problem=problem, form=FORM)
 
 
 def test_link_targets_and_html_are_not_words_and_hide_no_citation():
@@ -137,7 +147,7 @@ def test_link_targets_and_html_are_not_words_and_hide_no_citation():
         [cite: torch torch/a.py::f "x"] <!-- [cite: torch torch/a.py::g "hidden"] -->
     """)
     (cit,) = note.citations
-    assert cit.symbol == "f" and cit.block.own_words() == 4  # See, the, docs, now
+    assert cit.symbol == "f" and len(words(cit.block.text)) == 4  # See, the, docs, now
 
 
 def test_a_table_row_is_a_statement_with_its_line():

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_distcheck.budget.config import ABSURD_CEILING, CURRENCY_SIGN, MAX_CEILING_USD, NOT_FINITE
 from pytest_distcheck.budget.ledger import Ledger, LedgerError, make_row, parse
 from pytest_distcheck.budget.pricing import PriceBook
-from pytest_distcheck.citations.syntax import parse_note
+from pytest_distcheck.citations.syntax import NOT_THE_FORM, parse_note
 from pytest_distcheck.cli import main
 from pytest_distcheck.errors import ConfigError, DistcheckError
 from pytest_distcheck.quiz.answers import AnswerError, parse_choice, parse_number
@@ -198,7 +199,7 @@ def test_fuzz_quiz_answers_give_a_finite_number_a_letter_or_an_answer_error():
 @pytest.mark.parametrize("text", ["A claim [cite: torch torch/x.py::f", "A claim [cite: torch torch/x.py::f  \n"])
 def test_a_citation_cut_off_after_its_symbol_is_malformed_not_a_crash(text):
     (bad,) = parse_note(text, Path("note.md")).malformed
-    assert bad.line == 1 and '[cite: PACKAGE PATH::SYMBOL "QUOTE"]' in bad.problem and "closing ']'" in bad.problem
+    assert bad.line == 1 and bad.problem == NOT_THE_FORM.format(form='[cite: PACKAGE PATH::SYMBOL "QUOTE"]')
 
 
 def _notes() -> list[str]:
@@ -525,16 +526,17 @@ def test_a_world_size_above_what_the_machine_holds_is_refused_naming_memory_and_
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("inf", "must be a finite number of USD, got 'inf'"), ("nan", "must be a finite number of USD, got 'nan'"),
-    ("1e309", "1e+309 USD is above 10000 USD"), ("1e308", "1e+308 USD is above 10000 USD"),
-    ("$3", "'$3' is not a number of USD: write 3"), ("3 USD", "write 3 (no currency sign or unit)"),
+    ("inf", NOT_FINITE.format(value="inf")), ("nan", NOT_FINITE.format(value="nan")),
+    ("1e309", ABSURD_CEILING.format(value="1e+309", max=MAX_CEILING_USD)),
+    ("1e308", ABSURD_CEILING.format(value="1e+308", max=MAX_CEILING_USD)),
+    ("$3", CURRENCY_SIGN.format(text="$3", plain="3")), ("3 USD", CURRENCY_SIGN.format(text="3 USD", plain="3")),
 ])
 def test_an_absurd_or_currency_signed_max_usd_is_a_usage_error_with_the_fix(text, expected):
     from pytest_distcheck.budget.plugin import _usd
 
-    with pytest.raises(pytest.UsageError, match="^command line --max-usd: ") as exc:
+    with pytest.raises(pytest.UsageError) as exc:
         _usd(text, "command line --max-usd")
-    assert expected in str(exc.value)
+    assert str(exc.value) == "command line --max-usd: " + expected
 
 
 @pytest.mark.parametrize("value", ["inf", "1e308", "nan"])

@@ -152,7 +152,7 @@ def test_start_command_is_safe_for_the_sdk_and_valid_bash():
 
 
 def test_dead_man_switch_ends_the_pod_at_its_deadline(fake, provider, timings):  # noqa: F811
-    """No client at all: only the pod's own loop (kill path b) ends it, with the pod's own key."""
+    """No client at all: only the pod's own dead-man loop ends it, with the pod's own key."""
     pod_id = provider.create(GpuRequest(1, GPU, 60, "img"), "distcheck-5e55101d-000001-1900000000",
                              limit_s=2, budget_usd=1.0, margin_s=0)
     (pod,) = fake.pods

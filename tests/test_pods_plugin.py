@@ -14,7 +14,7 @@ import pytest
 
 from pytest_distcheck.budget.ledger import Ledger
 from pytest_distcheck.pods.fake.fixtures import API_KEY, FAST_TIMINGS, fake, pod_dir  # noqa: F401 - fixtures
-from pytest_distcheck.pods.plugin import LOCAL_RATE_BOUND
+from pytest_distcheck.pods.plugin import HEADER_LOCAL, HEADER_RUNPOD_KEY, LOCAL_RATE_BOUND, SKIPPED, UNKNOWN_PROVIDER
 
 POD_TEST = """
 import pytest
@@ -45,7 +45,7 @@ def test_pod_test_passes_and_settles(pod_dir, fake):  # noqa: F811
     pod_dir.makepyfile(test_pod=POD_TEST.format(extra=""))
     result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*distcheck pods: provider runpod (RUNPOD_API_KEY set)*"])
+    result.stdout.fnmatch_lines([HEADER_RUNPOD_KEY])
     no_pod_billing(fake)
     (pod,) = fake.pods
     rows = ledger_rows(pod_dir.path)
@@ -190,7 +190,8 @@ def test_api_key_never_shown(pod_dir, fake):  # noqa: F811
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--gpu-provider", "aws"], "command line --gpu-provider: unknown GPU provider 'aws'"),
+    (["--gpu-provider", "aws"], UNKNOWN_PROVIDER.format(source="command line --gpu-provider", value="aws",
+                                                        choices="runpod, local")),
     (["--gpu-local-rate", "-1"], "command line --gpu-local-rate: " + LOCAL_RATE_BOUND.format(max=100, value="-1")),
 ])
 def test_bad_settings_are_usage_errors(pod_dir, args, message):  # noqa: F811
@@ -206,7 +207,8 @@ def test_provider_from_env_and_local_skips_without_gpus(pod_dir, monkeypatch):  
     pod_dir.makepyfile(test_pod=POD_TEST.format(extra=""))
     result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*distcheck pods: provider local*", "*needs 2 GPU(s); this machine has 0*"])
+    result.stdout.fnmatch_lines([HEADER_LOCAL.format(rate=0),
+                                 "*" + SKIPPED.format(provider="local", reason="*needs 2 GPU(s); this machine has 0*")])
 
 
 def test_bad_timings_ini_is_a_usage_error(pod_dir):  # noqa: F811

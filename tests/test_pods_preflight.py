@@ -12,7 +12,20 @@ import pytest
 
 from pytest_distcheck.pods.base import Pod, RunResult
 from pytest_distcheck.pods.preflight import (
+    ALLREDUCE_FAILED,
+    CUDA_NOT_AVAILABLE,
+    DRIVER_SUPPORTS,
+    FAILED_PREFLIGHT,
     GIB,
+    MISS,
+    NO_FACTS,
+    NO_GPU_VISIBLE,
+    NOT_REPORTED,
+    TOO_FEW_GPUS,
+    TOO_LITTLE_FREE,
+    TORCH_DEVICES,
+    TORCH_NOT_IMPORTED,
+    TORCH_TOO_OLD,
     Expect,
     PreflightFailed,
     parse,
@@ -53,27 +66,27 @@ def test_problems_of_a_fit_pod_are_none():
 
 
 @pytest.mark.parametrize("path, value, message", [
-    ("nvidia_smi", {"error": "nvidia-smi not found"}, "no GPU visible: nvidia-smi: nvidia-smi not found"),
+    ("nvidia_smi", {"error": "nvidia-smi not found"}, NO_GPU_VISIBLE.format(error="nvidia-smi not found")),
     ("nvidia_smi.gpus", FIT["nvidia_smi"]["gpus"][:1],
-     "1 GPU(s) visible (NVIDIA GeForce RTX 4090); the experiment needs 2"),
-    ("torch.version", "2.4.1+cu124", "torch 2.4.1+cu124 on the pod; the experiment needs torch >= 2.5"),
-    ("torch.available", False, "torch.cuda.is_available() is False (torch 2.8.0+cu128 built for CUDA 12.8; the "
-                               "driver supports CUDA 12.8): a run here would not use the GPUs"),
-    ("torch.count", 1, "torch sees 1 CUDA device(s); the experiment needs 2"),
+     TOO_FEW_GPUS.format(n=1, names="NVIDIA GeForce RTX 4090", gpus=2)),
+    ("torch.version", "2.4.1+cu124", TORCH_TOO_OLD.format(version="2.4.1+cu124", min="2.5")),
+    ("torch.available", False, CUDA_NOT_AVAILABLE.format(version="2.8.0+cu128", cuda="12.8",
+                                                         driver=DRIVER_SUPPORTS.format(cuda="12.8"))),
+    ("torch.count", 1, TORCH_DEVICES.format(n=1, gpus=2)),
     ("allreduce", {"backend": "nccl", "ranks": 2, "ok": False, "error": "NCCL error: unhandled system error"},
-     "a 2-rank NCCL all-reduce of 4 floats failed (NCCL 2.27.3): NCCL error: unhandled system error"),
-    ("torch.devices.1.free_bytes", 10 * GIB, "GPU 1 (NVIDIA GeForce RTX 4090) has 10.0 GiB free; the experiment needs "
-                                             "about 12.0 GiB (the gpu preset at TP 1)"),
-    ("torch", {"error": "ModuleNotFoundError('torch')"}, "torch does not import on the pod: ModuleNotFoundError"),
+     ALLREDUCE_FAILED.format(ranks=2, nccl="2.27.3", error="NCCL error: unhandled system error")),
+    ("torch.devices.1.free_bytes", 10 * GIB, TOO_LITTLE_FREE.format(index=1, name="NVIDIA GeForce RTX 4090", free=10,
+                                                                    need_gib=12, need="the gpu preset at TP 1")),
+    ("torch", {"error": "ModuleNotFoundError('torch')"},
+     TORCH_NOT_IMPORTED.format(error="ModuleNotFoundError('torch')")),
 ])
 def test_problems_name_each_miss(path, value, message):
-    found = problems(_edit(path, value), EXPECT)
-    assert len(found) == 1 and found[0].startswith(message), found
+    assert problems(_edit(path, value), EXPECT) == [message]
 
 
 def test_problems_of_missing_facts_are_misses_too():
-    assert problems({}, EXPECT)[:2] == ["no GPU visible: nvidia-smi: not reported",
-                                        "torch does not import on the pod: not reported"]
+    assert problems({}, EXPECT)[:2] == [NO_GPU_VISIBLE.format(error=NOT_REPORTED),
+                                        TORCH_NOT_IMPORTED.format(error=NOT_REPORTED)]
 
 
 def test_probe_on_this_machine_reports_no_gpu(tmp_path):
@@ -114,11 +127,13 @@ def test_run_preflight_raises_naming_every_miss_unless_rehearsing():
     pod = _Pod(["noise", "DISTCHECK-PREFLIGHT " + json.dumps(bad)])
     with pytest.raises(PreflightFailed) as err:
         run_preflight(pod, EXPECT)
-    assert "pod pod-1 failed its preflight, so the experiment was not started" in str(err.value)
-    assert "  - torch.cuda.is_available() is False" in str(err.value)
+    assert str(err.value) == FAILED_PREFLIGHT.format(pod="pod-1", misses="\n".join(
+        MISS.format(miss=p) for p in err.value.problems))
+    assert err.value.problems[0].startswith("torch.cuda.is_available() is False")
     assert err.value.facts["problems"] == err.value.problems
     facts = run_preflight(pod, EXPECT, rehearsal=True)
     assert facts["rehearsal"] is True and facts["problems"][0].startswith("torch.cuda.is_available() is False")
     assert run_preflight(_Pod(["DISTCHECK-PREFLIGHT " + json.dumps(FIT)]), EXPECT)["problems"] == []
-    with pytest.raises(PreflightFailed, match=r"the probe gave no facts \(exit 127\): bash: python3: not found"):
+    with pytest.raises(PreflightFailed) as err:
         run_preflight(_Pod(["bash: python3: not found"], status=127), EXPECT, rehearsal=True)
+    assert err.value.problems == [NO_FACTS.format(status=127, tail="bash: python3: not found")]

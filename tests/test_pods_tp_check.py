@@ -8,34 +8,18 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from pods_support import REPO, STEPS, tp_check_workspace
 
 from pytest_distcheck.budget.ledger import Ledger
 from pytest_distcheck.pods.fake.fixtures import fake, pod_dir  # noqa: F401 - fixtures
+from pytest_distcheck.pods.plugin import REHEARSAL_ONLY
+from pytest_distcheck.pods.preflight import CUDA_NOT_AVAILABLE, FAILED_PREFLIGHT, MISS, NO_GPU_VISIBLE
 
-REPO = Path(__file__).resolve().parents[1]
-TINY = "--batch-sizes 1 --prompt-lens 8 --new-tokens 2 --warmup 0 --reps 1"
-
-
-def _workspace(root: Path) -> None:
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "results")
-    shutil.copytree(REPO / "experiments" / "tp_inference", root / "experiments" / "tp_inference", ignore=skip)
-    shutil.copy2(REPO / "experiments" / "__init__.py", root / "experiments" / "__init__.py")
-    shutil.copy2(REPO / "checks" / "test_tp_speedup_gpu.py", root / "checks" / "test_tp_speedup_gpu.py")
-    with (root / "checks" / "distcheck.toml").open("a") as f:
-        f.write(f'\n[tp_inference]\nresults_dir = "experiments/tp_inference/results"\npod_args = "{TINY}"\n')
-
-
-# The status line's steps, one plain line each (pytester is not a terminal), in order.
-STEPS = ["distcheck pods: 2 x NVIDIA GeForce RTX 4090 (runpod): creating distcheck-*",
-         "distcheck pods: 2 x * (runpod): waiting for fake* s since create, $* so far*",
-         "distcheck pods: 2 x * (runpod): ready: SSH 127.0.0.1:*",
-         "distcheck pods: 2 x * (runpod): ready: pod *, run *",
-         "distcheck pods: 2 x * (runpod): staging stage -> pod:code *"]
+NO_CUDA = CUDA_NOT_AVAILABLE.format(version="*", cuda="*", driver="*")
 
 
 def _rows(root: Path):
@@ -51,15 +35,15 @@ def _settled(root: Path, provider: str) -> None:
 
 
 def test_paid_run_on_a_cpu_only_pod_stops_at_preflight(pod_dir, fake):  # noqa: F811
-    _workspace(pod_dir.path)
+    tp_check_workspace(pod_dir.path)
     result = pod_dir.runpytest_subprocess("--max-usd", "3", "-m", "gpu", "-p", "no:cacheprovider", "-s",
                                           "checks/test_tp_speedup_gpu.py")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(STEPS[:5] + ["*: running preflight: GPUs, driver, torch, NCCL all-reduce, free memory*",
                                              "*: terminating pod *", "*: pod * terminated; settled * s x $1.18/h = $*"])
-    result.stdout.fnmatch_lines(["*PreflightFailed: pod * failed its preflight, so the experiment was not started*",
-                                 "*- no GPU visible: nvidia-smi: nvidia-smi not found*",
-                                 "*- torch.cuda.is_available() is False*"])
+    result.stdout.fnmatch_lines(["*PreflightFailed: " + FAILED_PREFLIGHT.split("\n")[0].format(pod="*"),
+                                 "*" + MISS.format(miss=NO_GPU_VISIBLE.format(error="nvidia-smi not found")),
+                                 "*" + MISS.format(miss=NO_CUDA)])
     _settled(pod_dir.path, "runpod")
     assert fake.wait_until(lambda: not fake.live_pods(), 20)
     (pod,) = fake.pods
@@ -73,7 +57,7 @@ def test_rehearsal_flag_is_refused_against_a_real_api(pytester, monkeypatch):
     monkeypatch.setenv("RUNPOD_API_BASE_URL", "https://api.runpod.io")
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*DISTCHECK_REHEARSAL=1 is for `distcheck rehearse` only*api.runpod.io*"])
+    result.stderr.fnmatch_lines(["*" + REHEARSAL_ONLY.format(env="DISTCHECK_REHEARSAL", host="api.runpod.io")])
 
 
 def test_paid_run_with_the_local_provider_stops_at_preflight_at_no_cost(pod_dir, monkeypatch, tmp_path):  # noqa: F811
@@ -84,11 +68,12 @@ def test_paid_run_with_the_local_provider_stops_at_preflight_at_no_cost(pod_dir,
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", os.pathsep.join([str(bindir), os.path.dirname(sys.executable), os.environ["PATH"]]))
     monkeypatch.delenv("RUNPOD_API_KEY")
-    _workspace(pod_dir.path)
+    tp_check_workspace(pod_dir.path)
     result = pod_dir.runpytest_subprocess("--max-usd", "3", "-m", "gpu", "--gpu-provider", "local",
                                           "-p", "no:cacheprovider", "checks/test_tp_speedup_gpu.py")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*failed its preflight*", "*- torch.cuda.is_available() is False*"])
+    result.stdout.fnmatch_lines(["*" + FAILED_PREFLIGHT.split("\n")[0].format(pod="*"),
+                                 "*" + MISS.format(miss=NO_CUDA)])
     _settled(pod_dir.path, "local")
     rows = _rows(pod_dir.path)
     assert all(r.cost == 0 for r in rows) and rows[0].gpu_type == "local Fake GPU"

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_pods_tp_check import STEPS, _workspace  # noqa: I001 - the same workspace as the paid-check tests
+from pods_support import STEPS, tp_check_workspace  # noqa: I001 - the same workspace as the paid-check tests
 
 from pytest_distcheck.budget.ledger import Ledger
 from pytest_distcheck.pods.fake.fixtures import FAST_TIMINGS, write_workspace
@@ -42,7 +42,7 @@ def rehearsal_ws(tmp_path, monkeypatch):
     ws = tmp_path / "ws"
     (ws / "checks").mkdir(parents=True)
     write_workspace(ws)
-    _workspace(ws)
+    tp_check_workspace(ws)
     (ws / "tox.ini").write_text(f"[pytest]\ndistcheck_pod_timings = {FAST_TIMINGS}\n")
     for name in ("RUNPOD_API_KEY", "RUNPOD_API_BASE_URL", "DISTCHECK_REHEARSAL", "DISTCHECK_RUNPOD_REST_URL"):
         monkeypatch.delenv(name, raising=False)
@@ -97,7 +97,10 @@ def test_the_estimate_points_to_the_rehearsal_and_says_what_it_cannot_cover(tmp_
     monkeypatch.chdir(tmp_path)
     assert main(["estimate", "--gpu", "RTX 4090", "--count", "2", "--minutes", "30"]) == 0
     out = capsys.readouterr().out
-    assert "rehearse the paid path first, for free: `distcheck rehearse`" in out
+    from pytest_distcheck.commands.estimate import REHEARSE_FIRST
+    from pytest_distcheck.pods.rehearsal import NOT_COVERED
+
+    assert REHEARSE_FIRST.format(gaps="; ".join(NOT_COVERED)) + "\n" in out
     assert "it cannot cover real prices, capacity and how long a real pod takes to start; the image on a real" in out
 
 

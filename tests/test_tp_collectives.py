@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from pytest_distcheck.tp.collectives import expected_collectives, kind_of
+from pytest_distcheck.tp.collectives import COUNTS, DIFFER, NEEDS_GRAD, expected_collectives, kind_of
 from pytest_distcheck.tp.plan import Layer
 
 
@@ -19,7 +19,7 @@ def test_expected_counts_follow_the_plan_and_the_requires_grad_condition():
     some = expected_collectives(plan, {"attn.qkv": False, "mlp.up": True})
     assert some.backward == Counter({"all-reduce": 1})
     assert expected_collectives(plan, True, backward=False).backward == Counter()
-    assert str(block) == "forward: 2 all-reduce; backward: 2 all-reduce"
+    assert str(block) == COUNTS.format(forward="2 all-reduce", backward="2 all-reduce")
 
 
 def test_op_names_map_to_field_standard_kinds():
@@ -74,8 +74,8 @@ def _mlp_counts(x_requires_grad: bool, style: str):
 
 @pytest.mark.parametrize("style", ["megatron", "dtensor"])
 def test_a_column_parallel_layer_all_reduces_in_backward_only_when_its_input_needs_grad(dist_world, style):
-    assert dist_world.run(_mlp_counts, False, style)[0] == "forward: 1 all-reduce; backward: none"
-    assert dist_world.run(_mlp_counts, True, style)[0] == "forward: 1 all-reduce; backward: 1 all-reduce"
+    assert dist_world.run(_mlp_counts, False, style)[0] == COUNTS.format(forward="1 all-reduce", backward="none")
+    assert dist_world.run(_mlp_counts, True, style)[0] == COUNTS.format(forward="1 all-reduce", backward="1 all-reduce")
 
 
 def _lab_block_counts():
@@ -94,7 +94,7 @@ def _lab_block_counts():
 
 
 def test_the_lab_block_does_two_all_reduces_each_way(dist_world):
-    assert dist_world.run(_lab_block_counts)[0] == "forward: 2 all-reduce; backward: 2 all-reduce"
+    assert dist_world.run(_lab_block_counts)[0] == COUNTS.format(forward="2 all-reduce", backward="2 all-reduce")
 
 
 def _no_f_counts():
@@ -116,6 +116,6 @@ def _no_f_counts():
 
 def test_a_missing_f_shows_as_a_missing_backward_all_reduce(dist_world):
     message = dist_world.run(_no_f_counts)[0]
-    assert message.startswith("collectives differ from the expected ones: expected forward: 1 all-reduce; "
-                              "backward: 1 all-reduce; found forward: 1 all-reduce; backward: none")
-    assert "up (colwise): its input requires grad, so its f all-reduces dL/dx in backward" in message
+    want = COUNTS.format(forward="1 all-reduce", backward="1 all-reduce")
+    found = COUNTS.format(forward="1 all-reduce", backward="none")
+    assert message == DIFFER.format(want=want, found=found) + "\n" + NEEDS_GRAD.format(path="up")

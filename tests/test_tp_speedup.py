@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_distcheck.tp_result import compute_speedups, load_result, problems
+from pytest_distcheck.phase35.tp_result import compute_speedups, load_result, problems
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "fixtures" / "tp_inference" / "synthetic-cuda-2gpu.json"

@@ -224,7 +224,7 @@ def test_a_result_that_records_no_sources_is_stale(workspace, good):
 
 
 def test_a_run_on_local_gpus_is_not_a_cloud_run(workspace, good, pytester):
-    """Red-team A05: the DoD says 2 cloud GPUs; a result and ledger rows of provider `local` do not count."""
+    """The DoD says 2 cloud GPUs; a result and ledger rows of provider `local` do not count."""
     ledger = pytester.path / "ledger.md"
     ledger.write_text(rechained(ledger.read_text().replace("| runpod |", "| local |")))
     good["pod"] = {"provider": "local", "id": "pod-learner"}
@@ -232,14 +232,14 @@ def test_a_run_on_local_gpus_is_not_a_cloud_run(workspace, good, pytester):
 
 
 def test_a_result_dated_in_the_future_is_broken(workspace, good):
-    """Red-team A14: a result typed with 2031 times."""
+    """A result typed with times dated 2031."""
     good["finished_utc"] = "2031-05-01T00:05:00Z"
     _broken(workspace(good),
             "results/synthetic-cuda-2gpu.json: dated in the future (finished_utc 2031-05-01T00:05:00Z)*")
 
 
 def test_a_reconciled_row_read_from_the_ledger_is_not_confirmed(workspace, good, pytester):
-    """Red-team A03: a `reconciled` row typed into the ledger; the provider was not asked in this run."""
+    """A `reconciled` row typed into the ledger; the provider was not asked in this run."""
     ledger = pytester.path / "ledger.md"
     ledger.write_text(rechained(ledger.read_text() + "| 2026-01-01T00:20:00Z | r0learner-0001 | reconciled | runpod "
                                 "| TEST GPU x 2 | 900 | 2.78 | 0.6950 | USD | tp-inference | "

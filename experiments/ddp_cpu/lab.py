@@ -41,7 +41,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from pytest_distcheck import bandwidth
-from pytest_distcheck.hostinfo import describe_host
+from pytest_distcheck.phase35.hostinfo import describe_host
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ faster). The CPU reference result was made with::
         --out solutions/experiments/tp_inference/results/speedup-cpu-gloo-2.json
 
 The speedup at TP ``t`` is latency at TP 1 over latency at TP ``t``, for the same ``b`` and ``s``
-(``pytest_distcheck.tp_result``). On CPU, TP 1 runs on one core and TP 2 on two (torchrun sets one
+(``pytest_distcheck.phase35.tp_result``). On CPU, TP 1 runs on one core and TP 2 on two (torchrun sets one
 thread per process), so the CPU curve shows work split over cores, not over GPUs.
 """
 
@@ -62,9 +62,9 @@ from experiments.tp_inference.plot import plot_speedups
 from experiments.tp_inference.shard import shard_model, shard_with_torch, tp_degree_problems
 from experiments.tp_inference.timing import Stopwatch, device_for
 from pytest_distcheck.evidence import record_sources
+from pytest_distcheck.phase35.tp_result import SCHEMA, SCHEMA_ID, compute_speedups, problems, summarize
 from pytest_distcheck.schemas import validate
 from pytest_distcheck.tp.plan import EVEN_SHARDS
-from pytest_distcheck.tp_result import SCHEMA, SCHEMA_ID, compute_speedups, problems, summarize
 
 EXPERIMENT = "tp-inference"
 RESULTS_DIR = Path("experiments/tp_inference/results")

@@ -1,15 +1,9 @@
 """What the ledger says was spent: one charge per run, totals overall, by experiment and by session.
 
 Pure functions over parsed rows (no file I/O). Every amount is recomputed from each row's
-rate_per_hour and billed_s (``LedgerRow.recomputed_cost``), never taken from a written total.
-
-A run counts, by the first that applies (status names as in :mod:`~pytest_distcheck.budget.ledger`):
-
-1. its latest ``reconciled`` row: what the provider billed for the pod;
-2. its ``settled`` row plus its ``overrun`` row, if any: what the kit measured;
-3. its ``started`` row, else its ``open`` row: the worst case while the run may still be billing.
-
-Event rows (``rate-unknown``, ``terminate-failed``) cost nothing and change no total.
+rate_per_hour and billed_s (``LedgerRow.recomputed_cost``), never taken from a written total. A run
+counts its latest ``reconciled`` row, else its ``settled`` plus ``overrun`` rows, else its ``started``
+or ``open`` row (its worst case); event rows cost nothing (docs/design/budget.md).
 """
 
 from __future__ import annotations

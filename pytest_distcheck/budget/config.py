@@ -1,14 +1,8 @@
-"""The ``[budget]`` section of a workspace file: where the ledger is and the ceilings in USD.
-
-    [budget]
-    ledger = "experiments/35-cloud-budget.md"   # relative to the workspace root
-    phase_ceiling_usd = 5.0                     # all runs of the phase together
-    uncapped_experiments = ["smoke"]            # declared ids without a ceiling of their own
-    [budget.experiment_ceilings_usd]
-    tp-inference = 3.0                          # runs reserved with experiment="tp-inference"
+"""The ``[budget]`` section of a workspace file: where the ledger is and the ceilings in USD
+(``ledger``, ``phase_ceiling_usd``, ``[budget.experiment_ceilings_usd]``, ``uncapped_experiments``).
 
 A paid run may name only a declared experiment (a key of ``experiment_ceilings_usd`` or an entry of
-``uncapped_experiments``): a misspelt id would otherwise escape its ceiling.
+``uncapped_experiments``): a misspelt id would otherwise escape its ceiling. Example: docs/design/budget.md.
 """
 
 from __future__ import annotations
@@ -20,14 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import N_, _
 
 _EXPERIMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")  # as the ledger's experiment column
 # A ceiling above this is a typo (an extra digit, a number meant as cents): more than a course phase costs.
 MAX_CEILING_USD = Decimal(10_000)
-NOT_FINITE = "must be a finite number of USD, got {value!r}"
-ABSURD_CEILING = (f"{{value}} USD is above {MAX_CEILING_USD} USD, more than a course phase costs: a typo? "
-                  "(amounts are in USD, e.g. 5 or 0.5)")
-CURRENCY_SIGN = "is not a number of USD: write {plain} (no currency sign or unit)"
+NOT_FINITE = N_("must be a finite number of USD, got {value!r}")
+ABSURD_CEILING = N_("{value} USD is above {max} USD, more than a course phase costs: a typo? (amounts are in USD, "
+                    "e.g. 5 or 0.5)")
+CURRENCY_SIGN = N_("{text!r} is not a number of USD: write {plain} (no currency sign or unit)")
 STATE_DIR = ".distcheck"  # gitignored: reservations and the lock live here, never in the ledger
 LOCK_FILE = "budget.lock"
 
@@ -65,9 +60,9 @@ def ceiling_problem(value: Decimal, shown: str | None = None) -> str | None:
     """What is wrong with a ceiling of ``value`` USD that is not negative: not finite, or absurdly large
     (``shown``: the value as the user wrote it)."""
     if not value.is_finite():
-        return NOT_FINITE.format(value=shown if shown is not None else str(value))
+        return _(NOT_FINITE).format(value=shown if shown is not None else str(value))
     if value > MAX_CEILING_USD:
-        return ABSURD_CEILING.format(value=f"{value:g}")
+        return _(ABSURD_CEILING).format(value=f"{value:g}", max=MAX_CEILING_USD)
     return None
 
 

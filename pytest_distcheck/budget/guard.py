@@ -1,19 +1,11 @@
-"""Ceilings and reservations: a paid launch is priced, checked against what is left and written to
-the ledger as an ``open`` row BEFORE anything is created, under one lock shared by every process that
-uses the same ledger (xdist workers, other pytest runs).
+"""Ceilings and reservations: a paid launch is priced, checked against what is left and written to the
+ledger as an ``open`` row, read back, BEFORE anything is created, under one lock shared by every process
+that uses the same ledger (xdist workers, other pytest runs).
 
-Left = the least of
-    session ceiling (--max-usd) - this session's charges,
-    phase ceiling - the ledger's charges,
-    experiment ceiling - the experiment's charges (when it has a ceiling),
-where a run that is not settled counts its worst case (``accounting``). The open row is read back
-before ``reserve`` returns; a run id that is not there is an error, so no pod is ever created without
-its row. The experiment must be declared in ``[budget]`` (with a ceiling, or listed as uncapped):
-an unknown or misspelt id is refused before anything is written.
-
-``<root>/.distcheck/budget-reservations.json`` (scratch state, gitignored) lists the runs in
-progress with their process id and that process's start time: a run whose process is gone is no
-longer "in progress" at once (its worst case keeps counting until it is settled or reconciled).
+Left (USD) = the least of the session, phase and experiment ceilings minus what each has spent, a run
+not yet settled counting its worst case. An experiment must be declared in ``[budget]``. The runs in
+progress are noted, with their process, in ``<root>/.distcheck/budget-reservations.json``. The contract
+for code that rents machines and the formulas: docs/design/budget.md.
 """
 
 from __future__ import annotations
@@ -38,9 +30,28 @@ from pytest_distcheck.budget.ledger import LOCK_WAIT_AFTER_CREATE_S, Ledger, Led
 from pytest_distcheck.budget.pricing import Billing, Price, PriceBook
 from pytest_distcheck.calc.cost import billed_seconds, max_runtime_s
 from pytest_distcheck.errors import ConfigError, DistcheckError
+from pytest_distcheck.i18n import N_, _
 
 RESERVATIONS_FILE = "budget-reservations.json"
 EPS = Decimal("0.000001")
+UNDECLARED_EXPERIMENT = N_("experiment {experiment!r} is not declared in [budget] of {source} (declared: {known})"
+                           "{hint} Declare it under [budget.experiment_ceilings_usd] with a ceiling, or in "
+                           "budget.uncapped_experiments; nothing was reserved or created")
+DID_YOU_MEAN = N_("; did you mean {name!r}?")
+PHASE_CEILING = N_("phase ceiling {usd} in {source}")
+SESSION_CEILING = N_("session ceiling --max-usd {usd:g}")
+EXPERIMENT_CEILING = N_("experiment {experiment} ceiling {usd} in {source}")
+NO_LIVE_PRICE = N_("{purpose}: no live {provider} price for {count} x {gpu} ({cloud}): {warning}; the shipped "
+                   "table's {rate}/GPU-hour may be below what is billed, so nothing was reserved or created")
+LAUNCH = N_("{purpose}: {count} x {gpu} on {provider}{cloud} at {rate}/GPU-hour")
+CAP_BUYS_NOTHING = N_("{launch}: the test's cap {cap} buys no billed time (minimum {minimum} s)")
+REFUSED = N_("{launch} for up to {seconds:g} s would cost up to {cost}; {left} left of {ceiling} ({limit}; {spent} in "
+             "the ledger, runs in progress at their worst case)")
+ALREADY_SETTLED = N_("run {run!r} is already settled in {ledger} (line {line}: {seconds} s, {cost}); nothing written")
+UNKNOWN_RUN = N_("unknown run id {run!r}: no open row in {ledger} ({hint})")
+UNSETTLED_RUNS = N_("unsettled runs: {runs}")
+NO_UNSETTLED_RUNS = N_("it has no unsettled runs")
+NEGATIVE_SECONDS = N_("--seconds {seconds} is negative: give the billed seconds of pod {pod}; nothing written")
 
 
 def session_id_from_env() -> str:
@@ -186,11 +197,10 @@ class BudgetGuard:
         if experiment is None or experiment in self.experiments:
             return
         close = difflib.get_close_matches(experiment, self.experiments, n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = _(DID_YOU_MEAN).format(name=close[0]) if close else ""
         known = ", ".join(self.experiments) or "none"
-        raise BudgetRefused(f"experiment {experiment!r} is not declared in [budget] of {self.config_source} "
-                            f"(declared: {known}){hint} Declare it under [budget.experiment_ceilings_usd] with a "
-                            "ceiling, or in budget.uncapped_experiments; nothing was reserved or created")
+        raise BudgetRefused(_(UNDECLARED_EXPERIMENT).format(experiment=experiment, source=self.config_source,
+                                                            known=known, hint=hint))
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -225,15 +235,16 @@ class BudgetGuard:
         rows = self.ledger.read()
         live = self._live_held()
         totals = accounting.totals(rows)
-        limits = {"phase": Limit(f"phase ceiling {usd(self.phase_ceiling)} in {self.config_source}",
+        limits = {"phase": Limit(_(PHASE_CEILING).format(usd=usd(self.phase_ceiling), source=self.config_source),
                                  self.phase_ceiling, totals.total)}
         if self.session_ceiling is not None:
             mine = accounting.totals(rows, run_prefix=f"{self.session_id}-")
-            limits["session"] = Limit(f"session ceiling --max-usd {self.session_ceiling:g}", self.session_ceiling,
+            limits["session"] = Limit(_(SESSION_CEILING).format(usd=self.session_ceiling), self.session_ceiling,
                                       mine.total)
         for exp, ceiling in self.experiment_ceilings.items():
             limits[f"experiment {exp}"] = Limit(
-                f"experiment {exp} ceiling {usd(ceiling)} in {self.config_source}", ceiling, totals.experiment(exp))
+                _(EXPERIMENT_CEILING).format(experiment=exp, usd=usd(ceiling), source=self.config_source), ceiling,
+                totals.experiment(exp))
         abandoned = tuple(r for r in totals.unsettled if r not in live)
         return BudgetStatus(rows, totals, limits, {k: e for k, e in live.items() if k in totals.unsettled},
                             abandoned)
@@ -297,19 +308,18 @@ class BudgetGuard:
         self.check_experiment(experiment)
         est = self.estimate(provider, gpu_type, gpu_count, max_seconds, cloud, usd_per_gpu_hour)
         if est.price.warning:  # a paid pod is priced at the provider's live rate, never a table's guess
-            raise BudgetRefused(f"{purpose}: no live {provider} price for {gpu_count} x {gpu_type} ({cloud}): "
-                                f"{est.price.warning}; the shipped table's {usd(est.price.usd_per_gpu_hour)}/GPU-hour "
-                                "may be below what is billed, so nothing was reserved or created")
+            raise BudgetRefused(_(NO_LIVE_PRICE).format(purpose=purpose, provider=provider, count=gpu_count,
+                                                        gpu=gpu_type, cloud=cloud, warning=est.price.warning,
+                                                        rate=usd(est.price.usd_per_gpu_hour)))
         amount, seconds = est.usd, float(max_seconds)
-        what = (f"{purpose}: {gpu_count} x {est.price.gpu} on {provider}"
-                + (f" {cloud}" if provider == "runpod" else "")
-                + f" at {usd(est.price.usd_per_gpu_hour)}/GPU-hour")
+        what = _(LAUNCH).format(purpose=purpose, count=gpu_count, gpu=est.price.gpu, provider=provider,
+                                cloud=f" {cloud}" if provider == "runpod" else "", rate=usd(est.price.usd_per_gpu_hour))
         if cap_usd is not None and amount > Decimal(str(cap_usd)):
             gran, minimum = est.billing.granularity_s, est.billing.minimum_s
             seconds = max_runtime_s(float(cap_usd), float(est.price.usd_per_gpu_hour), gpu_count, gran, minimum)
             if seconds <= 0:
-                raise BudgetRefused(f"{what}: the test's cap {usd(cap_usd)} buys no billed time (minimum "
-                                    f"{minimum} s)", would_cost=float(amount), left=float(cap_usd),
+                raise BudgetRefused(_(CAP_BUYS_NOTHING).format(launch=what, cap=usd(cap_usd), minimum=minimum),
+                                    would_cost=float(amount), left=float(cap_usd),
                                     ceiling=float(cap_usd), ceiling_name="the test's @pytest.mark.budget cap")
             amount = self.estimate(provider, gpu_type, gpu_count, seconds, cloud, usd_per_gpu_hour).usd
         run_id = run_id or f"{self.session_id}-{secrets.token_hex(3)}"
@@ -323,9 +333,9 @@ class BudgetGuard:
             limit = status.binding(experiment)
             if amount > limit.left + EPS:
                 raise BudgetRefused(
-                    f"{what} for up to {seconds:g} s would cost up to {usd(amount)}; "
-                    f"{usd(max(limit.left, Decimal(0)))} left of {usd(limit.ceiling)} ({limit.name}; "
-                    f"{usd(limit.spent)} in the ledger, runs in progress at their worst case)",
+                    _(REFUSED).format(launch=what, seconds=seconds, cost=usd(amount),
+                                      left=usd(max(limit.left, Decimal(0))), ceiling=usd(limit.ceiling),
+                                      limit=limit.name, spent=usd(limit.spent)),
                     would_cost=float(amount), left=float(limit.left), ceiling=float(limit.ceiling),
                     ceiling_name=limit.name)
             row = make_row(run_id=run_id, status="open", provider=provider, gpu_type=est.price.gpu,
@@ -374,19 +384,17 @@ class BudgetGuard:
         with self.ledger.locked(wait_s):
             rows = self.ledger.read()
             mine = [r for r in rows if r.run_id == run_id]
-            where = f"in {self.ledger.path}"
             done = next((r for r in mine if r.status == "settled"), None)
             if done is not None:
-                raise SettleRefused(f"run {run_id!r} is already settled {where} (line {done.line}: "
-                                    f"{done.billed_s} s, {usd(done.recomputed_cost)}); nothing written")
+                raise SettleRefused(_(ALREADY_SETTLED).format(run=run_id, ledger=self.ledger.path, line=done.line,
+                                                              seconds=done.billed_s, cost=usd(done.recomputed_cost)))
             if not mine:
                 unsettled = accounting.totals(rows).unsettled
-                hint = f"unsettled runs: {', '.join(unsettled)}" if unsettled else "it has no unsettled runs"
-                raise SettleRefused(f"unknown run id {run_id!r}: no open row {where} ({hint})")
+                hint = _(UNSETTLED_RUNS).format(runs=", ".join(unsettled)) if unsettled else _(NO_UNSETTLED_RUNS)
+                raise SettleRefused(_(UNKNOWN_RUN).format(run=run_id, ledger=self.ledger.path, hint=hint))
             pod_row = accounting.Charge(tuple(mine)).pod_row
             if billed_s < 0:
-                raise SettleRefused(f"--seconds {billed_s} is negative: give the billed seconds of pod "
-                                    f"{pod_row.resource_id}; nothing written")
+                raise SettleRefused(_(NEGATIVE_SECONDS).format(seconds=billed_s, pod=pod_row.resource_id))
             base = dict(run_id=run_id, provider=pod_row.provider, gpu_type=pod_row.gpu_type,
                         gpu_count=pod_row.gpu_count, rate_per_hour=pod_row.rate_per_hour,
                         experiment=pod_row.experiment, purpose=pod_row.purpose, resource_id=pod_row.resource_id,
@@ -493,7 +501,7 @@ def _reported(usd_per_hour: float | Decimal | None) -> Decimal | None:
 
 
 class Reservation:
-    """A paid run from :meth:`BudgetGuard.reserve` on. See ``pytest_distcheck.budget_guard``.
+    """A paid run from :meth:`BudgetGuard.reserve` on. Contract: docs/design/budget.md.
 
     Attributes:
         run_id: unique per reservation; name the pod ``distcheck-<run_id>-...``.

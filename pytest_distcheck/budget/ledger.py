@@ -1,11 +1,8 @@
 """The spend ledger: a Markdown table of charge events that people read and the kit parses and appends to.
 
 Free text, then one table whose columns are ``COLUMNS`` (a hash chain in the last two), then nothing.
-A run's rows, in order: ``open`` (before anything is created), ``started`` (its pod), ``settled`` and
-``overrun`` (the seconds billed), ``reconciled`` (the provider's bill); and two events that cost
-nothing: ``rate-unknown`` (the provider reported no rate for a paid pod) and ``terminate-failed`` (the
-pod may still be billing). ``cost = rate_per_hour * billed_s / 3600``; totals are in ``accounting``.
-
+A run's rows: ``open``, ``started``, ``settled``, ``overrun``, ``reconciled``, and the events
+``rate-unknown`` and ``terminate-failed`` (no cost). ``cost = rate_per_hour * billed_s / 3600``.
 Writes only append, under one lock, one ``write`` per append: a row lands whole or the file is cut
 back to what it was. A ledger that does not parse is an error naming each bad line, and nothing is
 written to it. The format, the chain and what each guard keeps: docs/design/ledger.md.

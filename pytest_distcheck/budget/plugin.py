@@ -16,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 import pytest
 
 from pytest_distcheck.dod.plugin import get_workspace, workspace_label
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.settings import Setting
 
 MAX_USD = Setting(
@@ -25,10 +26,30 @@ MAX_USD = Setting(
     help="the most this session may spend on paid GPU tests, in USD; tests marked gpu run only when it is set",
     default="",
 )
-ENABLE_HINT = (f"give this session a budget to run it: pytest -m gpu --max-usd 3 (or {MAX_USD.env}=3, "
-               f"or ini {MAX_USD.ini} = 3)")
+ENABLE_HINT = N_("give this session a budget to run it: pytest -m gpu --max-usd 3 (or {env}=3, or ini {ini} = 3)")
+PAID_TEST = N_("paid GPU test: {hint}")
+PAID_WORK = N_("paid GPU work: {hint}")
+NOT_USD = N_("{source}: {text!r} is not a number of USD (e.g. 3 or 0.5)")
+NEGATIVE_USD = N_("{source}: must be a number of USD >= 0, got {text!r}")
+NO_WORKSPACE = N_("paid tests need a workspace file with a [budget] section ({label!r} not found)")
+PAID_ON = N_("paid GPU tests on, --max-usd {usd} this session")
+PAID_OFF = N_("paid GPU tests off (give --max-usd USD to run tests marked gpu)")
+HEADER = N_("distcheck budget: {paid}; {left} left of {ceiling} phase ceiling ({spent} in {ledger}{held})")
+HEADER_HELD = N_(", {n} run(s) in progress at their worst case")
+HEADER_NO_SECTION = N_("distcheck budget: {paid}; no [budget] section in the workspace, paid tests will be refused")
+HEADER_PROBLEM = N_("distcheck budget: {paid}; {problem} (paid tests will be refused)")
+SPENT = N_("distcheck budget: this session spent {spent} in {runs} paid run(s){unsettled}; {left} left of {ceiling} "
+           "phase ceiling")
+SPENT_UNSETTLED = N_(", {n} not settled (counted at worst case)")
+NO_TIME_LIMIT = N_("{purpose}: no time limit to price the worst case; pass max_seconds or mark the test "
+                   "@pytest.mark.timeout(SECONDS)")
 _session_key = pytest.StashKey[str]()
 _max_usd_key = pytest.StashKey["Decimal | None"]()
+
+
+def enable_hint() -> str:
+    """How to give a session a budget (:data:`ENABLE_HINT`), in the language in use."""
+    return _(ENABLE_HINT).format(env=MAX_USD.env, ini=MAX_USD.ini)
 
 
 def max_usd(config: pytest.Config) -> Decimal | None:
@@ -54,10 +75,10 @@ def _usd(text: str, source: str) -> Decimal:
         try:
             Decimal(plain)
         except InvalidOperation:
-            raise pytest.UsageError(f"{source}: {text!r} is not a number of USD (e.g. 3 or 0.5)") from None
-        raise pytest.UsageError(f"{source}: {text!r} " + CURRENCY_SIGN.format(plain=plain)) from None
+            raise pytest.UsageError(_(NOT_USD).format(source=source, text=text)) from None
+        raise pytest.UsageError(f"{source}: " + _(CURRENCY_SIGN).format(text=text, plain=plain)) from None
     if value.is_finite() and value < 0:
-        raise pytest.UsageError(f"{source}: must be a number of USD >= 0, got {text!r}")
+        raise pytest.UsageError(_(NEGATIVE_USD).format(source=source, text=text))
     problem = ceiling_problem(value, text)
     if problem:
         raise pytest.UsageError(f"{source}: {problem}")
@@ -109,16 +130,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         _marker_cap(item)
         if item.get_closest_marker("gpu") is not None and not enabled:
-            item.add_marker(pytest.mark.skip(reason=f"paid GPU test: {ENABLE_HINT}"))
+            item.add_marker(pytest.mark.skip(reason=_(PAID_TEST).format(hint=enable_hint())))
 
 
-def _guard(config: pytest.Config):
+def session_guard(config: pytest.Config):
+    """The session's :class:`~pytest_distcheck.budget.guard.BudgetGuard`: the workspace's ceilings, ``--max-usd``
+    as the session ceiling, the session id, lock waits said on the terminal. A new guard object on each call
+    (its state is the ledger). Raises pytest.UsageError without a workspace file, DistcheckError for a bad one."""
     from pytest_distcheck.budget.guard import BudgetGuard
 
     ws = get_workspace(config)
     if ws is None:
-        raise pytest.UsageError(f"paid tests need a workspace file with a [budget] section "
-                                f"({workspace_label(config)!r} not found)")
+        raise pytest.UsageError(_(NO_WORKSPACE).format(label=workspace_label(config)))
     guard = BudgetGuard.from_workspace(ws, session_ceiling_usd=max_usd(config), session_id=session_id(config))
     guard.ledger.notify = _terminal_line(config)
     return guard
@@ -151,20 +174,19 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ws = get_workspace(config)
     if ws is None and cap is None:  # a suite of dist_world tests, no course workspace: nothing to say
         return []
-    paid = (f"paid GPU tests on, --max-usd {usd(cap)} this session" if cap is not None
-            else "paid GPU tests off (give --max-usd USD to run tests marked gpu)")
+    paid = _(PAID_ON).format(usd=usd(cap)) if cap is not None else _(PAID_OFF)
     try:
         cfg = budget_config(ws) if ws is not None else None
         if cfg is None:
-            return [f"distcheck budget: {paid}; no [budget] section in the workspace, paid tests will be refused"]
-        status = _guard(config).status()
+            return [_(HEADER_NO_SECTION).format(paid=paid)]
+        status = session_guard(config).status()
     except (DistcheckError, pytest.UsageError) as exc:
-        return [f"distcheck budget: {paid}; {exc} (paid tests will be refused)"]
+        return [_(HEADER_PROBLEM).format(paid=paid, problem=exc)]
     phase = status.limits["phase"]
     n = len(status.in_progress)
-    held = f", {n} run(s) in progress at their worst case" if n else ""
-    return [f"distcheck budget: {paid}; {usd(max(phase.left, Decimal(0)))} left of {usd(phase.ceiling)} phase "
-            f"ceiling ({usd(phase.spent)} in {cfg.ledger_rel}{held})"]
+    held = _(HEADER_HELD).format(n=n) if n else ""
+    return [_(HEADER).format(paid=paid, left=usd(max(phase.left, Decimal(0))), ceiling=usd(phase.ceiling),
+                             spent=usd(phase.spent), ledger=cfg.ledger_rel, held=held)]
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
@@ -176,17 +198,16 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     from pytest_distcheck.errors import DistcheckError
 
     try:
-        status = _guard(config).status()
+        status = session_guard(config).status()
     except (DistcheckError, pytest.UsageError):
         return
     mine = accounting.totals(status.rows, run_prefix=f"{session_id(config)}-")
     runs = len({r.run_id for r in status.rows if r.run_id.startswith(f"{session_id(config)}-")})
     if runs:
         phase = status.limits["phase"]
-        open_note = f", {len(mine.unsettled)} not settled (counted at worst case)" if mine.unsettled else ""
-        terminalreporter.write_line(
-            f"distcheck budget: this session spent {usd(mine.total)} in {runs} paid run(s){open_note}; "
-            f"{usd(max(phase.left, Decimal(0)))} left of {usd(phase.ceiling)} phase ceiling")
+        unsettled = _(SPENT_UNSETTLED).format(n=len(mine.unsettled)) if mine.unsettled else ""
+        terminalreporter.write_line(_(SPENT).format(spent=usd(mine.total), runs=runs, unsettled=unsettled,
+                                                    left=usd(max(phase.left, Decimal(0))), ceiling=usd(phase.ceiling)))
 
 
 class TestBudget:
@@ -216,8 +237,7 @@ class TestBudget:
 
         seconds = max_seconds if max_seconds is not None else self.time_limit_s
         if seconds is None:
-            raise BudgetRefused(f"{self.purpose}: no time limit to price the worst case; pass max_seconds or "
-                                "mark the test @pytest.mark.timeout(SECONDS)")
+            raise BudgetRefused(_(NO_TIME_LIMIT).format(purpose=self.purpose))
         res = self.guard.reserve(provider, gpu_type, gpu_count, seconds, self.purpose, experiment=experiment,
                                  cloud=cloud, cap_usd=None if self.cap_usd is None else float(self.cap_usd),
                                  usd_per_gpu_hour=usd_per_gpu_hour)
@@ -227,11 +247,11 @@ class TestBudget:
 
 @pytest.fixture(scope="session")
 def budget_guard(pytestconfig: pytest.Config):
-    """The session's budget guard (:class:`pytest_distcheck.budget_guard.BudgetGuard`), with the
+    """The session's budget guard (:class:`~pytest_distcheck.budget.guard.BudgetGuard`), with the
     workspace's ceilings and ``--max-usd`` as the session ceiling. Skips when no ``--max-usd`` is given."""
     if max_usd(pytestconfig) is None:
-        pytest.skip(f"paid GPU work: {ENABLE_HINT}")
-    return _guard(pytestconfig)
+        pytest.skip(_(PAID_WORK).format(hint=enable_hint()))
+    return session_guard(pytestconfig)
 
 
 def _time_limit(item: pytest.Item) -> float | None:

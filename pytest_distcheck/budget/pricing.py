@@ -22,9 +22,21 @@ import jsonschema
 
 from pytest_distcheck.budget.errors import PriceUnknown
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.gpu_types import CLOUDS, GPU_TYPE, NOT_A_GPU_TYPE, check_gpu_type
+from pytest_distcheck.i18n import N_, _
 
 API_KEY_ENV = "RUNPOD_API_KEY"
-CLOUDS = ("secure", "community")
+NO_BILLING_RULE = N_("no billing rule for provider {provider!r} in {path} (known: {known})")
+UNKNOWN_CLOUD = N_("unknown RunPod cloud {cloud!r}: use one of {clouds} (never ALL: the pod could land in the dearer "
+                   "one)")
+NOTHING_SENT = N_("; nothing was sent to RunPod")
+UNKNOWN_TO_RUNPOD = N_("RunPod does not know the GPU type {gpu!r} (its ids read like 'NVIDIA GeForce RTX 4090')")
+LIVE_LOOKUP_FAILED = N_("live RunPod price lookup failed ({error}: {detail})")
+NOT_OFFERED = N_("RunPod gives no {cloud} cloud price for {gpu!r} now (not offered there); try the other cloud or "
+                 "another GPU type")
+NO_PRICE = N_("no {cloud} price for GPU type {gpu!r} on {provider} in {path} (priced: {known}); {hint}, or add it to "
+              "the table")
+LIVE_HINT = N_("set {env} for live prices")
 
 
 @dataclass(frozen=True)
@@ -77,8 +89,6 @@ def runpod_live_price(provider_gpu_id: str, cloud: str, gpu_count: int) -> Decim
     Raises whatever the SDK raises (``ValueError`` for an unknown GPU id, ``runpod.error.QueryError``,
     ``requests`` errors); :meth:`PriceBook.price` turns those into a refusal or a warning.
     """
-    from pytest_distcheck.pods.base import check_gpu_type
-
     check_gpu_type(provider_gpu_id, "GPU type")  # the SDK pastes it into GraphQL unescaped
     import runpod  # heavy; only when a key is set and a price is asked for
 
@@ -153,8 +163,8 @@ class PriceBook:
         """The provider's billing rule. Raises PriceUnknown for a provider the table does not know."""
         rule = self.table["billing"].get(provider)
         if rule is None:
-            raise PriceUnknown(f"no billing rule for provider {provider!r} in {self.path} "
-                               f"(known: {', '.join(sorted(self.table['billing']))})")
+            raise PriceUnknown(_(NO_BILLING_RULE).format(provider=provider, path=self.path,
+                                                         known=", ".join(sorted(self.table["billing"]))))
         return Billing(provider, rule["granularity_s"], rule["minimum_s"], rule["source"])
 
     def _entry(self, provider: str, gpu: str, cloud: str) -> dict[str, Any] | None:
@@ -182,8 +192,7 @@ class PriceBook:
         """
         self.billing(provider)
         if provider == "runpod" and cloud not in CLOUDS:
-            raise PriceUnknown(f"unknown RunPod cloud {cloud!r}: use one of {', '.join(CLOUDS)} "
-                               "(never ALL: the pod could land in the dearer one)")
+            raise PriceUnknown(_(UNKNOWN_CLOUD).format(cloud=cloud, clouds=", ".join(CLOUDS)))
         entry = self._entry(provider, gpu, cloud)
         warning = None
         if provider == "runpod" and os.environ.get(API_KEY_ENV):
@@ -191,24 +200,19 @@ class PriceBook:
             key = (gpu_id, cloud, gpu_count)
             if key in self._live_cache:
                 return self._live_cache[key]
-            from pytest_distcheck.pods.base import GPU_TYPE
-
             if not GPU_TYPE.match(gpu_id):
-                raise PriceUnknown(f"GPU type {gpu_id!r} is not a GPU type id (letters, digits, spaces and ._()- "
-                                   "only, e.g. 'NVIDIA GeForce RTX 4090'); nothing was sent to RunPod")
+                raise PriceUnknown(NOT_A_GPU_TYPE.format(where="GPU type", value=gpu_id) + _(NOTHING_SENT))
             try:
                 value = self.live_fetch(gpu_id, cloud, gpu_count)
             except Exception as exc:  # noqa: BLE001 - sorted below
                 # The SDK raises ValueError for a GPU id RunPod does not know; a 502 HTML page arrives as
                 # requests' JSONDecodeError, also a ValueError, but it says nothing about the GPU.
                 if isinstance(exc, ValueError) and type(exc).__name__ != "JSONDecodeError":
-                    raise PriceUnknown(f"RunPod does not know the GPU type {gpu_id!r} (its ids read like "
-                                       "'NVIDIA GeForce RTX 4090')") from None
-                warning = _redact(f"live RunPod price lookup failed ({type(exc).__name__}: {exc})"[:300])
+                    raise PriceUnknown(_(UNKNOWN_TO_RUNPOD).format(gpu=gpu_id)) from None
+                warning = _redact(_(LIVE_LOOKUP_FAILED).format(error=type(exc).__name__, detail=exc)[:300])
             else:
                 if value is None:
-                    raise PriceUnknown(f"RunPod gives no {cloud} cloud price for {gpu_id!r} now "
-                                       "(not offered there); try the other cloud or another GPU type")
+                    raise PriceUnknown(_(NOT_OFFERED).format(cloud=cloud, gpu=gpu_id))
                 now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
                 live = Price(provider, entry["gpu"] if entry else gpu, gpu_id, cloud, value,
                              f"RunPod API gpuTypes.{cloud}Price (live)", now, now, live=True, confidence="high")
@@ -216,9 +220,9 @@ class PriceBook:
                 return live
         if entry is None:
             known = ", ".join(self.known(provider, cloud)) or "none"
-            hint = warning if warning else f"set {API_KEY_ENV} for live prices"
-            raise PriceUnknown(f"no {cloud} price for GPU type {gpu!r} on {provider} in {self.path} "
-                               f"(priced: {known}); {hint}, or add it to the table")
+            hint = warning if warning else _(LIVE_HINT).format(env=API_KEY_ENV)
+            raise PriceUnknown(_(NO_PRICE).format(cloud=cloud, gpu=gpu, provider=provider, path=self.path,
+                                                  known=known, hint=hint))
         return Price(provider, entry["gpu"], entry["provider_gpu_id"], cloud,
                      Decimal(str(entry["usd_per_gpu_hour"])), entry["source"], entry["source_date"],
                      entry["recorded"], confidence=entry["confidence"], warning=warning)

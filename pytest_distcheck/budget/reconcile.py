@@ -1,14 +1,10 @@
 """Reconciliation: the ledger against what the provider billed for each of its pods.
 
-For every run with a pod (its ``started`` row, or an old open row naming one), the provider's bill
-for that pod (USD and billed seconds) becomes a ``reconciled`` row, appended unless the run's latest
-reconciled row already says the same. A run counts its latest reconciled row from then on
-(:mod:`~pytest_distcheck.budget.accounting`), so the ledger's total equals the provider's bill for
-its pods. Every difference from what the kit measured is reported (:class:`Finding`), never hidden.
-
-The row: ``billed_s`` = the provider's billed seconds (at least 1 when it billed anything), and
-``rate_per_hour`` = USD x 3600 / billed_s to 8 places, so that ``rate x billed_s / 3600`` (the
-ledger's rule) gives the provider's amount back to well within a hundredth of a cent.
+For every run with a pod, the provider's bill for that pod (USD and billed seconds) becomes a
+``reconciled`` row, appended unless the run's latest reconciled row already says the same; the row's
+``rate_per_hour`` is USD x 3600 / billed_s to 8 places, so the ledger's rule gives the bill back. Every
+difference from what the kit measured is reported (:class:`Finding`), never hidden
+(docs/design/budget.md).
 """
 
 from __future__ import annotations

@@ -1,31 +1,11 @@
 """Collective communication: nccl-tests algbw/busbw and alpha-beta time models. Pure Python, no torch.
 
-Conventions (all functions):
-    size_bytes: the buffer size S in bytes as nccl-tests reports it -- for all-reduce, broadcast and
-        reduce the buffer each rank holds; for all-gather and reduce-scatter the *full* (gathered)
-        buffer, i.e. count_per_rank * sizeof(dtype) * n (nccl-tests ``doc/PERFORMANCE.md``).
-    n: number of ranks in the process group (world size of the collective), >= 1.
-    alpha_s: per-message latency alpha in seconds.
-    bandwidth_bytes_per_s: per-rank link bandwidth B in bytes/second (beta = 1/B).
-    GB = 1e9 bytes, as in nccl-tests ``src/*.cu`` ``GetBw()`` (divides by 1.0E9).
-
-Sources:
-    nccl-tests, ``doc/PERFORMANCE.md`` (NVIDIA/nccl-tests): algbw = S / t; busbw = algbw * factor.
-    Patarasuk & Yuan 2009, "Bandwidth optimal all-reduce algorithms for clusters of workstations":
-        ring all-reduce 2(n-1) alpha + 2 (n-1)/n S/B.
-    Thakur, Rabenseifner & Gropp 2005, "Optimization of collective communication operations in
-        MPICH", IJHPCA 19(1), sec. 4: ring reduce-scatter / all-gather (n-1) alpha + (n-1)/n S/B;
-        binomial-tree broadcast ceil(lg n)(alpha + S/B).
-    NVIDIA "Massively scale your deep learning training with NCCL 2.4" (2019): double binary trees
-        give a latency term logarithmic in n (2 log2(n) alpha for all-reduce) instead of the ring's 2(n-1).
-    Sanders, Speck & Träff 2009, "Two-tree algorithms for full bandwidth broadcast, reduction and scan":
-        the two-tree all-reduce NCCL's double binary tree follows.
-    Thakur, Rabenseifner & Gropp 2005 sec. 4.4: Rabenseifner's halving-doubling all-reduce.
-    Jia et al. 2018 (arXiv:1807.11205) sec. 3.3: hierarchical all-reduce.
-    Rajbhandari et al. 2019 (ZeRO) sec. 7.2: data-parallel communication volume per step.
-    Graham et al. 2016, "Scalable Hierarchical Aggregation Protocol (SHArP): A Hardware Architecture for
-        Efficient Data Reduction", COMHPC workshop at SC16; NVIDIA SHARP documentation, "Introduction":
-        in-network all-reduce, each rank's buffer sent to the switch once.
+Conventions: ``size_bytes`` is the buffer size S as nccl-tests reports it (the buffer each rank holds for
+all-reduce, broadcast and reduce; the full gathered buffer for all-gather and reduce-scatter, nccl-tests
+``doc/PERFORMANCE.md``); ``n`` the ranks of the process group, >= 1; ``alpha_s`` the per-message latency in
+seconds; ``bandwidth_bytes_per_s`` the per-rank link bandwidth B (beta = 1/B); GB = 1e9 bytes (nccl-tests
+``GetBw()``). Each function names its source (nccl-tests, Patarasuk & Yuan 2009, Thakur, Rabenseifner &
+Gropp 2005, NCCL 2.4's trees, ZeRO sec. 7.2, SHArP); the list: docs/design/calc.md.
 """
 
 from __future__ import annotations

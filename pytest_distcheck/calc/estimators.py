@@ -1,14 +1,12 @@
 """Model states as each framework's own estimator counts them: named variants, each with its formula and source.
 
-Psi parameters, N GPUs in all, n GPUs per node, L the largest layer's parameters; bytes per GPU and per node:
-    deepspeed-docs       DeepSpeed docs ``docs/code-docs/source/memory.rst``, "Memory Requirements": ZeRO-2
-                         4 Psi + 16 Psi/N (optimizer offloaded: 2 Psi); ZeRO-3 4L + 18 Psi/N, 4L + 2 Psi/N, 4L.
-    deepspeed-estimator  the code, ``deepspeed/runtime/zero/stage_1_and_2.py`` ``estimate_zero2_model_states_mem_needs``
-                         after PR #5099 (ZeRO-2 2 Psi + 18 Psi/N) and ``stage3.py`` (as the docs).
-    megatron-distopt     Megatron-LM README, "Distributed Optimizer": 4 + 16/d (fp16), 6 + 12/d (bf16), 8 + 8/d (fp32).
-Host memory per node multiplies by DeepSpeed's ``additional_buffer_factor`` = 1.5 (memory.rst, "General RAM").
-DeepSpeed prints ``bytes / 2**30`` and calls it "GB": :data:`GIB`. The ZeRO paper's own count, with ZeRO-Offload
-and ZeRO-Infinity placements, is :func:`offload_placement`. All are model states only, a lower bound.
+Psi parameters, N GPUs in all, n GPUs per node, L the largest layer's parameters; bytes per GPU and per
+node. Variants: ``deepspeed-docs`` (DeepSpeed ``memory.rst``, "Memory Requirements"), ``deepspeed-estimator``
+(``estimate_zero2_model_states_mem_needs`` after PR #5099, ``stage3.py``), ``megatron-distopt`` (Megatron-LM
+README, "Distributed Optimizer"). Host memory per node multiplies by DeepSpeed's
+``additional_buffer_factor`` = 1.5. DeepSpeed's "GB" are :data:`GIB`. The ZeRO paper's own count with
+offload placements is :func:`offload_placement`. All are model states only, a lower bound; the
+formulas: docs/design/calc.md.
 """
 
 from __future__ import annotations

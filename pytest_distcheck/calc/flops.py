@@ -1,19 +1,10 @@
 """Training FLOPs, GPT parameter counts and the time bounds of training and decoding.
 
-Sources:
-    Kaplan et al. 2020 (arXiv:2001.08361), sec. 2.1, Table 1: forward ~ 2N FLOPs per token, training
-        C ~ 6 N D (D tokens). GPT-3 check: 6 x 175e9 x 300e9 = 3.15e23, Brown et al. 2020 Table D.1
-        gives 3.14e23.
-    Narayanan et al. 2021 (arXiv:2104.04473), sec. 5.1: Eq. (2) parameters
-        P = 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h)); Eq. (3) FLOPs per iteration with activation
-        recomputation F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)); Eq. (4) end-to-end training time
-        ~ 8 T P / (n X) (34 days for GPT-3 175B on 1024 A100s at 140 TFLOP/s, 84 days for 1T on 3072).
-    Decoding one token at batch size 1 reads every weight once at ~1 FLOP per byte, far below the
-        roofline ridge (peak FLOP/s / HBM bytes/s), so it is bound by memory bandwidth
-        (Williams et al. 2009, "Roofline"; Pope et al. 2022, "Efficiently Scaling Transformer
-        Inference", sec. 2): t_token >= weight_bytes / HBM bandwidth.
-    TP decode: each of t GPUs reads 1/t of the weights, and each layer adds 2 all-reduces in the
-        forward (Shoeybi et al. 2019, sec. 3).
+Sources (each function names its own; details: docs/design/calc.md): Kaplan et al. 2020 sec. 2.1
+(forward ~ 2N FLOPs per token, training C ~ 6 N D); Narayanan et al. 2021 sec. 5.1, Eq. (2)-(4)
+(parameters, FLOPs per iteration with recomputation, end-to-end time); the roofline (Williams et al.
+2009; Pope et al. 2022 sec. 2) for decoding bound by memory bandwidth, t_token >= weight_bytes / HBM
+bandwidth; Shoeybi et al. 2019 sec. 3 for TP decode (2 all-reduces per layer in the forward).
 """
 
 from __future__ import annotations

@@ -1,32 +1,11 @@
 """Memory per GPU: model states under DDP, ZeRO-1/2/3 and the FSDP sharding strategies; activations.
 
-Model states (Rajbhandari et al. 2019, "ZeRO", arXiv:1910.02054):
-    sec. 3.1: mixed-precision Adam keeps 2 Psi bytes of fp16 parameters, 2 Psi of fp16 gradients and
-    K Psi of optimizer states (fp32 master parameters, momentum, variance: K = 12), 16 Psi in all.
-    sec. 5.1-5.3 and Fig. 1, with N_d data-parallel ranks:
-        DDP     (2 + 2 + K) Psi
-        ZeRO-1  (2 + 2) Psi + K Psi / N_d               (optimizer states partitioned, P_os)
-        ZeRO-2  2 Psi + (2 + K) Psi / N_d               (+ gradients, P_os+g)
-        ZeRO-3  (2 + 2 + K) Psi / N_d                   (+ parameters, P_os+g+p)
-FSDP sharding strategies (PyTorch ``torch/distributed/fsdp/api.py``, ``ShardingStrategy``), counted
-with ZeRO's accounting: NO_SHARD ~ DDP; SHARD_GRAD_OP ~ ZeRO-2 (parameters stay unsharded between
-forward and backward); FULL_SHARD ~ ZeRO-3; HYBRID_SHARD = FULL_SHARD within a shard group of G GPUs
-(one node) and replicated across nodes, so ZeRO-3 with N_d = G; _HYBRID_SHARD_ZERO2 likewise with
-SHARD_GRAD_OP.
-
-Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
-arXiv:2205.05198), bytes per transformer layer with 16-bit activations and 1-byte dropout masks,
-s = sequence length, b = micro-batch size, h = hidden size, a = attention heads, t = TP degree:
-    no parallelism          s b h (34 + 5 a s / h)                 sec. 4.1, Eq. (1)
-    TP                      s b h (10 + 24/t + 5 a s / (h t))      sec. 4.2.1, Eq. (2)
-    TP + SP                 (s b h / t)(34 + 5 a s / h)            sec. 4.2.2, Eq. (4)
-    TP + selective recomp.  s b h (10 + 24/t)                      sec. 5, Table 2
-    TP + SP + selective     34 s b h / t                           sec. 5, Table 2
-    full recomputation      2 s b h                                sec. 5, Table 2
-General recipes (bf16 weights with fp32 main grads, FSDP2, Megatron's distributed optimizer, SGD,
-Adafactor) and the TP x PP x CP split: :func:`model_states`, :func:`plan_memory` (``calc.precision``).
-
-These are the states only: no CUDA context, temporary buffers, or allocator fragmentation.
+Model states follow ZeRO (Rajbhandari et al. 2019, sec. 3.1 and 5.1-5.3, Fig. 1: 2 + 2 + K bytes per
+parameter, K = 12 for mixed-precision Adam), the FSDP strategies counted with ZeRO's accounting
+(``torch/distributed/fsdp/api.py``); activations per layer follow Korthikanti et al. 2022 (sec. 4-5,
+Eq. (1), (2), (4), Table 2). Bytes everywhere; each function names its formula's section. General
+recipes and the TP x PP x CP split: :func:`model_states`, :func:`plan_memory`. These are the states only:
+no CUDA context, temporary buffers or allocator fragmentation. The tables: docs/design/calc.md.
 """
 
 from __future__ import annotations
@@ -39,6 +18,7 @@ from pytest_distcheck.calc._checks import whole as _whole
 
 GB = 1e9  # bytes (120 GB = 111.76 GiB)
 ADAM_K = 12  # ZeRO sec. 3.1: fp32 params, momentum, variance for mixed-precision Adam
+PRECISION_NOTE = "precision {name}: {bytes:g} bytes/parameter unsharded ({source})"
 FP16_BYTES = 2
 
 ZERO_STAGES = ("ddp", "zero1", "zero2", "zero3")
@@ -413,7 +393,7 @@ def plan_memory(
     r = precision.recipe(recipe)
     _whole("micro_batch", micro_batch)
     sp = tp > 1 if sequence_parallel is None else sequence_parallel
-    notes = [f"precision {r.name}: {r.total_bytes_per_param:g} bytes/parameter unsharded ({r.source})",
+    notes = [PRECISION_NOTE.format(name=r.name, bytes=r.total_bytes_per_param, source=r.source),
              f"{states.strategy} shards over {states.shards} rank(s); each GPU holds Psi/(TP x PP) = "
              f"{params / (tp * pp):.4g} parameters"]
     arch = (layers, hidden, heads, seq_len)

@@ -1,17 +1,12 @@
 """Pipeline-parallel bubble: two common definitions, named so they cannot be confused.
 
-Symbols: p = number of pipeline stages (devices), m = number of micro-batches per batch,
-v = model chunks (virtual stages) per device for the interleaved 1F1B schedule (v = 1: GPipe/1F1B).
-
-- ``bubble_ratio_over_ideal``: bubble time / ideal compute time = (p-1)/(v*m).
-  Narayanan et al. 2021 (arXiv:2104.04473), sec. 2.2.1 ("bubble time fraction" t_pb/t_id = (p-1)/m)
-  and sec. 2.2.2 (interleaved: (1/v)(p-1)/m). It can exceed 1 (naive PP, m = 1: p-1).
-- ``bubble_fraction_of_total``: bubble time / total iteration time = ((p-1)/v) / (m + (p-1)/v);
-  for v = 1, (p-1)/(m+p-1). Huang et al. 2019 (GPipe, arXiv:1811.06965) sec. 2.3, O((K-1)/(M+K-1));
-  the iteration time (m+p-1)(t_f+t_b) is Narayanan et al. 2021 sec. 3.4, Eq. (1). Always < 1.
-
-GPipe and 1F1B (PipeDream-Flush) have the same bubble; 1F1B keeps at most p micro-batches' activations
-in flight where GPipe keeps m (Narayanan et al. 2021, sec. 2.2.1).
+p = pipeline stages (devices), m = micro-batches per batch, v = model chunks per device (interleaved
+1F1B; v = 1: GPipe/1F1B).
+- ``bubble_ratio_over_ideal``: bubble time / ideal compute time = (p-1)/(v*m) (Narayanan et al. 2021,
+  sec. 2.2.1-2.2.2); it can exceed 1.
+- ``bubble_fraction_of_total``: bubble time / total iteration time = ((p-1)/v) / (m + (p-1)/v) (GPipe,
+  Huang et al. 2019 sec. 2.3; Narayanan et al. 2021 sec. 3.4, Eq. (1)); always < 1.
+GPipe and 1F1B have the same bubble; 1F1B keeps at most p micro-batches' activations in flight.
 """
 
 from __future__ import annotations

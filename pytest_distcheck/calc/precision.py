@@ -1,32 +1,11 @@
 """Precision recipes as data: bytes per parameter of each model state, and what each sharding scheme shards.
 
-A recipe says, per parameter, how many bytes each *part* of the model states takes:
-    weights      the parameters the model keeps between steps (fp16/bf16 in mixed precision; fp32 under
-                 FSDP2, whose sharded parameters are the high-precision copy)
-    grads        the gradient buffer the backward writes (fp16, bf16 or fp32 "main grads")
-    main_grads   a separate fp32 copy of the gradients for the optimizer step (Megatron with fp16 grads;
-                 0 when the grad buffer is already fp32)
-    master       fp32 master weights for the optimizer step (0 when ``weights`` are already fp32)
-    optimizer    the optimizer's states: Adam 2 (exp_avg, exp_avg_sq), SGD with momentum 1, Adafactor
-                 ~0 per parameter (factored second moment: n + m values per n x m matrix, no momentum)
-and ``compute`` is the dtype of the unsharded parameters a ZeRO-3/FSDP unit gathers to run.
-
-Dtype bytes: fp32 4, bf16 2, fp16 2, fp8 (e4m3/e5m2) 1 (IEEE 754 binary32/binary16; bfloat16; Micikevicius
-et al. 2022, "FP8 Formats for Deep Learning", sec. 2).
-
-Optimizer states: Adam keeps m and v per parameter (Kingma & Ba 2015, Algorithm 1; ``torch.optim.Adam``
-``exp_avg``/``exp_avg_sq``); SGD with momentum one ``momentum_buffer``; Adafactor (Shazeer & Stern 2018,
-sec. 3-4, beta1 = 0 as in its sec. 7 experiments) keeps row and column sums only, counted as 0 here.
-
-What each scheme shards over its group (the ranks that hold the same weights):
-    ddp / FSDP NO_SHARD              nothing                                   ZeRO sec. 5
-    zero1                            master + optimizer (+ main_grads)         ZeRO sec. 5.1 (P_os)
-    zero2 / FSDP SHARD_GRAD_OP       + grads                                   ZeRO sec. 5.2 (P_os+g)
-    zero3 / FSDP FULL_SHARD          + weights                                 ZeRO sec. 5.3 (P_os+g+p)
-    HYBRID_SHARD                     FULL_SHARD within a node, replicated      torch fsdp/api.py
-    megatron-distopt                 master + optimizer + main_grads; the      Megatron-LM README,
-                                     grad buffer and weights stay whole        "Distributed Optimizer"
-ZeRO's K (ZeRO sec. 3.1) is master + optimizer: 12 for mixed-precision Adam.
+A recipe gives, per parameter, the bytes of ``weights``, ``grads``, ``main_grads``, ``master`` and
+``optimizer`` states, and ``compute``, the dtype a ZeRO-3/FSDP unit gathers to run. Dtype bytes: fp32 4,
+bf16 2, fp16 2, fp8 1 (Micikevicius et al. 2022 sec. 2); Adam keeps 2 states per parameter (Kingma & Ba
+2015), SGD with momentum 1, Adafactor ~0 (Shazeer & Stern 2018). Schemes shard over their group as ZeRO
+sec. 5.1-5.3, torch's FSDP ``ShardingStrategy`` and Megatron-LM's distributed optimizer do; ZeRO's K
+(sec. 3.1) is master + optimizer. The table of parts and schemes: docs/design/calc.md.
 """
 
 from __future__ import annotations

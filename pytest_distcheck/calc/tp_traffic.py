@@ -1,25 +1,10 @@
 """Communication of tensor parallelism (TP), sequence parallelism (SP), pipeline point-to-point and the
-expert-parallel (EP) all-to-all.
+expert-parallel (EP) all-to-all, in elements or bytes per layer and micro-batch.
 
 Symbols: b = micro-batch size, s = sequence length, h = hidden size, t = TP degree (ranks of the TP
-group), bytes_per_element = 2 for fp16/bf16 activations.
-
-Sources:
-    Shoeybi et al. 2019 (Megatron-LM, arXiv:1909.08053), sec. 3, Fig. 3 and Fig. 4: the conjugate
-        operators f (identity forward, all-reduce backward) and g (all-reduce forward, identity
-        backward) put 2 all-reduces in the forward and 2 in the backward of each transformer layer,
-        each of a b x s x h activation.
-    Narayanan et al. 2021 (arXiv:2104.04473), sec. 3.2: each device sends 8 b s h (t-1)/t elements per
-        layer per micro-batch (4 ring all-reduces of 2 (t-1)/t b s h each); sec. 4.1: pipeline
-        point-to-point messages of b s h elements, or b s h / t with the scatter/gather optimisation.
-    Korthikanti et al. 2022 (arXiv:2205.05198), sec. 4.2.2: with SP each all-reduce becomes a
-        reduce-scatter + all-gather (4 of each per layer), the same bandwidth.
-    Rajbhandari et al. 2019 (ZeRO), sec. 8: with full activation recomputation the recomputed forward
-        adds 2 all-reduces, 6 per layer.
-    megatron-core 0.16.1, megatron/core/tensor_parallel/layers.py,
-        LinearWithGradAccumulationAndAsyncCommunication: with SP, forward saves only the local 1/t slice of a
-        column-parallel layer's input (``ctx.save_for_backward(input, weight)``) and backward all-gathers it
-        again for the weight gradient, one more all-gather per column-parallel layer.
+group), bytes_per_element = 2 for fp16/bf16 activations. Sources (each function names its own):
+Megatron-LM (Shoeybi et al. 2019, sec. 3), Narayanan et al. 2021 (sec. 3.2, 4.1), Korthikanti et al.
+2022 (sec. 4.2.2), ZeRO sec. 8, megatron-core 0.16.1's layers.py; details: docs/design/calc.md.
 """
 
 from __future__ import annotations

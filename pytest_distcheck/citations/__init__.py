@@ -1,15 +1,11 @@
 """Citations in Markdown notes, verified offline against the installed sources of the cited packages.
 
-Syntax (see :mod:`pytest_distcheck.citations.syntax`)::
-
-    [cite: megatron-core megatron/core/tensor_parallel/layers.py::ColumnParallelLinear.forward "QUOTE"]
-
-- :mod:`.blocks`: a note's statements as a reader sees them (markdown-it-py; comments and code hidden).
-- :mod:`.syntax`: parse a note into citations, the statements they stand in, and its front matter.
-- :mod:`.decision`: when the words of a statement state a decision (prose, no filler).
-- :mod:`.resolver`: find a distribution (``importlib.metadata``), its file and symbol (``ast``).
-- :mod:`.verifier`: resolve each citation, check its quote, count each cited place once.
-- :mod:`.report`, :mod:`.record`, :mod:`.find`: text for people, recording versions, finding symbols.
+``[cite: megatron-core megatron/core/tensor_parallel/layers.py::ColumnParallelLinear.forward "QUOTE"]``.
+Layers, lowest first: :mod:`.blocks` (a note's statements as a reader sees them), :mod:`.syntax`
+(citations, their statements, front matter), :mod:`.decision` (when a statement states a decision),
+:mod:`.resolver` (a distribution, its file and symbol), :mod:`.verifier` (resolve, check the quote, count
+each place once); :mod:`.report`, :mod:`.record`, :mod:`.find` (text for people, versions, symbols).
+The design record: docs/design/citations.md.
 """
 
 from pytest_distcheck.citations.verifier import NoteReport, Status, verify_note

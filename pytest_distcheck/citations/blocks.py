@@ -1,17 +1,10 @@
 """A note's statements as a reader sees them: paragraphs, list items, table rows and headings, parsed
 with markdown-it-py (CommonMark plus tables).
 
-Decisions, each with its reason and the test that pins it (``tests/test_citations_syntax.py``,
-``tests/test_citations_notes.py``):
-
-- Only what renders counts. HTML (comments above all, block or inline), fenced code (any fence
-  length) and indented code are left out, and so are link targets: a citation or a word a reader
-  cannot see neither counts nor supports a decision (``hidden.md``, ``all-hidden.md``).
-- Inline code is kept: a citation wrapped in backticks renders, as code (``good.md``).
-- Backslash escapes and emphasis markers are kept as written, so the citation grammar
-  (:mod:`.syntax`) reads ``\\"`` and ``__init__`` as the author typed them.
-- Each table row is a statement of its own: a table of three decisions states three (``table.md``).
-- A list item's paragraph is a ``"list item"``; a heading is a ``"heading"`` and never a decision.
+Only what renders counts: HTML, fenced and indented code and link targets are left out; inline code,
+backslash escapes and emphasis markers are kept as written (the citation grammar reads them). Each
+table row is a statement of its own; a heading is never a decision. Why, and the fixture that pins
+each: docs/design/citations.md.
 """
 
 from __future__ import annotations
@@ -42,12 +35,6 @@ class Block:
     kind: str
     end: int = 0
     source: str = ""
-
-    def own_words(self) -> int:
-        """How many words the block says besides its citations (see :mod:`.decision`)."""
-        from pytest_distcheck.citations.decision import words
-
-        return len(words(self.text))
 
 
 def render(children: list[Token]) -> str:

@@ -1,20 +1,11 @@
 """When the words around a citation state a design decision.
 
-The rule (documented in docs/lab/03-megatron-fsdp-reading.md, "What counts"), on the words a reader
-sees besides the citations (HTML comments and code blocks are not seen, see :mod:`.blocks`):
-
-1. no placeholder: none of :data:`PLACEHOLDERS` (``TODO``, ``TBD``, ``FIXME``, ``lorem ipsum``,
-   ``foo``/``bar``...), which mark text still to be written; one that is an everyday Spanish
-   word (:data:`EVERYDAY_SPANISH`: "todo", all) only in capitals;
-2. at least :data:`MIN_DECISION_WORDS` words;
-3. at least :data:`MIN_DISTINCT_WORDS` distinct content words: three letters or more once digits
-   are stripped, with a vowel, not one of the :data:`STOP_WORDS` ("the", "and", "this", "one",
-   "two"...). Eight copies of one word, ``word1`` to ``word8``, or a string of stop or number words
-   say nothing.
-
-No dictionary ships with Python or the system here, so "a real word" is approximated by rule 3;
-the placeholders catch the usual filler. Pinned by ``tests/test_citations_notes.py``
-(``filler.md``, ``todo.md``) and ``tests/test_citations_syntax.py``.
+On the words a reader sees besides the citations (:mod:`.blocks`): no placeholder
+(:data:`PLACEHOLDERS`: ``TODO``, ``lorem ipsum``, ``foo``...; one that is an everyday Spanish word,
+:data:`EVERYDAY_SPANISH`, only in capitals), at least :data:`MIN_DECISION_WORDS` words,
+and at least :data:`MIN_DISTINCT_WORDS` distinct content words (three letters or more once digits are
+stripped, with a vowel, none of :data:`STOP_WORDS`). The rule is documented for the learner in
+docs/lab/03-megatron-fsdp-reading.md ("What counts"); why: docs/design/citations.md.
 """
 
 from __future__ import annotations
@@ -22,6 +13,7 @@ from __future__ import annotations
 import re
 
 from pytest_distcheck.citations.syntax import CITATION
+from pytest_distcheck.i18n import N_, _, ngettext
 
 # "Megatron splits the weight by columns, so ..." has well over eight words.
 MIN_DECISION_WORDS = 8
@@ -41,6 +33,7 @@ STOP_WORDS = frozenset(
     "what about which when make like than then them these some into more other only also been were "
     "here very just over such each one two three four five six seven eight nine ten".split()
 )
+PLACEHOLDER = N_("placeholder {word!r} in place of a stated decision")
 _WORD = re.compile(r"[A-Za-z0-9][\w'’-]*")
 _VOWEL = re.compile(r"[aeiouy]")
 
@@ -57,17 +50,26 @@ def decision_problem(text: str) -> str:
     placeholder = next((w for w, low in zip(found, lowered, strict=True)
                         if low in PLACEHOLDERS and (low not in EVERYDAY_SPANISH or w.isupper())), None)
     if placeholder is not None:
-        return f"placeholder {placeholder!r} in place of a stated decision"
+        return _(PLACEHOLDER).format(word=placeholder)
     if len(found) < MIN_DECISION_WORDS:
-        n = len(found)
-        return f"{n} word{'' if n == 1 else 's'} besides citations, at least {MIN_DECISION_WORDS}"
+        return too_few_words(len(found))
     # Digits are stripped first: "word1 word2 ... word8" is one word eight times.
     bare = [w.strip("0123456789_") for w in lowered]
     content = {w for w in bare if len(w) >= 3 and _VOWEL.search(w) and w not in STOP_WORDS}
     if len(content) < MIN_DISTINCT_WORDS:
-        n = len(content)
-        return (
-            f"only {n} distinct content word{'' if n == 1 else 's'} besides citations, at least "
-            f"{MIN_DISTINCT_WORDS}: filler, repeated and stop words say nothing"
-        )
+        return too_few_distinct_words(len(content))
     return ""
+
+
+def too_few_words(n: int) -> str:
+    """Why ``n`` words (fewer than :data:`MIN_DECISION_WORDS`) state no decision."""
+    return ngettext("{n} word besides citations, at least {min}", "{n} words besides citations, at least {min}",
+                    n).format(n=n, min=MIN_DECISION_WORDS)
+
+
+def too_few_distinct_words(n: int) -> str:
+    """Why ``n`` distinct content words (fewer than :data:`MIN_DISTINCT_WORDS`) state no decision."""
+    return ngettext("only {n} distinct content word besides citations, at least {min}: filler, repeated and stop "
+                    "words say nothing",
+                    "only {n} distinct content words besides citations, at least {min}: filler, repeated and stop "
+                    "words say nothing", n).format(n=n, min=MIN_DISTINCT_WORDS)

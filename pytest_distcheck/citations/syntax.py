@@ -1,29 +1,12 @@
 r"""The citation syntax of Markdown notes, and how a note is split into the statements citations stand in.
 
-A citation is written by hand, inline, where the claim is made::
-
-    [cite: PACKAGE PATH::SYMBOL "QUOTE"]
-
-- PACKAGE: the distribution name as pip knows it (``megatron-core``, ``torch``).
-- PATH: the file, relative to where the distribution is installed (site-packages), with ``/``:
-  ``megatron/core/tensor_parallel/layers.py``.
-- SYMBOL: a class, function or assigned name defined in that file, dotted for members:
-  ``ColumnParallelLinear.forward``.
-- "QUOTE": optional; a short piece of the symbol's source (12-100 characters, whitespace is
-  normalised, so it may cross a line break). Inside it, write ``\"`` for a double quote.
-
-Example: ``[cite: torch torch/distributed/fsdp/api.py::ShardingStrategy "HYBRID_SHARD = auto()"]``.
-Wrapping a citation in backticks is fine (it renders as code). A citation may wrap over any line,
-even one a Markdown reader would start a heading or list item with (``# comment``, ``- x``, ``1.``):
-the grammar is decided on the parsed text (:mod:`.blocks`), and a quote left open at the end of a
-statement goes on over the following source lines (up to :data:`WRAP_LINES`). Citations a reader
-cannot see (HTML comments, fenced or indented code) are not citations.
-
-A note may open with front matter recording the versions it was checked against::
-
-    ---
-    checked-against: megatron-core 0.16.1, torch 2.13.0
-    ---
+A citation is written by hand, inline, where the claim is made: ``[cite: PACKAGE PATH::SYMBOL "QUOTE"]``
+(:data:`FORM`): PACKAGE the distribution as pip knows it, PATH the file relative to site-packages,
+SYMBOL a class, function or assigned name defined there (dotted for members), "QUOTE" optional, 12-100
+characters of the symbol's source (``\"`` for a double quote). The grammar is decided on the parsed
+text (:mod:`.blocks`), so a citation may wrap over any line; one a reader cannot see is no citation.
+A note may open with front matter ``checked-against: megatron-core 0.16.1, torch 2.13.0``. The full
+grammar with examples: docs/design/citations.md.
 """
 
 from __future__ import annotations
@@ -35,6 +18,7 @@ from pathlib import Path
 from pytest_distcheck.citations.blocks import Block, blocks
 from pytest_distcheck.citations.quote import unescape
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import N_, _
 
 FORM = '[cite: PACKAGE PATH::SYMBOL "QUOTE"]'
 OPEN = "[cite:"
@@ -254,34 +238,43 @@ def url_hint(url: str) -> str:
     return f"a URL is not a PATH: write {path}::SYMBOL{at}"
 
 
+EXPECTED = N_("{problem}; expected {form}")
+EMPTY = N_("empty citation")
+NO_PATH_SYMBOL = N_("no PATH::SYMBOL after the package name")
+NO_SYMBOL = N_("no SYMBOL after '::'")
+CURLY_QUOTE = N_("the quote opens with a curly quote {quote!r}: write it between straight double quotes \"...\" "
+                 "(editors and word processors curl them)")
+SINGLE_QUOTES = N_("the quote is in single quotes: write it between double quotes \"...\" (single quotes may stand "
+                   "inside)")
+NEVER_CLOSED = N_("the quote is never closed with '\"'")
+TEXT_AFTER_QUOTE = N_("text after the closing '\"' of the quote")
+NOT_THE_FORM = N_("not of the form {form} (check the spaces, the '::' and the closing ']')")
+
+
 def _why_malformed(rest: str) -> str:
     """A guess at what is wrong with text that opens ``[cite:`` but does not parse."""
     body = rest[len(OPEN) :]
     words = body.split(None, 2)
-    if not words or words[0].startswith("]"):
-        return f"empty citation; expected {FORM}"
-    if len(words) >= 2 and _URL.match(words[1]):
-        return f"{url_hint(words[1].rstrip(']'))}; expected {FORM}"
-    if len(words) < 2 or "::" not in words[1]:
-        return f"no PATH::SYMBOL after the package name; expected {FORM}"
-    if not re.match(r"[^:]+::[A-Za-z_]", words[1]):
-        return f"no SYMBOL after '::'; expected {FORM}"
     after_symbol = words[2].lstrip() if len(words) > 2 else ""
-    if after_symbol and after_symbol[0] in _CURLY:  # ("" is in every string)
-        return (
-            f"the quote opens with a curly quote {after_symbol[0]!r}: write it between straight double "
-            f'quotes "..." (editors and word processors curl them); expected {FORM}'
-        )
-    if after_symbol[:1] == "'":
-        return (
-            "the quote is in single quotes: write it between double quotes \"...\" (single quotes may "
-            f"stand inside); expected {FORM}"
-        )
-    if '"' in body:
-        after = body[body.index('"') + 1 :]
-        closed = re.match(r'(?:[^"\\]|\\.)*"\s*(.?)', after)
+    problem = None
+    if not words or words[0].startswith("]"):
+        problem = _(EMPTY)
+    elif len(words) >= 2 and _URL.match(words[1]):
+        problem = url_hint(words[1].rstrip("]"))
+    elif len(words) < 2 or "::" not in words[1]:
+        problem = _(NO_PATH_SYMBOL)
+    elif not re.match(r"[^:]+::[A-Za-z_]", words[1]):
+        problem = _(NO_SYMBOL)
+    elif after_symbol and after_symbol[0] in _CURLY:  # ("" is in every string)
+        problem = _(CURLY_QUOTE).format(quote=after_symbol[0])
+    elif after_symbol[:1] == "'":
+        problem = _(SINGLE_QUOTES)
+    elif '"' in body:
+        closed = re.match(r'(?:[^"\\]|\\.)*"\s*(.?)', body[body.index('"') + 1 :])
         if closed is None:
-            return f"the quote is never closed with '\"'; expected {FORM}"
-        if closed[1] != "]":
-            return f"text after the closing '\"' of the quote; expected {FORM}"
-    return f"not of the form {FORM} (check the spaces, the '::' and the closing ']')"
+            problem = _(NEVER_CLOSED)
+        elif closed[1] != "]":
+            problem = _(TEXT_AFTER_QUOTE)
+    if problem is None:
+        return _(NOT_THE_FORM).format(form=FORM)
+    return _(EXPECTED).format(problem=problem, form=FORM)

@@ -5,8 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_distcheck.citations.report import failure_lines, plural, summary, uncounted_lines
+from pytest_distcheck.citations.report import cited_statements, failure_lines, summary, uncounted_lines
 from pytest_distcheck.citations.verifier import NoteReport
+from pytest_distcheck.i18n import N_, _
+
+VERSION_DRIFT = N_("{label} was checked against {package} {want}, but {package} {have} is installed: its citations "
+                   "hold for {want} (paths and quotes move between releases); pip install '{package}=={want}' to "
+                   "check it as written")
+NOT_INSTALLED = N_("not installed: {packages}; the citations need its sources")
+OTHERS_FAIL = N_("; {n} other citation(s) do not resolve")
+TOO_FEW = N_("{label} has {statements}, at least {minimum} expected")
+DO_NOT_RESOLVE = N_("{n} citation(s) do not resolve")
+COUNT_OF = N_("{label} {n} of {minimum}")
+ENOUGH = N_(" (enough)")
+HAS_OF = N_("{label} has {n} of {minimum} cited statements")
+NO_NOTE_YET = N_("{label}: no note yet (0 of {minimum})")
 
 
 @dataclass(frozen=True)
@@ -31,9 +44,7 @@ def version_lines(reports: list[NoteReport]) -> list[str]:
         for package, want in sorted((rep.checked_against or {}).items()):
             have = rep.installed.get(canonicalize_name(package))
             if have is not None and have != want:
-                out.append(f"{rep.label} was checked against {package} {want}, but {package} {have} is installed: "
-                           f"its citations hold for {want} (paths and quotes move between releases); "
-                           f"pip install '{package}=={want}' to check it as written")
+                out.append(_(VERSION_DRIFT).format(label=rep.label, package=package, want=want, have=have))
     return out
 
 
@@ -68,9 +79,9 @@ def notes_verdict(reports: list[NoteReport], minimum: int, missing: Sequence[str
             line for rep in reports
             for line in failure_lines(rep, skip_codes=("not-installed",))
         ]
-        head = f"not installed: {', '.join(missing_pkgs)}; the citations need its sources"
+        head = _(NOT_INSTALLED).format(packages=", ".join(missing_pkgs))
         if others:
-            head += f"; {len(others)} other citation(s) do not resolve"
+            head += _(OTHERS_FAIL).format(n=len(others))
         return Verdict("pending", "\n".join([head, *version_lines(reports), *others]))
     failures = [line for rep in reports for line in failure_lines(rep)]
     short = [rep for rep in reports if rep.cited_statements < minimum]
@@ -78,17 +89,17 @@ def notes_verdict(reports: list[NoteReport], minimum: int, missing: Sequence[str
     # A short note also says why each citation it has did not count.
     uncounted = [line for rep in short for line in uncounted_lines(rep)]
     if failures:
-        heads = [f"{rep.label} has {plural(rep.cited_statements, 'cited statement')}, at least {minimum} expected"
+        heads = [_(TOO_FEW).format(label=rep.label, statements=cited_statements(rep.cited_statements), minimum=minimum)
                  for rep in short]
-        heads.append(f"{len(failures)} citation(s) do not resolve")
+        heads.append(_(DO_NOT_RESOLVE).format(n=len(failures)))
         lines = ["; ".join(heads), *version_lines(reports), *failures, *uncounted, counts]
         return Verdict("broken", "\n".join(lines))
     if short or missing:
-        parts = [f"{rep.label} {rep.cited_statements} of {minimum}" + (" (enough)" if rep not in short else "")
-                 for rep in reports]
+        parts = [_(COUNT_OF).format(label=rep.label, n=rep.cited_statements, minimum=minimum)
+                 + ("" if rep in short else _(ENOUGH)) for rep in reports]
         if reports and reports[0] in short:
-            parts[0] = f"{reports[0].label} has {reports[0].cited_statements} of {minimum} cited statements"
-        parts += [f"{label}: no note yet (0 of {minimum})" for label in missing]
+            parts[0] = _(HAS_OF).format(label=reports[0].label, n=reports[0].cited_statements, minimum=minimum)
+        parts += [_(NO_NOTE_YET).format(label=label, minimum=minimum) for label in missing]
         lines = ["; ".join(parts), *version_lines(reports), *uncounted]
         return Verdict("pending", "\n".join(lines), "distcheck cite")
     return Verdict("done", counts)

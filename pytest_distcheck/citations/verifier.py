@@ -1,23 +1,11 @@
 """Verify the citations of a note against the installed sources and count its cited design decisions.
 
-A citation *resolves* when its package is one the notes cite (``[notes] packages``, when given) and
-is installed, its file belongs to that package, its symbol is defined in the file and its quote
-(whitespace-normalised, 12-100 characters) occurs inside that symbol's span. It *counts* when, in
-addition (each miss is reported "not counted" with its reason):
-
-- it has a quote, and the quote pins one place: no symbol of another name in the package holds the
-  same text (``def __init__(`` or ``NO_SHARD = auto()`` pin nothing; a copy of the same symbol in
-  another file, vendored code, is the same place);
-- the place is not test code (a ``test``, ``tests`` or ``testing`` folder, e.g.
-  ``torch/testing/_internal``): a test helper is no design decision of the library;
-- it cites a place no earlier citation of the note cited. A place is the distribution (PEP 503
-  name), the file (normalised path), the innermost symbol holding the quote and the lines the quote
-  covers: the same line cited as ``Megatron_Core`` and ``megatron-core``, with ``./`` in the path, as
-  the class or its method, or with part of the quote, is one place;
-- it stands in a statement (paragraph, list item, table row) that states a decision in prose
-  (:mod:`pytest_distcheck.citations.decision`).
-
-The note's score is the number of distinct statements with at least one counted citation.
+A citation *resolves* when its package is installed (and one the notes cite, ``[notes] packages``), its
+file belongs to that package, its symbol is defined there and its quote occurs inside the symbol's span.
+It *counts* when its quote pins one place in the package, the place is not test code, no earlier
+citation of the note cited the same place, and its statement states a decision (:mod:`.decision`);
+each miss is reported "not counted" with its reason. The note's score is the number of distinct
+statements with a counted citation. What "one place" is: docs/design/citations.md.
 """
 
 from __future__ import annotations
@@ -35,12 +23,33 @@ from pytest_distcheck.citations.quote import MAX_QUOTE_CHARS, MIN_QUOTE_CHARS, n
 from pytest_distcheck.citations.resolver import Installed, Problem, Resolver
 from pytest_distcheck.citations.symbols import SourceFile, Span
 from pytest_distcheck.citations.syntax import Citation, Malformed, github_path, parse_note
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.textfile import PAGE_BYTES, read_text
 
 __all__ = ["CitationResult", "NoteReport", "Place", "Status", "check_citation", "verify_note"]
 
 TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 NEAR_MISS_FIRST = 0.8  # a near-miss this close (difflib ratio) is named before an exact match elsewhere
+UNKNOWN_PACKAGE = N_("unknown package {package!r} (the notes cite: {packages})")
+NO_QUOTE = N_("has no quote, so it proves no place in the symbol")
+QUOTE_LENGTH = N_("quote is {n} characters; {low} to {high} pin a place")
+TEST_CODE = N_("test code: {path} is under a test folder; cite the library code it tests")
+NOT_UNIQUE = N_("the quote occurs in {n} places of {dist} ({shown}), so it pins no place; quote more of the line, up "
+                "to {high} characters")
+NOT_UNIQUE_MANY = N_("the quote occurs in more than {n} places of {dist} ({shown}), so it pins no place; quote more of "
+                     "the line, up to {high} characters")
+DUPLICATE = N_("same place as line {earlier} ({path}::{symbol}, line {line}); counted once")
+NO_DECISION = N_("{kind} at line {line} states no design decision ({problem}); put the citation in the sentence or "
+                 "bullet that says what was decided and why")
+A_HEADING = N_("a heading")
+# What a statement is, as NO_DECISION names it (Block.kind -> words for the reader).
+KINDS = {"paragraph": N_("the paragraph"), "list item": N_("the list item"), "table row": N_("the table row"),
+         "heading": N_("the heading")}
+RECORD_HINT = N_("run `distcheck cite --record {note}` once every citation resolves")
+NO_FRONT_MATTER = N_("{note}: no checked-against front matter records the versions cited; {record}")
+NOT_LISTED = N_("{note}: checked-against does not list {package} (installed {version}); {record}")
+CHECKED_OTHER = N_("{note}: checked against {name} {want}, but {version} is installed; quotes may have moved: "
+                   "re-check, then {record}")
 
 
 @dataclass(frozen=True)
@@ -137,7 +146,7 @@ def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] 
     if packages and canonicalize_name(cit.package) not in {canonicalize_name(p) for p in packages}:
         return CitationResult(
             cit, Status.FAILED, "unknown-package",
-            f"unknown package {cit.package!r} (the notes cite: {', '.join(packages)})",
+            _(UNKNOWN_PACKAGE).format(package=cit.package, packages=", ".join(packages)),
         )
     try:
         dist = resolver.distribution(cit.package)
@@ -150,7 +159,7 @@ def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] 
     rel = src.path.relative_to(dist.root).as_posix()
     if cit.quote is None:
         return CitationResult(
-            cit, Status.UNCOUNTED, "no-quote", "has no quote, so it proves no place in the symbol", spans[0],
+            cit, Status.UNCOUNTED, "no-quote", _(NO_QUOTE), spans[0],
             version, package=key,
         )
     quote = normalise(cit.quote)
@@ -158,7 +167,7 @@ def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] 
         what = "long" if len(quote) > MAX_QUOTE_CHARS else "short"
         return CitationResult(
             cit, Status.FAILED, f"quote-too-{what}",
-            f"quote is {len(quote)} characters; {MIN_QUOTE_CHARS} to {MAX_QUOTE_CHARS} pin a place",
+            _(QUOTE_LENGTH).format(n=len(quote), low=MIN_QUOTE_CHARS, high=MAX_QUOTE_CHARS),
             version=version, package=key,
         )
     for span in spans:
@@ -178,7 +187,7 @@ def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] 
         return CitationResult(cit, Status.UNCOUNTED, code, reason, span, version, place, key)
 
     if TEST_FOLDERS & set(PurePosixPath(rel).parts[:-1]):
-        return uncounted("test-code", f"test code: {rel} is under a test folder; cite the library code it tests")
+        return uncounted("test-code", _(TEST_CODE).format(path=rel))
     from pytest_distcheck.citations.find import quote_places
 
     # A copy of the same symbol elsewhere (vendored code) is the same place, not another one.
@@ -186,12 +195,9 @@ def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] 
     places = [f"{rel}::{inner.name}", *places]
     if len(places) > 1:
         shown = ", ".join(places[:3]) + (", ..." if len(places) > 3 else "")
-        more = "more than " if len(places) > 4 else ""
-        return uncounted(
-            "quote-not-unique",
-            f"the quote occurs in {more}{min(len(places), 4)} places of {dist.name} ({shown}), so it pins no "
-            f"place; quote more of the line, up to {MAX_QUOTE_CHARS} characters",
-        )
+        template = NOT_UNIQUE_MANY if len(places) > 4 else NOT_UNIQUE
+        return uncounted("quote-not-unique", _(template).format(n=min(len(places), 4), dist=dist.name, shown=shown,
+                                                                high=MAX_QUOTE_CHARS))
     return CitationResult(cit, Status.COUNTED, span=span, version=version, place=place, package=key)
 
 
@@ -327,19 +333,18 @@ def verify_note(
             report.installed[res.package] = res.version
         if res.status is Status.COUNTED and res.place is not None:
             earlier = next((line for place, line in seen if place.same(res.place)), None)
-            problem = decision_problem(cit.block.text) if cit.block.kind != "heading" else "a heading"
+            problem = decision_problem(cit.block.text) if cit.block.kind != "heading" else _(A_HEADING)
             if earlier is not None:
                 res = CitationResult(
                     cit, Status.UNCOUNTED, "duplicate",
-                    f"same place as line {earlier} ({res.place.path}::{res.place.symbol}, "
-                    f"line {res.place.first}); counted once",
+                    _(DUPLICATE).format(earlier=earlier, path=res.place.path, symbol=res.place.symbol,
+                                        line=res.place.first),
                     res.span, res.version, res.place, res.package,
                 )
             elif problem:
                 res = CitationResult(
                     cit, Status.UNCOUNTED, "no-decision",
-                    f"the {cit.block.kind} at line {cit.block.line} states no design decision ({problem}); "
-                    "put the citation in the sentence or bullet that says what was decided and why",
+                    _(NO_DECISION).format(kind=_(KINDS[cit.block.kind]), line=cit.block.line, problem=problem),
                     res.span, res.version, res.place, res.package,
                 )
             else:
@@ -349,26 +354,19 @@ def verify_note(
     return report
 
 
-def _words(n: int) -> str:
-    return f"{n} word" + ("" if n == 1 else "s")
-
-
 def version_warnings(report: NoteReport) -> list[str]:
     """Where the recorded ``checked-against`` versions and the installed ones disagree."""
-    record = f"run `distcheck cite --record {report.label}` once every citation resolves"
+    record = _(RECORD_HINT).format(note=report.label)
     if report.checked_against is None:
         if not report.installed:
             return []
-        return [f"{report.label}: no checked-against front matter records the versions cited; {record}"]
+        return [_(NO_FRONT_MATTER).format(note=report.label, record=record)]
     out = []
     recorded = {canonicalize_name(k): (k, v) for k, v in report.checked_against.items()}
     for package, version in sorted(report.installed.items()):
         name, want = recorded.get(package, (package, None))
         if want is None:
-            out.append(f"{report.label}: checked-against does not list {package} (installed {version}); {record}")
+            out.append(_(NOT_LISTED).format(note=report.label, package=package, version=version, record=record))
         elif want != version:
-            out.append(
-                f"{report.label}: checked against {name} {want}, but {version} is installed; "
-                f"quotes may have moved: re-check, then {record}"
-            )
+            out.append(_(CHECKED_OTHER).format(note=report.label, name=name, want=want, version=version, record=record))
     return out

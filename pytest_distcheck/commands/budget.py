@@ -1,22 +1,14 @@
 """Show the spend ledger: its rows, totals by experiment, and what is left under each ceiling.
 
   distcheck budget                 the workspace's ledger ([budget] ledger of checks/distcheck.toml)
-  distcheck budget --reconcile     ask RunPod what it billed for the ledger's pods, append reconciled
-                                   rows, show every difference (exit 1 when one differs)
+  distcheck budget --reconcile     append what RunPod billed for the ledger's pods; show every difference
   distcheck budget --settle RUN_ID --seconds S
                                    settle a run left open by a crash: S = the pod's billed seconds
-                                   from the provider's billing page (all of them: seconds beyond the
-                                   reservation are recorded as an overrun row)
   distcheck budget --repair-torn-line
-                                   cut a last line left torn by an interrupted write (its bytes are
-                                   kept in .distcheck/); no other row changes
-
-Every amount is recomputed from the rows (rate x billed seconds); a run with no settled row counts
-its worst case until it is settled. ``--settle`` appends a ``settled`` row (the run's rate,
-provider, resource, experiment and pod id) and, past the reservation, an ``overrun`` row; it
-rewrites nothing.
-Exit status 1 when a ceiling is passed, 2 for a malformed or unreadable ledger or workspace file, a
-refused settlement, or ``--reconcile`` without RUNPOD_API_KEY while the ledger names pods.
+                                   cut a last line torn by an interrupted write (its bytes kept in .distcheck/)
+Exit status 1 when a ceiling is passed or a bill differs; 2 for a malformed or unreadable ledger or
+workspace file, a refused settlement, or ``--reconcile`` without RUNPOD_API_KEY while the ledger names
+pods. Nothing is rewritten (docs/design/budget.md).
 """
 
 from __future__ import annotations
@@ -27,6 +19,31 @@ import shlex
 
 from pytest_distcheck.commands import DEFAULT_CONFIG, add_config_argument
 from pytest_distcheck.errors import DistcheckError
+from pytest_distcheck.i18n import N_, _
+
+RECONCILED = N_("Reconciled with RunPod's bill: {n} run(s) with a pod")
+NOTHING_TO_RECONCILE = N_("Nothing to reconcile: the ledger names no pod")
+LEDGER_ROWS = N_("Ledger {path}: {n} row(s)")
+NOTHING_SPENT = N_("; nothing spent yet")
+TOTALS = N_("Totals (recomputed from the rows; a reconciled run counts the provider's bill):")
+EXPERIMENT_TOTAL = N_("  {name:<16} {spent:>9} of {ceiling}  -> {left} left")
+OTHER_RUNS = N_("  other runs       {spent:>9}")
+PHASE_TOTAL = N_("  phase total      {spent:>9} of {ceiling}  -> {left} left ({runs} run(s))")
+OVERRUN_LINE = N_("OVERRUN: run {run} (pod {pod}) billed {seconds} s beyond its reservation (line {line}, {cost})")
+DIFFERENCE_MEASURED = N_("DIFFERENCE: run {run} (pod {pod}): the provider billed {billed} (line {line}), the kit "
+                         "measured {kit}; the provider's figure counts")
+DIFFERENCE_RESERVED = N_("DIFFERENCE: run {run} (pod {pod}): the provider billed {billed} (line {line}), the kit "
+                         "reserved {kit}; the provider's figure counts")
+OPEN_RUNS = N_("Open runs counted at their worst case (no settled row yet): {runs}")
+IN_PROGRESS = N_("Runs in progress (their process still runs; counted at their worst case): {runs}")
+ABANDONED = N_("Unsettled runs whose process is gone, counted at their worst case: {runs}")
+SETTLE_HOW = N_("  Settle each from the provider's bill (`distcheck budget --reconcile`, needs RUNPOD_API_KEY), or by "
+                "hand\n  with the pod's billed seconds from the provider's billing page:")
+SETTLE_COMMAND = N_("  distcheck budget{config} --settle {run} --seconds S    # S: billed seconds of {pod} (reserved "
+                    "{seconds})")
+POD = N_("pod {pod}")
+CONFIRMATION = N_("Ledger: {confirmation}")
+OVER_CEILING = N_("OVER a ceiling: the spend-within-budget item is broken")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,14 +84,13 @@ def run(args: argparse.Namespace) -> int:
     differ = False
     if args.reconcile:
         findings = guard.reconcile(_runpod_bills)
-        print(f"Reconciled with RunPod's bill: {len(findings)} run(s) with a pod" if findings
-              else "Nothing to reconcile: the ledger names no pod")
+        print(_(RECONCILED).format(n=len(findings)) if findings else _(NOTHING_TO_RECONCILE))
         for f in findings:
             print(f"  {f.line()}")
         differ = any(f.state == "difference" for f in findings)
     status = guard.status()
     rows = status.rows
-    print(f"Ledger {guard.ledger.path}: {len(rows)} row(s)" + ("; nothing spent yet" if not rows else ""))
+    print(_(LEDGER_ROWS).format(path=guard.ledger.path, n=len(rows)) + ("" if rows else _(NOTHING_SPENT)))
     if rows:
         print(f"  {'time (UTC)':<20} {'run id':<16} {'status':<7} {'resource':<20} {'billed s':>8} "
               f"{'USD/h':>7} {'cost':>9}  {'experiment':<14} purpose / pod")
@@ -84,64 +100,62 @@ def run(args: argparse.Namespace) -> int:
                   f"{usd(r.recomputed_cost):>9}  {r.experiment or '-':<14} {r.purpose} / {r.resource_id}")
     charges = accounting.charges(rows)
     over = False
-    print("Totals (recomputed from the rows; a reconciled run counts the provider's bill):")
+    print(_(TOTALS))
     for key, lim in status.limits.items():
         if not key.startswith("experiment "):
             continue
         over |= lim.spent > lim.ceiling
-        print(f"  {key.removeprefix('experiment '):<16} {usd(lim.spent):>9} of {usd(lim.ceiling)}"
-              f"  -> {usd(max(lim.left, Decimal(0)))} left")
+        print(_(EXPERIMENT_TOTAL).format(name=key.removeprefix("experiment "), spent=usd(lim.spent),
+                                         ceiling=usd(lim.ceiling), left=usd(max(lim.left, Decimal(0)))))
     other = sum((c.usd for c in charges if c.row.experiment not in guard.experiment_ceilings), Decimal(0))
-    print(f"  {'other runs':<16} {usd(other):>9}")
+    print(_(OTHER_RUNS).format(spent=usd(other)))
     phase = status.limits["phase"]
     over |= phase.spent > phase.ceiling
-    print(f"  {'phase total':<16} {usd(phase.spent):>9} of {usd(phase.ceiling)}  -> "
-          f"{usd(max(phase.left, Decimal(0)))} left ({len(charges)} run(s))")
+    print(_(PHASE_TOTAL).format(spent=usd(phase.spent), ceiling=usd(phase.ceiling),
+                                left=usd(max(phase.left, Decimal(0))), runs=len(charges)))
     for ch in charges:
         if ch.overran:
             o = ch.overrun
-            print(f"OVERRUN: run {ch.run_id} (pod {o.resource_id}) billed {o.billed_s} s beyond its reservation "
-                  f"(line {o.line}, {usd(o.recomputed_cost)})")
+            print(_(OVERRUN_LINE).format(run=ch.run_id, pod=o.resource_id, seconds=o.billed_s, line=o.line,
+                                         cost=usd(o.recomputed_cost)))
         if ch.difference is not None and not ch.confirmed:
-            print(f"DIFFERENCE: run {ch.run_id} (pod {ch.row.resource_id}): the provider billed "
-                  f"{usd(ch.reconciled.recomputed_cost)} (line {ch.reconciled.line}), the kit "
-                  f"{'measured' if ch.self_reported is not None else 'reserved'} "
-                  f"{usd(ch.reconciled.recomputed_cost - ch.difference)}; the provider's figure counts")
+            template = DIFFERENCE_MEASURED if ch.self_reported is not None else DIFFERENCE_RESERVED
+            print(_(template).format(run=ch.run_id, pod=ch.row.resource_id, billed=usd(ch.reconciled.recomputed_cost),
+                                     line=ch.reconciled.line, kit=usd(ch.reconciled.recomputed_cost - ch.difference)))
     for ch in charges:
         if ch.terminate_failed:
-            print(TERMINATE_FAILED_LINE.format(run=ch.run_id, pod=ch.pod_row.resource_id))
+            print(_(TERMINATE_FAILED_LINE).format(run=ch.run_id, pod=ch.pod_row.resource_id))
         if ch.rate_unknown:
-            print(RATE_UNKNOWN_LINE.format(run=ch.run_id, pod=ch.pod_row.resource_id))
+            print(_(RATE_UNKNOWN_LINE).format(run=ch.run_id, pod=ch.pod_row.resource_id))
     if status.totals.unsettled:
-        print(f"Open runs counted at their worst case (no settled row yet): {', '.join(status.totals.unsettled)}")
+        print(_(OPEN_RUNS).format(runs=", ".join(status.totals.unsettled)))
     if status.in_progress:
-        print(f"Runs in progress (their process still runs; counted at their worst case): "
-              f"{', '.join(status.in_progress)}")
+        print(_(IN_PROGRESS).format(runs=", ".join(status.in_progress)))
     if status.abandoned:
-        print(f"Unsettled runs whose process is gone, counted at their worst case: {', '.join(status.abandoned)}")
-        print("  Settle each from the provider's bill (`distcheck budget --reconcile`, needs RUNPOD_API_KEY), or by "
-              "hand\n  with the pod's billed seconds from the provider's billing page:")
+        print(_(ABANDONED).format(runs=", ".join(status.abandoned)))
+        print(_(SETTLE_HOW))
         config = "" if args.config == DEFAULT_CONFIG else f" --config {shlex.quote(args.config)}"
         for ch in charges:
             if ch.run_id in status.abandoned:
                 r = ch.pod_row
-                pod = f"pod {r.resource_id}" if r.has_pod else NO_POD_RECORDED.format(run=r.run_id)
-                print(f"  distcheck budget{config} --settle {r.run_id} --seconds S"
-                      f"    # S: billed seconds of {pod} (reserved {r.billed_s})")
-    print(f"Ledger: {accounting.confirmation(rows)}")
+                pod = _(POD).format(pod=r.resource_id) if r.has_pod else _(NO_POD_RECORDED).format(run=r.run_id)
+                print(_(SETTLE_COMMAND).format(config=config, run=r.run_id, pod=pod, seconds=r.billed_s))
+    print(_(CONFIRMATION).format(confirmation=accounting.confirmation(rows)))
     if over:
-        print("OVER a ceiling: the spend-within-budget item is broken")
+        print(_(OVER_CEILING))
         return 1
     return 1 if differ else 0
 
 
-TERMINATE_FAILED_LINE = ("TERMINATE FAILED: run {run}: pod {pod} may still be billing; `distcheck pods --sweep` "
-                         "retries it (and the next pytest session does, first)")
-RATE_UNKNOWN_LINE = ("RATE UNKNOWN: run {run}: the provider reported no rate for pod {pod}; it was metered at the "
-                     "larger of the priced rate and the provider's bill; `distcheck budget --reconcile` appends "
-                     "the bill")
-NO_POD_RECORDED = ("the pod named distcheck-{run}-* (none recorded: its process died before the started row; "
-                   "`distcheck pods --sweep` records and ends it)")
+TERMINATE_FAILED_LINE = N_("TERMINATE FAILED: run {run}: pod {pod} may still be billing; `distcheck pods --sweep` "
+                           "retries it (and the next pytest session does, first)")
+RATE_UNKNOWN_LINE = N_("RATE UNKNOWN: run {run}: the provider reported no rate for pod {pod}; it was metered at the "
+                       "larger of the priced rate and the provider's bill; `distcheck budget --reconcile` appends "
+                       "the bill")
+NO_POD_RECORDED = N_("the pod named distcheck-{run}-* (none recorded: its process died before the started row; "
+                     "`distcheck pods --sweep` records and ends it)")
+CANNOT_RECONCILE = N_("cannot reconcile: {env} is not set (export it; reconcile asks RunPod's billing for the pods the "
+                      "ledger names)")
 
 
 def _runpod_bills(pod_ids: list[str]):
@@ -152,23 +166,28 @@ def _runpod_bills(pod_ids: list[str]):
     from pytest_distcheck.pods.runpod_api import API_KEY_ENV, pod_bills
 
     if not os.environ.get(API_KEY_ENV, "").strip():
-        raise DistcheckError(f"cannot reconcile: {API_KEY_ENV} is not set (export it; reconcile asks RunPod's "
-                             "billing for the pods the ledger names)")
+        raise DistcheckError(_(CANNOT_RECONCILE).format(env=API_KEY_ENV))
     return pod_bills(pod_ids)
 
 
-REPAIRED = ("Cut the torn line {line} of {ledger} (a write interrupted by a kill or a power cut); its bytes are "
-            "kept in {saved}. Every other row is as it was.")
-NOTHING_TO_REPAIR = "Nothing to repair: the last line of {ledger} is whole."
+REPAIRED = N_("Cut the torn line {line} of {ledger} (a write interrupted by a kill or a power cut); its bytes are "
+              "kept in {saved}. Every other row is as it was.")
+NOTHING_TO_REPAIR = N_("Nothing to repair: the last line of {ledger} is whole.")
+SETTLE_TOGETHER = N_("--settle RUN_ID and --seconds S go together (S: the pod's billed seconds)")
+NOT_WHOLE_SECONDS = N_("--seconds {text!r} is not a whole number of seconds; nothing written")
+SETTLED = N_("Settled run {run} (pod {pod}) in {ledger}, line {line}: {seconds} s x {rate}/h = {cost} (was counted at "
+             "its worst case, {worst_s} s = {worst})")
+OVERRUN_RECORDED = N_("OVERRUN recorded on line {line}: {seconds} s beyond the reservation = {cost}")
+PHASE_NOW = N_("Phase total now {spent} of {ceiling}")
 
 
 def repair(guard) -> int:
     """``--repair-torn-line``. Raises LedgerError when the ledger has other problems (nothing is cut)."""
     done = guard.ledger.repair_torn_line()
     if done is None:
-        print(NOTHING_TO_REPAIR.format(ledger=guard.ledger.path))
+        print(_(NOTHING_TO_REPAIR).format(ledger=guard.ledger.path))
     else:
-        print(REPAIRED.format(line=done[0], ledger=guard.ledger.path, saved=done[1]))
+        print(_(REPAIRED).format(line=done[0], ledger=guard.ledger.path, saved=done[1]))
     return 0
 
 
@@ -178,20 +197,20 @@ def settle(guard, args: argparse.Namespace) -> int:
     from pytest_distcheck.budget.errors import SettleRefused, usd
 
     if args.settle is None or args.seconds is None:
-        raise SettleRefused("--settle RUN_ID and --seconds S go together (S: the pod's billed seconds)")
+        raise SettleRefused(_(SETTLE_TOGETHER))
     text = args.seconds.strip()
     if not re.fullmatch(r"-?[0-9]+", text):
-        raise SettleRefused(f"--seconds {args.seconds!r} is not a whole number of seconds; nothing written")
+        raise SettleRefused(_(NOT_WHOLE_SECONDS).format(text=args.seconds))
     written = guard.settle_rows(args.settle, int(text))
     row = written[0]
     status = guard.status()
     worst = next(c for c in accounting.charges(status.rows) if c.run_id == row.run_id).pod_row
-    print(f"Settled run {row.run_id} (pod {row.resource_id}) in {guard.ledger.path}, line {row.line}: "
-          f"{row.billed_s} s x {usd(row.rate_per_hour)}/h = {usd(row.recomputed_cost)} "
-          f"(was counted at its worst case, {worst.billed_s} s = {usd(worst.recomputed_cost)})")
+    print(_(SETTLED).format(run=row.run_id, pod=row.resource_id, ledger=guard.ledger.path, line=row.line,
+                            seconds=row.billed_s, rate=usd(row.rate_per_hour), cost=usd(row.recomputed_cost),
+                            worst_s=worst.billed_s, worst=usd(worst.recomputed_cost)))
     if len(written) > 1:
         o = written[1]
-        print(f"OVERRUN recorded on line {o.line}: {o.billed_s} s beyond the reservation = {usd(o.recomputed_cost)}")
+        print(_(OVERRUN_RECORDED).format(line=o.line, seconds=o.billed_s, cost=usd(o.recomputed_cost)))
     phase = status.limits["phase"]
-    print(f"Phase total now {usd(phase.spent)} of {usd(phase.ceiling)}")
+    print(_(PHASE_NOW).format(spent=usd(phase.spent), ceiling=usd(phase.ceiling)))
     return 0

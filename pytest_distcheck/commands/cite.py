@@ -17,7 +17,22 @@ from pathlib import Path
 
 from pytest_distcheck.commands import DEFAULT_CONFIG, add_config_argument
 from pytest_distcheck.errors import DistcheckError
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.workspace import NOT_FOUND_HINT
+
+NO_WORKSPACE = N_("workspace file {path} not found")
+GIVE_NOTES = N_("give note files (distcheck cite NOTE.md ...); {hint}")
+GIVE_OR_LIST_NOTES = N_("give note files, or list them in [notes] paths of {config}")
+NO_SUCH_NOTE = N_("{path}: no such note; {next}")
+FROM_TEMPLATE = N_("start it from the template: cp {template} {path}")
+WRITE_IT = N_("write it, or check the path")
+INSTALL = N_("  install the cited packages with: {install}")
+TOO_FEW = N_("  too few: {statements}, at least {minimum} needed")
+NOT_RECORDED = N_("  not recorded: versions are recorded only when every citation resolves")
+RECORDED = N_("  recorded: {recorded}")
+FIND_NEEDS_PACKAGE = N_("--find needs --package P (or packages = [...] in [notes] of the workspace file)")
+FOUND = "{name} {version}  {path}::{symbol}  lines {start}-{end}\n    {citation}"
+NOT_DEFINED = N_("{symbol}: not defined in {packages}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +61,7 @@ def _notes_config(path: str):
 
     if not Path(path).is_file():
         if path != DEFAULT_CONFIG:
-            raise DistcheckError(f"workspace file {path} not found")
+            raise DistcheckError(_(NO_WORKSPACE).format(path=path))
         return None, None
     ws = load_workspace(Path(path))
     return (notes_config(ws) if ws.section("notes") else None), ws.root
@@ -63,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
     files = args.files or ([os.path.relpath(root / p) for p in cfg.paths] if cfg else [])
     if not files:
         if root is None:
-            raise DistcheckError(f"give note files (distcheck cite NOTE.md ...); {NOT_FOUND_HINT}")
-        raise DistcheckError(f"give note files, or list them in [notes] paths of {args.config}")
+            raise DistcheckError(_(GIVE_NOTES).format(hint=NOT_FOUND_HINT))
+        raise DistcheckError(_(GIVE_OR_LIST_NOTES).format(config=args.config))
     minimum = args.minimum if args.minimum is not None else (cfg.min_cited_decisions if cfg else 0)
     return _verify(
         resolver, [Path(f) for f in files], minimum, args.record,
@@ -77,13 +92,13 @@ def _verify(
 ) -> int:
     """Print each note's report; ``packages`` ([notes] packages) are the names citations may use."""
     from pytest_distcheck.citations.record import record_versions
-    from pytest_distcheck.citations.report import note_lines, plural
+    from pytest_distcheck.citations.report import cited_statements, note_lines
     from pytest_distcheck.citations.verifier import verify_note
 
     status = 0
     for n, path in enumerate(files):
         if not path.is_file():
-            raise DistcheckError(f"{path}: no such note; {_start_note(path)}")
+            raise DistcheckError(_(NO_SUCH_NOTE).format(path=path, next=_start_note(path)))
         report = verify_note(path, resolver, packages=packages)
         recorded = None
         if record and report.ok:
@@ -91,16 +106,16 @@ def _verify(
             report = verify_note(path, resolver, packages=packages)  # parsed files are cached: cheap
         print(("\n" if n else "") + "\n".join(note_lines(report)))
         if any(r.code == "not-installed" for r in report.failures) and install:
-            print(f"  install the cited packages with: {install}")
+            print(_(INSTALL).format(install=install))
         if minimum and report.cited_statements < minimum:
-            print(f"  too few: {plural(report.cited_statements, 'cited statement')}, at least {minimum} needed")
+            print(_(TOO_FEW).format(statements=cited_statements(report.cited_statements), minimum=minimum))
             status = 1
         if not report.ok:
             status = 1
             if record:
-                print("  not recorded: versions are recorded only when every citation resolves")
+                print(_(NOT_RECORDED))
         elif recorded:
-            print(f"  recorded: {recorded}")
+            print(_(RECORDED).format(recorded=recorded))
     return status
 
 
@@ -109,8 +124,8 @@ def _start_note(path: Path) -> str:
     ``distcheck init`` lays out ``docs/notes/``), else write it."""
     template = path.parent / "TEMPLATE.md"
     if template.is_file():
-        return f"start it from the template: cp {shlex.quote(str(template))} {shlex.quote(str(path))}"
-    return "write it, or check the path"
+        return _(FROM_TEMPLATE).format(template=shlex.quote(str(template)), path=shlex.quote(str(path)))
+    return _(WRITE_IT)
 
 
 def _find(resolver, symbol: str, packages: list[str]) -> int:
@@ -118,7 +133,7 @@ def _find(resolver, symbol: str, packages: list[str]) -> int:
     from pytest_distcheck.citations.resolver import Problem
 
     if not packages:
-        raise DistcheckError("--find needs --package P (or packages = [...] in [notes] of the workspace file)")
+        raise DistcheckError(_(FIND_NEEDS_PACKAGE))
     total = 0
     for package in packages:
         try:
@@ -126,12 +141,10 @@ def _find(resolver, symbol: str, packages: list[str]) -> int:
         except Problem as exc:
             raise DistcheckError(exc.message) from None
         for hit in found:
-            print(
-                f"{hit.dist.name} {hit.dist.public_version}  {hit.path}::{hit.span.name}  "
-                f"lines {hit.span.start}-{hit.span.end}\n    {hit.citation()}"
-            )
+            print(FOUND.format(name=hit.dist.name, version=hit.dist.public_version, path=hit.path, symbol=hit.span.name,
+                               start=hit.span.start, end=hit.span.end, citation=hit.citation()))
         total += len(found)
     if not total:
-        print(f"{symbol}: not defined in {', '.join(packages)}")
+        print(_(NOT_DEFINED).format(symbol=symbol, packages=", ".join(packages)))
         return 1
     return 0

@@ -4,14 +4,10 @@
   distcheck estimate --gpu H100 --count 2 --minutes 20 --cloud community --experiment tp-inference
   distcheck estimate --gpu "RTX 4090" --count 2 --minutes 25 --pod   # what a gpu_pod test reserves
 
-``--pod`` prices what the ``gpu_pod`` fixture reserves for a test marked ``pod(minutes=M)``: M minutes
-of run time plus the time a pod may take to get ready and to terminate (``pytest_distcheck.pods.timings``
-defaults, as ``pods/lease.py`` adds them), and prints that breakdown.
-
-Prices come from the shipped table (each with its source and date) or, when RUNPOD_API_KEY is set,
-live from RunPod. An unknown GPU type, or an experiment the workspace does not declare, is refused as
-reserving refuses it, never guessed. Exit status 1 when the run would not fit in what is left; 2 for a
-refusal or a workspace file or ledger that cannot be read (not UTF-8, a folder, malformed).
+Prices come from the shipped table (with source and date) or, with RUNPOD_API_KEY set, live from
+RunPod; ``--pod`` adds a pod's ready and terminate time (``pods.timings``). An unknown GPU type or an
+undeclared experiment is refused as reserving refuses it. Exit status 1 when the run would not fit in
+what is left; 2 for a refusal or a workspace file or ledger that cannot be read.
 """
 
 from __future__ import annotations
@@ -21,8 +17,27 @@ import sys
 
 from pytest_distcheck.commands import add_config_argument
 from pytest_distcheck.commands._numbers import positive_int, real
+from pytest_distcheck.i18n import N_, _
 
 MAX_MINUTES = 366 * 24 * 60  # a year: anything longer is a typo, and the billing arithmetic stays exact
+BAD_COUNT = N_("--count must be >= 1 and --minutes > 0, got {count} and {minutes:g}")
+FOR_MINUTES = N_(" for {minutes:g} min")
+RESERVED_AS_POD = N_(", reserved as gpu_pod does: {minutes:g} min run + {ready:g} min to get ready + {teardown:g} min "
+                     "to terminate = {total:g} min")
+LIVE_WARNING = N_("warning: {warning}; using the shipped table")
+HEADLINE = N_("{count} x {gpu} on {where}{span}: {cost}")
+PRICE_LINE = N_("  price    {rate}/GPU-hour ({origin}; source: {source}; {date}; recorded {recorded}; confidence "
+                "{confidence})")
+LIVE = N_("live")
+SHIPPED_TABLE = N_("shipped table")
+UNDATED = N_("undated")
+DATED = N_("dated {date}")
+BILLING_LINE = N_("  billing  per {granularity:g} s, minimum {minimum:g} s; billed {billed:g} s (source: {source})")
+REHEARSE_FIRST = N_("  rehearse the paid path first, for free: `distcheck rehearse` (a fake RunPod API, this machine "
+                    "as the pod); it cannot cover {gaps}")
+NO_CEILING = N_("  {key}: no ceiling in {config}")
+LEFT_AFTER = N_("  left after: {after} of {left} left under the {limit}")
+SHORT = N_("NOT ENOUGH, short {usd}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,43 +63,42 @@ def run(args: argparse.Namespace) -> int:
     from pytest_distcheck.commands.budget import load_guard
 
     if args.count < 1 or not args.minutes > 0:
-        raise BudgetRefused(f"--count must be >= 1 and --minutes > 0, got {args.count} and {args.minutes:g}")
+        raise BudgetRefused(_(BAD_COUNT).format(count=args.count, minutes=args.minutes))
     guard = load_guard(args.config)
     guard.check_experiment(args.experiment)  # as reserving does: an undeclared id escapes its ceiling
-    seconds, span = args.minutes * 60, f" for {args.minutes:g} min"
+    seconds, span = args.minutes * 60, _(FOR_MINUTES).format(minutes=args.minutes)
     if args.pod:
         from pytest_distcheck.pods.timings import Timings
 
         t = Timings()
         seconds = t.reserved_seconds(seconds)  # what pods/lease.py reserves
-        span = (f", reserved as gpu_pod does: {args.minutes:g} min run + {t.ready_timeout / 60:g} min to get ready + "
-                f"{t.teardown / 60:g} min to terminate = {seconds / 60:g} min")
+        span = _(RESERVED_AS_POD).format(minutes=args.minutes, ready=t.ready_timeout / 60, teardown=t.teardown / 60,
+                                         total=seconds / 60)
     est = guard.estimate(args.provider, args.gpu, args.count, seconds, args.cloud)
     p, b = est.price, est.billing
     if p.warning:
-        print(f"warning: {p.warning}; using the shipped table", file=sys.stderr)
+        print(_(LIVE_WARNING).format(warning=p.warning), file=sys.stderr)
     where = f"{args.provider} {args.cloud}" if args.provider == "runpod" else args.provider
-    print(f"{args.count} x {p.gpu} on {where}{span}: {usd(est.usd)}")
-    print(f"  price    {usd(p.usd_per_gpu_hour)}/GPU-hour ({'live' if p.live else 'shipped table'}; "
-          f"source: {p.source}; {'undated' if p.date == 'undated' else 'dated ' + p.date}; "
-          f"recorded {p.recorded}; confidence {p.confidence})")
-    print(f"  billing  per {b.granularity_s:g} s, minimum {b.minimum_s:g} s; billed {est.billed_s:g} s "
-          f"(source: {b.source})")
+    print(_(HEADLINE).format(count=args.count, gpu=p.gpu, where=where, span=span, cost=usd(est.usd)))
+    date = _(UNDATED) if p.date == "undated" else _(DATED).format(date=p.date)
+    print(_(PRICE_LINE).format(rate=usd(p.usd_per_gpu_hour), origin=_(LIVE) if p.live else _(SHIPPED_TABLE),
+                               source=p.source, date=date, recorded=p.recorded, confidence=p.confidence))
+    print(_(BILLING_LINE).format(granularity=b.granularity_s, minimum=b.minimum_s, billed=est.billed_s,
+                                 source=b.source))
     if args.provider == "runpod":
         from pytest_distcheck.pods.rehearsal import NOT_COVERED
 
-        print("  rehearse the paid path first, for free: `distcheck rehearse` (a fake RunPod API, this machine as "
-              "the pod); it cannot cover " + "; ".join(NOT_COVERED))
+        print(_(REHEARSE_FIRST).format(gaps="; ".join(NOT_COVERED)))
     status = guard.status()
     fits = True
     keys = ["phase"] + ([f"experiment {args.experiment}"] if args.experiment else [])
     for key in keys:
         lim = status.limits.get(key)
         if lim is None:
-            print(f"  {key}: no ceiling in {args.config}")
+            print(_(NO_CEILING).format(key=key, config=args.config))
             continue
         after = lim.left - est.usd
         fits &= after >= Decimal(0)
-        print(f"  left after: {usd(after) if after >= 0 else 'NOT ENOUGH, short ' + usd(-after)} of "
-              f"{usd(lim.left)} left under the {lim.name}")
+        shown = usd(after) if after >= 0 else _(SHORT).format(usd=usd(-after))
+        print(_(LEFT_AFTER).format(after=shown, left=usd(lim.left), limit=lim.name))
     return 0 if fits else 1

@@ -21,6 +21,14 @@ from pytest_distcheck.commands._numbers import count, positive_int, real
 
 ZERO_CHOICES = ("ddp", "zero1", "zero2", "zero3", "megatron-distopt", "HYBRID_SHARD")
 UNITS = {"GB": 1e9, "GiB": 2**30}
+STATES_HEADER = ("model states per GPU, Psi = {psi:.4g} parameters, N_d = {nd}{split}, {what}; variant {variant} "
+                 "(Rajbhandari et al. 2019); {unit_note}")
+STATES_ROW = ("  {name:<30} {formula:<24} {total}   (params {params}, grads {grads}, optimizer {optimizer})  "
+              "{section}")
+OFFLOAD_LINE = ("  offload {options}: per GPU {gpu} ({gpu_formula}); per node CPU {cpu} ({cpu_formula}){nvme}  "
+                "{source}")
+PLAN_TOTAL = ("\nplan TP={tp} x PP={pp} x CP={cp} x DP={dp}, {zero}, recompute {recompute}: {total} per GPU = states "
+              "{states} + activations {activations} + gathered unit {gathered} + margin {margin} (variant zero-paper)")
 UNIT_NOTE = {"GB": "GB = 1e9 bytes", "GiB": "GiB = 2^30 bytes, what DeepSpeed prints as \"GB\""}
 TP_HEADS = ("--tp {tp} does not divide --heads {heads}: TP gives each rank whole attention heads (megatron-core "
             "TransformerConfig: num_attention_heads % tensor_model_parallel_size == 0); use a TP that divides {heads}")
@@ -130,8 +138,8 @@ def _paper_rows(args: argparse.Namespace, memory, precision, recipe, k: float, s
     psi, t, p = args.params, args.tp, args.pp
     split = f", TP = {t}, PP = {p} (Psi below = Psi/(TP x PP) = {psi / (t * p):.4g} per GPU)" if t * p > 1 else ""
     what = f"K = {k:g}" if args.k is not None else f"recipe {recipe.name}, {recipe.total_bytes_per_param:g} B/param"
-    print(f"model states per GPU, Psi = {psi:.4g} parameters, N_d = {args.dp * args.cp}{split}, {what}; variant "
-          f"{ZERO_PAPER} (Rajbhandari et al. 2019); {UNIT_NOTE[args.unit]}")
+    print(STATES_HEADER.format(psi=psi, nd=args.dp * args.cp, split=split, what=what, variant=ZERO_PAPER,
+                               unit_note=UNIT_NOTE[args.unit]))
     rows = [
         ("DDP / FSDP NO_SHARD", "(2+2+K) Psi", "ddp", "sec. 3.1"),
         ("ZeRO-1", "4 Psi + K Psi/N_d", "zero1", "sec. 5.1"),
@@ -142,9 +150,9 @@ def _paper_rows(args: argparse.Namespace, memory, precision, recipe, k: float, s
     for name, formula, stage, sec in rows:
         s = states(stage)
         formula = formula if symbolic else _formula(recipe, stage, precision)
-        print(f"  {name:<30} {formula:<24} {_fmt(args, s.total_bytes, 10)}   (params {_fmt(args, s.params_bytes)}, "
-              f"grads {_fmt(args, s.grads_bytes + s.main_grads_bytes)}, optimizer "
-              f"{_fmt(args, s.optimizer_bytes + s.master_bytes)})  {sec}")
+        print(STATES_ROW.format(name=name, formula=formula, total=_fmt(args, s.total_bytes, 10),
+                                params=_fmt(args, s.params_bytes), grads=_fmt(args, s.grads_bytes + s.main_grads_bytes),
+                                optimizer=_fmt(args, s.optimizer_bytes + s.master_bytes), section=sec))
     if args.gpus_per_node:
         g = _node_group(args, args.dp * args.cp)
         h = states("HYBRID_SHARD", g)
@@ -158,8 +166,9 @@ def _paper_rows(args: argparse.Namespace, memory, precision, recipe, k: float, s
     if args.offload_optimizer != "none" or args.offload_param != "none":
         pl = _placement(args, k, recipe)
         nvme = f", NVMe {_fmt(args, pl.nvme_bytes)}" if pl.nvme_bytes else ""
-        print(f"  offload {pl.options}: per GPU {_fmt(args, pl.gpu_bytes)} ({pl.gpu_formula}); per node CPU "
-              f"{_fmt(args, pl.host_bytes)} ({pl.host_formula}){nvme}  {SOURCES[ZERO_PAPER]}")
+        print(OFFLOAD_LINE.format(options=pl.options, gpu=_fmt(args, pl.gpu_bytes), gpu_formula=pl.gpu_formula,
+                                  cpu=_fmt(args, pl.host_bytes), cpu_formula=pl.host_formula, nvme=nvme,
+                                  source=SOURCES[ZERO_PAPER]))
 
 
 def _placement(args: argparse.Namespace, k: float, recipe):
@@ -262,9 +271,9 @@ def _plan(args: argparse.Namespace, memory, precision, states, k: float) -> None
     else:
         st = states(args.zero, group).total_bytes
     total = st + pm.activation_bytes + gathered + args.margin_gb * 1e9
-    print(f"\nplan TP={args.tp} x PP={args.pp} x CP={args.cp} x DP={args.dp}, {args.zero}, recompute {args.recompute}: "
-          f"{_fmt(args, total)} per GPU = states {_fmt(args, st)} + activations {_fmt(args, pm.activation_bytes)} + "
-          f"gathered unit {_fmt(args, gathered)} + margin {_fmt(args, args.margin_gb * 1e9)} (variant zero-paper)")
+    print(PLAN_TOTAL.format(tp=args.tp, pp=args.pp, cp=args.cp, dp=args.dp, zero=args.zero, recompute=args.recompute,
+                            total=_fmt(args, total), states=_fmt(args, st), activations=_fmt(args, pm.activation_bytes),
+                            gathered=_fmt(args, gathered), margin=_fmt(args, args.margin_gb * 1e9)))
     notes = list(pm.assumptions)
     if args.k is not None:
         notes[0] = f"precision: fp16 weights and gradients, K = {k:g} (ZeRO sec. 3.1)"

@@ -1,4 +1,4 @@
-"""List the RunPod account's pods and terminate pytest-distcheck's orphans (kill path c, by hand).
+"""List the RunPod account's pods and terminate pytest-distcheck's orphans (the sweep, by hand).
 
 Needs RUNPOD_API_KEY. `distcheck pods` lists every pod (id, name, status, $/hour) and says which are
 the kit's (named distcheck-<run id>-<deadline>) and whether they are orphans. `--sweep` terminates

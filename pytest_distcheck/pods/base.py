@@ -17,6 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from pytest_distcheck.errors import DistcheckError
+from pytest_distcheck.gpu_types import CLOUDS, check_gpu_type
 
 # Statuses a pod can report (RunPod's desiredStatus values, plus GONE for "the API no longer knows it").
 RUNNING, EXITED, TERMINATED, GONE = "RUNNING", "EXITED", "TERMINATED", "GONE"
@@ -62,18 +63,9 @@ class PodLost(PodError):
     """The pod went away during use (terminated by a kill path, the budget watchdog or the provider)."""
 
 
-# Values that reach the provider's API text (the runpod SDK pastes them into GraphQL unescaped): GPU type
-# ids read like "NVIDIA GeForce RTX 4090" or "NVIDIA A100-SXM4-80GB"; images like "runpod/pytorch:2.8.0-py3.11".
-GPU_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._()-]{0,79}$")
+# Container images reach the provider's API text too (the runpod SDK pastes them into GraphQL unescaped):
+# "runpod/pytorch:2.8.0-py3.11".
 IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$")
-
-
-def check_gpu_type(value: str, where: str = "gpu_type") -> str:
-    """``value`` if it is a plausible GPU type id (``GPU_TYPE``). Raises ValueError naming ``where``."""
-    if not isinstance(value, str) or not GPU_TYPE.match(value):
-        raise ValueError(f"{where} {value!r} is not a GPU type id (letters, digits, spaces and ._()- only, "
-                         "e.g. 'NVIDIA GeForce RTX 4090')")
-    return value
 
 
 @dataclass(frozen=True)
@@ -107,7 +99,7 @@ class GpuRequest:
             raise ValueError(f"gpus must be a whole number >= 1, got {self.gpus!r}")
         if not self.seconds > 0:
             raise ValueError(f"seconds must be > 0, got {self.seconds!r}")
-        if self.cloud not in ("secure", "community"):
+        if self.cloud not in CLOUDS:
             raise ValueError(f"cloud must be 'secure' or 'community', got {self.cloud!r}")
         check_gpu_type(self.gpu_type)
         if self.image and not IMAGE.match(self.image):
@@ -181,7 +173,7 @@ class Pod(ABC):
         """Copy ``remote`` (a file or folder) from the pod to ``local`` on this machine."""
 
     def heartbeat(self, usd_per_hour: float | None = None) -> None:  # noqa: B027 - optional (dead-man pods only)
-        """Tell the pod its client is alive (kill path b), and the rate the client meters it at (USD/h for
+        """Tell the pod its client is alive (for its dead-man switch), and the rate the client meters it at (USD/h for
         the whole pod), which the pod's switch believes when it is above its own. Cheap; every few seconds."""
 
     def close(self) -> None:  # noqa: B027 - optional
@@ -215,7 +207,7 @@ class Provider(ABC):
     def create(self, request: GpuRequest, name: str, limit_s: float, budget_usd: float, margin_s: float) -> str:
         """Ask for a pod named ``name``; return its id as soon as the provider gives one.
 
-        A remote pod must end itself (its dead-man switch, kill path b) even if this machine is gone:
+        A remote pod must end itself (its dead-man switch) even if this machine is gone:
         ``limit_s`` seconds after it starts, or sooner when ``budget_usd`` (the reservation) less
         ``margin_s`` seconds runs out at the pod's own rate. Durations only: no date crosses machines.
 

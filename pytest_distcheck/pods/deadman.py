@@ -1,29 +1,12 @@
-"""Kill path b: the pod's start command, which runs a dead-man switch that terminates its own pod.
+"""The pod's own kill path: its start command, which runs a dead-man switch that terminates its own pod.
 
-The switch is a shell loop started in the background before the image's own start script
-(``/start.sh`` on RunPod's images, which installs ``PUBLIC_KEY`` and starts sshd). Every
-``every`` seconds it ends the pod when
-
-- the pod has lived ``limit_s`` seconds since the switch started, or the fewer seconds that
-  ``budget_usd`` buys, less ``margin_s``, at the larger of the pod's own ``costPerHr`` (read from the
-  API with the pod's key right after boot and every minute after; 0 or no answer: unknown, the priced
-  limit stands) and the rate the client last metered (written into the heartbeat file, which also
-  holds the provider's bill as the client saw it); or
-- the client's heartbeat file ``~/distcheck/heartbeat`` (written over SSH) has not changed for
-  ``stale`` seconds.
-
-Time on the pod is ``/proc/uptime`` (monotonic, untouched by wall-clock jumps); nothing compares
-the client's clock with the pod's: the client sends durations, never a date. The heartbeat is
-judged by when the switch saw its mtime change, on the same clock. It keeps trying to terminate
-until it succeeds (an API outage only delays it). It terminates with the pod's own credentials
-(``RUNPOD_POD_ID``, the pod-scoped ``RUNPOD_API_KEY``): ``runpodctl remove pod`` (runpodctl 1.x,
-GraphQL podTerminate), else ``runpodctl pod delete`` (2.x, REST), else a plain ``curl`` podTerminate.
-Sources: RunPod docs pods/templates/environment-variables.mdx; runpodctl cmd/pod/removePod.go and
-cmd/pod/delete.go (see /work/shared/notes/runpod.md section 2). Boot time before the switch starts
-is not counted by it: the client's watchdog and the reservation's ready timeout cover it.
-
-The script travels base64-encoded inside ``bash -c '...'`` so the ``dockerArgs`` value holds no
-double quote, backslash or newline: the runpod SDK 1.12.0 pastes it into the GraphQL text unescaped.
+A shell loop, started before the image's own ``/start.sh``, ends the pod every ``every`` seconds once it
+has lived ``limit_s`` seconds (or the fewer that ``budget_usd`` buys at the dearer of the pod's own
+``costPerHr`` and the rate the client last metered, less ``margin_s``), or once the client's heartbeat
+file ``~/distcheck/heartbeat`` has not changed for ``stale`` seconds. Time is the pod's ``/proc/uptime``;
+the client sends durations, never a date. It keeps trying until terminated, with the pod's own
+credentials (runpodctl 1.x or 2.x, else curl). The script travels base64-encoded: the runpod SDK pastes
+``dockerArgs`` into GraphQL unescaped. Sources and details: docs/design/pods.md.
 """
 
 from __future__ import annotations
@@ -35,7 +18,7 @@ HEARTBEAT = "distcheck/heartbeat"  # relative to the pod's home folder, as SSH s
 LOG = "distcheck/deadman.log"
 
 _SCRIPT = r"""#!/bin/bash
-# distcheck dead-man switch (kill path b). Ends this pod when its reserved seconds are used (at the
+# distcheck dead-man switch. Ends this pod when its reserved seconds are used (at the
 # pod's own costPerHr or the client's metered rate, if dearer) or when the client's heartbeat stops.
 # Written by pytest-distcheck.
 LIMIT_S=__LIMIT_S__

@@ -36,7 +36,7 @@ from pytest_distcheck.pods.reaper import Reaper, Termination, terminate_and_conf
 from pytest_distcheck.pods.sweep import utc
 from pytest_distcheck.pods.timings import Timings
 
-# reserve(max_seconds, usd_per_gpu_hour) -> a budget Reservation (pytest_distcheck.budget_guard)
+# reserve(max_seconds, usd_per_gpu_hour) -> a budget Reservation (pytest_distcheck.budget)
 Reserve = Callable[[float, float | None], Any]
 NOT_SETTLED = ("pod {pod} is terminated ({seconds:.0f} s from the create call), but its settled row was not written: "
                "{problem}. Its worst case keeps counting; once the ledger can be written: "
@@ -109,7 +109,7 @@ class Lease:
         t, res = self.timings, self.reservation
         self.deadline = time.time() + float(res.max_seconds)
         self.name = pod_name(res.run_id, self.deadline)
-        # The watchdog cuts `margin` before the reservation ends; the pod's own switch (kill path b)
+        # The watchdog cuts `margin` before the reservation ends; the pod's own dead-man switch
         # fires half of it before the end: later than the client, earlier than the money runs out.
         margin = min(t.teardown, float(res.max_seconds) / 4)
         self._check_live_rate()

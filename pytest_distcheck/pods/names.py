@@ -1,7 +1,7 @@
 """Pod names and session liveness: how a sweep tells the kit's orphans from pods still in use.
 
 A pod is named ``distcheck-<run id>-<deadline>``: the run id is the budget reservation's
-(``<session id>-<hex>``, :meth:`pytest_distcheck.budget_guard.BudgetGuard.reserve`) and the deadline
+(``<session id>-<hex>``, :meth:`pytest_distcheck.budget.guard.BudgetGuard.reserve`) and the deadline
 is the Unix time (seconds) its reservation runs out. Every process of a session holds a shared
 ``flock`` on ``~/.cache/distcheck/sessions/<session id>.lock`` while it may own pods; the kernel drops
 it when the process dies, however it dies, so a lock nobody holds means the session is over.

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.settings import Setting
 
 GPU_PROVIDER = Setting(
@@ -39,10 +40,28 @@ MARKER = ("pod(gpus=1, minutes=30, gpu_type=None, image=None, cloud=None, experi
           "for this test; unset values come from the workspace's [pods] section, then the kit's defaults")
 _MARKER_KEYS = {"gpus", "minutes", "gpu_type", "image", "cloud", "experiment"}
 MAX_LOCAL_RATE = 100.0  # USD per GPU-hour: above any GPU's rent
-LOCAL_RATE_BOUND = ("must be a finite number of USD per GPU-hour, >= 0 and at most {max:g} (more is a typo), "
-                    "got {value!r}")
+LOCAL_RATE_BOUND = N_("must be a finite number of USD per GPU-hour, >= 0 and at most {max:g} (more is a typo), "
+                      "got {value!r}")
 MAX_POD_MINUTES = 366 * 24 * 60  # a year, as distcheck estimate --minutes
-POD_MINUTES = "{source} must be a number of minutes > 0 and at most {max} (a year), got {value!r}"
+POD_MINUTES = N_("{source} must be a number of minutes > 0 and at most {max} (a year), got {value!r}")
+UNKNOWN_PROVIDER = N_("{source}: unknown GPU provider {value!r}; choose one of {choices}")
+NOT_A_RATE = N_("{source}: {value!r} is not a number of USD per GPU-hour")
+REHEARSAL_ONLY = N_("{env}=1 is for `distcheck rehearse` only (provider runpod, the bundled fake API on this machine); "
+                    "here the API is {host}: unset {env}")
+HEADER_REHEARSAL = N_("distcheck pods: REHEARSAL against the bundled fake RunPod API on this machine: nothing is paid, "
+                      "results are not evidence")
+HEADER_RUNPOD_KEY = N_("distcheck pods: provider runpod (RUNPOD_API_KEY set); pods named "
+                       "distcheck-<run id>-<deadline>, orphans swept at every session start and after paid sessions")
+HEADER_RUNPOD_NO_KEY = N_("distcheck pods: provider runpod (RUNPOD_API_KEY not set); pods named "
+                          "distcheck-<run id>-<deadline>, orphans swept once RUNPOD_API_KEY is set")
+HEADER_LOCAL = N_("distcheck pods: provider local (this machine's GPUs, ${rate:g}/GPU-hour)")
+MARKER_KEYWORDS = N_("{test}: @pytest.mark.pod takes keywords {keys}; got args {args!r} kwargs {kwargs!r}")
+BAD_REQUEST = N_("{test}: @pytest.mark.pod / [pods]: {problem}")
+SKIPPED = N_("gpu_pod ({provider}): {reason}")
+NOT_RECONCILED = N_("distcheck budget: not reconciled with RunPod ({problem}); run `distcheck budget --reconcile` "
+                    "later")
+RECONCILED = N_("distcheck budget: reconciled {finding}")
+NO_FINAL_SWEEP = N_("distcheck pods: no final sweep ({problem})")
 _session_key = pytest.StashKey[Any]()
 _workers_key = pytest.StashKey[list]()
 
@@ -60,7 +79,7 @@ def _provider_name(config: pytest.Config) -> str:
 
     value, source = GPU_PROVIDER.raw(config)
     if value not in PROVIDERS:
-        raise pytest.UsageError(f"{source}: unknown GPU provider {value!r}; choose one of {', '.join(PROVIDERS)}")
+        raise pytest.UsageError(_(UNKNOWN_PROVIDER).format(source=source, value=value, choices=", ".join(PROVIDERS)))
     return value
 
 
@@ -69,9 +88,9 @@ def _local_rate(config: pytest.Config) -> float:
     try:
         rate = float(value)
     except ValueError:
-        raise pytest.UsageError(f"{source}: {value!r} is not a number of USD per GPU-hour") from None
+        raise pytest.UsageError(_(NOT_A_RATE).format(source=source, value=value)) from None
     if not 0 <= rate <= MAX_LOCAL_RATE:
-        raise pytest.UsageError(f"{source}: " + LOCAL_RATE_BOUND.format(max=MAX_LOCAL_RATE, value=value))
+        raise pytest.UsageError(f"{source}: " + _(LOCAL_RATE_BOUND).format(max=MAX_LOCAL_RATE, value=value))
     return rate
 
 
@@ -97,8 +116,7 @@ def rehearsal(config: pytest.Config) -> bool:
         return False
     host = urlparse(os.environ.get("RUNPOD_API_BASE_URL", "https://api.runpod.io")).hostname or ""
     if _provider_name(config) != "runpod" or host not in ("127.0.0.1", "localhost", "::1"):
-        raise pytest.UsageError(f"{REHEARSAL_ENV}=1 is for `distcheck rehearse` only (provider runpod, the bundled "
-                                f"fake API on this machine); here the API is {host or '?'}: unset {REHEARSAL_ENV}")
+        raise pytest.UsageError(_(REHEARSAL_ONLY).format(env=REHEARSAL_ENV, host=host or "?"))
     return True
 
 
@@ -108,7 +126,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_distcheck.dod.plugin import table_instead_key
         from pytest_distcheck.pods.rehearsal import NO_DOD_TABLE
 
-        config.stash[table_instead_key] = NO_DOD_TABLE
+        config.stash[table_instead_key] = _(NO_DOD_TABLE)
     _provider_name(config)  # bad values are usage errors now, not at the first paid test
     _local_rate(config)
     _timings(config)
@@ -125,15 +143,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if get_workspace(config) is None and max_usd(config) is None and not rehearsal(config):
         return []  # a suite of dist_world tests, no course workspace: no pods in sight
     if rehearsal(config):
-        return ["distcheck pods: REHEARSAL against the bundled fake RunPod API on this machine: nothing is paid, "
-                "results are not evidence"]
+        return [_(HEADER_REHEARSAL)]
     if name == "runpod":
         has_key = bool(os.environ.get("RUNPOD_API_KEY", "").strip())
-        key = "RUNPOD_API_KEY set" if has_key else "RUNPOD_API_KEY not set"
-        when = "at every session start and after paid sessions" if has_key else "once RUNPOD_API_KEY is set"
-        return [f"distcheck pods: provider runpod ({key}); pods named distcheck-<run id>-<deadline>, orphans swept "
-                f"{when}"]
-    return [f"distcheck pods: provider local (this machine's GPUs, ${_local_rate(config):g}/GPU-hour)"]
+        return [_(HEADER_RUNPOD_KEY) if has_key else _(HEADER_RUNPOD_NO_KEY)]
+    return [_(HEADER_LOCAL).format(rate=_local_rate(config))]
 
 
 def _report(config: pytest.Config):
@@ -181,8 +195,8 @@ def _request(item: pytest.Item, config: pytest.Config):
     marker = item.get_closest_marker("pod")
     kwargs = dict(marker.kwargs) if marker is not None else {}
     if marker is not None and (marker.args or set(kwargs) - _MARKER_KEYS):
-        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.pod takes keywords {sorted(_MARKER_KEYS)}; "
-                                f"got args {marker.args!r} kwargs {marker.kwargs!r}")
+        raise pytest.UsageError(_(MARKER_KEYWORDS).format(test=item.nodeid, keys=sorted(_MARKER_KEYS), args=marker.args,
+                                                          kwargs=marker.kwargs))
     ws = get_workspace(config)
     section = ws.section("pods") if ws is not None else {}
     pick = lambda key, default: kwargs.get(key) if kwargs.get(key) is not None else section.get(key, default)  # noqa: E731
@@ -190,8 +204,8 @@ def _request(item: pytest.Item, config: pytest.Config):
     minutes = pick("minutes", 30)
     if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not 0 < minutes <= MAX_POD_MINUTES:
         source = "@pytest.mark.pod(minutes=...)" if kwargs.get("minutes") is not None else "[pods] minutes"
-        raise pytest.UsageError(f"{item.nodeid}: " + POD_MINUTES.format(source=source, max=MAX_POD_MINUTES,
-                                                                        value=minutes))
+        raise pytest.UsageError(f"{item.nodeid}: " + _(POD_MINUTES).format(source=source, max=MAX_POD_MINUTES,
+                                                                           value=minutes))
     try:
         if not isinstance(cuda, list):
             raise ValueError(f"allowed_cuda_versions must be a list such as [\"12.8\", \"12.9\"], got {cuda!r}")
@@ -199,7 +213,7 @@ def _request(item: pytest.Item, config: pytest.Config):
                              seconds=float(minutes) * 60, image=str(pick("image", DEFAULT_IMAGE)),
                              cloud=str(pick("cloud", "secure")), cuda_versions=tuple(cuda))
     except (TypeError, ValueError) as exc:
-        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.pod / [pods]: {exc}") from None
+        raise pytest.UsageError(_(BAD_REQUEST).format(test=item.nodeid, problem=exc)) from None
     experiment = pick("experiment", None)
     return request, (str(experiment) if experiment is not None else None)
 
@@ -229,7 +243,7 @@ def gpu_pod(request: pytest.FixtureRequest, budget):
     try:
         provider = ps.provider()
     except Unavailable as exc:
-        pytest.skip(f"gpu_pod ({ps.provider_name}): {exc}")
+        pytest.skip(_(SKIPPED).format(provider=ps.provider_name, reason=exc))
     gpu_type = getattr(provider, "gpu_name", None) or gpu.gpu_type
 
     def reserve(max_seconds: float, rate: float | None):
@@ -254,7 +268,7 @@ def gpu_pod(request: pytest.FixtureRequest, budget):
     except Unavailable as exc:
         line(f"not started ({exc})")
         line.close()
-        pytest.skip(f"gpu_pod ({provider.name}): {exc}")
+        pytest.skip(_(SKIPPED).format(provider=provider.name, reason=exc))
     except BaseException:
         line(f"failed before it was ready; {ending(lease)}", metered=False)
         line.close()
@@ -288,7 +302,7 @@ def _reconcile_at_end(config: pytest.Config) -> None:
     """After a paid session on RunPod: append what RunPod billed for the ledger's pods, show differences."""
     import os
 
-    from pytest_distcheck.budget.plugin import _guard, max_usd, session_id
+    from pytest_distcheck.budget.plugin import max_usd, session_guard, session_id
     from pytest_distcheck.errors import DistcheckError
 
     has_key = bool(os.environ.get("RUNPOD_API_KEY", "").strip())
@@ -298,13 +312,13 @@ def _reconcile_at_end(config: pytest.Config) -> None:
 
     report = _report(config)
     try:
-        findings = _guard(config).reconcile(pod_bills)
+        findings = session_guard(config).reconcile(pod_bills)
     except (DistcheckError, pytest.UsageError) as exc:
-        report(f"distcheck budget: not reconciled with RunPod ({exc}); run `distcheck budget --reconcile` later")
+        report(_(NOT_RECONCILED).format(problem=exc))
         return
     for f in findings:
         if f.run_id.startswith(f"{session_id(config)}-") or f.state == "difference":
-            report(f"distcheck budget: reconciled {f.line()}")
+            report(_(RECONCILED).format(finding=f.line()))
 
 
 @pytest.hookimpl(trylast=True)
@@ -312,7 +326,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if rehearsal(config):  # at the end: say what it was
         from pytest_distcheck.pods.rehearsal import THIS_RUN
 
-        terminalreporter.write_line(THIS_RUN, yellow=True, bold=True)
+        terminalreporter.write_line(_(THIS_RUN), yellow=True, bold=True)
 
 
 @pytest.hookimpl(trylast=True)
@@ -333,7 +347,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         try:
             ps.sweep_session()
         except Unavailable as exc:
-            _report(config)(f"distcheck pods: no final sweep ({exc})")
+            _report(config)(_(NO_FINAL_SWEEP).format(problem=exc))
     if used:
         _reconcile_at_end(config)
 

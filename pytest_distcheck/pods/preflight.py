@@ -1,26 +1,11 @@
 """Pod preflight: is this pod fit for the experiment? Asked over the pod's own SSH session, before
 anything is run there, so a pod that cannot do the work costs a minute, not the whole reservation.
 
-Design decisions (why, and the test that pins each):
-
-- One probe, one command: a Python script sent on the SSH session the experiment will use
-  (:meth:`Pod.run`), printing one JSON line of facts. Nothing is installed. Pinned by
-  ``tests/test_pods_preflight.py::test_probe_on_this_machine_reports_no_gpu``.
-- Facts, then judgement: the probe only reports (GPUs from ``nvidia-smi``: count, names, driver,
-  the CUDA version the driver supports, free memory; torch's version, the CUDA it was built for,
-  ``torch.cuda.is_available()``, its devices' free memory; NCCL's version and a 2-rank all-reduce of
-  4 floats with ``device_id`` given to ``init_process_group``). :func:`problems` compares them with
-  :class:`Expect`, a pure function tested on synthetic facts
-  (``tests/test_pods_preflight.py::test_problems_*``).
-- Why each check: a host whose driver is older than the image's CUDA never starts it
-  (runpod/containers issue 98); an image whose pip install fell back ships an older torch
-  (runpod/containers issue 114); a torch that cannot see CUDA makes a run fall back to gloo on the
-  CPU. Free memory is compared with the experiment's own estimate (from :mod:`pytest_distcheck.calc`).
-- Any miss raises :class:`PreflightFailed` naming every miss; the ``gpu_pod`` fixture's exit then
-  terminates the pod and settles the ledger row (``tests/test_pods_tp_check.py``). In a rehearsal
-  (fake RunPod, nothing paid) the misses are recorded instead, as what the rehearsal could not cover.
-- The facts (with ``problems``) are saved into the result (``preflight``), so a result says what
-  hardware and software it ran on as the pod reported them before the run.
+One probe script (:meth:`Pod.run`) prints one JSON line of facts: GPUs, driver and its CUDA, free
+memory; torch, its CUDA, ``torch.cuda.is_available()``; NCCL and a 2-rank all-reduce. :func:`problems`
+judges them against :class:`Expect` (pure, tested on synthetic facts); any miss raises
+:class:`PreflightFailed` naming every miss (a rehearsal records them instead). The facts are saved into
+the result (``preflight``). Why each check: docs/design/pods.md.
 """
 
 from __future__ import annotations
@@ -133,6 +118,30 @@ print(MARKER + json.dumps(facts), flush=True)
 """ % {"marker": MARKER, "child": _CHILD}
 
 
+# The misses are recorded in the result (``preflight.problems``) as well as raised, so they stay English, as
+# the result's other fields do.
+FAILED_PREFLIGHT = ("pod {pod} failed its preflight, so the experiment was not started; the pod is terminated and its "
+                    "ledger row settled now:\n{misses}\nThese are facts about the pod's host or image, not about your "
+                    "code.")
+MISS = "  - {miss}"
+NOT_REPORTED = "not reported"
+NO_GPU_VISIBLE = "no GPU visible: nvidia-smi: {error}"
+TOO_FEW_GPUS = "{n} GPU(s) visible ({names}); the experiment needs {gpus}"
+TORCH_NOT_IMPORTED = "torch does not import on the pod: {error}"
+TORCH_TOO_OLD = ("torch {version} on the pod; the experiment needs torch >= {min} (an image whose pip install fell "
+                 "back can ship an older torch than its tag says: runpod/containers#114)")
+CUDA_NOT_AVAILABLE = ("torch.cuda.is_available() is False (torch {version} built for CUDA {cuda}{driver}): a run here "
+                      "would not use the GPUs")
+DRIVER_SUPPORTS = "; the driver supports CUDA {cuda}"
+TORCH_DEVICES = "torch sees {n} CUDA device(s); the experiment needs {gpus}"
+NO_ALLREDUCE = "no NCCL all-reduce was tried: {why}"
+ALLREDUCE_FAILED = "a {ranks}-rank NCCL all-reduce of 4 floats failed (NCCL {nccl}): {error}"
+FREE_UNKNOWN = "GPU {index}: free memory unknown ({error})"
+TOO_LITTLE_FREE = ("GPU {index} ({name}) has {free:.1f} GiB free; the experiment needs about {need_gib:.1f} GiB "
+                   "({need})")
+NO_FACTS = "the probe gave no facts (exit {status}): {tail}"
+
+
 @dataclass(frozen=True)
 class Expect:
     """What the experiment needs of the pod.
@@ -156,9 +165,7 @@ class PreflightFailed(PodError):
     def __init__(self, pod_id: str, problems: list[str], facts: dict[str, Any]) -> None:
         self.facts = facts
         self.problems = problems
-        super().__init__(f"pod {pod_id} failed its preflight, so the experiment was not started; the pod is "
-                         "terminated and its ledger row settled now:\n" + "\n".join(f"  - {p}" for p in problems)
-                         + "\nThese are facts about the pod's host or image, not about your code.")
+        super().__init__(FAILED_PREFLIGHT.format(pod=pod_id, misses="\n".join(MISS.format(miss=p) for p in problems)))
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -172,40 +179,39 @@ def problems(facts: dict[str, Any], expect: Expect) -> list[str]:
         facts: the probe's JSON (see :data:`PROBE`); missing parts count as misses.
     """
     out: list[str] = []
-    smi = facts.get("nvidia_smi") or {"error": "not reported"}
+    smi = facts.get("nvidia_smi") or {"error": NOT_REPORTED}
     gpus = smi.get("gpus") or []
     if "error" in smi:
-        out.append(f"no GPU visible: nvidia-smi: {smi['error']}")
+        out.append(NO_GPU_VISIBLE.format(error=smi["error"]))
     elif len(gpus) < expect.gpus:
         names = ", ".join(g["name"] for g in gpus) or "none"
-        out.append(f"{len(gpus)} GPU(s) visible ({names}); the experiment needs {expect.gpus}")
-    t = facts.get("torch") or {"error": "not reported"}
+        out.append(TOO_FEW_GPUS.format(n=len(gpus), names=names, gpus=expect.gpus))
+    t = facts.get("torch") or {"error": NOT_REPORTED}
     if "error" in t:
-        out.append(f"torch does not import on the pod: {t['error']}")
+        out.append(TORCH_NOT_IMPORTED.format(error=t["error"]))
         return out
     if _version(t["version"]) < _version(expect.min_torch):
-        out.append(f"torch {t['version']} on the pod; the experiment needs torch >= {expect.min_torch} (an image "
-                   "whose pip install fell back can ship an older torch than its tag says: runpod/containers#114)")
+        out.append(TORCH_TOO_OLD.format(version=t["version"], min=expect.min_torch))
     if not t.get("available"):
-        driver = f"; the driver supports CUDA {smi['driver_cuda']}" if smi.get("driver_cuda") else ""
-        out.append(f"torch.cuda.is_available() is False (torch {t['version']} built for CUDA {t.get('cuda')}"
-                   f"{driver}): a run here would not use the GPUs")
+        driver = DRIVER_SUPPORTS.format(cuda=smi["driver_cuda"]) if smi.get("driver_cuda") else ""
+        out.append(CUDA_NOT_AVAILABLE.format(version=t["version"], cuda=t.get("cuda"), driver=driver))
         return out
     if t.get("count", 0) < expect.gpus:
-        out.append(f"torch sees {t.get('count', 0)} CUDA device(s); the experiment needs {expect.gpus}")
+        out.append(TORCH_DEVICES.format(n=t.get("count", 0), gpus=expect.gpus))
     ar = facts.get("allreduce") or {}
     if ar.get("skipped"):
-        out.append(f"no NCCL all-reduce was tried: {ar['skipped']}")
+        out.append(NO_ALLREDUCE.format(why=ar["skipped"]))
     elif not ar.get("ok"):
-        out.append(f"a {ar.get('ranks', '?')}-rank NCCL all-reduce of 4 floats failed (NCCL "
-                   f"{t.get('nccl')}): {ar.get('error', 'not reported')}")
+        out.append(ALLREDUCE_FAILED.format(ranks=ar.get("ranks", "?"), nccl=t.get("nccl"),
+                                           error=ar.get("error", NOT_REPORTED)))
     if expect.min_free_bytes > 0:
         for d in (t.get("devices") or [])[:expect.gpus]:
             if "error" in d:
-                out.append(f"GPU {d['index']}: free memory unknown ({d['error']})")
+                out.append(FREE_UNKNOWN.format(index=d["index"], error=d["error"]))
             elif d["free_bytes"] < expect.min_free_bytes:
-                out.append(f"GPU {d['index']} ({d['name']}) has {d['free_bytes'] / GIB:.1f} GiB free; the experiment "
-                           f"needs about {expect.min_free_bytes / GIB:.1f} GiB ({expect.need or 'its estimate'})")
+                out.append(TOO_LITTLE_FREE.format(index=d["index"], name=d["name"], free=d["free_bytes"] / GIB,
+                                                  need_gib=expect.min_free_bytes / GIB,
+                                                  need=expect.need or "its estimate"))
     return out
 
 
@@ -257,7 +263,7 @@ def run_preflight(pod: Pod, expect: Expect, rehearsal: bool = False) -> dict[str
     facts = parse([ln.rstrip("\n") for ln in lines])
     if facts is None:
         tail = "".join(lines[-5:]).strip() or "no output"
-        raise PreflightFailed(pod.id, [f"the probe gave no facts (exit {result.exit_status}): {tail}"], {})
+        raise PreflightFailed(pod.id, [NO_FACTS.format(status=result.exit_status, tail=tail)], {})
     found = problems(facts, expect)
     facts["problems"], facts["rehearsal"] = found, rehearsal
     if found and not rehearsal:

@@ -1,4 +1,4 @@
-"""Kill path a: the client terminates its pods, and keeps at it until the provider confirms.
+"""The client's kill path: it terminates its pods, and keeps at it until the provider confirms.
 
 :func:`terminate_and_confirm` asks to terminate (never stop) and then reads the pod's status, again and
 again with backoff, through any error (a 502 HTML page, INTERNAL_SERVER_ERROR, a timeout), until the

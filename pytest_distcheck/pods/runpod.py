@@ -1,18 +1,12 @@
 """The RunPod provider: pods from the runpod SDK 1.12.0, used over SSH.
 
-Create: ``runpod.create_pod`` with an explicit cloud (so the price is known), port ``22/tcp``, the
-run's public key as ``PUBLIC_KEY`` and the dead-man switch as the start command
-(:mod:`pytest_distcheck.pods.deadman`). ``create_pod`` returns no price: the rate is ``costPerHr``
-from ``runpod.get_pod``. Ready: ``desiredStatus == "RUNNING"`` and ``runtime.ports`` has a public
-TCP mapping of port 22 (as ``runpod/cli/utils/rp_info.py::get_pod_ssh_ip_port`` reads it), and SSH
-answers. A pod whose ``lastStatusChange`` reports an error, or whose ``desiredStatus`` is ``EXITED``,
-before it ever has a runtime cannot start
-on its host (an image built for a newer CUDA than the host's driver: runpod/containers issue 98); the
-wait ends at once, saying it is the host and not the user's code, and ``allowedCudaVersions`` (from
-``[pods] allowed_cuda_versions``) keeps the scheduler off such hosts. Gone: ``get_pod`` returns null
-(or an error saying the pod is not found), or
-``desiredStatus == "TERMINATED"``. Pods are only ever terminated, never stopped: a stopped pod still
-bills its volume (RunPod docs pods/pricing.mdx).
+Create: ``runpod.create_pod`` with an explicit cloud, port ``22/tcp``, the run's public key as
+``PUBLIC_KEY`` and the dead-man switch as the start command (:mod:`pytest_distcheck.pods.deadman`); the
+rate is ``costPerHr`` from ``runpod.get_pod``. Ready: ``desiredStatus == "RUNNING"``, a public TCP mapping
+of port 22, and SSH answers; a pod that reports an error or ``EXITED`` before it has a runtime cannot
+start on its host (runpod/containers issue 98) and the wait ends at once. Gone: ``get_pod`` returns null
+or not found, or ``TERMINATED``. Pods are only ever terminated, never stopped (a stopped pod still bills
+its volume). Sources and details: docs/design/pods.md.
 """
 
 from __future__ import annotations

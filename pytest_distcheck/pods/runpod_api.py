@@ -1,16 +1,10 @@
 """Calls into the runpod SDK (pinned ==1.12.0) with the kit's own rules around them.
 
-- The key: the SDK reads only ``runpod.api_key`` (set at import from ``~/.runpod/config.toml``);
-  it never reads ``RUNPOD_API_KEY``. :func:`sdk` sets ``runpod.api_key`` from that variable.
-- Values: the SDK pastes every value into the GraphQL text without escaping
-  (``runpod/api/mutations/pods.py::generate_pod_deployment_mutation``), so :func:`check_value`
-  rejects a double quote, backslash or line break before anything is sent.
-- Errors: a GraphQL error arrives as ``runpod.error.QueryError``; a non-JSON body (a 502 HTML page)
-  as ``requests.exceptions.JSONDecodeError``, which is not a RunPod error; HTTP 401 as
-  ``AuthenticationError``. :func:`call` turns all of them, timeouts and lost connections into
-  :class:`~pytest_distcheck.pods.base.ProviderError` whose text never contains the API key.
-- Time: the SDK waits up to 30 s per request (``runpod/api/graphql.py``); :func:`call` gives each
-  call its own limit by running it on a daemon thread.
+:func:`sdk` sets ``runpod.api_key`` from ``RUNPOD_API_KEY`` (the SDK never reads it); :func:`check_value`
+rejects a double quote, backslash or line break before anything is sent (the SDK pastes values into the
+GraphQL text unescaped); :func:`call` gives each call its own time limit and turns every SDK error,
+timeout and lost connection into :class:`~pytest_distcheck.pods.base.ProviderError`, whose text never
+contains the API key. Which SDK behaviour each rule answers: docs/design/pods.md.
 """
 
 from __future__ import annotations

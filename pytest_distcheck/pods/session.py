@@ -4,7 +4,7 @@ Created on the first ``gpu_pod`` request, or at session start when ``RUNPOD_API_
 the ledger's pods that may still be billing are ended first (:mod:`pytest_distcheck.pods.recovery`)
 and other sessions' orphans are swept, at every session start, paid tests or not. Finished at session
 end: leases whose create answer was lost are matched by name and settled, the session's leftover
-pods are swept (kill path c), and whatever is still on the reaper's list is terminated (kill path a).
+pods are swept, and whatever is still on the reaper's list is terminated.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class PodsSession:
         return self._provider
 
     def sweep_at_start(self) -> None:
-        """Sweep other sessions' orphans now (kill path c), once, for a remote provider whose key is set;
+        """Sweep other sessions' orphans now, once, for a remote provider whose key is set;
         a session without paid tests does it too. Raises nothing: a failure is reported."""
         try:
             provider = self.provider()

@@ -1,19 +1,10 @@
-"""Kill path c: find the kit's orphaned pods in the account and terminate them.
+"""The sweep: find the kit's orphaned pods in the account and terminate them.
 
 A pod is the kit's when its name parses (:mod:`pytest_distcheck.pods.names`); other pods are never
-touched. One of the kit's pods is an orphan when
-
-- ``finish`` scope: it belongs to this session's runs (a create whose reply was lost, a terminate
-  that was never confirmed);
-- any scope: its session has ended (no process holds the session lock on this machine);
-- any scope: its reserved time is over (the name's deadline, plus a minute), when its session ran on
-  this machine (the name's deadline was written by this clock); for a session of another machine
-  only once the deadline is ``FOREIGN_CLOCK_GRACE_S`` past, since two machines' clocks may differ
-  (its own dead-man switch ends it before, on the pod's clock);
-- ``all`` scope (``distcheck pods --sweep --all``): always.
-
-Pods of this session at ``start``, of live sessions, and of unknown sessions (another machine) before
-their deadline are left alone, and the report says why.
+touched. An orphan is, by scope: ``finish``, a pod of this session's runs; any scope, a pod whose session
+has ended (no process holds its lock on this machine) or whose reserved time is over (for another
+machine's session, only ``FOREIGN_CLOCK_GRACE_S`` past its deadline); ``all`` (``distcheck pods --sweep
+--all``), every pod of the kit. Pods left alone are reported with the reason (docs/design/pods.md).
 """
 
 from __future__ import annotations

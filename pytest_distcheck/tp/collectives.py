@@ -1,18 +1,11 @@
 """Which collectives a TP module issues in forward and in backward, counted; and how many the plan implies.
 
-Counting uses torch's ``CommDebugMode`` (``torch.distributed.tensor.debug``, a ``TorchDispatchMode``),
-which sees c10d collectives (``dist.all_reduce`` and friends, tracked since torch 2.4, PR #125475)
-and functional collectives (what DTensor issues). Each collective is put in ``forward`` or
-``backward`` by whether autograd's engine is running it (``torch._C._current_graph_task_id()``,
--1 outside a backward pass).
-
-Expected counts, Megatron-LM (Shoeybi et al. 2019, arXiv:1909.08053, sec. 3, Fig. 3 and 4): a
-row-parallel layer is followed by g, one all-reduce in forward and none in backward; a
-column-parallel layer is preceded by f, none in forward and one all-reduce in backward **only if
-autograd needs dL/dx of that layer's input**, i.e. when the input requires grad because something
-upstream has parameters or is an input that requires grad. So a transformer block in training does
-2 all-reduces in forward and 2 in backward (its LayerNorms' weights sit upstream of both column-
-parallel layers), while a bare column-then-row MLP fed a plain tensor does 1 and 0.
+Counting uses torch's ``CommDebugMode`` (c10d collectives since torch 2.4, PR #125475, and functional
+ones); a collective is in ``backward`` when autograd's engine runs it (``torch._C._current_graph_task_id()``
+is not -1). Expected counts (Shoeybi et al. 2019, sec. 3, Fig. 3-4): a row-parallel layer's g does one
+all-reduce in forward; a column-parallel layer's f one in backward only if autograd needs dL/dx of its
+input. So a transformer block in training does 2 and 2; a bare MLP fed a plain tensor 1 and 0
+(docs/design/tp-checker.md).
 """
 
 from __future__ import annotations
@@ -50,6 +43,12 @@ KINDS: dict[str, str] = {
 }
 
 
+COUNTS = "forward: {forward}; backward: {backward}"
+DIFFER = "collectives differ from the expected ones: expected {want}; found {found}"
+NEEDS_GRAD = "  {path} (colwise): its input requires grad, so its f all-reduces dL/dx in backward"
+NEEDS_NO_GRAD = "  {path} (colwise): its input does not require grad, so its f does no all-reduce in backward"
+
+
 def kind_of(op: Any) -> str:
     """The field-standard kind (``all-reduce``, ``all-gather``...) of a collective op or its name."""
     name = str(getattr(op, "_qualified_op_name", op)).split("::")[-1].split(".")[-1]
@@ -71,7 +70,7 @@ class CollectiveCounts:
     def __str__(self) -> str:
         def fmt(c: Counter) -> str:
             return ", ".join(f"{n} {k}" for k, n in sorted(c.items())) or "none"
-        return f"forward: {fmt(self.forward)}; backward: {fmt(self.backward)}"
+        return COUNTS.format(forward=fmt(self.forward), backward=fmt(self.backward))
 
 
 class _Counting(CommDebugMode):
@@ -194,9 +193,8 @@ def assert_collectives(
         want = CollectiveCounts(Counter(forward or {}), Counter(backward or {}))
     got_f, got_b = +counts.forward, +counts.backward
     if got_f != +want.forward or got_b != +want.backward:
-        lines = [f"collectives differ from the expected ones: expected {want}; found {counts}"]
+        lines = [DIFFER.format(want=want, found=counts)]
         for path, need in needs.items():
-            lines.append(f"  {path} (colwise): its input {'requires' if need else 'does not require'} grad, so its f "
-                         f"{'all-reduces dL/dx in backward' if need else 'does no all-reduce in backward'}")
+            lines.append((NEEDS_GRAD if need else NEEDS_NO_GRAD).format(path=path))
         raise AssertionError("\n".join(lines))
     return counts

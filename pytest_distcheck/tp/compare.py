@@ -1,17 +1,11 @@
 """``assert_tp_matches_dense``: a TP module against its dense original, on every rank, with the fault named.
 
-Design:
-- runs inside the ranks (``dist_world.run`` or ``torchrun``), one call per rank, so it checks the TP
-  module exactly where it lives; the dense module is run on every rank too (a few small matmuls);
-- every rank records plain CPU tensors (its outputs, dL/dx, local parameter shards and gradients,
-  and the input, dL/d(input) and output of each planned layer, of their parents and of every module
-  that owns parameters, through module hooks), then one
-  ``all_gather_object`` hands every rank every record: the diagnosis (``diagnose.py``) is a pure
-  function of them, so no rank can issue a collective its peers do not;
-- DTensors are compared through ``to_local()`` against the plan's slice, and a DTensor output
-  through ``full_tensor()``;
-- inputs meant to be replicated are checked first (``replicated.py``): when they differ, nothing
-  else can be compared and the failure says so.
+It runs inside the ranks, one call per rank. Every rank records plain CPU tensors (outputs, dL/dx, its
+parameter shards and gradients, and through module hooks what each planned layer, parent and parameter
+owner saw), then one ``all_gather_object`` hands every rank every record, so the diagnosis
+(``diagnose.py``) is a pure function and no rank issues a collective its peers do not. DTensors compare
+through ``to_local()`` against the plan's slice; replicated inputs are checked first (``replicated.py``).
+Design record: docs/design/tp-checker.md.
 """
 
 from __future__ import annotations
@@ -43,6 +37,12 @@ def _is_dtensor(t: Any) -> bool:
     return hasattr(t, "to_local") and hasattr(t, "placements") and hasattr(t, "device_mesh")
 
 
+NOT_A_MODULE = "the tp factory returned a {type}, not an nn.Module"
+NO_SUBMODULE = "plan entry {path!r}: the {what} module has no submodule {path!r} (its modules with a weight: {names})"
+NO_COUNTERPART = ("TP module parameters with no counterpart in the dense module: {names} (the TP module must keep the "
+                  "dense module's parameter names)")
+
+
 def _build(tp: Union[nn.Module, Callable[[nn.Module], nn.Module]], dense: nn.Module) -> nn.Module:
     if isinstance(tp, nn.Module):
         return tp
@@ -51,7 +51,7 @@ def _build(tp: Union[nn.Module, Callable[[nn.Module], nn.Module]], dense: nn.Mod
                         f"got {type(tp).__name__}")
     built = tp(copy.deepcopy(dense))
     if not isinstance(built, nn.Module):
-        raise TypeError(f"the tp factory returned a {type(built).__name__}, not an nn.Module")
+        raise TypeError(NOT_A_MODULE.format(type=type(built).__name__))
     return built
 
 
@@ -76,14 +76,12 @@ def _check_paths(plan: Mapping[str, Layer], dense: nn.Module, tp: nn.Module) -> 
                 mod = model.get_submodule(path)
             except AttributeError:
                 names = [n for n, m in model.named_modules() if n and hasattr(m, "weight")]
-                raise ValueError(f"plan entry {path!r}: the {what} module has no submodule {path!r} "
-                                 f"(its modules with a weight: {', '.join(names) or 'none'})") from None
+                raise ValueError(NO_SUBMODULE.format(path=path, what=what, names=", ".join(names) or "none")) from None
             if what == "dense" and isinstance(mod, nn.Embedding):
                 embeddings.add(path)
     extra = sorted(set(dict(tp.named_parameters())) - set(dict(dense.named_parameters())))
     if extra:
-        raise ValueError(f"TP module parameters with no counterpart in the dense module: {', '.join(extra)} "
-                         "(the TP module must keep the dense module's parameter names)")
+        raise ValueError(NO_COUNTERPART.format(names=", ".join(extra)))
     return embeddings
 
 

@@ -1,17 +1,12 @@
 """Tensor-parallel sharding plans as data: module path -> parallel style.
 
-A plan is the single source that a TP model, the diagram check and the docs read (torchtitan keeps
-its plan as such a mapping and hands it to ``parallelize_module``). Styles follow Megatron-LM
-(Shoeybi et al. 2019, arXiv:1909.08053, sec. 3, Fig. 3):
-
-- ``colwise``: weight split along the output features; input replicated, output sharded on its last
-  dim; forward needs no communication (the ``f`` operator: identity forward, all-reduce backward).
-- ``rowwise``: weight split along the input features; input sharded on its last dim, output partial
-  sums made whole by one all-reduce (the ``g`` operator: all-reduce forward, identity backward).
-
-:class:`Layer` and :func:`parse_plan` add what checking a TP module against its dense original needs
-(``pytest_distcheck.tp.compare``): a ``replicated`` style, the fused parts of a column-parallel layer
-(a fused QKV projection) and the row-parallel bias convention.
+A plan is the single source that a TP model, the diagram check and the docs read (as torchtitan's
+``parallelize_module`` plan). Styles follow Megatron-LM (Shoeybi et al. 2019, sec. 3, Fig. 3): ``colwise``
+splits the weight along the output features (f: identity forward, all-reduce backward); ``rowwise``
+along the input features, its partial sums made whole by one all-reduce (g: all-reduce forward, identity
+backward). :class:`Layer` and :func:`parse_plan` add what checking needs: a ``replicated`` style, the
+fused parts of a column-parallel layer (a fused QKV) and the row-parallel bias convention
+(docs/design/tp-checker.md).
 """
 
 from __future__ import annotations
@@ -43,6 +38,12 @@ class Style:
 COLWISE = Style("colwise", "out_features", "replicated", "sharded(-1)", "none", "all-reduce")
 ROWWISE = Style("rowwise", "in_features", "sharded(-1)", "replicated", "all-reduce", "none")
 STYLES: dict[str, Style] = {s.name: s for s in (COLWISE, ROWWISE)}
+PLAN_ENTRY = "plan entry {path!r}: {problem}"
+UNKNOWN_STYLE = "unknown style {style!r} (known: {known})"
+FUSED_COLWISE_ONLY = "fused={fused!r} applies to colwise layers only, not {style}"
+BIAS_ROWWISE_ONLY = "bias={bias!r} applies to rowwise layers only, not {style}"
+BAD_HEADS = "heads must be a whole number >= 0, got {heads!r}"
+NOT_A_STYLE = "expected a style name or a Layer, got {type}"
 
 
 def validate_plan(plan: Mapping[str, str]) -> dict[str, Style]:
@@ -54,7 +55,8 @@ def validate_plan(plan: Mapping[str, str]) -> dict[str, Style]:
     out = {}
     for path, style in plan.items():
         if style not in STYLES:
-            raise ValueError(f"plan entry {path!r}: unknown style {style!r} (known: {', '.join(STYLES)})")
+            raise ValueError(PLAN_ENTRY.format(path=path, problem=UNKNOWN_STYLE.format(style=style,
+                                                                                       known=", ".join(STYLES))))
         out[path] = STYLES[style]
     return out
 
@@ -99,18 +101,18 @@ class Layer:
 
     def __post_init__(self) -> None:
         if self.style not in (*STYLES, "replicated"):
-            raise ValueError(f"unknown style {self.style!r} (known: colwise, rowwise, replicated)")
+            raise ValueError(UNKNOWN_STYLE.format(style=self.style, known="colwise, rowwise, replicated"))
         parts = self.fused if isinstance(self.fused, tuple) else (self.fused,)
         if not parts or any(not isinstance(n, int) or n < 1 for n in parts):
             raise ValueError(f"fused must be an int >= 1 or a tuple of part sizes >= 1, got {self.fused!r}")
         if self.fused != 1 and self.style != "colwise":
-            raise ValueError(f"fused={self.fused!r} applies to colwise layers only, not {self.style}")
+            raise ValueError(FUSED_COLWISE_ONLY.format(fused=self.fused, style=self.style))
         if self.bias not in BIAS_CONVENTIONS:
             raise ValueError(f"unknown bias convention {self.bias!r} (known: {', '.join(BIAS_CONVENTIONS)})")
         if self.bias != "replicated" and self.style != "rowwise":
-            raise ValueError(f"bias={self.bias!r} applies to rowwise layers only, not {self.style}")
+            raise ValueError(BIAS_ROWWISE_ONLY.format(bias=self.bias, style=self.style))
         if not isinstance(self.heads, int) or self.heads < 0:
-            raise ValueError(f"heads must be a whole number >= 0, got {self.heads!r}")
+            raise ValueError(BAD_HEADS.format(heads=self.heads))
 
 
 def parse_plan(plan: Mapping[str, Union[str, Layer]]) -> dict[str, Layer]:
@@ -125,9 +127,9 @@ def parse_plan(plan: Mapping[str, Union[str, Layer]]) -> dict[str, Layer]:
         try:
             out[path] = entry if isinstance(entry, Layer) else Layer(entry) if isinstance(entry, str) else None
         except ValueError as exc:
-            raise ValueError(f"plan entry {path!r}: {exc}") from None
+            raise ValueError(PLAN_ENTRY.format(path=path, problem=exc)) from None
         if out[path] is None:
-            raise ValueError(f"plan entry {path!r}: expected a style name or a Layer, got {type(entry).__name__}")
+            raise ValueError(PLAN_ENTRY.format(path=path, problem=NOT_A_STYLE.format(type=type(entry).__name__)))
     return out
 
 

@@ -13,6 +13,11 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+SHAPE_DIFFERS = ("{name} differs across ranks: rank 0 has shape {shape} {dtype}, rank {rank} has {other_shape} "
+                 "{other_dtype}")
+VALUES_DIFFER = ("{name} differs across ranks: rank {rank} vs rank 0, max abs diff {diff:.3g} at index {where} ({n} of "
+                 "{total} elements differ)")
+
 
 def gather_objects(obj: Any, group: dist.ProcessGroup | None = None) -> list[Any]:
     """``obj`` of every rank of ``group``, in group-rank order (``all_gather_object``; a collective).
@@ -39,13 +44,13 @@ def replication_error(tensors: list[torch.Tensor], name: str = "tensor") -> str 
     ref = tensors[0]
     for rank, t in enumerate(tensors[1:], start=1):
         if t.shape != ref.shape or t.dtype != ref.dtype:
-            return (f"{name} differs across ranks: rank 0 has shape {tuple(ref.shape)} {ref.dtype}, "
-                    f"rank {rank} has {tuple(t.shape)} {t.dtype}")
+            return SHAPE_DIFFERS.format(name=name, shape=tuple(ref.shape), dtype=ref.dtype, rank=rank,
+                                        other_shape=tuple(t.shape), other_dtype=t.dtype)
         if not torch.equal(t, ref):
             diff = (t.double() - ref.double()).abs() if t.is_floating_point() else (t != ref).double()
             where = tuple(int(i) for i in (diff == diff.max()).nonzero()[0])
-            return (f"{name} differs across ranks: rank {rank} vs rank 0, max abs diff {diff.max().item():.3g} "
-                    f"at index {where} ({int((diff > 0).sum())} of {diff.numel()} elements differ)")
+            return VALUES_DIFFER.format(name=name, rank=rank, diff=diff.max().item(), where=where,
+                                        n=int((diff > 0).sum()), total=diff.numel())
     return None
 
 
