@@ -28,7 +28,6 @@ ES = "es"
 GLOSSARY = "glosario.md"  # Spanish only: the English form of each term is the term itself
 # English pages whose Spanish twin is still to be written. Writing a twin means deleting its line here.
 NOT_YET_TRANSLATED = {
-    "theory/02-parallelism-flavors.md",
     "lab/02-tp-inference-cloud.md",
 }
 ENGLISH = sorted(p.removeprefix("docs/") for p in pack_files(ROOT)
