@@ -131,8 +131,9 @@ Item = ChoiceItem | NumericItem
 
 @dataclass(frozen=True)
 class Bank:
-    """A loaded quiz bank: ``id`` (as in ``distcheck quiz ID``), ``title``, ``items`` in file order, and the
-    ``goals`` it covers (goal id -> title, in file order; empty when the bank names none)."""
+    """A loaded quiz bank: ``id`` (as in ``distcheck quiz ID``), ``title``, ``items`` in file order, the
+    ``goals`` it covers (goal id -> title, in file order; empty when the bank names none), and the ``lang`` its
+    text is in (a bank file is English; :func:`pytest_distcheck.quiz.translation.translate` gives others)."""
 
     path: Path
     id: str
@@ -140,6 +141,7 @@ class Bank:
     items: tuple[Item, ...]
     _by_id: dict[str, Item] = field(default_factory=dict, repr=False, compare=False)
     goals: dict[str, str] = field(default_factory=dict)
+    lang: str = "en"
 
     def item(self, item_id: str) -> Item:
         """The item with this id; raises KeyError."""
