@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+from markdown_it import MarkdownIt
+
 from pytest_distcheck.quiz.bank import load_bank
 from pytest_distcheck.quiz.draw import draw_attempt
 
@@ -67,3 +69,37 @@ def write_log(root: Path, *records: dict | str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
     return path
+
+
+def section_text(markdown: str, heading: str) -> str | None:
+    """The lines of the section under ``heading``, up to the next heading of the same or a higher level (its
+    subsections included); ``None`` when the page has no such heading."""
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    found = [(t.map[0], int(t.tag[1]), tokens[i + 1].content) for i, t in enumerate(tokens)
+             if t.type == "heading_open" and t.map is not None]
+    lines = markdown.split("\n")
+    for k, (line, level, text) in enumerate(found):
+        if text == heading:
+            end = next((ln for ln, lv, _ in found[k + 1:] if lv <= level), len(lines))
+            return "\n".join(lines[line:end])
+    return None
+
+
+def missing_sections(items: list[dict], root: Path) -> list[str]:
+    """One line per item whose `taught_in` is absent or names a page or heading that does not exist."""
+    problems = []
+    for item in items:
+        where = item.get("taught_in")
+        if where is None:
+            problems.append(f"{item['id']}: no taught_in")
+            continue
+        page = root / where["page"]
+        if not page.is_file():
+            problems.append(f"{item['id']}: page {where['page']} does not exist")
+        elif (text := section_text(page.read_text(), where["section"])) is None:
+            problems.append(f"{item['id']}: {where['page']} has no heading {where['section']!r}")
+        else:
+            flat = " ".join(text.split())  # line breaks are the page's layout, not what it says
+            problems += [f"{item['id']}: {where['page']}, section {where['section']!r}, does not say {said!r}"
+                         for said in where.get("says", []) if " ".join(said.split()) not in flat]
+    return problems

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from pytest_distcheck.quiz.answers import AnswerError, parse_choice, parse_number
+from pytest_distcheck.quiz.answers import AMBIGUOUS_COMMA, AnswerError, comma_is_ambiguous, parse_choice, parse_number
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ def test_the_items_unit_may_follow_the_number():
         parse_number("16.6 GB", "ms")
 
 
-@pytest.mark.parametrize("text", ["", "   ", "abc", "3/0", "1,2", "nan", "inf", "%", "GB"])
+@pytest.mark.parametrize("text", ["", "   ", "abc", "3/0", "1,2,3", "1,5.2", ",", "nan", "inf", "%", "GB"])
 def test_not_numbers(text):
     with pytest.raises(AnswerError):
         parse_number(text, "GB")
@@ -96,3 +96,34 @@ def test_a_unit_of_another_kind_names_the_expected_unit(text, unit, named):
     with pytest.raises(AnswerError, match=re.escape(named)) as info:
         parse_number(text, unit)
     assert "is not a number" not in str(info.value)
+
+
+@pytest.mark.parametrize(("text", "unit", "value"), [
+    ("0,375", "", 0.375),
+    ("37,5%", "", 0.375),
+    ("37,5 %", "", 0.375),
+    ("2,5e9", "", 2.5e9),
+    ("1,2 x 10^9", "", 1.2e9),
+    ("1,5/2", "", 0.75),
+    ("-0,5", "", -0.5),
+    ("16,64 GB", "GB", 16.64),
+    ("0,250", "", 0.25),  # nobody groups thousands after a leading 0
+    ("1,0245", "", 1.0245),  # four digits after the comma group no thousands
+    ("1,000/8", "", 125.0),  # a thousands comma stays one inside a fraction
+])
+def test_a_decimal_comma_is_read_where_it_cannot_group_thousands(text, unit, value):
+    assert parse_number(text, unit) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(("text", "whole", "decimal"), [
+    ("1,024", "1024", "1.024"), ("12,500 MB", "12500", "12.500"), ("100,000", "100000", "100.000"),
+    ("1,024 x 10^3", "1024", "1.024"),
+])
+def test_a_comma_that_may_group_thousands_is_ambiguous_and_the_message_offers_both(text, whole, decimal):
+    problem = comma_is_ambiguous(text)
+    assert problem == AMBIGUOUS_COMMA.format(text=text, whole=whole, decimal=decimal)
+
+
+@pytest.mark.parametrize("text", ["0,375", "1,0245", "1,234,567", "1,024.5", "1.024", "1024", "37,5%"])
+def test_a_comma_that_reads_one_way_only_is_not_ambiguous(text):
+    assert comma_is_ambiguous(text) is None

@@ -7,45 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from markdown_it import MarkdownIt
+from quiz_support import missing_sections
 
 ROOT = Path(__file__).resolve().parents[1]
 BANK = ROOT / "checks" / "quiz" / "35.json"
 ITEMS = json.loads(BANK.read_text())["items"]
-
-
-def section_text(markdown: str, heading: str) -> str | None:
-    """The lines of the section under ``heading``, up to the next heading of the same or a higher level (its
-    subsections included); ``None`` when the page has no such heading."""
-    tokens = MarkdownIt("commonmark").parse(markdown)
-    found = [(t.map[0], int(t.tag[1]), tokens[i + 1].content) for i, t in enumerate(tokens)
-             if t.type == "heading_open" and t.map is not None]
-    lines = markdown.split("\n")
-    for k, (line, level, text) in enumerate(found):
-        if text == heading:
-            end = next((ln for ln, lv, _ in found[k + 1:] if lv <= level), len(lines))
-            return "\n".join(lines[line:end])
-    return None
-
-
-def missing_sections(items: list[dict], root: Path) -> list[str]:
-    """One line per item whose `taught_in` is absent or names a page or heading that does not exist."""
-    problems = []
-    for item in items:
-        where = item.get("taught_in")
-        if where is None:
-            problems.append(f"{item['id']}: no taught_in")
-            continue
-        page = root / where["page"]
-        if not page.is_file():
-            problems.append(f"{item['id']}: page {where['page']} does not exist")
-        elif (text := section_text(page.read_text(), where["section"])) is None:
-            problems.append(f"{item['id']}: {where['page']} has no heading {where['section']!r}")
-        else:
-            flat = " ".join(text.split())  # line breaks are the page's layout, not what it says
-            problems += [f"{item['id']}: {where['page']}, section {where['section']!r}, does not say {said!r}"
-                         for said in where.get("says", []) if " ".join(said.split()) not in flat]
-    return problems
 
 
 def test_every_item_names_an_existing_page_and_section_that_says_what_it_asks():

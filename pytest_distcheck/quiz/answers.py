@@ -5,6 +5,9 @@ optionally followed by a unit of the item's kind, converted to the item's unit: 
 (billion), T and their words (an item in billions reads ``2.12``, ``2.12B`` and ``2.12e9`` alike: a
 bare number of a million or more is a plain count), bytes take B, KB..TB and KiB..TiB, times s, ms, us,
 ns, rates B/s..TB/s; ``x`` marks a factor (``1.5x``); a leading ``$`` is ignored.
+A decimal comma is read where it cannot group thousands (``0,375``, ``37,5%``, ``2,5e9``, ``0,250``); a
+comma before three digits after a leading 1-999 groups thousands in every language (``1,024`` is 1024), so
+the same text always grades alike; a Spanish attempt asks again instead (:func:`comma_is_ambiguous`).
 Choices: a letter (``b``, ``B)``, ``(b)``) or its 1-based number (``2``).
 """
 
@@ -13,6 +16,8 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+
+from pytest_distcheck.i18n import N_, _
 
 _SPLIT = re.compile(r"^(.*?)\s*([A-Za-zµ×/$]*)$")
 _COUNT = {"": 1.0, "x": 1.0, "×": 1.0, "flop": 1.0, "flops": 1.0, "k": 1e3, "thousand": 1e3, "m": 1e6,
@@ -27,8 +32,22 @@ UNITS: dict[str, dict[str, float]] = {
     "rate": {f"{u}/s": v for u, v in _BYTES.items() if u not in ("byte", "bytes")},
     "money": {"usd": 1.0, "$": 1.0},
 }
-_SCI = re.compile(r"^([+-]?[\d.]+)\s*[x×*]\s*10\s*\^\s*([+-]?\d+)$")
-_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
+_SCI = re.compile(r"^([+-]?[\d.,]+)\s*[x×*]\s*10\s*\^\s*([+-]?\d+)$")
+_THOUSANDS = re.compile(r"^[+-]?[1-9]\d{0,2}(,\d{3})+(\.\d*)?$")
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d*,\d+(?:[eE][+-]?\d+)?$")
+_AMBIGUOUS = re.compile(r"(?<![\d,.])[1-9]\d{0,2},\d{3}(?![\d,.])")  # 1,024: thousands or a decimal comma
+
+NO_ANSWER = N_("no answer given")
+NOT_A_NUMBER = N_("{text!r} is not a number (try 0.375, 37.5%, 3/8 or 1.2e9)")
+NOT_FINITE = N_("{text!r} is not a finite number")
+NOT_FINITE_IN = N_("{text!r} is not a finite number in {unit}")
+PERCENT_BUT = N_("{text!r}: a percentage, but this item asks for {wanted}")
+NOT_A_UNIT = N_("{text!r}: {typed!r} is not a unit this item takes; give {wanted}")
+NUMBER_IN = N_("a number in {unit}")
+NUMBER_IN_OR = N_("a number in {unit} (or with {shown})")
+NO_UNIT = N_("no unit")
+LETTER = N_("answer with a letter {first}-{last} (or 1-{n})")
+AMBIGUOUS_COMMA = N_("{text!r}: the comma could group thousands or be a decimal comma; type {whole} or {decimal}")
 
 
 class AnswerError(ValueError):
@@ -38,10 +57,12 @@ class AnswerError(ValueError):
 def _plain(text: str) -> float:
     if _THOUSANDS.match(text):
         text = text.replace(",", "")
+    elif _DECIMAL_COMMA.match(text):
+        text = text.replace(",", ".")
     text = text.replace("_", "")
     sci = _SCI.match(text)
     if sci:
-        return float(sci.group(1)) * 10.0 ** int(sci.group(2))
+        return _plain(sci.group(1)) * 10.0 ** int(sci.group(2))
     if "/" in text:
         num, _, den = text.partition("/")
         value = Fraction(_plain(num.strip())) / Fraction(_plain(den.strip()))
@@ -60,10 +81,21 @@ def unit_kind(unit: str) -> tuple[str, float]:
 
 def _kind_words(kind: str, unit: str) -> str:
     if kind not in UNITS:
-        return f"a number in {unit}"
+        return _(NUMBER_IN).format(unit=unit)
     shown = {"count": "K, M, B, T", "bytes": "B, KB, MB, GB, TB, KiB..TiB", "time": "s, ms, us, ns",
              "rate": "MB/s, GB/s, TB/s", "money": "USD"}[kind]
-    return f"a number in {unit or 'no unit'} (or with {shown})"
+    return _(NUMBER_IN_OR).format(unit=unit or _(NO_UNIT), shown=shown)
+
+
+def comma_is_ambiguous(text: str) -> str | None:
+    """None, or what to type instead when ``text`` holds a number like ``1,024``: thousands to
+    :func:`parse_number`, one point zero two four to a reader of Spanish (the session asks again)."""
+    found = _AMBIGUOUS.search(text)
+    if found is None:
+        return None
+    number = found.group(0)
+    return _(AMBIGUOUS_COMMA).format(text=text.strip(), whole=number.replace(",", ""),
+                                     decimal=number.replace(",", "."))
 
 
 def parse_number(text: str, unit: str = "") -> float:
@@ -80,7 +112,7 @@ def parse_number(text: str, unit: str = "") -> float:
     """
     value = text.strip().removeprefix("$").strip()
     if not value:
-        raise AnswerError("no answer given")
+        raise AnswerError(_(NO_ANSWER))
     percent = value.endswith("%")
     if percent:
         value = value[:-1].strip()
@@ -90,13 +122,13 @@ def parse_number(text: str, unit: str = "") -> float:
     except OverflowError:  # 1 x 10^400, inf/2, 1e308/1e-308: past what a float holds
         number = math.inf
     except (ValueError, ZeroDivisionError):
-        raise AnswerError(f"{text.strip()!r} is not a number (try 0.375, 37.5%, 3/8 or 1.2e9)") from None
+        raise AnswerError(_(NOT_A_NUMBER).format(text=text.strip())) from None
     if not math.isfinite(number):
-        raise AnswerError(f"{text.strip()!r} is not a finite number")
+        raise AnswerError(_(NOT_FINITE).format(text=text.strip()))
     kind, size = unit_kind(unit)
     if percent:
         if unit or typed:
-            raise AnswerError(f"{text.strip()!r}: a percentage, but this item asks for {_kind_words(kind, unit)}")
+            raise AnswerError(_(PERCENT_BUT).format(text=text.strip(), wanted=_kind_words(kind, unit)))
         return number / 100
     if not typed:
         if kind == "count" and size > 1 and abs(number) >= size / 1e3:
@@ -105,11 +137,10 @@ def parse_number(text: str, unit: str = "") -> float:
     table = UNITS.get(kind, {kind: 1.0})
     key = typed.lower()
     if key not in table:
-        raise AnswerError(f"{text.strip()!r}: {typed!r} is not a unit this item takes; give "
-                          f"{_kind_words(kind, unit)}")
+        raise AnswerError(_(NOT_A_UNIT).format(text=text.strip(), typed=typed, wanted=_kind_words(kind, unit)))
     number = number * table[key] / size
     if not math.isfinite(number):  # 1e308 TB in an item in bytes
-        raise AnswerError(f"{text.strip()!r} is not a finite number in {unit or 'no unit'}")
+        raise AnswerError(_(NOT_FINITE_IN).format(text=text.strip(), unit=unit or _(NO_UNIT)))
     return number
 
 
@@ -125,4 +156,4 @@ def parse_choice(text: str, n_choices: int) -> str:
         return value
     if value.isdecimal() and len(value) <= 2 and 1 <= int(value) <= n_choices:  # not isdigit(): int() refuses "²"
         return letters[int(value) - 1]
-    raise AnswerError(f"answer with a letter {letters[0]}-{letters[-1]} (or 1-{n_choices})")
+    raise AnswerError(_(LETTER).format(first=letters[0], last=letters[-1], n=n_choices))

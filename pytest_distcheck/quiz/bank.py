@@ -20,11 +20,21 @@ from pathlib import Path
 from typing import Any
 
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.quiz import calculators
 from pytest_distcheck.schemas import load_json
 
 DEFAULT_TOLERANCE = ("rel", 0.01)
 LETTERS = string.ascii_uppercase[:6]
+WITHIN_SHARE = N_("within {percent}%")
+WITHIN_ABS = N_("within +-{value}")
+# Units that are words, as the learner reads them (a Spanish billón is 1e12: "billion" is shown as its meaning).
+UNIT_WORDS = {"billion": N_("billion")}
+
+
+def unit_label(unit: str) -> str:
+    """``unit`` as shown to the learner: a unit that is a word in the language in use, a symbol as it is."""
+    return _(UNIT_WORDS[unit]) if unit in UNIT_WORDS else unit
 
 Number = int | float
 
@@ -113,7 +123,8 @@ class NumericItem:
     def tolerance_text(self) -> str:
         """The tolerance in words, as the prompt states it (``within 1%``, ``within +-0.01``)."""
         kind, value = self.tolerance
-        return f"within {value * 100:g}%" if kind == "rel" else f"within +-{value:g}"
+        return (_(WITHIN_SHARE).format(percent=f"{value * 100:g}") if kind == "rel"
+                else _(WITHIN_ABS).format(value=f"{value:g}"))
 
     def allows(self, values: dict[str, object]) -> str | None:
         """None when ``values`` could have been drawn for this item, else what is wrong."""
@@ -131,8 +142,9 @@ Item = ChoiceItem | NumericItem
 
 @dataclass(frozen=True)
 class Bank:
-    """A loaded quiz bank: ``id`` (as in ``distcheck quiz ID``), ``title``, ``items`` in file order, and the
-    ``goals`` it covers (goal id -> title, in file order; empty when the bank names none)."""
+    """A loaded quiz bank: ``id`` (as in ``distcheck quiz ID``), ``title``, ``items`` in file order, the
+    ``goals`` it covers (goal id -> title, in file order; empty when the bank names none), and the ``lang`` its
+    text is in (a bank file is English; :func:`pytest_distcheck.quiz.translation.translate` gives others)."""
 
     path: Path
     id: str
@@ -140,6 +152,7 @@ class Bank:
     items: tuple[Item, ...]
     _by_id: dict[str, Item] = field(default_factory=dict, repr=False, compare=False)
     goals: dict[str, str] = field(default_factory=dict)
+    lang: str = "en"
 
     def item(self, item_id: str) -> Item:
         """The item with this id; raises KeyError."""

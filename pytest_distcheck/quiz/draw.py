@@ -5,7 +5,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from pytest_distcheck.quiz.bank import LETTERS, Bank, ChoiceItem, Item, Number, NumericItem
+from pytest_distcheck.i18n import N_, _
+from pytest_distcheck.quiz.bank import LETTERS, Bank, ChoiceItem, Item, Number, NumericItem, unit_label
+
+A_NUMBER = N_("(a number, {tolerance})")
+A_NUMBER_IN = N_("(a number in {unit}, {tolerance})")
 
 
 @dataclass(frozen=True)
@@ -21,8 +25,9 @@ class DrawnItem:
         if isinstance(item, ChoiceItem):
             lines = [item.question] + [f"  {LETTERS[i]}) {c}" for i, c in enumerate(item.choices)]
             return "\n".join(lines)
-        unit = f" in {item.unit}" if item.unit else ""
-        return f"{item.question.format(**self.params)}\n  (a number{unit}, {item.tolerance_text()})"
+        hint = (_(A_NUMBER_IN).format(unit=unit_label(item.unit), tolerance=item.tolerance_text()) if item.unit
+                else _(A_NUMBER).format(tolerance=item.tolerance_text()))
+        return f"{item.question.format(**self.params)}\n  {hint}"
 
     def expected(self) -> float | str:
         """The right answer: a letter, or a number in the item's unit."""

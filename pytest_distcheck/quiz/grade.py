@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from pytest_distcheck.quiz.answers import AnswerError, parse_choice, parse_number
-from pytest_distcheck.quiz.bank import LETTERS, ChoiceItem
+from pytest_distcheck.quiz.bank import LETTERS, ChoiceItem, unit_label
 from pytest_distcheck.quiz.draw import DrawnItem
 
 
@@ -65,7 +65,7 @@ def grade(drawn: DrawnItem, given: str) -> Graded:
             correct, problem = False, str(exc)
         return Graded(item.id, given, correct, expected, item.explanation, problem, item.source)
     answer = item.expected(drawn.params)
-    expected = f"{_fmt(answer)}{' ' + item.unit if item.unit else ''}"
+    expected = f"{_fmt(answer)}{' ' + unit_label(item.unit) if item.unit else ''}"
     explanation = item.explanation.format(**drawn.params, answer=answer)
     try:
         correct, problem = within(parse_number(given, item.unit), answer, item.tolerance), ""

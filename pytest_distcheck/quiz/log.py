@@ -5,7 +5,8 @@ hand (see :func:`bad_line`); ``distcheck quiz`` checks the log before it asks an
 
 A line: ``{"bank", "seed", "mode", "status", "started", "finished", "answers": [{"item", "params", "given",
 "seconds"}], "reported_score"}`` with ISO-8601 UTC times; ``mode`` is graded (the kit drew the seed) or
-practice (``--seed``), ``status`` complete or abandoned (see :mod:`pytest_distcheck.quiz.session`).
+practice (``--seed``), ``status`` complete or abandoned (see :mod:`pytest_distcheck.quiz.session`); an optional
+``lang`` says the language its items were shown in (older lines have none; grading ignores it).
 Lines are only ever appended, each with one write; nothing is rewritten.
 ``reported_score`` is for people reading the file; the DoD check re-grades and ignores it.
 """

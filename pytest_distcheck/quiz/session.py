@@ -13,6 +13,9 @@ caller appends the returned record to the log first and only then shows :func:`f
   re-asks included; the DoD check flags an attempt answered implausibly fast.
 - ``mode``: ``graded`` when the kit drew the seed, ``practice`` when the learner chose it (``--seed``);
   practice attempts are logged and scored but never count for the DoD.
+- ``lang``: the language of the bank's text the items were shown in; the messages speak the kit's language
+  (:mod:`pytest_distcheck.i18n`). ``skip`` and its translation both skip. In a Spanish attempt a number whose
+  comma may group thousands (``1,024``) is asked again (:func:`~pytest_distcheck.quiz.answers.comma_is_ambiguous`).
 """
 
 from __future__ import annotations
@@ -23,14 +26,38 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pytest_distcheck.quiz.answers import AnswerError, parse_choice, parse_number
+from pytest_distcheck import i18n
+from pytest_distcheck.i18n import N_, _
+from pytest_distcheck.quiz.answers import AnswerError, comma_is_ambiguous, parse_choice, parse_number
 from pytest_distcheck.quiz.bank import Bank, ChoiceItem
 from pytest_distcheck.quiz.draw import DrawnItem, draw_attempt
 from pytest_distcheck.quiz.grade import Graded, grade, passes
 
-SKIP = "skip"
+SKIP = N_("skip")
 GRADED, PRACTICE = "graded", "practice"
 COMPLETE, ABANDONED = "complete", "abandoned"
+# Languages whose readers write a decimal comma: there, 1,024 is asked again rather than read as 1024.
+DECIMAL_COMMA = ("es",)
+
+HEADER = N_("{title}: {n} items, {how}")
+HOW_GRADED = N_("graded attempt (seed {seed}, drawn by the kit)")
+HOW_PRACTICE = N_("practice with seed {seed} (--seed): logged as practice, never counted for the DoD")
+INSTRUCTIONS = N_(
+    "Answer with a letter for multiple choice. Numbers may be typed as 0.375, 37.5%, 3/8, 1.2e9 or 2.1B,\n"
+    "with or without the unit; other units of the same kind are converted (3750 MB for GB).\n"
+    "'{skip}' leaves an item unanswered. Right answers and explanations are shown once the attempt is\n"
+    "in the log. Ctrl-C or Ctrl-D (end of input) quits: after the first answer the attempt is logged\n"
+    "as abandoned: not counted, and no answers are shown.")
+PROMPT = N_("answer> ")
+TYPE_SOMETHING = N_("type an answer, or '{skip}'")
+TRY_AGAIN = N_("  {problem}; try again ('{skip}' to leave it unanswered)")
+CORRECT = N_("  correct.")
+WRONG = N_("  wrong: the answer is {expected}.")
+WRONG_SKIPPED = N_("  wrong (skipped): the answer is {expected}.")
+WHY = N_("  why: {explanation}")
+SOURCE = N_("  source: {source}")
+SCORE = N_("score {right}/{total} ({percent}%): {verdict} (pass mark {mark}%)")
+PASSED, NOT_PASSED = N_("passed"), N_("not passed")
 
 
 def _now() -> str:
@@ -46,24 +73,28 @@ def _readable(drawn: DrawnItem, text: str) -> str | None:
             parse_number(text, drawn.item.unit)
     except AnswerError as exc:
         return str(exc)
-    return None
+    if isinstance(drawn.item, ChoiceItem) or i18n.language() not in DECIMAL_COMMA:
+        return None
+    return comma_is_ambiguous(text)
 
 
 def _ask_one(drawn: DrawnItem, ask: Callable[[str], str], say: Callable[[str], None]) -> str:
+    skip = _(SKIP)
     while True:
-        text = ask("answer> ").strip()
-        if text.lower() == SKIP:
+        text = ask(_(PROMPT)).strip()
+        if text.lower() in (SKIP, skip.lower()):
             return ""
-        problem = "type an answer, or 'skip'" if not text else _readable(drawn, text)
+        problem = _(TYPE_SOMETHING).format(skip=skip) if not text else _readable(drawn, text)
         if problem is None:
             return text
-        say(f"  {problem}; try again ('skip' to leave it unanswered)")
+        say(_(TRY_AGAIN).format(problem=problem, skip=skip))
 
 
 def explain(g: Graded) -> str:
     """The feedback on one answer: right or wrong, the right answer, and why."""
-    head = "  correct." if g.correct else f"  wrong{' (skipped)' if not g.given else ''}: the answer is {g.expected}."
-    return f"{head}\n  why: {g.explanation}" + (f"\n  source: {g.source}" if g.source else "")
+    head = _(CORRECT) if g.correct else _(WRONG if g.given else WRONG_SKIPPED).format(expected=g.expected)
+    return "\n".join([head, _(WHY).format(explanation=g.explanation),
+                      *([_(SOURCE).format(source=g.source)] if g.source else [])])
 
 
 @dataclass(frozen=True)
@@ -97,14 +128,9 @@ def run_attempt(
     """
     drawn = draw_attempt(bank, seed, n_items)
     started = _now()
-    how = (f"graded attempt (seed {seed}, drawn by the kit)" if mode == GRADED else
-           f"practice with seed {seed} (--seed): logged as practice, never counted for the DoD")
-    say(f"{bank.title}: {n_items} items, {how}")
-    say("Answer with a letter for multiple choice. Numbers may be typed as 0.375, 37.5%, 3/8, 1.2e9 or 2.1B,\n"
-        "with or without the unit; other units of the same kind are converted (3750 MB for GB).\n"
-        "'skip' leaves an item unanswered. Right answers and explanations are shown once the attempt is\n"
-        "in the log. Ctrl-C or Ctrl-D (end of input) quits: after the first answer the attempt is logged\n"
-        "as abandoned: not counted, and no answers are shown.")
+    how = _(HOW_GRADED if mode == GRADED else HOW_PRACTICE).format(seed=seed)
+    say(_(HEADER).format(title=bank.title, n=n_items, how=how))
+    say(_(INSTRUCTIONS).format(skip=_(SKIP)))
     graded: list[Graded] = []
     answers: list[dict[str, Any]] = []
     stopped: BaseException | None = None
@@ -122,7 +148,7 @@ def run_attempt(
     if not answers:
         return Attempt(None, [], stopped)
     record = {"bank": bank.id, "seed": seed, "mode": mode, "status": ABANDONED if stopped else COMPLETE,
-              "started": started, "finished": _now(), "answers": answers,
+              "started": started, "finished": _now(), "lang": bank.lang, "answers": answers,
               "reported_score": sum(g.correct for g in graded) / n_items}
     return Attempt(record, graded, stopped)
 
@@ -135,5 +161,6 @@ def feedback(graded: list[Graded]) -> str:
 def summary(graded: list[Graded], pass_mark: float) -> str:
     """``score 7/10 (70%): passed (pass mark 70%)`` or ``... : not passed ...``."""
     right, total = sum(g.correct for g in graded), len(graded)
-    verdict = "passed" if passes(right, total, pass_mark) else "not passed"
-    return f"score {right}/{total} ({right / total:.0%}): {verdict} (pass mark {pass_mark:.0%})"
+    verdict = _(PASSED if passes(right, total, pass_mark) else NOT_PASSED)
+    return _(SCORE).format(right=right, total=total, percent=f"{right / total * 100:.0f}", verdict=verdict,
+                           mark=f"{pass_mark * 100:.0f}")
