@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_distcheck.errors import DistcheckError
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.pods.base import (
     GpuRequest,
     NoCapacity,
@@ -38,6 +39,10 @@ from pytest_distcheck.pods.timings import Timings
 
 # reserve(max_seconds, usd_per_gpu_hour) -> a budget Reservation (pytest_distcheck.budget)
 Reserve = Callable[[float, float | None], Any]
+# The status line's steps (through the catalog: pytest_distcheck/i18n.py).
+CREATING = N_("creating {name}")
+WAITING = N_("waiting for {pod}")
+LOOKING_FOR = N_("create answer lost; looking for {name}")
 NOT_SETTLED = ("pod {pod} is terminated ({seconds:.0f} s from the create call), but its settled row was not written: "
                "{problem}. Its worst case keeps counting; once the ledger can be written: "
                "`distcheck budget --settle {run} --seconds {seconds:.0f}` (or `distcheck budget --reconcile`)")
@@ -113,7 +118,7 @@ class Lease:
         # fires half of it before the end: later than the client, earlier than the money runs out.
         margin = min(t.teardown, float(res.max_seconds) / 4)
         self._check_live_rate()
-        self._status(f"creating {self.name}")
+        self._status(_(CREATING).format(name=self.name))
         self.started = time.monotonic()
         try:
             self.pod_id = self.provider.create(self.request, self.name, float(res.max_seconds) - margin / 2,
@@ -151,7 +156,7 @@ class Lease:
                            f"(ledger: rate-unknown row)")
             self._meter = threading.Thread(target=self._read_meter, name="distcheck-meter", daemon=True)
             self._meter.start()
-        self._status(f"waiting for {self.pod_id}")
+        self._status(_(WAITING).format(pod=self.pod_id))
         wait = min(t.ready_timeout, float(res.max_seconds) - t.teardown - (time.monotonic() - self.started))
         inner = self.provider.wait_ready(self.pod_id, max(wait, 1.0), self.on_status)
         self.pod = LeasedPod(inner, self)
@@ -179,7 +184,7 @@ class Lease:
         """After an ambiguous create: look for the pod by its unique name for ``create_grace`` seconds."""
         end = time.monotonic() + self.timings.create_grace
         while True:
-            self._status(f"create answer lost; looking for {name}")
+            self._status(_(LOOKING_FOR).format(name=name))
             try:
                 found = self.provider.find(name)
             except ProviderError:

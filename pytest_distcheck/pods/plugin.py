@@ -62,6 +62,11 @@ NOT_RECONCILED = N_("distcheck budget: not reconciled with RunPod ({problem}); r
                     "later")
 RECONCILED = N_("distcheck budget: reconciled {finding}")
 NO_FINAL_SWEEP = N_("distcheck pods: no final sweep ({problem})")
+# The pod's status line (pods/progress.py) as the fixture starts and ends it.
+NOT_STARTED = N_("not started ({reason})")
+FAILED_BEFORE_READY = N_("failed before it was ready; {ending}")
+READY = N_("ready: pod {pod}, run {run_id}")
+TERMINATING = N_("terminating pod {pod}")
 _session_key = pytest.StashKey[Any]()
 _workers_key = pytest.StashKey[list]()
 
@@ -266,19 +271,19 @@ def gpu_pod(request: pytest.FixtureRequest, budget):
         ps.start()
         pod = lease.__enter__()
     except Unavailable as exc:
-        line(f"not started ({exc})")
+        line(_(NOT_STARTED).format(reason=exc))
         line.close()
         pytest.skip(_(SKIPPED).format(provider=provider.name, reason=exc))
     except BaseException:
-        line(f"failed before it was ready; {ending(lease)}", metered=False)
+        line(_(FAILED_BEFORE_READY).format(ending=ending(lease)), metered=False)
         line.close()
         raise
-    line(f"ready: pod {pod.id}, run {pod.run_id}")
+    line(_(READY).format(pod=pod.id, run_id=pod.run_id))
     pod.echo = line.output
     try:
         yield ReportedPod(pod, line)
     finally:
-        line(f"terminating pod {pod.id}")
+        line(_(TERMINATING).format(pod=pod.id))
         try:
             lease.__exit__(None, None, None)
         finally:

@@ -18,8 +18,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_distcheck.i18n import N_, _
+
 QUIET_EVERY_S = 30.0
 PREFIX = "distcheck pods: "
+# The line's steps and endings, through the catalog (pytest_distcheck/i18n.py).
+METERED = N_("{seconds} s since create, ${usd} so far")
+SINCE_CREATE = N_("{seconds} s since create")
+STAGING = N_("staging {file} -> pod:{remote}")
+RUNNING = N_("running {command}")
+COPYING_BACK = N_("copying back pod:{remote}")
+CREATE_LOST = N_("the create answer was lost; {name} is looked for at session end")
+NO_POD_RELEASED = N_("no pod was created; the reservation is released")
+NO_POD_STILL_OPEN = N_("no pod was created; the reservation could not be released: its open row keeps counting")
+TERMINATE_FAILED = N_("terminate failed, pod {pod} may still be billing; the ledger keeps its worst case")
+NOT_SETTLED = N_("pod {pod} terminated; ledger not settled")
+SETTLED = N_("pod {pod} terminated; settled {seconds} s x ${rate}/h = ${cost} (run {run_id})")
 
 
 class StatusLine:
@@ -57,8 +71,8 @@ class StatusLine:
         extra = ""
         if started is not None and metered:
             elapsed = max(self.clock() - started, 0.0)
-            extra = f" [{elapsed:.0f} s since create" + (f", ${float(rate) * elapsed / 3600:.4f} so far]"
-                                                         if rate is not None else "]")
+            extra = " [" + (_(METERED).format(seconds=f"{elapsed:.0f}", usd=f"{float(rate) * elapsed / 3600:.4f}")
+                          if rate is not None else _(SINCE_CREATE).format(seconds=f"{elapsed:.0f}")) + "]"
         return f"{PREFIX}{self.title}: {text}{extra}"
 
     def __call__(self, text: str, metered: bool = True) -> None:
@@ -135,15 +149,15 @@ class ReportedPod:
         return getattr(self._pod, name)
 
     def put(self, local: Path, remote: str) -> None:
-        self._line.step(f"staging {Path(local).name} -> pod:{remote}")
+        self._line.step(_(STAGING).format(file=Path(local).name, remote=remote))
         self._pod.put(local, remote)
 
     def run(self, command: str, timeout: float, on_output: Any = None) -> Any:
-        self._line.step(f"running {label(command)}")
+        self._line.step(_(RUNNING).format(command=label(command)))
         return self._pod.run(command, timeout, on_output)
 
     def get(self, remote: str, local: Path) -> None:
-        self._line.step(f"copying back pod:{remote}")
+        self._line.step(_(COPYING_BACK).format(remote=remote))
         self._pod.get(remote, local)
 
 
@@ -154,13 +168,12 @@ def ending(lease: Any) -> str:
     notes = "".join(f"; {n}" for n in getattr(lease, "notes", ()))
     if lease.pod_id is None:
         if lease.lost_name is not None:
-            return f"the create answer was lost; {lease.lost_name} is looked for at session end"
+            return _(CREATE_LOST).format(name=lease.lost_name)
         released = res is None or getattr(res, "settled_row", None) is not None
-        return "no pod was created; " + ("the reservation is released" if released else
-                                         "the reservation could not be released: its open row keeps counting")
+        return _(NO_POD_RELEASED if released else NO_POD_STILL_OPEN)
     if term is None or not term.confirmed:
-        return f"terminate failed, pod {lease.pod_id} may still be billing; the ledger keeps its worst case{notes}"
+        return _(TERMINATE_FAILED).format(pod=lease.pod_id) + notes
     if row is None:
-        return f"pod {lease.pod_id} terminated; ledger not settled{notes}"
-    return (f"pod {lease.pod_id} terminated; settled {row.billed_s} s x ${row.rate_per_hour}/h = ${row.cost} "
-            f"(run {row.run_id}){notes}")
+        return _(NOT_SETTLED).format(pod=lease.pod_id) + notes
+    return _(SETTLED).format(pod=lease.pod_id, seconds=row.billed_s, rate=row.rate_per_hour, cost=row.cost,
+                             run_id=row.run_id) + notes

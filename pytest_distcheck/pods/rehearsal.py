@@ -47,8 +47,7 @@ SKIP = shutil.ignore_patterns(".git", ".hg", ".venv", "venv", ".tox", "__pycache
                               ".ruff_cache")
 COVERED = (N_("pricing (the fake API's GPU prices, through the real runpod SDK)"), N_("reservation and ledger rows"),
            N_("pod create, wait and SSH (real SSH to this machine)"), N_("staging the lab"), N_("the pod preflight"),
-           N_("the experiment (CPU preset, gloo)"), N_("copy-back of the result"), N_("termination and settlement"),
-           N_("the DoD table"))
+           N_("the experiment (CPU preset, gloo)"), N_("copy-back of the result"), N_("termination and settlement"))
 # In place of the DoD table, and at the end of the child run.
 NO_DOD_TABLE = N_("REHEARSAL: no Definition of Done table: it would describe the scratch copy (no git repository, "
                   "so its items read pending or blocked), not your workspace; `pytest -m local` there says where "
