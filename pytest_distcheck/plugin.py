@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from pytest_distcheck.cmdline import subfolder_checks
-from pytest_distcheck.dod.plugin import DodPlugin, get_workspace, workspace_label
+from pytest_distcheck.dod.plugin import DodPlugin
 from pytest_distcheck.i18n import N_, _, ngettext
 from pytest_distcheck.ranks import DEFAULT_WORLD_SIZE
 from pytest_distcheck.settings import LANG, TIMEOUT
-from pytest_distcheck.workspace import DEFAULT_PATH, NO_WORKSPACE, display_path
+from pytest_distcheck.workspace import DEFAULT_PATH, NO_WORKSPACE, display_path, get_workspace, workspace_label
 
 # Each area of the kit owns its hooks, options and fixtures in a plugin module of its own.
 pytest_plugins: list[str] = [

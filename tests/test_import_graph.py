@@ -22,7 +22,6 @@ PACKAGE = Path(pytest_distcheck.__file__).resolve().parent
 KNOWN = {
     # h26 (dod/, rebuilding the gate)
     frozenset({"pytest_distcheck.dod.collection", "pytest_distcheck.dod.state"}),
-    frozenset({"pytest_distcheck.dod.plugin", "pytest_distcheck.dod.selection"}),
     # h27 (diagram/)
     frozenset({"pytest_distcheck.diagram.compare", "pytest_distcheck.diagram.flow"}),
 }
@@ -157,9 +156,6 @@ def test_every_known_cycle_still_exists_so_the_list_only_shrinks():
     assert not gone, f"gone: remove them from KNOWN in {Path(__file__).name}: {sorted(map(sorted, gone))}"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="budget/plugin.py imports dod.plugin for get_workspace/workspace_label; dod/ is being "
-                          "rebuilt (h26): flip this once workspace loading lives in workspace.py")
 def test_importing_the_budget_plugin_imports_no_module_of_dod():
     result = subprocess.run([sys.executable, "-X", "importtime", "-c", "import pytest_distcheck.budget.plugin"],
                             capture_output=True, text=True, check=True)
