@@ -23,13 +23,13 @@ is ambiguous, since it is read through the nodes that name layers.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Mapping
 
 from pytest_distcheck.diagram import concepts, labels
 from pytest_distcheck.diagram.difference import Difference, style_words
 from pytest_distcheck.diagram.flow import flow_diffs
 from pytest_distcheck.diagram.graph import Graph
+from pytest_distcheck.diagram.layout import Layout
 from pytest_distcheck.diagram.mermaid import Flowchart
 from pytest_distcheck.diagram.names import Namer
 from pytest_distcheck.diagram.plan import LayerNames
@@ -38,33 +38,6 @@ from pytest_distcheck.tp.plan import Style, validate_plan
 
 def _ids(nodes: list[str]) -> str:
     return ("node " if len(nodes) == 1 else "nodes ") + ", ".join(nodes)
-
-
-@dataclass
-class Layout:
-    """Which nodes draw which plan layers, as :func:`compare` found them.
-
-    Attributes:
-        graph: the expanded graph.
-        styles: module path -> its :class:`Style` (plan order).
-        by_layer: module path -> ids of the nodes naming it.
-        layers_of: node id -> the module paths it names (several for a fused node).
-        per_rank: whether some layer node sits in a rank subgraph.
-    """
-
-    graph: Graph
-    styles: dict[str, Style]
-    by_layer: dict[str, list[str]]
-    layers_of: dict[str, list[str]]
-    per_rank: bool
-
-    def style_of(self, vid: str) -> Style:
-        """The planned style of a layer node (fused members share one)."""
-        return self.styles[self.layers_of[vid][0]]
-
-    def name_of(self, vid: str) -> str:
-        """A layer node's module path(s), for messages."""
-        return " + ".join(self.layers_of[vid])
 
 
 def compare(

@@ -35,15 +35,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pytest_distcheck.diagram import concepts, labels
 from pytest_distcheck.diagram.difference import Difference, style_words
 from pytest_distcheck.diagram.graph import Link
+from pytest_distcheck.diagram.layout import Layout
 from pytest_distcheck.diagram.plan import LayerNames
-
-if TYPE_CHECKING:
-    from pytest_distcheck.diagram.compare import Layout
 
 
 @dataclass(frozen=True)
