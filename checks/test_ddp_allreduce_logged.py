@@ -46,7 +46,7 @@ def _live_run_on_rank(root: str, module: str) -> str:
     import torch.distributed as dist
 
     from pytest_distcheck.bandwidth import allreduce_sweep
-    from pytest_distcheck.hostinfo import describe_host
+    from pytest_distcheck.phase35.hostinfo import describe_host
 
     if root not in sys.path:
         sys.path.append(root)
