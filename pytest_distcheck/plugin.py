@@ -156,12 +156,12 @@ def distcheck_evidence(record_property, pytestconfig: pytest.Config):
 
     Each existing file goes in the JSON report with its sha256, so a grader can re-verify from the report
     alone; a file that is a copy of a reference solution makes the check untrusted ("copied", red-team R3;
-    :func:`pytest_distcheck.dod.provenance.copied_from`). Paths: absolute, or relative to the workspace root.
+    :func:`pytest_distcheck.copies.copied_from`). Paths: absolute, or relative to the workspace root.
     """
     import json
 
+    from pytest_distcheck.copies import evidence_entry
     from pytest_distcheck.dod.plugin import EVIDENCE_PROPERTY
-    from pytest_distcheck.dod.provenance import evidence_entry
 
     ws = get_workspace(pytestconfig)
     root = ws.root if ws is not None else pytestconfig.rootpath

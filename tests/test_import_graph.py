@@ -145,3 +145,13 @@ def test_importing_the_budget_plugin_imports_no_module_of_dod():
                             capture_output=True, text=True, check=True)
     imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line]
     assert imported and not [m for m in imported if m.startswith("pytest_distcheck.dod")]
+
+
+def test_the_dod_core_imports_no_module_of_diagram_citations_or_the_phase():
+    graph = import_graph(PACKAGE)
+    above = ("pytest_distcheck.diagram", "pytest_distcheck.citations", "pytest_distcheck.phase35",
+             "pytest_distcheck.phase_pack", "pytest_distcheck.copies")
+    found = [f"{name} (line {line}) -> {target}" for name, targets in graph.items()
+             if name.startswith("pytest_distcheck.dod") for target, line in targets.items()
+             if target.startswith(above)]
+    assert not found, "the DoD core reaches these only through what it defines:\n" + "\n".join(found)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_distcheck import textnorm
+from pytest_distcheck import copies, textnorm
+from pytest_distcheck.copies import copied_from
 from pytest_distcheck.diagram.markdown import DRAWING_ASIDE
 from pytest_distcheck.dod import provenance
-from pytest_distcheck.dod.provenance import copied_from
 
 REPO = Path(__file__).resolve().parents[1]
 NOTES = ("megatron", "fsdp")
@@ -119,12 +119,12 @@ def test_the_note_skeleton_filled_in_is_not_copied(tmp_path, template):
 
 def test_the_kits_own_docs_written_apart_from_the_sources_are_not_copies():
     """Prose by the course's authors that is not a source (the CI pages, the benchmarks' README) holds far less
-    of the kit's texts than a copy: calibration of :data:`provenance.PIECED` and :data:`provenance.CONTAINED`."""
+    of the kit's texts than a copy: calibration of :data:`copies.PIECED` and :data:`copies.CONTAINED`."""
     sources = provenance.shipped_fingerprints()["shingles"]["sources"]
     for rel in ("docs/ci/github-actions.md", "benchmarks/README.md", "fixtures/diagrams/README.md"):
-        held, kit = provenance.contained((REPO / rel).read_text(encoding="utf-8"), sources)
-        assert kit < provenance.PIECED / 2, (rel, kit)
-        assert all(n < provenance.CONTAINED * total / 4 for n, total in held.values()), rel
+        held, kit = copies.contained((REPO / rel).read_text(encoding="utf-8"), sources)
+        assert kit < copies.PIECED / 2, (rel, kit)
+        assert all(n < copies.CONTAINED * total / 4 for n, total in held.values()), rel
 
 
 def test_a_fresh_workspace_and_the_reference_workspace_in_place_are_not_copied(tmp_path):
@@ -169,7 +169,7 @@ def test_a_workspace_path_linking_into_its_solutions_folder_is_a_copy(tmp_path):
     assert copied_from(tmp_path / "docs" / "notes" / "fsdp.md") == ("it links to the reference solution "
                                                                      "solutions/docs/notes/fsdp.md")
     assert copied_from(ref) is None
-    (entry,) = provenance.evidence_entry([tmp_path / "docs" / "notes" / "fsdp.md"], tmp_path)["files"]
+    (entry,) = copies.evidence_entry([tmp_path / "docs" / "notes" / "fsdp.md"], tmp_path)["files"]
     assert entry["path"] == "docs/notes/fsdp.md" and entry["copied"].startswith("it links to")
 
 

@@ -70,7 +70,7 @@ class CheckOutcome:
     state: State
     reason: str
     command: str | None = None
-    evidence: tuple = ()  # files the check judged: {"path", "sha256", "copied"} (provenance.evidence_entry)
+    evidence: tuple = ()  # files the check judged: {"path", "sha256", "copied"} (copies.evidence_entry)
     flags: tuple = ()  # how far it can be believed: "self-reported", "confirmed", "copied", "fast-quiz", ...
 
 
