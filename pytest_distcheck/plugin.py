@@ -155,7 +155,7 @@ def distcheck_evidence(record_property, pytestconfig: pytest.Config):
     believed (``flags``: ``self-reported``, ``confirmed``, ``fast-quiz``, ...).
 
     Each existing file goes in the JSON report with its sha256, so a grader can re-verify from the report
-    alone; a file that is a copy of a reference solution makes the check untrusted ("copied", red-team R3;
+    alone; a file that is a copy of a reference solution makes the check untrusted ("copied";
     :func:`pytest_distcheck.copies.copied_from`). Paths: absolute, or relative to the workspace root.
     """
     import json

@@ -160,7 +160,7 @@ class Workspace:
                 "allow_paths_outside_root = true at the top of the file to allow this)").format(relpath=relpath,
                                                                                                 root=root))
         # The path as named (``..`` folded, links inside the root kept): a learner's path linking into the
-        # reference solutions must not read as the reference itself (red-team A09).
+        # reference solutions must not read as the reference itself.
         return Path(os.path.normpath(root / relpath))
 
 
