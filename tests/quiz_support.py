@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import sys
 from pathlib import Path
 
 from pytest_distcheck.quiz.bank import load_bank
@@ -67,3 +69,16 @@ def write_log(root: Path, *records: dict | str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
     return path
+
+
+DISTCHECK = shutil.which("distcheck", path=str(Path(sys.executable).parent)) or shutil.which("distcheck")
+
+
+def spawn(root: Path, *args: str):
+    """``distcheck quiz ARGS`` in a pseudo-terminal (a ``pexpect.spawn``) in the workspace ``root``."""
+    import pexpect
+
+    cmd = [sys.executable, "-m", "pytest_distcheck.cli"] if DISTCHECK is None else [DISTCHECK]
+    # A terminal starts the quiz with SIGINT at its default; a background job (CI, `&`) inherits it ignored.
+    return pexpect.spawn(cmd[0], [*cmd[1:], "quiz", *args], cwd=str(root), encoding="utf-8", timeout=30,
+                         dimensions=(50, 200), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
