@@ -29,6 +29,10 @@ MIN_DRAWING = 80
 CONTAINED, MIN_WINDOWS, PIECED = 0.5, 20, 200
 COPY_OF = "it holds {pct:.0%} of {what} {src} ({n} of its {total} 5-word runs, one word in each may differ)"
 PIECED_FROM = "{n} of its 5-word runs are the kit's ({parts})"
+LINKS_TO = "it links to the reference solution {ref}"
+IS_REFERENCE = "it is the reference solution {ref}, {how}"  # how: "byte for byte" or "parsed" (the same JSON)
+SAME_DRAWING = "its Mermaid diagram is that of {whose} {ref} ({aside})"
+REFERENCE, KIT_FIXTURE = "the reference solution", "the kit's own fixture"  # whose drawing
 
 
 def drawings(text: str) -> list[str]:
@@ -110,9 +114,8 @@ def copied_from(path: Path) -> str | None:
                                                else None)
     if same and not _in_place(path, same):
         if path.resolve().as_posix().endswith("/" + same):
-            return f"it links to the reference solution {same}"
-        return f"it is the reference solution {same}" + (", byte for byte" if digest(data) in fp["files"] else
-                                                         ", parsed")
+            return LINKS_TO.format(ref=same)
+        return IS_REFERENCE.format(ref=same, how="byte for byte" if digest(data) in fp["files"] else "parsed")
     if path.suffix != ".md":
         return None
     text = data.decode("utf-8", errors="replace")
@@ -121,10 +124,9 @@ def copied_from(path: Path) -> str | None:
         return why
     for key in drawings(text):
         drawn = digest(key.encode())
-        for ref, whose in ((fp["drawings"].get(drawn), "the reference solution"),
-                           (kit["drawings"].get(drawn), "the kit's own fixture")):
+        for ref, whose in ((fp["drawings"].get(drawn), REFERENCE), (kit["drawings"].get(drawn), KIT_FIXTURE)):
             if ref and not _in_place(path, ref):
-                return f"its Mermaid diagram is that of {whose} {ref} ({DRAWING_ASIDE})"
+                return SAME_DRAWING.format(whose=whose, ref=ref, aside=DRAWING_ASIDE)
     return None
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_distcheck import copies, textnorm
-from pytest_distcheck.copies import copied_from
+from pytest_distcheck.copies import KIT_FIXTURE, LINKS_TO, REFERENCE, SAME_DRAWING, copied_from
 from pytest_distcheck.diagram.markdown import DRAWING_ASIDE
 from pytest_distcheck.dod import provenance
 
@@ -166,11 +166,11 @@ def test_a_workspace_path_linking_into_its_solutions_folder_is_a_copy(tmp_path):
     shutil.copy(REPO / "solutions" / "docs" / "notes" / "fsdp.md", ref)
     (tmp_path / "docs" / "notes").mkdir(parents=True)
     (tmp_path / "docs" / "notes" / "fsdp.md").symlink_to("../../solutions/docs/notes/fsdp.md")
-    assert copied_from(tmp_path / "docs" / "notes" / "fsdp.md") == ("it links to the reference solution "
-                                                                     "solutions/docs/notes/fsdp.md")
+    assert copied_from(tmp_path / "docs" / "notes" / "fsdp.md") == LINKS_TO.format(ref="solutions/docs/notes/fsdp.md")
     assert copied_from(ref) is None
     (entry,) = copies.evidence_entry([tmp_path / "docs" / "notes" / "fsdp.md"], tmp_path)["files"]
-    assert entry["path"] == "docs/notes/fsdp.md" and entry["copied"].startswith("it links to")
+    assert entry["path"] == "docs/notes/fsdp.md"
+    assert entry["copied"] == LINKS_TO.format(ref="solutions/docs/notes/fsdp.md")
 
 
 def _mermaid(text: str) -> str:
@@ -183,15 +183,15 @@ def test_the_reference_diagram_reflowed_or_in_look_alike_letters_is_a_copy(tmp_p
     block = _mermaid((REPO / "solutions" / "docs" / "tp-sharding.md").read_text())
     mine = edit(block).replace("```" + "mermaid".translate(CYRILLIC), "```mermaid")
     page = _write(tmp_path / "docs" / "tp-sharding.md", "# My page\n\n" + mine + "\n")
-    assert copied_from(page) == ("its Mermaid diagram is that of the reference solution solutions/docs/tp-sharding.md "
-                                 f"({DRAWING_ASIDE})")
+    assert copied_from(page) == SAME_DRAWING.format(whose=REFERENCE, ref="solutions/docs/tp-sharding.md",
+                                                    aside=DRAWING_ASIDE)
 
 
 def test_a_right_page_of_the_kits_diagram_fixtures_is_a_copy_and_a_wrong_one_is_left_to_the_check(tmp_path):
     page = _write(tmp_path / "docs" / "tp-sharding.md",
                   (REPO / "fixtures" / "diagrams" / "ok-gpu-subgraph-edges.md").read_text() + "\nMine.\n")
-    assert copied_from(page) == ("its Mermaid diagram is that of the kit's own fixture "
-                                 f"fixtures/diagrams/ok-gpu-subgraph-edges.md ({DRAWING_ASIDE})")
+    assert copied_from(page) == SAME_DRAWING.format(whose=KIT_FIXTURE, ref="fixtures/diagrams/ok-gpu-subgraph-edges.md",
+                                                    aside=DRAWING_ASIDE)
     page.write_text((REPO / "fixtures" / "diagrams" / "missing-all-reduce.md").read_text())
     assert copied_from(page) is None
     assert copied_from(REPO / "fixtures" / "diagrams" / "ok-gpu-subgraph-edges.md") is None  # in place
@@ -215,8 +215,8 @@ def test_the_reference_diagram_with_its_ids_renamed_is_a_copy(tmp_path):
     assert renamed != block
     page = _write(tmp_path / "docs" / "tp-sharding.md",
                   "# My block\n\n" + renamed.replace("\n  ", "\n    ") + "\n\nWritten by me.\n")
-    assert copied_from(page) == ("its Mermaid diagram is that of the reference solution solutions/docs/tp-sharding.md "
-                                 f"({DRAWING_ASIDE})")
+    assert copied_from(page) == SAME_DRAWING.format(whose=REFERENCE, ref="solutions/docs/tp-sharding.md",
+                                                    aside=DRAWING_ASIDE)
 
 
 def test_a_spanish_page_copied_into_a_note_is_a_copy_of_that_page(tmp_path):
