@@ -46,6 +46,7 @@ NAME_IT = N_(" (name another with --config FILE, or start one with `distcheck in
 ABOVE_ROOTDIR = N_("found walking up from {start}, but pytest's rootdir is {rootdir} (no ini file at {root}): run "
                    "pytest from there, or add a pytest.ini there (distcheck init writes one)")
 
+
 def find_workspace_file(start: Path) -> Path | None:
     """The nearest ``checks/distcheck.toml`` in ``start`` or a folder above it, or ``None``.
 

@@ -200,7 +200,6 @@ def _node_list(nodes: list[str]) -> str:
     return ("node " if len(nodes) == 1 else "nodes ") + ", ".join(nodes)
 
 
-
 def _fields(layout: Layout) -> dict[str, Callable[[list], dict[str, object]]]:
     """Finding -> the template fields of :data:`FLOW_MESSAGES` made from its evidence (the walk's ``found`` list)."""
     graph = layout.graph
@@ -227,6 +226,7 @@ def _fields(layout: Layout) -> dict[str, Callable[[list], dict[str, object]]]:
         "order": lambda items: dict(zip(("v", "w", "earlier"), items[0], strict=True)),
         "residual": lambda items: {"parent": items[0][0], "nodes": _node_list(items[0][1])},
     }
+
 
 def _row_parallel_after(layout: Layout, vid: str) -> bool:
     paths = list(layout.styles)
