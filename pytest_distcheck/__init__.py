@@ -4,12 +4,34 @@ The top-level package stays import-light (no torch): ``pytest --help`` and the C
 DoD checks report their state with :func:`pending`, :func:`broken` and :func:`stale` (or :func:`done`
 with a reason of their own). Tests of the ``dist_world`` fixture catch :class:`RankError`,
 :class:`RankTimeout`, :class:`PicklingError` and :class:`RanksOutOfStepWarning` (from
-:mod:`pytest_distcheck.ranks.errors`, which imports no torch).
+:mod:`pytest_distcheck.ranks.errors`, which imports no torch). Each name is imported on first use, so
+importing one area of the kit (``pytest_distcheck.budget``) does not import another (``dod``).
 """
 
-from pytest_distcheck.dod.outcome import Broken, Done, Pending, Stale, broken, done, pending, stale
-from pytest_distcheck.ranks.errors import PicklingError, RankError, RanksOutOfStepWarning, RankTimeout
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_distcheck.dod.outcome import Broken, Done, Pending, Stale, broken, done, pending, stale
+    from pytest_distcheck.ranks.errors import PicklingError, RankError, RanksOutOfStepWarning, RankTimeout
 
 __version__ = "0.1.0"
 __all__ = ["Broken", "Done", "Pending", "Stale", "broken", "done", "pending", "stale",
            "PicklingError", "RankError", "RankTimeout", "RanksOutOfStepWarning", "__version__"]
+# Each public name -> the module that defines it.
+_HOMES = {**dict.fromkeys(__all__[:8], "pytest_distcheck.dod.outcome"),
+          **dict.fromkeys(__all__[8:12], "pytest_distcheck.ranks.errors")}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

@@ -1,22 +1,10 @@
 """Evidence a DoD check can believe: fresh (produced from the code and config as they are now) and
 recomputed (derived numbers re-derived from the raw data, never read as the verdict).
 
-Producer side, when a lab writes a result it will commit::
-
-    result["sources"] = record_sources(["experiments/tp_inference/", "checks/distcheck.toml#tp"], root)
-
-Check side::
-
-    require_fresh(result, ["experiments/tp_inference/"], root=ws.root, where=rel, command=item.how)
-    require_consistent("speedup", result["speedup"], latency_1 / latency_2, where=f"{rel}, speedup",
-                       tolerance=1e-6)
-
-``sources`` maps a source to ``sha256:<hex>``. A source is a file or a folder relative to the
-workspace root (a folder: every file under it, except ``__pycache__`` and dot-files), or
-``file#table`` for one table of a TOML or JSON file (dotted for nested tables), so that editing an
-unrelated section of the workspace file does not make a result stale. File bytes are hashed with
-CRLF line endings turned into LF, so a Windows checkout matches a Linux one. Hashes rather than a
-git commit: they work without git, in shallow CI clones and for files not yet committed.
+A lab records ``result["sources"] = record_sources([...], root)``; a check calls :func:`require_fresh` and
+:func:`require_consistent`. ``sources`` maps a source (a file or a folder relative to the workspace root, or
+``file#table`` for one table of a TOML or JSON file) to ``sha256:<hex>`` of its bytes, CRLF read as LF: hashes work
+without git, in shallow clones and for files not yet committed. Examples and design record: docs/design/dod.md.
 """
 
 from __future__ import annotations
@@ -193,7 +181,7 @@ FUTURE_SLACK_S = 300.0
 def in_the_future(stamp: object, now: datetime | None = None) -> bool:
     """Whether an ISO 8601 time stamp (``2026-11-30T12:00:00Z``; no zone: UTC) lies more than
     :data:`FUTURE_SLACK_S` seconds after ``now`` (default: the current time). Evidence dated in the future
-    was typed, not produced (red-team A14). A value that is not such a stamp is not in the future (its
+    was typed, not produced. A value that is not such a stamp is not in the future (its
     schema check names it)."""
     from datetime import UTC
 

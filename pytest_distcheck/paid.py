@@ -59,9 +59,9 @@ class PaidPath:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
-        from pytest_distcheck.dod.plugin import PLUGIN_NAME, get_workspace
+        from pytest_distcheck.dod.plugin import PLUGIN_NAME
         from pytest_distcheck.dod.selection import order_prerequisites_first
-        from pytest_distcheck.workspace import with_prerequisites
+        from pytest_distcheck.workspace import get_workspace, with_prerequisites
 
         collected = list(items)
         result = yield

@@ -1,15 +1,9 @@
 """The phase pack: the files ``distcheck init`` copies into a learner's repository to start a phase.
 
-The pack is this repository's own files, never a second copy: the workspace file, the DoD checks and
-the quiz bank (``checks/``), the labs' code the checks run (``experiments/``), lab 02's exercise (the TP
-fault zoo and layer styles under ``fixtures/``, and the four ``tests/test_tp_*.py`` it runs), the pages a learner reads
-while working (``docs/README.md``, the start page; ``docs/theory/``; the lab statements ``docs/lab/``), the
-note skeleton (``docs/notes/TEMPLATE.md``) and their Spanish twins (``docs/es/``). No page links into the
-reference solutions, which stay in the kit's repository (``tests/test_docs_links.py`` checks every relative link
-here and in a fresh workspace), and every other path a page shows is in a fresh workspace or said to be the kit's
-repository's (``tests/test_docs_commands.py``). A wheel ships them under ``pytest_distcheck/_phase/`` with the same
-relative paths (``setup.py`` maps the folders in as package data); a source checkout (an editable install) reads
-them from the repository root.
+The pack is this repository's own files (:data:`PACK_GLOBS`), never a second copy: the workspace file, checks and
+quiz bank, the labs' code, lab 02's exercise, the learner's pages and their Spanish twins; no reference solutions.
+A wheel ships them under ``pytest_distcheck/_phase/`` (:data:`SHIPPED`); an editable install reads them from the
+repository root (:func:`pack_root`). What is in it and why: docs/design/workspace.md.
 """
 
 from __future__ import annotations

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from pytest_distcheck.cmdline import subfolder_checks
-from pytest_distcheck.dod.plugin import DodPlugin, get_workspace, workspace_label
+from pytest_distcheck.dod.plugin import DodPlugin
 from pytest_distcheck.i18n import N_, _, ngettext
 from pytest_distcheck.ranks import DEFAULT_WORLD_SIZE
 from pytest_distcheck.settings import LANG, TIMEOUT
-from pytest_distcheck.workspace import DEFAULT_PATH, NO_WORKSPACE, display_path
+from pytest_distcheck.workspace import DEFAULT_PATH, NO_WORKSPACE, display_path, get_workspace, workspace_label
 
 # Each area of the kit owns its hooks, options and fixtures in a plugin module of its own.
 pytest_plugins: list[str] = [
@@ -155,13 +155,13 @@ def distcheck_evidence(record_property, pytestconfig: pytest.Config):
     believed (``flags``: ``self-reported``, ``confirmed``, ``fast-quiz``, ...).
 
     Each existing file goes in the JSON report with its sha256, so a grader can re-verify from the report
-    alone; a file that is a copy of a reference solution makes the check untrusted ("copied", red-team R3;
-    :func:`pytest_distcheck.dod.provenance.copied_from`). Paths: absolute, or relative to the workspace root.
+    alone; a file that is a copy of a reference solution makes the check untrusted ("copied";
+    :func:`pytest_distcheck.copies.copied_from`). Paths: absolute, or relative to the workspace root.
     """
     import json
 
+    from pytest_distcheck.copies import evidence_entry
     from pytest_distcheck.dod.plugin import EVIDENCE_PROPERTY
-    from pytest_distcheck.dod.provenance import evidence_entry
 
     ws = get_workspace(pytestconfig)
     root = ws.root if ws is not None else pytestconfig.rootpath

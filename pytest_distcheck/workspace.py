@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.i18n import N_, _, language
 from pytest_distcheck.schemas import validate
@@ -43,6 +45,7 @@ FILE_NOT_FOUND = N_("workspace file not found")
 NAME_IT = N_(" (name another with --config FILE, or start one with `distcheck init`)")
 ABOVE_ROOTDIR = N_("found walking up from {start}, but pytest's rootdir is {rootdir} (no ini file at {root}): run "
                    "pytest from there, or add a pytest.ini there (distcheck init writes one)")
+
 
 def find_workspace_file(start: Path) -> Path | None:
     """The nearest ``checks/distcheck.toml`` in ``start`` or a folder above it, or ``None``.
@@ -158,7 +161,7 @@ class Workspace:
                 "allow_paths_outside_root = true at the top of the file to allow this)").format(relpath=relpath,
                                                                                                 root=root))
         # The path as named (``..`` folded, links inside the root kept): a learner's path linking into the
-        # reference solutions must not read as the reference itself (red-team A09).
+        # reference solutions must not read as the reference itself.
         return Path(os.path.normpath(root / relpath))
 
 
@@ -275,6 +278,34 @@ def run_workspace_file(config: Any) -> Path:
         raise ConfigError(found, "", _(ABOVE_ROOTDIR).format(start=start, rootdir=config.rootpath,
                                                               root=workspace_root(found)))
     return found
+
+
+# The run's workspace, loaded once per pytest.Config by get_workspace.
+workspace_key = pytest.StashKey["Workspace | None"]()
+
+
+def get_workspace(config: pytest.Config) -> Workspace | None:
+    """The workspace of this run, loaded once; ``None`` when the configured file does not exist.
+
+    Raises:
+        pytest.UsageError: the file exists but is malformed (names the file and field).
+    """
+    if workspace_key in config.stash:
+        return config.stash[workspace_key]
+    ws = None
+    try:
+        path = run_workspace_file(config)
+        if path.is_file():
+            ws = load_workspace(path, root=config.rootpath)
+    except ConfigError as exc:
+        raise pytest.UsageError(f"distcheck: {exc}") from None
+    config.stash[workspace_key] = ws
+    return ws
+
+
+def workspace_label(config: pytest.Config) -> str:
+    """The run's workspace file as messages show it: relative to the rootdir when under it."""
+    return display_path(run_workspace_file(config), config.rootpath)
 
 
 def _named_file(named: str, base: Path, source: str) -> Path:

@@ -1,18 +1,10 @@
 """``distcheck init``: lay out a fresh phase workspace from the phase pack, never overwriting.
 
-What it writes, relative to the destination folder:
-
-- every file of the phase pack (:mod:`pytest_distcheck.phase_pack`), byte for byte;
-- an empty spend ledger at ``[budget] ledger`` of the pack's workspace file (kept if it exists:
-  it is append-only and the learner's);
-- the lines of :data:`GITIGNORE_LINES` appended to ``.gitignore`` when missing (``/.distcheck/``: live
-  logs and locks; the rest keep a venv in the folder and Python's caches out of ``git add .``, which
-  the committed DoD items ask for); the learner's lines are never changed;
-- ``conftest.py`` (:data:`CONFTEST`) when the folder has none: a ``pytest`` from outside the kit's venv
-  stops with one line saying so, as in the kit's repository, instead of a traceback per check file.
-  The gate never loads it (``--noconftest``, pytest_distcheck.dod.gate);
-- ``pytest.ini`` with ``testpaths = checks`` and ``pythonpath = .`` (and ``distcheck_lang`` when a language
-  is given) when the folder has no pytest configuration (otherwise a hint says what to add to it).
+Writes, relative to the destination: every file of the phase pack (:mod:`pytest_distcheck.phase_pack`), byte for
+byte; an empty spend ledger at the pack's ``[budget] ledger`` (kept if it exists); the lines of
+:data:`GITIGNORE_LINES` missing from ``.gitignore``; :data:`CONFTEST` when the folder has no ``conftest.py``; and a
+``pytest.ini`` (:func:`pytest_ini`) when it has no pytest configuration (else :data:`CONFIG_HINT` says what to add).
+A file there with other contents stops it before anything is written. Design record: docs/design/workspace.md.
 """
 
 from __future__ import annotations

@@ -6,23 +6,7 @@ import os
 import textwrap
 
 import pytest
-
-MINI_WORKSPACE = """
-[phase]
-id = "t1"
-title = "test phase"
-
-[[items]]
-id = "alpha"
-title = "first deliverable"
-how = "make alpha"
-
-[[items]]
-id = "beta"
-title = "second deliverable"
-how = "make beta"
-requires = ["alpha"]
-"""
+from dod_support import MINI_WORKSPACE
 
 
 @pytest.fixture

@@ -140,3 +140,11 @@ def right_diagram(plan: Mapping[str, str], world_size: int = 2) -> str:
         lines.append(f"  classDef {name} {style_def}")
     lines.extend(f"  class {','.join(ids)} {name}" for name, ids in classes.items() if ids)
     return "\n".join(lines) + "\n"
+
+
+def flow_text(finding: str, **fields: str) -> str:
+    """What a data-flow message says is drawn (before its lesson): the kit's template for ``finding``
+    (:data:`pytest_distcheck.diagram.flow.FLOW_MESSAGES`) with ``fields``."""
+    from pytest_distcheck.diagram.flow import FLOW_MESSAGES
+
+    return FLOW_MESSAGES[finding].template.format(**fields)

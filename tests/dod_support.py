@@ -20,6 +20,24 @@ def git_commit_all(root: Path) -> None:
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
                        capture_output=True)
 
+# A two-item workspace file: beta requires alpha.
+MINI_WORKSPACE = """
+[phase]
+id = "t1"
+title = "test phase"
+
+[[items]]
+id = "alpha"
+title = "first deliverable"
+how = "make alpha"
+
+[[items]]
+id = "beta"
+title = "second deliverable"
+how = "make beta"
+requires = ["alpha"]
+"""
+
 # Two DoD checks for MINI_WORKSPACE; each body is filled in by the test (``pass`` means done).
 CHECKS = """
 import pytest

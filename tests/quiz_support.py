@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import sys
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -103,3 +105,16 @@ def missing_sections(items: list[dict], root: Path) -> list[str]:
             problems += [f"{item['id']}: {where['page']}, section {where['section']!r}, does not say {said!r}"
                          for said in where.get("says", []) if " ".join(said.split()) not in flat]
     return problems
+
+
+DISTCHECK = shutil.which("distcheck", path=str(Path(sys.executable).parent)) or shutil.which("distcheck")
+
+
+def spawn(root: Path, *args: str):
+    """``distcheck quiz ARGS`` in a pseudo-terminal (a ``pexpect.spawn``) in the workspace ``root``."""
+    import pexpect
+
+    cmd = [sys.executable, "-m", "pytest_distcheck.cli"] if DISTCHECK is None else [DISTCHECK]
+    # A terminal starts the quiz with SIGINT at its default; a background job (CI, `&`) inherits it ignored.
+    return pexpect.spawn(cmd[0], [*cmd[1:], "quiz", *args], cwd=str(root), encoding="utf-8", timeout=30,
+                         dimensions=(50, 200), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -6,9 +6,11 @@ The graphs here stand for what Mermaid's parser returns; test_diagram_check.py r
 from __future__ import annotations
 
 import pytest
+from diagram_support import flow_text
 
 from pytest_distcheck.diagram import concepts
 from pytest_distcheck.diagram.compare import compare
+from pytest_distcheck.diagram.flow import TAKES_PARTIAL
 from pytest_distcheck.diagram.mermaid import Edge, Flowchart, Subgraph, Vertex
 from pytest_distcheck.tp.plan import COLWISE, ROWWISE
 
@@ -183,10 +185,9 @@ def test_edges_to_and_from_a_subgraph_reach_its_entry_and_exit_nodes():
 def test_a_row_parallel_layer_fed_the_replicated_input_names_the_edge():
     fc = chart(drop_edges=(("att1", "o1"),), extra_edges=(Edge("x", "o1"),))
     assert messages(fc) == [
-        taught("the sharded output of attn.qkv (column-parallel) goes nowhere: it ends at node att1 instead of "
-               "reaching the row-parallel layer after it", concepts.DATA_FLOW),
-        taught("attn.out (row-parallel) is fed the replicated, unsplit tensor by edge x --> o1", concepts.ROW_INPUT,
-               feeder=ROW_FEEDER),
+        taught(flow_text("dead-end", styled="attn.qkv (column-parallel)", nodes="node att1"), concepts.DATA_FLOW),
+        taught(flow_text("input-replicated", styled="attn.out (row-parallel)", where="edge x --> o1"),
+               concepts.ROW_INPUT, feeder=ROW_FEEDER),
     ]
     assert ROW_FEEDER == "the output of attn.qkv on the same rank, through element-wise work only"
 
@@ -194,7 +195,7 @@ def test_a_row_parallel_layer_fed_the_replicated_input_names_the_edge():
 def test_a_row_parallel_layer_fed_another_ranks_shard():
     fc = chart(drop_edges=(("att1", "o1"),), extra_edges=(Edge("att0", "o1"), Edge("att1", "o0")))
     assert messages(fc) == [
-        taught("attn.out (row-parallel) is fed another rank's shard by edges att0 --> o1, att1 --> o0",
+        taught(flow_text("input-rank", styled="attn.out (row-parallel)", where="edges att0 --> o1, att1 --> o0"),
                concepts.ROW_INPUT, feeder=ROW_FEEDER)
     ]
 
@@ -205,21 +206,22 @@ def test_a_column_parallel_layer_fed_a_shard():
                extra_edges=(Edge("att0", "u0"), Edge("ar", "u1"), Edge("u0", "y"), Edge("u1", "y")))
     # u0/u1 stay outside the rank boxes: the rank check reports that, not the flow
     msgs = messages(fc, plan, world_size=None)
-    assert taught("mlp.up (column-parallel) is fed a sharded tensor by edge att0 --> u0; all-gather the shards "
-                  "first", concepts.COLUMN_INPUT) in msgs
+    assert taught(flow_text("input-shard", styled="mlp.up (column-parallel)", where="edge att0 --> u0"),
+                  concepts.COLUMN_INPUT) in msgs
 
 
 def test_an_all_reduce_must_take_every_ranks_partial_sum():
     fc = chart(drop_edges=(("o1", "ar"),), extra_vertices=(Vertex("ar1", "all-reduce"),),
                extra_edges=(Edge("o1", "ar1"), Edge("ar1", "y")))
     assert messages(fc) == [
-        taught("the all-reduce after attn.out (row-parallel): node ar takes the partial sum of rank 0 only; node "
-               "ar1 takes the partial sum of rank 1 only; one all-reduce must take every rank's", concepts.G_AFTER_ROW)
+        taught(flow_text("all-reduce-split", styled="attn.out (row-parallel)", takes="; ".join(
+            TAKES_PARTIAL.format(node=n, ranks=r) for n, r in (("ar", "0"), ("ar1", "1")))), concepts.G_AFTER_ROW)
     ]
     fc = chart(drop_edges=(("o1", "ar"),), extra_vertices=(Vertex("n1", "norm"),),
                extra_edges=(Edge("o1", "n1"), Edge("n1", "y")))
-    assert messages(fc)[0].startswith(  # rank 1's partial sum is read unsummed: said once, at its reader
-        "no all-reduce after attn.out (row-parallel): node n1 ('norm') reads its partial sum by edge o1 --> n1")
+    assert messages(fc)[0].startswith(flow_text(  # rank 1's partial sum is read unsummed: said once, at its reader
+        "missing-all-reduce", styled="attn.out (row-parallel)", nodes="node n1", label="norm", reads="reads",
+        where="edge o1 --> n1"))
     assert len(messages(fc)) == 1
 
 
@@ -243,14 +245,13 @@ def test_layers_out_of_plan_order():
     e2 = (Edge("x", "u"), Edge("u", "d"), Edge("d", "a1"), Edge("a1", "q"), Edge("q", "o"), Edge("o", "a2"),
           Edge("a2", "y"))
     assert messages(Flowchart(v, e2, ()), plan) == [
-        taught("mlp.up (node u) is drawn first: no layer of the plan comes before it along the edges, but the plan "
-               "starts with attn.qkv", concepts.ORDER)
+        taught(flow_text("first", path="mlp.up", nodes="node u", first="attn.qkv"), concepts.ORDER)
     ]
     e3 = (Edge("x", "q"), Edge("q", "u"), Edge("u", "o"), Edge("o", "a2"), Edge("a2", "d"), Edge("d", "a1"),
           Edge("a1", "y"))
     assert "mlp.up (node u) comes after attn.out (node o)" not in messages(Flowchart(v, e3, ()), plan)
-    assert taught("attn.out (node o) comes after mlp.up (node u) along the edges from u, but the plan puts "
-                  "attn.out before mlp.up", concepts.ORDER) in messages(Flowchart(v, e3, ()), plan)
+    assert taught(flow_text("order", path="mlp.up", v="u", w="o", earlier="attn.out"),
+                  concepts.ORDER) in messages(Flowchart(v, e3, ()), plan)
 
 
 def test_residual_adds_where_the_plan_declares_them():
@@ -261,10 +262,7 @@ def test_residual_adds_where_the_plan_declares_them():
     residual = LayerNames(residual=("attn",))
     assert [d.message for d in compare(fc, PLAN, 2, residual)] == []
     [msg] = [d.message for d in compare(chart(), PLAN, 2, residual)]
-    assert msg.startswith(
-        "no residual add after attn: nothing after attn.out (nodes o0, o1) and before the next layer adds "
-        "attn's input back"
-    )
+    assert msg.startswith(flow_text("residual", parent="attn", path="attn.out", nodes="nodes o0, o1"))
 
 
 def test_summary_diagrams_skip_the_rank_check():
@@ -273,8 +271,9 @@ def test_summary_diagrams_skip_the_rank_check():
     e = (Edge("x", "q"), Edge("q", "o"), Edge("o", "g"), Edge("g", "y"))
     assert messages(Flowchart(v, e, ()), world_size=2) == []
     e_no_ar = (Edge("x", "q"), Edge("q", "o"), Edge("o", "y"))
-    assert messages(Flowchart(v, e_no_ar, ()), world_size=2)[0].startswith(
-        "no all-reduce after attn.out (row-parallel): node y ('y') reads its partial sum by edge o --> y")
+    assert messages(Flowchart(v, e_no_ar, ()), world_size=2)[0].startswith(flow_text(
+        "missing-all-reduce", styled="attn.out (row-parallel)", nodes="node y", label="y", reads="reads",
+        where="edge o --> y"))
 
 
 def test_style_from_the_edge_into_the_node_or_its_subgraph_title():
@@ -300,4 +299,4 @@ def test_sequence_parallel_reduce_scatter_and_all_gather():
     assert messages(Flowchart(v, e, ()), plan) == []
     e_no_gather = tuple(x for x in e if (x.start, x.end) not in {("add1", "ag2"), ("ag2", "u")}) + (Edge("add1", "u"),)
     assert messages(Flowchart(v, e_no_gather, ()), plan)[0].startswith(
-        "mlp.up (column-parallel) is fed a sharded tensor by edge add1 --> u")
+        flow_text("input-shard", styled="mlp.up (column-parallel)", where="edge add1 --> u"))

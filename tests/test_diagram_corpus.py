@@ -11,9 +11,11 @@ import re
 from pathlib import Path
 
 import pytest
+from diagram_support import flow_text
 
 from pytest_distcheck.diagram import concepts
 from pytest_distcheck.diagram.check import check_page
+from pytest_distcheck.diagram.flow import TAKES_PARTIAL
 from pytest_distcheck.diagram.mermaid import MermaidParser
 from pytest_distcheck.diagram.plan import LayerNames, parse_inline
 
@@ -27,7 +29,7 @@ LLAMA_NAMES = LayerNames(fused={"gate_up_proj": ("mlp.gate", "mlp.up")}, residua
 ATTN = parse_inline("attn.qkv=colwise,attn.out=rowwise")
 DOWN = parse_inline("mlp.down=rowwise")
 
-FED_REPLICATED = "is fed the replicated, unsplit tensor by {edges}: a row-parallel layer reads its own rank's shard"
+LESSON_ROW_INPUT = concepts.ROW_INPUT.lesson.partition("{")[0]  # "a row-parallel layer reads its own rank's shard: "
 C = concepts
 
 # page -> (plan, names, world size, expected findings: (message prefix, concept at fault); [] = passes). On the
@@ -41,26 +43,27 @@ CORPUS: dict[str, tuple[dict, LayerNames | None, int | None, list[tuple[str, con
     "ok-megatron-wq-wk-wv.md": (ATTN, None, 2, []),
     "ok-single-row-parallel.md": (DOWN, None, None, []),
     "row-parallel-fed-replicated.md": (DOWN, None, None, [
-        ("mlp.down (row-parallel) " + FED_REPLICATED.format(edges="edges X --> d0, X --> d1"), C.ROW_INPUT),
+        (flow_text("input-replicated", styled="mlp.down (row-parallel)", where="edges X --> d0, X --> d1") + ": "
+         + LESSON_ROW_INPUT.rstrip(": "), C.ROW_INPUT),
     ]),
     "row-parallel-reads-ln2.md": (BLOCK, RESIDUAL, 2, [
-        ("the output of mlp.up (column-parallel) goes nowhere: no edge leaves nodes up0, up1", C.DATA_FLOW),
-        ("mlp.down (row-parallel) " + FED_REPLICATED.format(edges="edges ln2 --> down0, ln2 --> down1")
-         + ": the output of mlp.up on the same rank", C.ROW_INPUT),
+        (flow_text("dead-end-layer", styled="mlp.up (column-parallel)", nodes="nodes up0, up1"), C.DATA_FLOW),
+        (flow_text("input-replicated", styled="mlp.down (row-parallel)", where="edges ln2 --> down0, ln2 --> down1")
+         + ": " + LESSON_ROW_INPUT + "the output of mlp.up on the same rank", C.ROW_INPUT),
     ]),
     "missing-both-all-reduces.md": (BLOCK, RESIDUAL, 2, [
-        ("no all-reduce after attn.out (row-parallel): node add1 ('+') reads its partial sum by edges "
-         "out0 --> add1, out1 --> add1", C.G_AFTER_ROW),
-        ("no all-reduce after mlp.down (row-parallel): node add2 ('+') reads its partial sum by edges "
-         "down0 --> add2, down1 --> add2", C.G_AFTER_ROW),
+        (flow_text("missing-all-reduce", styled="attn.out (row-parallel)", nodes="node add1", label="+", reads="reads",
+                   where="edges out0 --> add1, out1 --> add1"), C.G_AFTER_ROW),
+        (flow_text("missing-all-reduce", styled="mlp.down (row-parallel)", nodes="node add2", label="+", reads="reads",
+                   where="edges down0 --> add2, down1 --> add2"), C.G_AFTER_ROW),
     ]),
     "cross-rank-shard.md": (BLOCK, RESIDUAL, 2, [
-        ("mlp.down (row-parallel) is fed another rank's shard by edges act0 --> down1, act1 --> down0",
+        (flow_text("input-rank", styled="mlp.down (row-parallel)", where="edges act0 --> down1, act1 --> down0"),
          C.ROW_INPUT),
     ]),
     "all-reduce-per-rank-split.md": (BLOCK, RESIDUAL, 2, [
-        ("the all-reduce after mlp.down (row-parallel): node ar2 takes the partial sum of rank 0 only; node ar2b "
-         "takes the partial sum of rank 1 only; one all-reduce must take every rank's", C.G_AFTER_ROW),
+        (flow_text("all-reduce-split", styled="mlp.down (row-parallel)", takes="; ".join(
+            TAKES_PARTIAL.format(node=n, ranks=r) for n, r in (("ar2", "0"), ("ar2b", "1")))), C.G_AFTER_ROW),
     ]),
     "ok-single-column-parallel.md": (parse_inline("mlp.up=colwise"), None, None, []),
     # the first fixtures: the committed diagram broken one way each
@@ -68,8 +71,8 @@ CORPUS: dict[str, tuple[dict, LayerNames | None, int | None, list[tuple[str, con
         ("attn.qkv is drawn row-parallel but the plan says column-parallel (nodes qkv0, qkv1)", C.STYLE),
     ]),
     "missing-all-reduce.md": (BLOCK, RESIDUAL, 2, [
-        ("no all-reduce after mlp.down (row-parallel): node add2 ('+') reads its partial sum by edges "
-         "down0 --> add2, down1 --> add2", C.G_AFTER_ROW),
+        (flow_text("missing-all-reduce", styled="mlp.down (row-parallel)", nodes="node add2", label="+", reads="reads",
+                   where="edges down0 --> add2, down1 --> add2"), C.G_AFTER_ROW),
     ]),
     "dropped-layer.md": (BLOCK, RESIDUAL, 2, [
         ("layer mlp.up missing: no node's label names it (the plan says column-parallel)", C.NAMING),
@@ -77,7 +80,7 @@ CORPUS: dict[str, tuple[dict, LayerNames | None, int | None, list[tuple[str, con
     "syntax-error.md": (BLOCK, RESIDUAL, 2, [("Mermaid syntax error in the block at line 8: got 'SQS' near ",
                                               C.SYNTAX)]),
     "all-reduce-after-column-parallel.md": (BLOCK, RESIDUAL, 2, [
-        ("all-reduce drawn after attn.qkv (column-parallel) at arq0", C.NO_COLLECTIVE_AFTER_COLUMN),
+        (flow_text("extra-all-reduce", styled="attn.qkv (column-parallel)", at="arq0"), C.NO_COLLECTIVE_AFTER_COLUMN),
     ]),
 }
 

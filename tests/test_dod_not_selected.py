@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from conftest import MINI_WORKSPACE
+from dod_support import MINI_WORKSPACE
+
 from pytest_distcheck.dod.collection import CheckInfo, CollectionRecord
 from pytest_distcheck.dod.state import CheckOutcome, State, combine
 from pytest_distcheck.workspace import load_workspace

@@ -9,6 +9,8 @@ import jsonschema
 import pytest
 from dod_support import gate_run, write_checks
 
+from pytest_distcheck.copies import IS_REFERENCE
+from pytest_distcheck.dod.state import COPIED
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.schemas import load_schema, validate
 
@@ -157,11 +159,11 @@ def test_the_report_carries_each_items_evidence_and_flags(workspace_dir):
             distcheck_evidence("plot.png", flags=["confirmed"])
         """})
     result = workspace_dir.runpytest("-p", "no:cacheprovider", "--dod-json", "out/dod.json")
-    result.stdout.fnmatch_lines(["UNTRUSTED  beta   copied from the kit: plot.png: it is the reference "
-                                 "solution solutions/experiments/ddp_cpu/results/allreduce-cpu.png, byte for byte*"])
+    copied = IS_REFERENCE.format(ref="solutions/experiments/ddp_cpu/results/allreduce-cpu.png", how="byte for byte")
+    result.stdout.fnmatch_lines([f"UNTRUSTED  beta   {COPIED.partition('{files}')[0]}plot.png: {copied}*"])
     alpha, beta = load(workspace_dir)["items"]
     assert alpha["state"] == "done" and alpha["flags"] == ["self-reported", "fast-quiz"]
     assert alpha["evidence"] == [{"path": "results.txt", "sha256": "sha256:" + hashlib.sha256(b"42\n").hexdigest(),
                                   "copied": None}]
     assert beta["state"] == "untrusted" and beta["flags"] == ["confirmed", "copied"]
-    assert beta["evidence"][0]["copied"].startswith("it is the reference solution solutions/")
+    assert beta["evidence"][0]["copied"] == copied

@@ -569,10 +569,10 @@ def test_a_budget_marker_of_inf_or_1e308_is_a_usage_error(usd):
 
 @pytest.mark.parametrize("minutes", [0, -1, "x", float("inf"), float("nan"), 10**9, True])
 def test_a_pod_marker_speaks_minutes(monkeypatch, minutes):
-    from pytest_distcheck.dod import plugin as dod_plugin
+    from pytest_distcheck.pods import plugin as pods_plugin
     from pytest_distcheck.pods.plugin import MAX_POD_MINUTES, POD_MINUTES, _request
 
-    monkeypatch.setattr(dod_plugin, "get_workspace", lambda config: None)
+    monkeypatch.setattr(pods_plugin, "get_workspace", lambda config: None)
     with pytest.raises(pytest.UsageError) as exc:
         _request(_item(pytest.mark.pod(minutes=minutes)), None)
     assert str(exc.value) == "t.py::test_paid: " + POD_MINUTES.format(

@@ -11,21 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import pytest_distcheck
 
 PACKAGE = Path(pytest_distcheck.__file__).resolve().parent
-
-# Cycles left in areas being rewritten by other helpers: the lead removes each entry once its area lands
-# without it. The test fails on any cycle not listed here and on an entry that no longer exists.
-KNOWN = {
-    # h26 (dod/, rebuilding the gate)
-    frozenset({"pytest_distcheck.dod.collection", "pytest_distcheck.dod.state"}),
-    frozenset({"pytest_distcheck.dod.plugin", "pytest_distcheck.dod.selection"}),
-    # h27 (diagram/)
-    frozenset({"pytest_distcheck.diagram.compare", "pytest_distcheck.diagram.flow"}),
-}
 
 
 def modules(package: Path) -> dict[str, Path]:
@@ -146,22 +134,24 @@ def test_the_walker_counts_function_level_type_checking_and_relative_imports(tmp
     assert describe(cycles(graph)[0], graph) == "pkg.a (line 2) -> pkg.sub.b (line 3) -> pkg.sub.c (line 1) -> pkg.a"
 
 
-def test_the_package_has_no_import_cycle_but_the_known_ones_of_busy_areas():
+def test_the_package_has_no_import_cycle():
     graph = import_graph(PACKAGE)
-    new = [describe(c, graph) for c in cycles(graph) if c not in KNOWN]
-    assert not new, "import cycles (make the shared names a lower module both import):\n" + "\n".join(new)
+    found = [describe(c, graph) for c in cycles(graph)]
+    assert not found, "import cycles (make the shared names a lower module both import):\n" + "\n".join(found)
 
 
-def test_every_known_cycle_still_exists_so_the_list_only_shrinks():
-    gone = KNOWN - set(cycles(import_graph(PACKAGE)))
-    assert not gone, f"gone: remove them from KNOWN in {Path(__file__).name}: {sorted(map(sorted, gone))}"
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="budget/plugin.py imports dod.plugin for get_workspace/workspace_label; dod/ is being "
-                          "rebuilt (h26): flip this once workspace loading lives in workspace.py")
 def test_importing_the_budget_plugin_imports_no_module_of_dod():
     result = subprocess.run([sys.executable, "-X", "importtime", "-c", "import pytest_distcheck.budget.plugin"],
                             capture_output=True, text=True, check=True)
     imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line]
     assert imported and not [m for m in imported if m.startswith("pytest_distcheck.dod")]
+
+
+def test_the_dod_core_imports_no_module_of_diagram_citations_or_the_phase():
+    graph = import_graph(PACKAGE)
+    above = ("pytest_distcheck.diagram", "pytest_distcheck.citations", "pytest_distcheck.phase35",
+             "pytest_distcheck.phase_pack", "pytest_distcheck.copies")
+    found = [f"{name} (line {line}) -> {target}" for name, targets in graph.items()
+             if name.startswith("pytest_distcheck.dod") for target, line in targets.items()
+             if target.startswith(above)]
+    assert not found, "the DoD core reaches these only through what it defines:\n" + "\n".join(found)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_distcheck import textnorm
+from pytest_distcheck import copies, textnorm
+from pytest_distcheck.copies import KIT_FIXTURE, LINKS_TO, REFERENCE, SAME_DRAWING, copied_from
 from pytest_distcheck.diagram.markdown import DRAWING_ASIDE
 from pytest_distcheck.dod import provenance
-from pytest_distcheck.dod.provenance import copied_from
 
 REPO = Path(__file__).resolve().parents[1]
 NOTES = ("megatron", "fsdp")
@@ -119,12 +119,12 @@ def test_the_note_skeleton_filled_in_is_not_copied(tmp_path, template):
 
 def test_the_kits_own_docs_written_apart_from_the_sources_are_not_copies():
     """Prose by the course's authors that is not a source (the CI pages, the benchmarks' README) holds far less
-    of the kit's texts than a copy: calibration of :data:`provenance.PIECED` and :data:`provenance.CONTAINED`."""
+    of the kit's texts than a copy: calibration of :data:`copies.PIECED` and :data:`copies.CONTAINED`."""
     sources = provenance.shipped_fingerprints()["shingles"]["sources"]
     for rel in ("docs/ci/github-actions.md", "benchmarks/README.md", "fixtures/diagrams/README.md"):
-        held, kit = provenance.contained((REPO / rel).read_text(encoding="utf-8"), sources)
-        assert kit < provenance.PIECED / 2, (rel, kit)
-        assert all(n < provenance.CONTAINED * total / 4 for n, total in held.values()), rel
+        held, kit = copies.contained((REPO / rel).read_text(encoding="utf-8"), sources)
+        assert kit < copies.PIECED / 2, (rel, kit)
+        assert all(n < copies.CONTAINED * total / 4 for n, total in held.values()), rel
 
 
 def test_a_fresh_workspace_and_the_reference_workspace_in_place_are_not_copied(tmp_path):
@@ -166,11 +166,11 @@ def test_a_workspace_path_linking_into_its_solutions_folder_is_a_copy(tmp_path):
     shutil.copy(REPO / "solutions" / "docs" / "notes" / "fsdp.md", ref)
     (tmp_path / "docs" / "notes").mkdir(parents=True)
     (tmp_path / "docs" / "notes" / "fsdp.md").symlink_to("../../solutions/docs/notes/fsdp.md")
-    assert copied_from(tmp_path / "docs" / "notes" / "fsdp.md") == ("it links to the reference solution "
-                                                                     "solutions/docs/notes/fsdp.md")
+    assert copied_from(tmp_path / "docs" / "notes" / "fsdp.md") == LINKS_TO.format(ref="solutions/docs/notes/fsdp.md")
     assert copied_from(ref) is None
-    (entry,) = provenance.evidence_entry([tmp_path / "docs" / "notes" / "fsdp.md"], tmp_path)["files"]
-    assert entry["path"] == "docs/notes/fsdp.md" and entry["copied"].startswith("it links to")
+    (entry,) = copies.evidence_entry([tmp_path / "docs" / "notes" / "fsdp.md"], tmp_path)["files"]
+    assert entry["path"] == "docs/notes/fsdp.md"
+    assert entry["copied"] == LINKS_TO.format(ref="solutions/docs/notes/fsdp.md")
 
 
 def _mermaid(text: str) -> str:
@@ -183,15 +183,15 @@ def test_the_reference_diagram_reflowed_or_in_look_alike_letters_is_a_copy(tmp_p
     block = _mermaid((REPO / "solutions" / "docs" / "tp-sharding.md").read_text())
     mine = edit(block).replace("```" + "mermaid".translate(CYRILLIC), "```mermaid")
     page = _write(tmp_path / "docs" / "tp-sharding.md", "# My page\n\n" + mine + "\n")
-    assert copied_from(page) == ("its Mermaid diagram is that of the reference solution solutions/docs/tp-sharding.md "
-                                 f"({DRAWING_ASIDE})")
+    assert copied_from(page) == SAME_DRAWING.format(whose=REFERENCE, ref="solutions/docs/tp-sharding.md",
+                                                    aside=DRAWING_ASIDE)
 
 
 def test_a_right_page_of_the_kits_diagram_fixtures_is_a_copy_and_a_wrong_one_is_left_to_the_check(tmp_path):
     page = _write(tmp_path / "docs" / "tp-sharding.md",
                   (REPO / "fixtures" / "diagrams" / "ok-gpu-subgraph-edges.md").read_text() + "\nMine.\n")
-    assert copied_from(page) == ("its Mermaid diagram is that of the kit's own fixture "
-                                 f"fixtures/diagrams/ok-gpu-subgraph-edges.md ({DRAWING_ASIDE})")
+    assert copied_from(page) == SAME_DRAWING.format(whose=KIT_FIXTURE, ref="fixtures/diagrams/ok-gpu-subgraph-edges.md",
+                                                    aside=DRAWING_ASIDE)
     page.write_text((REPO / "fixtures" / "diagrams" / "missing-all-reduce.md").read_text())
     assert copied_from(page) is None
     assert copied_from(REPO / "fixtures" / "diagrams" / "ok-gpu-subgraph-edges.md") is None  # in place
@@ -215,8 +215,8 @@ def test_the_reference_diagram_with_its_ids_renamed_is_a_copy(tmp_path):
     assert renamed != block
     page = _write(tmp_path / "docs" / "tp-sharding.md",
                   "# My block\n\n" + renamed.replace("\n  ", "\n    ") + "\n\nWritten by me.\n")
-    assert copied_from(page) == ("its Mermaid diagram is that of the reference solution solutions/docs/tp-sharding.md "
-                                 f"({DRAWING_ASIDE})")
+    assert copied_from(page) == SAME_DRAWING.format(whose=REFERENCE, ref="solutions/docs/tp-sharding.md",
+                                                    aside=DRAWING_ASIDE)
 
 
 def test_a_spanish_page_copied_into_a_note_is_a_copy_of_that_page(tmp_path):

@@ -10,14 +10,13 @@ import json
 
 import pytest
 from dod_support import git_commit_all
-from quiz_support import BANK, LOG_REL, attempt_record, make_workspace, right_answer, write_log
+from quiz_support import BANK, LOG_REL, attempt_record, make_workspace, right_answer, spawn, write_log
 
 from pytest_distcheck.quiz.bank import load_bank
 from pytest_distcheck.quiz.draw import draw_attempt
 from pytest_distcheck.quiz.regrade import regrade_log
 
 pexpect = pytest.importorskip("pexpect")
-from test_quiz_terminal import spawn  # noqa: E402  (pexpect first)
 
 
 def _spawn(root, *args):

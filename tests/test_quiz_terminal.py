@@ -1,30 +1,15 @@
 """`distcheck quiz 35` driven through a pseudo-terminal as a learner would (pexpect)."""
 
 import json
-import shutil
-import signal
-import sys
-from pathlib import Path
 
 import pytest
-from quiz_support import LOG_REL, attempt_record, make_workspace, right_answer, write_log
+from quiz_support import LOG_REL, attempt_record, make_workspace, right_answer, spawn, write_log
 
 from pytest_distcheck.quiz.bank import load_bank
 from pytest_distcheck.quiz.draw import draw_attempt
 from pytest_distcheck.quiz.regrade import regrade_log
 
 pexpect = pytest.importorskip("pexpect")
-
-DISTCHECK = shutil.which("distcheck", path=str(Path(sys.executable).parent)) or shutil.which("distcheck")
-
-
-def spawn(root: Path, *args: str):
-    cmd = [sys.executable, "-m", "pytest_distcheck.cli"] if DISTCHECK is None else [DISTCHECK]
-    # A terminal starts the quiz with SIGINT at its default; a background job (CI, `&`) inherits it ignored.
-    child = pexpect.spawn(cmd[0], [*cmd[1:], "quiz", *args], cwd=str(root), encoding="utf-8", timeout=30,
-                          dimensions=(50, 200), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    return child
-
 
 def forgiving(drawn, i: int) -> str:
     """The right answer in the formats a learner might type: lower-case letters, %, with the unit."""

@@ -15,9 +15,9 @@ from decimal import Decimal, InvalidOperation
 
 import pytest
 
-from pytest_distcheck.dod.plugin import get_workspace, workspace_label
 from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.settings import Setting
+from pytest_distcheck.workspace import get_workspace, workspace_label
 
 MAX_USD = Setting(
     flag="--max-usd",

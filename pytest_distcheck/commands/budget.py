@@ -1,14 +1,12 @@
 """Show the spend ledger: its rows, totals by experiment, and what is left under each ceiling.
 
-  distcheck budget                 the workspace's ledger ([budget] ledger of checks/distcheck.toml)
-  distcheck budget --reconcile     append what RunPod billed for the ledger's pods; show every difference
-  distcheck budget --settle RUN_ID --seconds S
-                                   settle a run left open by a crash: S = the pod's billed seconds
-  distcheck budget --repair-torn-line
-                                   cut a last line torn by an interrupted write (its bytes kept in .distcheck/)
-Exit status 1 when a ceiling is passed or a bill differs; 2 for a malformed or unreadable ledger or
-workspace file, a refused settlement, or ``--reconcile`` without RUNPOD_API_KEY while the ledger names
-pods. Nothing is rewritten (docs/design/budget.md).
+  distcheck budget                   the workspace's ledger ([budget] ledger of checks/distcheck.toml)
+  distcheck budget --reconcile       append what RunPod billed for the ledger's pods; show every difference
+  distcheck budget --settle RUN_ID --seconds S   settle a run left open by a crash: S = the pod's billed seconds
+  distcheck budget --repair-torn-line            cut a last line torn by an interrupted write (kept in .distcheck/)
+Exit status 1 when a ceiling is passed or a bill differs; 2 for a malformed or unreadable ledger or workspace file,
+a refused settlement, or ``--reconcile`` without RUNPOD_API_KEY while the ledger names pods. Nothing is rewritten
+(docs/design/budget.md).
 """
 
 from __future__ import annotations

@@ -3,21 +3,10 @@
   distcheck diagram                  print a skeleton page: the plan's layers on each rank, nothing decided
   distcheck diagram --check [PAGE]   compare PAGE's diagram (default [diagram].page) with the plan
   distcheck diagram --render [PAGE]  write PAGE's diagram as SVG beside it (PAGE with .svg)
+  distcheck diagram --check my-block.md --plan mymodel.plan:PLAN   (or --plan 'attn.qkv=colwise,...' --world-size 2)
 
-With --plan the workspace file is not read: a plan of one's own, either module:NAME (a .py file under
-the current folder, read as literals without running it; NAME_ALIASES, NAME_FUSED, NAME_RESIDUAL
-beside it are read too) or inline:
-
-  distcheck diagram --check my-block.md --plan mymodel.plan:PLAN
-  distcheck diagram --check my-block.md --plan 'attn.qkv=colwise,attn.out=rowwise' --world-size 2
-
-Without --world-size a per-rank diagram must draw each layer on every rank it draws.
-The drawing is the learner's: --check names the idea at fault in each message and never prints the right
-diagram. The labelling convention the check reads is in pytest_distcheck.diagram.labels and in lab 02.
-Against the workspace's plan, --check also says when the SVG beside a right diagram is missing, not linked
-from the page or stale (rendered from another version of the block), as the DoD check does, with what
-fixes it; the diagram itself is right, so that leaves the exit status 0. --render ends with the git
-command that commits the page and its SVG.
+--check names the idea at fault in each message, never the right diagram, and says when the SVG beside a right
+diagram is missing, unlinked or stale. The labelling convention and --plan: docs/kit/tools.md and lab 02.
 Exit status: 0 right, 1 the diagram differs from the plan or does not parse, 2 bad input.
 """
 

@@ -4,16 +4,10 @@
   distcheck init DIR        in DIR (created if missing)
   distcheck init --lang es  a workspace whose kit speaks Spanish (its pytest.ini sets distcheck_lang = es)
 
-Copies the phase pack (checks/, the labs' code under experiments/, the pages docs/README.md, docs/theory/
-and docs/lab/, docs/notes/TEMPLATE.md; no reference solutions),
-writes an empty spend ledger, adds /.distcheck/, .venv/ and Python's caches to .gitignore (only the
-lines missing there), a conftest.py that stops a pytest without the kit with one line (when DIR has
-none) and, when DIR has no pytest configuration, a pytest.ini (testpaths = checks, pythonpath = ., and with
---lang the language of the kit's messages there). The pages ship in English (docs/) and Spanish (docs/es/).
-Never overwrites: a file that exists with other contents stops the command before anything is written
-(exit 1). Running it again is harmless. It ends with the git line that commits the new workspace (git init
-first when DIR is in no repository; the DoD items whose evidence is committed read git), then: pytest -m local,
-and the start page of the phase in the language spoken (docs/README.md, docs/es/README.md).
+Copies the phase pack (checks/, the labs' code, the pages in English and Spanish; no reference solutions), an empty
+spend ledger, the .gitignore lines missing, and a conftest.py and pytest.ini when DIR has none. Never overwrites: a
+file there with other contents stops it before anything is written (exit 1); running it again is harmless. It ends
+with the git line that commits the workspace, then pytest -m local and the phase's start page. docs/kit/README.md.
 """
 
 from __future__ import annotations

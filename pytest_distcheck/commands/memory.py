@@ -1,16 +1,13 @@
 """Memory per GPU: model states under DDP, ZeRO-1/2/3, FSDP and Megatron's distributed optimizer; activations.
 
   distcheck memory --params 7.5B --dp 64                       ZeRO Fig. 1: 120 / 31.4 / 16.6 / 1.9 GB
-  distcheck memory --params 2851M --dp 8 --largest-layer 32M --variant deepspeed-docs --unit GiB
-                                                               DeepSpeed's published tables (its "GB" are GiB)
+  distcheck memory --params 2851M --dp 8 --largest-layer 32M --variant deepspeed-docs --unit GiB   DeepSpeed's tables
   distcheck memory --params 7B --dp 16 --gpus-per-node 8 --zero zero3 --offload-optimizer cpu --offload-param nvme
-                                                               ZeRO-Infinity: per GPU, per node's CPU and NVMe
   distcheck memory --params 175B --dp 8 --tp 8 --pp 16 --layers 96 --hidden 12288 --heads 96 --seq-len 2048 \\
       --recipe megatron-bf16 --zero megatron-distopt --recompute selective
-                                                               the per-GPU total of that plan
 Every figure carries its unit (--unit: GB = 1e9 bytes, or GiB = 2^30) and follows a named variant (--variant;
-calc/estimators.py). TP and PP divide every row. Model states are a lower bound: buffers, fragmentation and
-the CUDA context are extra (--margin-gb).
+calc/estimators.py). TP and PP divide every row. Model states are a lower bound: buffers, fragmentation and the
+CUDA context are extra (--margin-gb). More: docs/kit/tools.md.
 """
 
 from __future__ import annotations

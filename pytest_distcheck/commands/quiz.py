@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     practice = args.seed is not None
     seed = args.seed if practice else secrets.randbits(32)
     attempt = run_attempt(shown, seed, cfg.items_per_attempt, _ask, _say, mode=PRACTICE if practice else GRADED)
-    # The attempt goes into the log before anything keyed is shown (issue 13: no rehearsal by preview).
+    # The attempt goes into the log before anything keyed is shown: no attempt is previewed without being logged.
     line = append_attempt(cfg.log_path, attempt.record) if attempt.record is not None else None
     if attempt.stopped is not None:
         interrupted = isinstance(attempt.stopped, KeyboardInterrupt)

@@ -1,14 +1,11 @@
 """Rehearse the paid GPU run for free: the whole path against a fake RunPod API, in a scratch copy.
 
-Runs what `pytest -m gpu --max-usd 3` runs (pricing, reservation, ledger rows, pod create, SSH,
-staging, the pod preflight, the experiment on the CPU preset, copy-back, termination, settlement, the
-DoD checks) against the bundled fake RunPod API, whose pods are this machine over real SSH, in a
-scratch copy of the workspace: $0, and nothing in your workspace is written. Ends with what the
-rehearsal covered and what it could not (what only a real GPU pod shows). Do it before paying.
-No DoD table: it would describe the scratch copy, not your workspace. Ctrl-C lets the run terminate
-its fake pod and settle its ledger row first (Ctrl-C again stops at once), then says what became of
-them. The scratch copy is kept for you to look at (its ledger rows and result); the last line gives its
-path and the rm -rf that removes it.
+Runs what `pytest -m gpu --max-usd 3` runs (pricing, reservation, ledger rows, pod create, SSH, staging, preflight,
+the experiment on the CPU preset, copy-back, termination, settlement, the DoD checks) against the bundled fake RunPod
+API, whose pods are this machine over real SSH, in a scratch copy of the workspace: $0, nothing in your workspace
+written, no DoD table. It ends with what the rehearsal covered and what only a real GPU pod shows. Ctrl-C lets it
+terminate its fake pod and settle its ledger row first (Ctrl-C again stops at once). The last line gives the
+scratch copy's path and the rm -rf that removes it. Do it before paying.
 """
 
 from __future__ import annotations

@@ -2,17 +2,13 @@
 
   distcheck strategy --params 7.5B --gpu-memory-gb 80 --gpus-per-node 8
   distcheck strategy --model llama2-13b --gpu-memory-gb 40 --gpus-per-node 8 --nodes 2 --intra pcie
-  distcheck strategy --params 70B --layers 80 --hidden 8192 --heads 64 --seq-len 4096 \\
-      --gpu-memory-gb 80 --gpus-per-node 8 --nodes 4 --inter slow
   distcheck strategy --params 175B --gpu-memory-gb 80 --gpus-per-node 8 --nodes 16 --check tp=8,pp=8,dp=2
   distcheck strategy --params 70B --gpu-memory-gb 80 --gpus-per-node 8 --inference --batch 32 --context 4096
   distcheck strategy --rules
 
-Prints the plan, the memory per GPU it predicts (model states + activations + gathered unit), the rules
-that fired with their sources, and the candidates rejected before it. --check names every rule a given
-plan breaks (exit 1 if any). --model takes a published architecture by name (its parameters, shape and
-sequence length, with its source; a flag given beside it wins). --rules prints the decision table with the
-source of each rule. GB = 1e9 bytes, on every line that shows memory.
+Prints the plan, the memory per GPU it predicts, the rules that fired with their sources, and the candidates
+rejected before it; --check names every rule a plan breaks (exit 1 if any); --rules prints the decision table.
+GB = 1e9 bytes, on every line that shows memory. More: docs/kit/tools.md.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_distcheck import textnorm
+from pytest_distcheck.copies import drawings, windows
 from pytest_distcheck.dod.manifest import FORMAT, settings_of, sha256_file
 from pytest_distcheck.dod.provenance import (
     EVIDENCE_LIKE,
@@ -28,10 +29,8 @@ from pytest_distcheck.dod.provenance import (
     RIGHT_DIAGRAMS,
     SOLUTIONS,
     digest,
-    drawings,
     json_digest,
     measurements_hash,
-    windows,
 )
 
 

@@ -1,35 +1,21 @@
-"""Does a parsed flowchart draw what a TP plan says? Each difference named in words.
+"""Does a parsed flowchart draw what a TP plan says? Each difference named in words (:func:`compare`).
 
-Reads the graph Mermaid parsed (:class:`~pytest_distcheck.diagram.mermaid.Flowchart`), with edges to
-and from subgraphs expanded (:mod:`.graph`), through the labelling convention of :mod:`.labels` and
-the layer names of :mod:`.names`, and checks, for every module path of the plan
-(``pytest_distcheck.tp.plan``):
-
-1. some node names it (else ``layer mlp.up missing``);
-2. each such node states the style the plan gives it, in its label or class, on the edge into it or
-   in the title of a subgraph around it (else ``attn.qkv is drawn row-parallel but the plan says
-   column-parallel``);
-3. in a per-rank diagram (layers inside subgraphs titled ``rank N`` / ``GPU N`` / ...), it is drawn
-   on every rank 0..N-1; a *summary* diagram (no layer inside a rank subgraph, one node per layer)
-   skips this check;
-4. the data flow around it (:mod:`.flow`): what feeds it, where its output goes, the all-reduce
-   after a row-parallel layer, plan order along the paths, residual adds.
-
-Nodes that state a style but name no layer of the plan, or name several layers that the plan does
-not declare fused, are reported too. The flow is checked only once every layer is found and no node
-is ambiguous, since it is read through the nodes that name layers.
+For every module path of the plan: some node names it; each such node states the plan's style; in a per-rank
+diagram it is drawn on every rank 0..N-1; and the data flow around it is right (:mod:`.flow`, read once every layer
+is found and no node is ambiguous). Nodes that state a style but name no layer, or name several layers not declared
+fused, are reported too. Design record: docs/design/diagram.md.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Mapping
 
 from pytest_distcheck.diagram import concepts, labels
 from pytest_distcheck.diagram.difference import Difference, style_words
 from pytest_distcheck.diagram.flow import flow_diffs
 from pytest_distcheck.diagram.graph import Graph
+from pytest_distcheck.diagram.layout import Layout
 from pytest_distcheck.diagram.mermaid import Flowchart
 from pytest_distcheck.diagram.names import Namer
 from pytest_distcheck.diagram.plan import LayerNames
@@ -38,33 +24,6 @@ from pytest_distcheck.tp.plan import Style, validate_plan
 
 def _ids(nodes: list[str]) -> str:
     return ("node " if len(nodes) == 1 else "nodes ") + ", ".join(nodes)
-
-
-@dataclass
-class Layout:
-    """Which nodes draw which plan layers, as :func:`compare` found them.
-
-    Attributes:
-        graph: the expanded graph.
-        styles: module path -> its :class:`Style` (plan order).
-        by_layer: module path -> ids of the nodes naming it.
-        layers_of: node id -> the module paths it names (several for a fused node).
-        per_rank: whether some layer node sits in a rank subgraph.
-    """
-
-    graph: Graph
-    styles: dict[str, Style]
-    by_layer: dict[str, list[str]]
-    layers_of: dict[str, list[str]]
-    per_rank: bool
-
-    def style_of(self, vid: str) -> Style:
-        """The planned style of a layer node (fused members share one)."""
-        return self.styles[self.layers_of[vid][0]]
-
-    def name_of(self, vid: str) -> str:
-        """A layer node's module path(s), for messages."""
-        return " + ".join(self.layers_of[vid])
 
 
 def compare(

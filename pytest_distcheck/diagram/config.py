@@ -1,19 +1,9 @@
 """The ``[diagram]`` section of a workspace file: which page holds the diagram, which plan it draws.
 
-```toml
-[diagram]
-page = "docs/tp-sharding.md"                        # relative to the workspace root
-plan = "experiments.tp_inference.plan:BLOCK_PLAN"   # module:attribute, a .py file under the root
-world_size = 2                                      # ranks the diagram shows
-# optional: more names diagrams give a layer, added to those declared with the plan
-aliases = { "attn.qkv" = ["Wqkv"], "mlp.down" = ["W2"] }
-```
-
-The rendered SVG lives beside the page, with the same name and ``.svg``. Besides the plan, its module
-may declare ``<NAME>_ALIASES``, ``<NAME>_FUSED`` and ``<NAME>_RESIDUAL``
-(:func:`pytest_distcheck.diagram.plan.layer_names_of`). All four are read from the module's source as
-literals, never imported: the diagram check runs in the gate's verdict process, and the plan module and
-the packages above it are the learner's code (:mod:`pytest_distcheck.diagram.source`).
+Keys: ``page`` (relative to the workspace root), ``plan`` (``module:attribute``, a .py file under the root),
+``world_size`` (ranks the diagram shows), optional ``aliases`` (more names of a layer). The rendered SVG lives beside
+the page. The plan and its ``<NAME>_ALIASES``/``_FUSED``/``_RESIDUAL`` are read from the module's source as literals,
+never imported (:mod:`.source`). An example section: docs/design/diagram.md.
 """
 
 from __future__ import annotations

@@ -1,49 +1,22 @@
-"""The data flow of a sharding diagram, checked against the plan: what each layer reads and where its
-output goes.
+"""The data flow of a sharding diagram, checked against the plan: what each layer reads and where its output goes.
 
-Every node's output gets a *layout*, propagated along the edges in topological order (Megatron-LM,
-Shoeybi et al. 2019, arXiv:1909.08053, sec. 3, Fig. 3; ``pytest_distcheck.tp.plan``):
-
-- a node with no input, LayerNorms, adds and the like: ``replicated`` (every rank holds it whole);
-- a column-parallel layer on rank r: ``shard`` of rank r (its output is split on the last dim);
-- a row-parallel layer on rank r: ``partial`` sum of rank r;
-- an all-reduce node, or an edge labelled all-reduce: ``replicated`` (the ``g`` operator);
-- an all-gather (gather, concat) node or edge: ``replicated``;
-- a reduce-scatter node (sequence parallelism): rank r's ``shard`` of the summed tensor, from every
-  rank's partial sum;
-- an edge labelled split/slice/scatter: rank r's ``shard`` of a replicated tensor;
-- any other node: its inputs' layout (element-wise work keeps a shard a shard).
-
-In a summary diagram (no rank subgraphs) every node has the same unknown rank. Then, for each
-planned layer node, and each message naming the edge or node at fault:
-
-- ``no-input``: a layer node with no edge into it;
-- ``input``: a column-parallel layer must read a replicated tensor (through ``f``), not a shard; a
-  row-parallel layer must read its own rank's shard (the same rank's column-parallel output,
-  possibly through element-wise nodes, or a split), not the replicated, unsplit tensor;
-- ``missing-all-reduce``: a partial sum read by anything but an all-reduce, or going nowhere;
-- ``all-reduce-ranks``: an all-reduce outside the rank subgraphs must take every rank's partial sum;
-- ``extra-all-reduce``: an all-reduce fed a column-parallel shard (none is needed in forward);
-- ``dead-end``: a layer's output, or a shard a later row-parallel layer needs, that goes nowhere;
-- ``order``: following the edges from one layer reaches a layer the plan puts earlier (other than
-  the plan's first layer, which starts the next block);
-- ``residual``: for a sublayer the plan declares residual, some node after its last layer adds in a
-  tensor that does not come from that layer (the sublayer's input).
+Every node's output gets a layout (``replicated``, rank r's ``shard``, rank r's ``partial`` sum), propagated along
+the edges in topological order as Megatron-LM's f/g operators make it (Shoeybi et al. 2019, arXiv:1909.08053,
+sec. 3, Fig. 3). :func:`flow_diffs` names each wrong flow by its kind (:data:`FLOW_MESSAGES`: no input, wrong input,
+missing or extra all-reduce, dead end, order, residual). The rules per node and per kind: docs/design/diagram.md.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from pytest_distcheck.diagram import concepts, labels
 from pytest_distcheck.diagram.difference import Difference, style_words
 from pytest_distcheck.diagram.graph import Link
+from pytest_distcheck.diagram.layout import Layout
 from pytest_distcheck.diagram.plan import LayerNames
-
-if TYPE_CHECKING:
-    from pytest_distcheck.diagram.compare import Layout
 
 
 @dataclass(frozen=True)
@@ -57,6 +30,52 @@ class Value:
 
 
 REPLICATED = Value("replicated")
+
+
+@dataclass(frozen=True)
+class FlowMessage:
+    """How one kind of flow finding is reported: the :class:`Difference` ``kind``, the ``concept`` at fault (its
+    lesson ends the message) and the ``template`` of what is drawn (``str.format`` fields: ``styled``, e.g.
+    ``attn.out (row-parallel)``, ``path``, and the finding's own, :data:`_FIELDS`)."""
+
+    kind: str
+    concept: concepts.Concept
+    template: str
+
+
+# Each finding of the data-flow walk, in the order a layer's differences are reported.
+FLOW_MESSAGES: dict[str, FlowMessage] = {
+    "no-input": FlowMessage("no-input", concepts.DATA_FLOW, "{styled} has no input: no edge goes into {nodes}"),
+    "input-replicated": FlowMessage("input", concepts.ROW_INPUT,
+                                    "{styled} is fed the replicated, unsplit tensor by {where}"),
+    "input-rank": FlowMessage("input", concepts.ROW_INPUT, "{styled} is fed another rank's shard by {where}"),
+    "input-shard": FlowMessage("input", concepts.COLUMN_INPUT,
+                               "{styled} is fed a sharded tensor by {where}; all-gather the shards first"),
+    "no-forward-edge": FlowMessage("missing-all-reduce", concepts.G_AFTER_ROW,
+                                   "no all-reduce after {styled}: {nodes} {has} no forward edge"),
+    "dead-end-layer": FlowMessage("dead-end", concepts.DATA_FLOW,
+                                  "the output of {styled} goes nowhere: no edge leaves {nodes}"),
+    "dead-end": FlowMessage("dead-end", concepts.DATA_FLOW, "the sharded output of {styled} goes nowhere: it ends at "
+                            "{nodes} instead of reaching the row-parallel layer after it"),
+    "missing-all-reduce": FlowMessage("missing-all-reduce", concepts.G_AFTER_ROW,
+                                      "no all-reduce after {styled}: {nodes} ({label!r}) {reads} its partial sum by "
+                                      "{where}"),
+    "all-reduce-ranks": FlowMessage("all-reduce-ranks", concepts.G_AFTER_ROW,
+                                    "the all-reduce after {styled}: {takes}; rank {missing} must go into it too"),
+    "all-reduce-split": FlowMessage("all-reduce-ranks", concepts.G_AFTER_ROW,
+                                    "the all-reduce after {styled}: {takes}; one all-reduce must take every rank's"),
+    "extra-all-reduce": FlowMessage("extra-all-reduce", concepts.NO_COLLECTIVE_AFTER_COLUMN,
+                                    "all-reduce drawn after {styled} at {at}"),
+    "first": FlowMessage("order", concepts.ORDER, "{path} ({nodes}) is drawn first: no layer of the plan comes before "
+                         "it along the edges, but the plan starts with {first}"),
+    "order": FlowMessage("order", concepts.ORDER, "{earlier} (node {w}) comes after {path} (node {v}) along the edges "
+                         "from {v}, but the plan puts {earlier} before {path}"),
+    "residual": FlowMessage("residual", concepts.RESIDUAL, "no residual add after {parent}: nothing after {path} "
+                            "({nodes}) and before the next layer adds {parent}'s input back, and the plan declares "
+                            "{parent} residual"),
+}
+# What one all-reduce outside the ranks takes, in the "all-reduce-ranks" messages.
+TAKES_PARTIAL = "node {node} takes the partial sum of rank {ranks} only"
 
 
 def _where(layout: Layout, links: list[Link]) -> str:
@@ -144,7 +163,8 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
         if not graph.succ.get(n):
             v = out[n]
             if n in layout.layers_of:
-                found[(layout.layers_of[n][0], "dead-end-layer")].append(n)
+                ends = "no-forward-edge" if layout.style_of(n).forward_comm == "all-reduce" else "dead-end-layer"
+                found[(layout.layers_of[n][0], ends)].append(n)
             elif v.kind == "shard" and v.origin in layout.layers_of and _row_parallel_after(layout, v.origin):
                 found[(layout.layers_of[v.origin][0], "dead-end")].append(n)
 
@@ -156,77 +176,56 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
                    if r is not None]
         if missing:
             found[(path, "all-reduce-ranks")].append((n, missing, got))
+    for path in {p for p, kind in found if kind == "all-reduce-ranks" and len(found[(p, kind)]) > 1}:
+        found[(path, "all-reduce-split")] = found.pop((path, "all-reduce-ranks"))
     _order(layout, found)
     _residual(layout, names, found)
 
     diffs: list[Difference] = []
+    fields = _fields(layout)
     for path, style in layout.styles.items():
         styled = f"{path} ({style_words(style.name)})"
-        ev = {kind: items for (p, kind), items in found.items() if p == path}
-        row_input = concepts.lesson(concepts.ROW_INPUT, feeder=concepts.row_feeder(layout.styles, path))
-
-        def add(kind: str, concept: concepts.Concept, what: str, lesson: str = "", path: str = path) -> None:
-            diffs.append(Difference(kind, path, f"{what}: {lesson or concept.lesson}", concept))
-
-        if "no-input" in ev:
-            add("no-input", concepts.DATA_FLOW,
-                f"{styled} has no input: no edge goes into {_node_list(ev['no-input'])}")
-        if "input-replicated" in ev:
-            add("input", concepts.ROW_INPUT, f"{styled} is fed the replicated, unsplit tensor by "
-                f"{_where(layout, ev['input-replicated'])}", row_input)
-        if "input-rank" in ev:
-            links = [link for link, _ in ev["input-rank"]]
-            add("input", concepts.ROW_INPUT, f"{styled} is fed another rank's shard by {_where(layout, links)}",
-                row_input)
-        if "input-shard" in ev:
-            add("input", concepts.COLUMN_INPUT, f"{styled} is fed a sharded tensor by "
-                f"{_where(layout, ev['input-shard'])}; all-gather the shards first")
-        if "dead-end-layer" in ev:
-            nodes = ev["dead-end-layer"]
-            if style.forward_comm == "all-reduce":
-                add("missing-all-reduce", concepts.G_AFTER_ROW, f"no all-reduce after {styled}: "
-                    f"{_node_list(nodes)} {'has' if len(nodes) == 1 else 'have'} no forward edge")
-            else:
-                add("dead-end", concepts.DATA_FLOW, f"the output of {styled} goes nowhere: no edge leaves "
-                    f"{_node_list(nodes)}")
-        if "dead-end" in ev:
-            add("dead-end", concepts.DATA_FLOW, f"the sharded output of {styled} goes nowhere: it ends at "
-                f"{_node_list(ev['dead-end'])} instead of reaching the row-parallel layer after it")
-        if "missing-all-reduce" in ev:
-            consumers = list(dict.fromkeys(n for n, _ in ev["missing-all-reduce"]))
-            links = [link for _, link in ev["missing-all-reduce"]]
-            first = consumers[0]
-            add("missing-all-reduce", concepts.G_AFTER_ROW, f"no all-reduce after {styled}: "
-                f"{_node_list(consumers)} ({graph.label(first)!r}) {'reads' if len(consumers) == 1 else 'read'} "
-                f"its partial sum by {_where(layout, links)}")
-        if "all-reduce-ranks" in ev:
-            parts = [f"node {n} takes the partial sum of rank {', '.join(map(str, sorted(got)))} only"
-                     for n, _, got in ev["all-reduce-ranks"]]
-            missing = ev["all-reduce-ranks"][0][1]
-            add("all-reduce-ranks", concepts.G_AFTER_ROW, f"the all-reduce after {styled}: {'; '.join(parts)}; "
-                + (f"rank {', '.join(map(str, missing))} must go into it too"
-                   if len(parts) == 1 else "one all-reduce must take every rank's"))
-        if "extra-all-reduce" in ev:
-            add("extra-all-reduce", concepts.NO_COLLECTIVE_AFTER_COLUMN,
-                f"all-reduce drawn after {styled} at {ev['extra-all-reduce'][0]}")
-        if "first" in ev:
-            add("order", concepts.ORDER, f"{path} ({_node_list(ev['first'])}) is drawn first: no layer of the "
-                f"plan comes before it along the edges, but the plan starts with {next(iter(layout.styles))}")
-        if "order" in ev:
-            v, w, earlier = ev["order"][0]
-            add("order", concepts.ORDER, f"{earlier} (node {w}) comes after {path} (node {v}) along the edges "
-                f"from {v}, but the plan puts {earlier} before {path}")
-        if "residual" in ev:
-            parent, nodes = ev["residual"][0]
-            add("residual", concepts.RESIDUAL, f"no residual add after {parent}: nothing after {path} "
-                f"({_node_list(nodes)}) and before the next layer adds {parent}'s input back, and the plan "
-                f"declares {parent} residual")
+        for finding, msg in FLOW_MESSAGES.items():
+            if (path, finding) not in found:
+                continue
+            what = msg.template.format(styled=styled, path=path, **fields[finding](found[(path, finding)]))
+            lesson = (concepts.lesson(msg.concept, feeder=concepts.row_feeder(layout.styles, path))
+                      if msg.concept is concepts.ROW_INPUT else msg.concept.lesson)
+            diffs.append(Difference(msg.kind, path, f"{what}: {lesson}", msg.concept))
     return diffs
 
 
 def _node_list(nodes: list[str]) -> str:
     nodes = list(dict.fromkeys(nodes))
     return ("node " if len(nodes) == 1 else "nodes ") + ", ".join(nodes)
+
+
+def _fields(layout: Layout) -> dict[str, Callable[[list], dict[str, object]]]:
+    """Finding -> the template fields of :data:`FLOW_MESSAGES` made from its evidence (the walk's ``found`` list)."""
+    graph = layout.graph
+
+    def read(items: list) -> dict[str, object]:
+        consumers = list(dict.fromkeys(n for n, _ in items))
+        return {"nodes": _node_list(consumers), "label": graph.label(consumers[0]),
+                "reads": "reads" if len(consumers) == 1 else "read", "where": _where(layout, [lk for _, lk in items])}
+
+    def takes(items: list) -> dict[str, object]:
+        parts = [TAKES_PARTIAL.format(node=n, ranks=", ".join(map(str, sorted(got)))) for n, _, got in items]
+        return {"takes": "; ".join(parts), "missing": ", ".join(map(str, items[0][1]))}
+
+    nodes = lambda items: {"nodes": _node_list(items)}  # noqa: E731
+    where = lambda items: {"where": _where(layout, items)}  # noqa: E731
+    return {
+        "no-input": nodes, "input-replicated": where, "input-shard": where,
+        "input-rank": lambda items: {"where": _where(layout, [link for link, _ in items])},
+        "no-forward-edge": lambda items: {**nodes(items), "has": "has" if len(items) == 1 else "have"},
+        "dead-end-layer": nodes, "dead-end": nodes, "missing-all-reduce": read,
+        "all-reduce-ranks": takes, "all-reduce-split": takes,
+        "extra-all-reduce": lambda items: {"at": items[0]},
+        "first": lambda items: {**nodes(items), "first": next(iter(layout.styles))},
+        "order": lambda items: dict(zip(("v", "w", "earlier"), items[0], strict=True)),
+        "residual": lambda items: {"parent": items[0][0], "nodes": _node_list(items[0][1])},
+    }
 
 
 def _row_parallel_after(layout: Layout, vid: str) -> bool:

@@ -1,33 +1,10 @@
 """How a sharding diagram says what it shows: the labelling convention the diagram check reads.
 
-A person writes labels; this module reads them from the parsed diagram's vertices, edges and
-subgraphs (it never scans the diagram's source text). The convention, also explained on the page
-the generator's output and ``docs/tp-sharding.md`` follow:
-
-- **Layer**: a node whose label names a module path of the plan, whole or qualified
-  (``attn.qkv``, ``layers.0.attn.qkv``), or one of its other names (:mod:`.names`: the common
-  names ``qkv_proj``, ``c_attn``, ``o_proj``, ``down_proj``, ..., and aliases declared with the plan).
-- **Style**: ``column-parallel`` or ``row-parallel`` (also ``colwise``, ``column-wise``,
-  ``col-parallel``, ``rowwise``, ``row-wise``, any case, with space, ``-`` or ``_``) or a framework's
-  class name: ``ColumnParallelLinear``/``RowParallelLinear`` (Megatron-LM, picotron, vLLM),
-  ``MergedColumnParallelLinear``/``QKVParallelLinear`` (vLLM), ``ColwiseParallel``/``RowwiseParallel``
-  (``torch.distributed.tensor.parallel``). Read from the node's label or class (which must not
-  disagree), else from the label of the edge into it, else from the title of its nearest enclosing
-  subgraph that states one style.
-- **All-reduce**: a node or edge label containing ``all-reduce`` (or ``allreduce``, ``all_reduce``,
-  ``AllReduce``). One directly followed by ``backward``/``bwd`` (``all-reduce in backward``,
-  ``all-reduce (backward)``) names a backward collective, e.g. Megatron's ``f`` operator, and does
-  not count as a forward all-reduce. Every edge is read as forward data flow (an edge labelled
-  ``f: identity (all-reduce in backward)`` still carries the forward activations).
-- **All-gather**: a node or edge labelled ``all-gather`` (or ``gather``, ``concat``) makes shards whole.
-- **Reduce-scatter**: a node labelled ``reduce-scatter`` sums partial sums into one shard per rank
-  (Megatron-LM's sequence parallelism, Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2, in
-  place of the all-reduce; an all-gather later makes the tensor whole).
-- **Split**: an edge labelled ``split``, ``slice``, ``scatter``, ``chunk`` or ``Shard(-1)`` (a DTensor
-  placement) hands each rank its own slice of a replicated tensor.
-- **Rank**: a subgraph whose title (or, untitled, whose id) says ``rank N``, ``GPU N``,
-  ``device N``, ``tp_rank N`` or ``cuda:N`` (``Rank 1 (GPU 1)``, ``tp_rank=1``, ``rank1``); a node
-  belongs to the rank of its nearest such subgraph.
+Read from the parsed diagram's vertices, edges and subgraphs, never from its source text: a **layer** (a node naming
+a plan module path or another of its names, :mod:`.names`), its **style** (column-/row-parallel or a framework's
+class name, from the node, the edge into it or an enclosing subgraph), **all-reduce** (forward only; one "in
+backward" is Megatron's f), **all-gather**, **reduce-scatter**, **split** (an edge), and **rank** (a subgraph titled
+``rank N``, ``GPU N``, ...). Every spelling accepted: docs/design/diagram.md; the learner's page: docs/tp-sharding.md.
 """
 
 from __future__ import annotations

@@ -1,38 +1,10 @@
-"""Mermaid's own parser, run offline, and what it says about a flowchart.
+"""Mermaid's own parser, run offline, and what it says about a flowchart (:class:`MermaidParser`).
 
-Syntax is judged by the real Mermaid (11.16, as bundled by ``mermaidx==0.10.1`` and run in QuickJS),
-never by a rewrite of its grammar. The graph (vertices, edges, subgraphs) is read from the same
-parse: Mermaid's flowchart parser fills a ``FlowDB`` whose ``getVertices()``, ``getEdges()`` and
-``getSubGraphs()`` hold exactly what the renderer draws (mermaid ``packages/mermaid/src/diagrams/
-flowchart/flowDb.ts``). Why this and not the alternatives, tried on mermaidx 0.10.1:
-
-- mermaidx's public Python API only renders (``mermaidx.render(src).svg()``); it has no parse call
-  and returns nothing structural.
-- The rendered SVG has node and cluster groups, but an edge's endpoints survive only inside its
-  element id (``L_<start>_<end>_<n>``), which is ambiguous when node ids contain ``_`` and lost when
-  an edge is given its own id (``e1@-->``); labels sit in HTML inside ``<foreignObject>``.
-- ``merman`` (``Merman().parse_json``) returns nodes, edges and subgraphs, but from its own Rust
-  grammar, so a second parser could disagree with the one that judged the syntax.
-
-So :class:`MermaidParser` starts mermaidx's QuickJS engine (the bundled ``mermaid.js`` plus its DOM
-shim) and evaluates ``mermaid.mermaidAPI.getDiagramFromText`` in it (what ``mermaid.parse`` and
-``mermaid.render`` run to detect the type and parse). That uses
-the engine's worker-thread hooks (``Engine._executor``, ``_ctx``, ``_run_job``), which are not
-public API: hence the exact pin ``mermaidx==0.10.1`` and the clear error :class:`MermaidEngineError`
-should a different release lack them. SVG files come from the public ``mermaidx.render``.
-
-Rendering is deterministic (same source, same bytes) only with :data:`RENDER_CONFIG`. Mermaid 11
-draws node shapes (e.g. the stadium ``([...])``) through rough.js even in the classic look, and
-rough.js takes its curve offsets from ``Math.random`` unless ``handDrawnSeed`` is non-zero (Mermaid's
-default is 0): without a seed every render jitters the paths' control points, so re-rendering an
-unchanged page changed ``docs/tp-sharding.svg``. ``deterministicIds`` keeps generated element ids
-from depending on time or randomness as well (mermaid ``config.schema.yaml``: ``handDrawnSeed``,
-``deterministicIds``, ``look``).
-
-mermaidx is imported only when a parser starts or an SVG is rendered, so importing this module is
-cheap. Starting the engine takes about 0.3 s. Each diagram is parsed in a fresh JS context (as
-mermaid-cli opens a fresh page per diagram), built in the background after the previous parse;
-parsing the 2-rank block of ``docs/tp-sharding.md`` takes about 0.3 s, a 5-node flowchart a few ms.
+Syntax is judged by the real Mermaid (11.16, bundled by ``mermaidx==0.10.1``, run in QuickJS), and the graph
+(vertices, edges, subgraphs) is read from the same parse (mermaid ``flowchart/flowDb.ts``). This uses mermaidx's
+non-public engine hooks: hence the exact pin, and :class:`MermaidEngineError` should a release lack them. SVGs come
+from the public ``mermaidx.render``, byte-for-byte deterministic only with :data:`RENDER_CONFIG`. mermaidx is
+imported only when a parser starts or an SVG is rendered. Why not the SVG or another parser: docs/design/diagram.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """Which plan layers a node's label names: module paths, common names, declared aliases, fused nodes.
 
-A plan names layers by module path relative to a block (``attn.qkv``); diagrams drawn from other
-code bases call the same layers by that code's names. A label names a plan layer when it contains:
-
-- the module path, whole or qualified (``attn.qkv``, ``layers.0.attn.qkv``);
-- a *common name* of the path's last part, alone when that name is distinctive (``qkv_proj``,
-  ``c_attn``, ``o_proj``, ``down_proj``) or after a name of its parent (``self_attn.q``): the module
-  names of Hugging Face GPT-2 (``c_attn``, ``c_fc``, ``c_proj``), Llama (``q_proj`` ... ``down_proj``),
-  GPT-NeoX / Megatron-LM (``query_key_value``, ``dense_h_to_4h``, ``dense_4h_to_h``), and the
-  textbook ``Wq``/``Wk``/``Wv`` (parts of a fused QKV projection);
-- an alias declared with the plan or in the workspace (:class:`~pytest_distcheck.diagram.plan.LayerNames`);
-- the name of a fused group (``gate_up_proj``), which names every member.
-
-When one label names several layers and one name lies inside another (``c_proj`` inside
-``mlp.c_proj``), the longer, more qualified one wins. A label that still names several layers is
-ambiguous unless they are one declared fused group.
+A label names a layer by its module path (whole or qualified), a common name of its last part (Hugging Face GPT-2,
+Llama, GPT-NeoX / Megatron-LM, the textbook ``Wq``/``Wk``/``Wv``), an alias declared with the plan or the workspace
+(:class:`~pytest_distcheck.diagram.plan.LayerNames`), or a fused group's name. The longer, more qualified name wins;
+a label still naming several layers is ambiguous unless they are one declared fused group.
+Design record: docs/design/diagram.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Module-level literals of a Python source file, read without running the module or its packages.
 
-The gate classifies every DoD item in one process, and code imported there could reach the
-verdict (docs/ci/known-limitations.md). A TP plan is data (module path -> style, as torchtitan's
-parallelize plans), so the kit reads it from its module's source instead of importing it.
-
-Design decisions, each pinned by tests/test_diagram_plan_source.py:
-
-- The file is found from the dotted name alone, ``a/b/c/__init__.py`` before ``a/b/c.py`` as Python's
-  path finder orders them. ``importlib.util.find_spec("a.b.c")`` is not used: it imports ``a`` and
-  ``a.b``, running their ``__init__.py``. Only ``.py`` sources are read (no ``.pyc``, no extensions).
-- A value is the last plain or annotated assignment of the name among the module's top-level statements
-  (what the module holds after import), evaluated by :func:`ast.literal_eval`; anything else (a
-  comprehension, a name, a call, ``"col" + "wise"``) is an error naming its line and node type.
-- Any other statement at module level that binds or edits the name (``PLAN["k"] = ...``, ``PLAN |= ...``,
-  ``del``, an import, a loop or ``with`` target, an assignment inside ``if``/``try``, a ``global`` in a
-  function) is an error, so what the kit reads is what the module holds. A mutating method call
-  (``PLAN.update(...)``) is not seen.
+A TP plan is data, so the kit reads it from its module's source instead of importing it: code imported in the
+gate's verdict process could reach the verdict (docs/ci/known-limitations.md). The file is found from the dotted name
+alone (no ``find_spec``, which runs the packages' ``__init__.py``); a value is the name's last top-level assignment,
+evaluated by :func:`ast.literal_eval`; anything else that binds or edits the name at module level is an error naming
+its line. Design record: docs/design/diagram.md.
 """
 
 from __future__ import annotations

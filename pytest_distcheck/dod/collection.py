@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from pytest_distcheck.dod.state import CheckOutcome, State
-
 # Why a selected check did not run: the session ended before it.
 STOPPED_EARLY = "the session stopped early: -x, --maxfail or a crash"
 INTERRUPTED = "the run was interrupted (Ctrl-C) before it"
@@ -63,33 +61,6 @@ class CollectionRecord:
     def selected(self, item_id: str) -> list[str]:
         """Node ids of the item's checks that are in the run."""
         return [n for n, c in self.checks.items() if c.item_id == item_id and c.selected]
-
-    def missing_outcomes(self, item_id: str, reported: set[str]) -> list[CheckOutcome]:
-        """Outcomes for the item's checks that have none from the kit: not run, or untrusted.
-
-        A selected check with no classified outcome ran outside the kit's hooks (its report passed:
-        untrusted; failed: error) or did not run at all (the session stopped early).
-        """
-        out = []
-        for nodeid, info in self.checks.items():
-            if info.item_id != item_id or nodeid in reported:
-                continue
-            if not info.selected:
-                out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, info.not_run or "not selected"))
-            elif self.unclassified.get(nodeid) == "passed":
-                out.append(CheckOutcome(item_id, nodeid, State.UNTRUSTED,
-                                        f"{nodeid} reported passed without the kit's classification "
-                                        "(its report was made or replaced outside the kit's hooks)"))
-            elif nodeid in self.unclassified:
-                out.append(CheckOutcome(item_id, nodeid, State.ERROR,
-                                        f"{nodeid} {self.unclassified[nodeid]} outside the kit's classification "
-                                        "(e.g. its pytest-xdist worker crashed)"))
-            else:
-                out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, DID_NOT_RUN.format(why=self.stopped)))
-        for pattern, why in self.missing_registered.get(item_id, {}).items():
-            out.append(CheckOutcome(item_id, pattern, State.NOT_RUN,
-                                    f"not collected: registered check {pattern} ({why})"))
-        return out
 
     def no_check_reason(self, item_id: str) -> str:
         """Why an item has no check at all in this run."""

@@ -1,14 +1,10 @@
 """The canonical DoD of a phase, shipped with the kit: what a workspace declaring that phase must match.
 
-``pytest_distcheck/data/dod-<phase>.json`` (format ``pytest-distcheck/dod-manifest``) records the kit
-version, the workspace file's place, every item (id, prerequisites, registered checks), the sha256 of
-each registered check file and of the quiz bank, and the settings the checks read (every section of
-the workspace file but ``[phase]``, ``[[items]]`` and :data:`FREE_SECTIONS`). Issue 13: a workspace
-that declares the phase but drops or renames an item, registers other checks, runs edited check
-files, draws from another quiz bank or changes a setting (a pass mark, a ceiling, a log path) is
-untrusted and never passes ``--gate``.
-
-Written by ``python -m pytest_distcheck.data.build checks/distcheck.toml`` (:mod:`pytest_distcheck.data.build`).
+``pytest_distcheck/data/dod-<phase>.json`` (format :data:`FORMAT`) records the kit version, every item (id,
+prerequisites, registered checks), the sha256 of each registered check file and of the quiz bank, and the settings
+the checks read (all sections but ``[phase]``, ``[[items]]`` and :data:`FREE_SECTIONS`). A workspace that declares
+the phase but differs in any of them is untrusted and never passes ``--gate``. Written by
+``python -m pytest_distcheck.data.build checks/distcheck.toml``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """How a DoD check says its item is not done.
 
-A check (a test marked ``@pytest.mark.dod(item_id)``) that returns normally means *done*
-("evidence checked"). ``done(reason)`` ends it as done with a reason of its own, e.g. to say that the
-evidence is only *self-reported* (the kit cannot confirm it, issue 13). Otherwise it calls one of
-these, which raise:
-
-- ``pending(reason, command)``: no evidence yet; ``command`` is the one command that produces it.
-- ``broken(reason)``: evidence present but wrong; say what was expected and what was found.
-- ``stale(reason, command)``: evidence older than what it was produced from.
-
-A failing ``assert`` in a check also counts as broken; any other exception is an *error* (a bug in
-the kit or the check, reported as such).
+A check (a test marked ``@pytest.mark.dod(item_id)``) that returns normally means *done* ("evidence checked");
+``done(reason)`` ends it as done with a reason of its own (e.g. the evidence is only *self-reported*). Otherwise it
+raises through :func:`pending` (no evidence yet; ``command`` produces it), :func:`broken` (evidence present but
+wrong: say what was expected and what was found) or :func:`stale` (evidence older than what it was made from). A
+failing ``assert`` counts as broken; any other exception is an *error* (a bug in the kit or the check).
 """
 
 from __future__ import annotations

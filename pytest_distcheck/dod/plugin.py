@@ -25,41 +25,16 @@ from pytest_distcheck.dod.classify import classify, normalise
 from pytest_distcheck.dod.collection import INTERRUPTED, CheckInfo, CollectionRecord
 from pytest_distcheck.dod.outcome import Blocked
 from pytest_distcheck.dod.state import CheckOutcome, ItemResult, State, combine, gate_outcomes, judge, worst
-from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.workspace import get_workspace, workspace_label
 
 PROPERTY = "distcheck_dod"
 LOG_PROPERTY = "distcheck_log"
 EVIDENCE_PROPERTY = "distcheck_evidence"
 PLUGIN_NAME = "distcheck-dod"
 WORKEROUTPUT_KEY = "distcheck_dod_collection"
-workspace_key = pytest.StashKey["ws_mod.Workspace | None"]()
 # One line a plugin puts in place of the DoD table when the table would describe another folder than the
 # learner's (the rehearsal's scratch copy).
 table_instead_key = pytest.StashKey[str]()
-
-
-def get_workspace(config: pytest.Config) -> ws_mod.Workspace | None:
-    """The workspace of this run, loaded once; ``None`` when the configured file does not exist.
-
-    Raises:
-        pytest.UsageError: the file exists but is malformed (names the file and field).
-    """
-    if workspace_key in config.stash:
-        return config.stash[workspace_key]
-    ws = None
-    try:
-        path = ws_mod.run_workspace_file(config)
-        if path.is_file():
-            ws = ws_mod.load_workspace(path, root=config.rootpath)
-    except ConfigError as exc:
-        raise pytest.UsageError(f"distcheck: {exc}") from None
-    config.stash[workspace_key] = ws
-    return ws
-
-
-def workspace_label(config: pytest.Config) -> str:
-    """The run's workspace file as messages show it: relative to the rootdir when under it."""
-    return ws_mod.display_path(ws_mod.run_workspace_file(config), config.rootpath)
 
 
 def _item_of(item: pytest.Item) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_distcheck.dod.state import topological_ids
-from pytest_distcheck.workspace import Workspace, with_prerequisites
+from pytest_distcheck.workspace import NOT_FOUND_HINT, Workspace, with_prerequisites, workspace_label
 
 
 def requested(config: pytest.Config, ws: Workspace | None) -> list[str] | None:
@@ -24,9 +24,6 @@ def requested(config: pytest.Config, ws: Workspace | None) -> list[str] | None:
     if not names:
         return None
     if ws is None:
-        from pytest_distcheck.dod.plugin import workspace_label
-        from pytest_distcheck.workspace import NOT_FOUND_HINT
-
         raise pytest.UsageError(f"--dod {names[0]}: no workspace file {workspace_label(config)!r} ({NOT_FOUND_HINT})")
     wanted = [n.strip() for name in names for n in name.split(",") if n.strip()]
     for name in wanted:

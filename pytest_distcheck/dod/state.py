@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from pytest_distcheck.dod.collection import DID_NOT_RUN, CollectionRecord
 from pytest_distcheck.workspace import Workspace
-
-if TYPE_CHECKING:
-    from pytest_distcheck.dod.collection import CollectionRecord
 
 
 class State(enum.Enum):
@@ -73,7 +70,7 @@ class CheckOutcome:
     state: State
     reason: str
     command: str | None = None
-    evidence: tuple = ()  # files the check judged: {"path", "sha256", "copied"} (provenance.evidence_entry)
+    evidence: tuple = ()  # files the check judged: {"path", "sha256", "copied"} (copies.evidence_entry)
     flags: tuple = ()  # how far it can be believed: "self-reported", "confirmed", "copied", "fast-quiz", ...
 
 
@@ -177,7 +174,7 @@ def combine(
     for it in _topological(ws):
         outs = list(by_item.get(it.id, []))
         if collection is not None:
-            outs += collection.missing_outcomes(it.id, {o.nodeid for o in outs})
+            outs += missing_outcomes(collection, it.id, {o.nodeid for o in outs})
         ran = any(o.state is not State.NOT_RUN for o in outs)
         not_run = [o for o in outs if o.state is State.NOT_RUN]
         if not outs:
@@ -213,6 +210,34 @@ def combine(
         results[it.id] = ItemResult(res.item_id, res.title, res.state, res.reason, res.command, res.checks,
                                     rerun_command(it.id), it.requires, blockers, ran, tuple(outs))
     return [results[it.id] for it in ws.items]
+
+
+def missing_outcomes(collection: CollectionRecord, item_id: str, reported: set[str]) -> list[CheckOutcome]:
+    """Outcomes for the item's checks in ``collection`` that have none from the kit: not run, or untrusted.
+
+    A selected check with no classified outcome ran outside the kit's hooks (its report passed:
+    untrusted; failed: error) or did not run at all (the session stopped early).
+    """
+    out = []
+    for nodeid, info in collection.checks.items():
+        if info.item_id != item_id or nodeid in reported:
+            continue
+        if not info.selected:
+            out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, info.not_run or "not selected"))
+        elif collection.unclassified.get(nodeid) == "passed":
+            out.append(CheckOutcome(item_id, nodeid, State.UNTRUSTED,
+                                    f"{nodeid} reported passed without the kit's classification "
+                                    "(its report was made or replaced outside the kit's hooks)"))
+        elif nodeid in collection.unclassified:
+            out.append(CheckOutcome(item_id, nodeid, State.ERROR,
+                                    f"{nodeid} {collection.unclassified[nodeid]} outside the kit's classification "
+                                    "(e.g. its pytest-xdist worker crashed)"))
+        else:
+            out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, DID_NOT_RUN.format(why=collection.stopped)))
+    for pattern, why in collection.missing_registered.get(item_id, {}).items():
+        out.append(CheckOutcome(item_id, pattern, State.NOT_RUN,
+                                f"not collected: registered check {pattern} ({why})"))
+    return out
 
 
 def _untrusted_by_gate(own: ItemResult, whys: list[str]) -> ItemResult:

@@ -17,6 +17,7 @@ import pytest
 
 from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.settings import Setting
+from pytest_distcheck.workspace import get_workspace
 
 GPU_PROVIDER = Setting(
     flag="--gpu-provider",
@@ -142,7 +143,6 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     import os
 
     from pytest_distcheck.budget.plugin import max_usd
-    from pytest_distcheck.dod.plugin import get_workspace
 
     name = _provider_name(config)
     if get_workspace(config) is None and max_usd(config) is None and not rehearsal(config):
@@ -184,7 +184,6 @@ def _ledger_guard(config: pytest.Config):
     from pytest_distcheck.budget.config import budget_config
     from pytest_distcheck.budget.guard import BudgetGuard
     from pytest_distcheck.budget.plugin import session_id
-    from pytest_distcheck.dod.plugin import get_workspace
 
     ws = get_workspace(config)
     cfg = budget_config(ws) if ws is not None else None
@@ -193,7 +192,6 @@ def _ledger_guard(config: pytest.Config):
 
 def _request(item: pytest.Item, config: pytest.Config):
     """The GpuRequest and experiment for a test, from its ``pod`` marker, the workspace, the defaults."""
-    from pytest_distcheck.dod.plugin import get_workspace
     from pytest_distcheck.pods.base import GpuRequest
     from pytest_distcheck.pods.session import DEFAULT_GPU_TYPE, DEFAULT_IMAGE
 

@@ -1,29 +1,11 @@
 """``distcheck rehearse``: the whole paid path for free, before paying for it.
 
-Pricing, reservation, ledger rows, pod create, SSH, staging, the pod preflight, the experiment,
-copy-back, termination, settlement and the DoD table run exactly as under ``pytest -m gpu --max-usd
-3``, against the bundled fake RunPod API (:mod:`pytest_distcheck.pods.fake`, the real runpod SDK
-pointed at it) whose "pods" are this machine reached over real SSH.
-
-Design decisions (why; the test that pins each is ``tests/test_rehearse.py``):
-
-- A scratch copy: the workspace root is copied (without VCS, virtual environments and caches) to a new
-  temporary folder and everything runs there, so the learner's ledger, results and caches are never
-  written (the test hashes the workspace before and after). It is kept for the learner to look at; the
-  summary ends with its path and the ``rm -rf`` that removes it (with the fake API's files beside it).
-- No DoD table: in the copy (no git repository) every item reads pending or blocked, which a learner
-  would take for their own state; one line (:data:`NO_DOD_TABLE`) stands in its place.
-- The fake API is started in this process on 127.0.0.1 and the run is a child ``pytest`` with
-  ``RUNPOD_API_BASE_URL`` pointing at it, a made-up key and ``DISTCHECK_REHEARSAL=1``; the plugin
-  accepts that flag only while the API is on loopback (``pods/plugin.py``), so no real paid run can
-  be a rehearsal and a rehearsal can never spend real money.
-- Ctrl-C reaches the child too (one process group): the fake API stays up while the child's teardown
-  terminates the pod and settles its ledger row, as a paid run's would; a second Ctrl-C stops it at
-  once. Then one line says what became of each fake pod and ledger run, and where the copy is.
-- In a rehearsal the paid check runs the CPU preset with gloo and records the preflight's misses as
-  what the rehearsal could not cover instead of stopping (``checks/test_tp_speedup_gpu.py``).
-- It ends with a summary: covered steps, and what a rehearsal cannot cover (what the preflight found
-  missing here, real prices and capacity, the image on a real host).
+Pricing, reservation, ledger rows, pod create, SSH, staging, preflight, the experiment, copy-back, termination,
+settlement and the DoD checks run as under ``pytest -m gpu --max-usd 3``, in a child ``pytest`` against the bundled
+fake RunPod API (:mod:`pytest_distcheck.pods.fake`, started here on 127.0.0.1) whose pods are this machine over real
+SSH, in a scratch copy of the workspace: the learner's files are never written, and the DoD table gives way to
+:data:`NO_DOD_TABLE`. The plugin accepts ``DISTCHECK_REHEARSAL=1`` only while the API is on loopback, so a rehearsal
+never spends money. Design record: docs/design/pods.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """The terminal dialogue of one attempt: ask each drawn item, re-ask on unreadable input, time each answer.
 
-Input and output are passed in (``ask(prompt) -> str``, ``say(text)``) so the command wires them to the
-terminal and tests can drive them. Nothing keyed is shown here: no right answer, no explanation. The
-caller appends the returned record to the log first and only then shows :func:`feedback`, so neither a
-``skip`` nor the end of input can preview an attempt's answers without the attempt being in the log
-(issue 13: "skip" on every item used to print the whole key, and nothing was logged).
-
-- Ctrl-C (KeyboardInterrupt) or end of input (EOFError) after the first answer ends the attempt as
-  ``abandoned`` (the answers so far are logged, no feedback is shown); before the first answer nothing
-  is logged, since nothing was answered.
-- ``seconds`` per answer: wall time (monotonic clock) from showing the item to accepting the answer,
-  re-asks included; the DoD check flags an attempt answered implausibly fast.
-- ``mode``: ``graded`` when the kit drew the seed, ``practice`` when the learner chose it (``--seed``);
-  practice attempts are logged and scored but never count for the DoD.
-- ``lang``: the language of the bank's text the items were shown in; the messages speak the kit's language
-  (:mod:`pytest_distcheck.i18n`). ``skip`` and its translation both skip. In a Spanish attempt a number whose
-  comma may group thousands (``1,024``) is asked again (:func:`~pytest_distcheck.quiz.answers.comma_is_ambiguous`).
+Input and output are passed in (``ask(prompt) -> str``, ``say(text)``). Nothing keyed is shown here; the caller
+logs the returned record first and only then shows :func:`feedback`, so no answer is seen before its attempt is
+logged. Ctrl-C or end of input after the first answer ends the attempt ``abandoned``; ``seconds`` per answer is
+monotonic wall time, re-asks included; ``mode`` is ``graded`` (the kit drew the seed) or ``practice`` (``--seed``,
+never counted for the DoD); ``lang`` is the language the bank's text was shown in. Design record: docs/design/quiz.md.
 """
 
 from __future__ import annotations

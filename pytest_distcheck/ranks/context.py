@@ -1,16 +1,9 @@
 """What of the test's process travels with every call to the ranks: environment, cwd, rewritten modules.
 
-Carried on every call (and undone after it, in the rank): ``os.environ`` as a diff against the
-environment the session started with (so ``monkeypatch.setenv``/``delenv`` and ``chdir`` act on the
-ranks as in the test), the working directory, ``sys.path`` and the modules pytest assertion-rewrote.
-Not carried: what a process reads once, at ``import torch`` or when a process group is built. Of the
-first kind ``TORCH_CPP_LOG_LEVEL``,
-``TORCH_SHOW_CPP_STACKTRACES``, ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` (ranks run with 1 thread);
-of the second ``GLOO_SOCKET_IFNAME``, ``TORCH_GLOO_*`` and ``NCCL_*`` act only on the next new group
-(``@pytest.mark.fresh_ranks``); ``MASTER_ADDR``/``MASTER_PORT``/``RANK``/``WORLD_SIZE`` are never
-read (the ranks meet on their own store). ``TORCH_DISTRIBUTED_DEBUG`` is the one import-time variable
-honoured: a test that sets it runs on ranks of a zygote started with it (as does
-``@pytest.mark.dist_debug(level)``; :class:`pytest_distcheck.ranks.group.RankGroup`).
+Carried on every call and undone after it: ``os.environ`` as a diff against the session's start, the working
+directory, ``sys.path`` and the modules pytest assertion-rewrote. Not carried: what torch reads once at import
+(but ``TORCH_DISTRIBUTED_DEBUG``, honoured by a zygote of its own) or when a group is built (``GLOO_*``,
+``NCCL_*``: ``@pytest.mark.fresh_ranks``). The full list: docs/design/ranks.md.
 """
 
 from __future__ import annotations

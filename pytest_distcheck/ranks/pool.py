@@ -1,91 +1,11 @@
-"""Rank processes kept alive across tests, and how a call is dispatched to them and collected.
+"""Rank processes kept alive across tests (:class:`RankPool`): a call dispatched to every rank, its outcomes collected.
 
-Design decisions, each with its reason and the test that pins it (tests/test_rank_*.py):
-- one process per rank, forked from the zygote (:mod:`pytest_distcheck.ranks.zygote`), which imported
-  torch once: starting or replacing the ranks costs a fork, not an import
-  (test_rank_recovery::test_a_segfault_is_reported_with_its_signal_and_stack). Each rank has its own
-  session (a kill reaches grandchildren) and SIGKILL as its parent-death signal (SIGINT does not stop a
-  rank blocked in gloo) (test_rank_processes::test_ranks_die_with_a_killed_pytest);
-- the zygote starts as soon as pytest is about to import a test module that names ``dist_world`` (or,
-  for a fixture that wraps it in a conftest, collects a test that uses it), so its torch import runs
-  beside the test module's own ``import torch`` (test_rank_plugin::test_zygote_starts_at_collection,
-  test_rank_plugin::test_zygote_starts_before_a_test_module_that_names_dist_world_is_imported);
-- rendezvous on a ``FileStore`` in the session's private temporary folder, a new file for every start
-  of the ranks: nothing to collide under xdist, no stale keys, and no DNS (a ``TCPStore`` reverse-resolves
-  its peers, which stalls 5 s whenever the resolver drops a query)
-  (test_rank_processes::test_xdist_and_two_sessions_at_once_never_collide);
-- the process group is kept while every rank ends a call in step (same sequence number of the default
-  group, no subgroups, no error); a call that created subgroups or destroyed the group gets a fresh
-  group under a new ``PrefixStore`` prefix for the next call, the old one dropped as that call starts,
-  never as the call ends: a rank done with ``new_group`` first would close sockets its peer was still
-  connecting (test_rank_recovery::test_the_group_is_kept_while_ranks_stay_in_step,
-  test_rank_group::test_a_destroyed_group_is_rebuilt, test_rank_group::test_state_a_test_leaves_behind_is_reset);
-  sequence numbers are compared only when every rank has one: after ``new_group`` a member's and a
-  non-member's differ although the code is correct (every rank calls it, only members use it), so every
-  rank reports "subgroups made" instead (test_rank_recovery::test_a_subgroup_only_its_members_use_is_not_out_of_step);
-- the group's own timeout is ``2 x call timeout + 10 s``: the kit's deadline always expires first, so a
-  hang is always a :class:`RankTimeout` with every rank's stack, never gloo's "Timed out waiting" as a
-  ``RankError`` (test_rank_context::test_the_group_timeout_is_above_the_call_timeout); a subgroup made in
-  a call without a timeout gets the group's, not torch's 30 min
-  (test_rank_context::test_a_subgroup_without_a_timeout_gets_the_groups);
-- under pytest-timeout (a dependency) a call that would outlive its timer ends ``OUTER_MARGIN_S`` before
-  it: otherwise its bare "Timeout" fails the test and the ranks' stacks are never shown. The deadline comes
-  from pytest-timeout's own ``pytest_timeout_set_timer`` hook, with the settings it resolved (marker,
-  option, environment, ini) (:func:`capped_timeout`;
-  test_rank_group::test_a_pytest_timeout_below_the_calls_caps_it_so_the_ranks_stacks_are_shown);
-- every call carries the test's environment (a diff against the session's start), cwd, ``sys.path`` and
-  assertion-rewritten modules, applied in the rank and undone after the call, so ``monkeypatch`` works
-  as in a plain test and nothing leaks to the next one (:mod:`pytest_distcheck.ranks.context`;
-  test_rank_context::test_env_and_cwd_follow_the_test, test_rank_plugin::test_nothing_leaks_between_tests);
-- a rank writes its stdout and stderr straight to per-rank files (its fd 1 and 2), which the pool reads
-  for every outcome: prints survive a hang, ``os._exit`` or a segfault; with ``-s`` the pool tails them
-  live, each line prefixed with its rank (test_rank_context::test_output_of_a_hung_rank_is_shown,
-  test_rank_plugin::test_with_s_rank_output_is_live);
-- on any doubt the ranks are replaced by fresh forks before the next call: a rank raised (it exits
-  right after reporting, which also unblocks peers waiting on it), died, or outlived the timeout
-  (stack-dumped with faulthandler on SIGUSR1, then killed), or the ranks ended out of step (a
-  :class:`~pytest_distcheck.ranks.errors.RanksOutOfStepWarning` names the counts)
-  (test_rank_recovery::test_ranks_left_out_of_step_are_detected_and_replaced);
-- a rank that failed only because a peer failed in user code (gloo's lost connection, in the group's
-  set-up or in a collective) is reported "stopped after a peer failed", not with gloo's error
-  (:func:`pytest_distcheck.ranks.report.blame`; test_rank_report);
-- a rank that failed with gloo's lost connection while every peer returned normally was left alone in a
-  collective that a returning peer's ``destroy_process_group`` cut off (no rank crashed, whatever gloo
-  says): the error says so and proposes the DETAIL re-run (:func:`pytest_distcheck.ranks.report.peers_returned`;
-  test_rank_compat::test_a_lone_collective_cut_off_by_a_peers_destroy_is_explained);
-- a timeout or an out-of-step call proposes the exact re-run with ``TORCH_DISTRIBUTED_DEBUG=DETAIL``
-  (test_rank_context::test_a_lone_collective_always_ends_as_rank_timeout), unless a hung rank waits on
-  a child process: then the child's stack is shown too and the fix of its cause proposed
-  (:mod:`~pytest_distcheck.ranks.children`, :func:`~pytest_distcheck.ranks.report.hang_hint`;
-  test_rank_children); debug levels run on ranks of
-  their own zygote, started with the variable set before ``import torch``, because torch reads it only
-  at import (test_rank_context::test_debug_marker_runs_on_ranks_with_that_level); a rank that dies in
-  DDP's constructor under DETAIL is named as torch 2.13.0's own crash (reproduced without the kit;
-  test_rank_context::test_ddp_segfault_under_detail_is_explained);
-- test modules are imported in the ranks through pytest's own ``rewrite_asserts``, so an ``assert`` in
-  rank code fails with its values (test_rank_compat::test_a_failing_assert_in_a_rank_shows_its_values);
-- ``mp.spawn`` suites: ``fn(rank, *args)`` and the user's own ``init_process_group`` /
-  ``destroy_process_group`` are served on the pool's group and store, never ``env://``, so hard-coded
-  ports cannot collide (test_rank_compat::test_ported_mp_spawn_course_test);
-- under xdist the zygotes watch the controller (a pidfd): a worker notices a dead controller only
-  seconds later (test_rank_processes::test_a_killed_xdist_controller_takes_zygotes_and_ranks_with_it);
-  session folders are locked while used and swept when dead (:mod:`pytest_distcheck.ranks.tempdirs`;
-  test_rank_report::test_dead_session_folders_are_swept_and_live_ones_kept).
-- the ranks are woken through their pipes, blocking: a futex on shared memory wakes no sooner and a spin
-  before blocking was slower at every length measured on 2 shared cores (benchmarks/README.md, "Wake-up
-  paths");
-- a call's ``timeout`` must be > 0 and at most a year, checked before anything starts (beyond it the poll
-  and the group's ``timedelta`` overflow)
-  (test_fuzz_inputs::test_a_call_timeout_out_of_range_is_refused_before_any_rank_starts);
-- after a call a rank resets NumPy's global RNG only when it moved (a 1 us comparison of its raw state
-  instead of a 35-70 us ``set_state`` on the shared cores; :class:`~pytest_distcheck.ranks.worker.NumpyRng`;
-  test_rank_recovery::test_numpy_rng_restore_puts_back_draws_seeds_and_the_cached_gaussian);
-- warnings raised in the ranks are re-issued in the test process under the test's filters
-  (:mod:`pytest_distcheck.ranks.rank_warnings`; tests/test_rank_warnings.py);
-- a rank's reply is unpickled as plain data only (:func:`plain_loads`: no class or function is looked
-  up), so a rank cannot run code in this process through the reply's framing; the return values too
-  for a pool made with ``plain_results=True``, as the gate's sub-session makes them: there the ranks run
-  the learner's lab and this process decides the verdict (tests/test_gate_lab_on_ranks.py).
+One process per rank, forked from the zygote (:mod:`.zygote`); the ranks meet on a ``FileStore`` in the session's
+private folder and keep their process group while every call ends in step. A call carries the test's context
+(:mod:`.context`) and its warnings come back (:mod:`.rank_warnings`); a rank's output goes to per-rank files. A rank
+that raised, died, hung or ended out of step is replaced by fresh forks before the next call. A hang is a
+:class:`~.errors.RankTimeout` with every rank's stack (the group's timeout, :func:`group_timeout`, is longer than the
+call's). Replies are unpickled as plain data only (:func:`plain_loads`). Design record: docs/design/ranks.md.
 """
 
 from __future__ import annotations

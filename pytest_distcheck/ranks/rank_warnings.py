@@ -1,22 +1,10 @@
 """Warnings raised inside the ranks, handed to the test process's own warning machinery.
 
-Design (pinned by tests/test_rank_warnings.py):
-- a rank records every warning of a call (``catch_warnings(record=True)`` with the ``always`` action),
-  whatever its own filters say: the filters that decide are the test's (``-W``, ``filterwarnings``
-  ini lines and markers, ``pytest.warns``), and they live in the pytest process;
-- the pool re-issues them there with ``warnings.warn_explicit`` after a call that returned, keeping
-  the category, message, file and line the rank saw, so ``-W error::UserWarning`` fails the test
-  (raised when ``run`` returns; the ranks themselves ran on) and ``pytest.warns`` catches them;
-- the category travels by name (module and qualified name) and is looked up among the modules the test
-  process has imported, so ``pytest.warns(MyWarning)`` matches a class of the test module (a copy made by
-  unpickling would not); a category not found there becomes a ``UserWarning`` whose message starts with
-  its name. Nothing is imported by a name a rank sent, and the name is looked up in the modules' and
-  classes' own ``__dict__``, never through ``getattr`` (a module's ``__getattr__`` may import): that would
-  run code the test never imported (in the gate's sub-session, the learner's lab);
-- the same warning (category, message, file, line) from several ranks, or several times in one call,
-  is issued once, as Python's ``default`` action shows one warning per location;
-- a call that raised shows its warnings in the rank's stderr instead, as before: a warning turned
-  into an error must not hide the rank's exception.
+A rank records every warning of a call; after a call that returned, :func:`reissue` issues them in the test
+process with ``warnings.warn_explicit`` (category, message, file, line kept; one per location), so the test's
+filters decide and ``pytest.warns`` catches them. A category travels by name and is looked up only among modules
+the test process already imported (never imported, never ``getattr``), else it becomes a ``UserWarning``.
+Design record: docs/design/ranks.md.
 """
 
 from __future__ import annotations
@@ -57,7 +45,7 @@ def _category(module: str, qualname: str) -> type[Warning] | None:
     try:
         obj = sys.modules[module]
         for part in qualname.split("."):
-            obj = vars(obj)[part]  # not getattr: a module's __getattr__ may import (red-team t4 A6)
+            obj = vars(obj)[part]  # not getattr: a module's __getattr__ may run code the test never ran
     except Exception:  # noqa: BLE001 - any failure means: not findable here
         return None
     return obj if isinstance(obj, type) and issubclass(obj, Warning) else None

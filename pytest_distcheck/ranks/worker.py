@@ -1,34 +1,10 @@
 """The program one rank runs, in a process forked from the zygote: :func:`serve`.
 
-It opens the pool's store (a ``FileStore`` in the pool's private folder, new for every start of the
-ranks), then serves calls until its parent goes away. Each call runs on a process group over a
-``PrefixStore`` of that store; the group is kept between calls while the parent sees every rank
-in step, and rebuilt under a new prefix otherwise. A rank whose call raised reports, then exits: that
-closes its sockets at once (so a peer blocked on it fails fast instead of waiting out the group's
-timeout) and the pool is replaced by freshly forked ranks before the next call.
-
-Every call carries the test's context, applied before the call and undone after it: the environment
-(as a diff against the environment the session started with), the working directory, and the names of
-the modules pytest assertion-rewrote (imported here through the same rewriting, so a failing ``assert``
-in a rank shows its values). A rank prints straight to its per-rank files (its fd 1 and 2), so what it
-printed survives a hang or a death.
-
-State reset after every call (documented in the README): the global RNG states of torch (CPU), Python
-and NumPy (when loaded), torch's default dtype, default device, grad mode, deterministic-algorithms
-flag and intra-op thread count, the c10d debug level (``dist.set_debug_level``), ``os.environ``, the
-working directory and the warnings filters; subgroups a call created are destroyed (when the next call
-starts). During a call a subgroup made without a timeout gets the default group's
-(:func:`subgroup_timeout`). Anything else a test changes at module level (a module's globals,
-``sys.modules``) stays for the next test on the same pool; ask for ``@pytest.mark.fresh_ranks``.
-
-A user's own ``init_process_group`` (the ``mp.spawn`` style) is tolerated: with the group up and
-compatible arguments it does nothing; after the user's ``destroy_process_group`` it builds a new group
-on the pool's store (never ``env://``, so hard-coded ``MASTER_ADDR``/``MASTER_PORT`` are not used); a
-``store=`` of the user's is honoured (the pool's group is replaced by one on that store, for the rest
-of the call), except a ``HashStore``, which no other process can reach; arguments the pool cannot
-honour (another backend, world size or rank) raise an error that says what to remove. An error in a
-call that started with megatron-core's parallel state left initialised by an earlier call names that
-call's test (:mod:`pytest_distcheck.ranks.module_state`).
+It serves calls on a process group over a ``PrefixStore`` of the pool's store until its parent goes away; a rank
+whose call raised reports, then exits (its peers fail fast). Every call runs in the test's context, undone after
+it, and the state a test may change (RNGs, default dtype and device, grad mode, thread count, debug level,
+environment, cwd, warnings filters, subgroups) is reset after it. A user's own ``init_process_group`` /
+``destroy_process_group`` (``mp.spawn`` style) is served on the pool's store. Design record: docs/design/ranks.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """One process per pytest process that imports torch once and forks every rank process from itself.
 
-Importing torch costs 1-2 s of CPU per process; a rank forked from a process that already imported it
-starts in tens of milliseconds. So start-up pays one import whatever the world size, and a pool torn
-down after a failure is replaced in about 0.1 s. The zygote itself never runs test code and never
-creates a process group or a thread pool, so what it forks is the state right after ``import torch``.
-
-Process tree and life cycle:
-- pytest -> zygote (``python -m pytest_distcheck.ranks.zygote FD [WATCH_FD]``): own session, SIGKILL as
-  its parent-death signal. Under pytest-xdist it also watches the controller (a pidfd, ``WATCH_FD``): an
-  xdist worker notices a killed controller only seconds later, and the zygote takes its ranks down at
-  once instead;
-- zygote -> rank (``os.fork``): each rank calls ``setsid`` (a ``killpg`` reaches its grandchildren) and
-  sets SIGKILL as its parent-death signal, so SIGKILL to pytest takes the zygote and then every rank;
-- the zygote reaps its ranks (a pidfd per rank) and tells pytest how each ended, because only a
-  parent can read a child's exit status.
-
-Protocol on the control connection (a ``multiprocessing`` duplex pipe, i.e. a Unix socket pair):
-pytest sends ``("fork", args)`` followed by the rank's end of a new pipe as an ``SCM_RIGHTS``
-handle; the zygote answers ``("forked", rank, pid)`` and later ``("exit", pid, returncode)``
-(negative: killed by that signal, as ``subprocess`` reports it).
+A fork costs tens of milliseconds where ``import torch`` costs 1-2 s, so start-up pays one import whatever the
+world size. The zygote never runs test code. Control connection: pytest sends ``("fork", args)`` and the rank's
+pipe end (``SCM_RIGHTS``); the zygote answers ``("forked", rank, pid)`` and later ``("exit", pid, returncode)``
+(negative: killed by that signal). Design record (process tree, life cycle): docs/design/ranks.md.
 """
 
 from __future__ import annotations

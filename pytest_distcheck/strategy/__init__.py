@@ -1,21 +1,11 @@
 """Choose a parallelization strategy for a model and a cluster, check a given plan, and show the reasoning.
 
-:func:`choose` walks a decision table (``RULES``) from the cheapest strategy to the most involved and returns
-the first that fits, with the memory per GPU it predicts, every candidate it rejected (and why), and the
-rules that fired, each with its source. :func:`check` names every rule a given TP x PP x DP plan breaks.
-:func:`choose_inference` places a model for serving (weights + KV cache).
-
-Fit (training): model states (:func:`pytest_distcheck.calc.memory.plan_memory`: precision recipe, ZeRO
-stage or FSDP strategy, TP and PP applied) + activations of the first pipeline stage (Korthikanti et al.
-2022, Eq. (5)/(6)) + the gathered ZeRO-3/FSDP unit (DeepSpeed's largest-layer term) must stay within
-``usable_fraction`` of the GPU's memory; the rest is the stated margin for what ZeRO sec. 3.2 calls
-residual states (buffers, fragmentation) and the CUDA context. Without an architecture, activations are
-counted for the Megatron-LM configuration nearest in size (Narayanan et al. 2021, Table 1), and the
-plan says so: a plan never "fits" with its activations left out.
-
-The decision table is data: :data:`pytest_distcheck.strategy.model.RULES` (rule id -> when -> what, and
-its source), printed by ``distcheck strategy --rules``. Public architectures are presets by name
-(:mod:`.presets`).
+:func:`choose` walks the decision table (:data:`.model.RULES`, printed by ``distcheck strategy --rules``) from the
+cheapest strategy to the most involved and returns the first that fits, with its memory per GPU, the candidates
+rejected and the rules that fired, each with its source. :func:`check` names every rule a TP x PP x DP plan breaks;
+:func:`choose_inference` places a model for serving (weights + KV cache). Fit: model states + activations of the
+first stage (Korthikanti et al. 2022, Eq. (5)/(6)) + the gathered ZeRO-3/FSDP unit within ``usable_fraction`` of
+the GPU's memory. Design record: docs/design/strategy.md.
 """
 
 
