@@ -11,11 +11,21 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from pytest_distcheck.dod.state import CheckOutcome, State
+from pytest_distcheck.i18n import N_, _
 
 # Why a selected check did not run: the session ended before it.
-STOPPED_EARLY = "the session stopped early: -x, --maxfail or a crash"
-INTERRUPTED = "the run was interrupted (Ctrl-C) before it"
-DID_NOT_RUN = "selected but did not run ({why})"
+# The English texts travel (xdist's workeroutput, CollectionRecord.stopped) and are translated where spoken.
+STOPPED_EARLY = N_("the session stopped early: -x, --maxfail or a crash")
+INTERRUPTED = N_("the run was interrupted (Ctrl-C) before it")
+DID_NOT_RUN = N_("selected but did not run ({why})")
+NOT_SELECTED = N_("not selected")
+PASSED_UNCLASSIFIED = N_("{nodeid} reported passed without the kit's classification (its report was made or replaced "
+                         "outside the kit's hooks)")
+FAILED_UNCLASSIFIED = N_("{nodeid} {outcome} outside the kit's classification (e.g. its pytest-xdist worker crashed)")
+# Every reason of a check that was not collected starts with NOT_COLLECTED (dod.table.not_checked_at_all reads it).
+NOT_COLLECTED = N_("not collected")
+REGISTERED_NOT_COLLECTED = N_("registered check {pattern} ({why})")
+NO_MARKED_TEST = N_("no test marked @pytest.mark.dod({item_id!r}) under {checks_dir}/")
 
 
 @dataclass
@@ -75,25 +85,22 @@ class CollectionRecord:
             if info.item_id != item_id or nodeid in reported:
                 continue
             if not info.selected:
-                out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, info.not_run or "not selected"))
+                out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, info.not_run or _(NOT_SELECTED)))
             elif self.unclassified.get(nodeid) == "passed":
-                out.append(CheckOutcome(item_id, nodeid, State.UNTRUSTED,
-                                        f"{nodeid} reported passed without the kit's classification "
-                                        "(its report was made or replaced outside the kit's hooks)"))
+                out.append(CheckOutcome(item_id, nodeid, State.UNTRUSTED, _(PASSED_UNCLASSIFIED).format(nodeid=nodeid)))
             elif nodeid in self.unclassified:
-                out.append(CheckOutcome(item_id, nodeid, State.ERROR,
-                                        f"{nodeid} {self.unclassified[nodeid]} outside the kit's classification "
-                                        "(e.g. its pytest-xdist worker crashed)"))
+                out.append(CheckOutcome(item_id, nodeid, State.ERROR, _(FAILED_UNCLASSIFIED).format(
+                    nodeid=nodeid, outcome=self.unclassified[nodeid])))
             else:
-                out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, DID_NOT_RUN.format(why=self.stopped)))
+                out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, _(DID_NOT_RUN).format(why=_(self.stopped))))
         for pattern, why in self.missing_registered.get(item_id, {}).items():
-            out.append(CheckOutcome(item_id, pattern, State.NOT_RUN,
-                                    f"not collected: registered check {pattern} ({why})"))
+            out.append(CheckOutcome(item_id, pattern, State.NOT_RUN, f"{_(NOT_COLLECTED)}: "
+                                    + _(REGISTERED_NOT_COLLECTED).format(pattern=pattern, why=why)))
         return out
 
     def no_check_reason(self, item_id: str) -> str:
         """Why an item has no check at all in this run."""
-        return f"not collected: no test marked @pytest.mark.dod({item_id!r}) under {self.checks_dir}/"
+        return f"{_(NOT_COLLECTED)}: " + _(NO_MARKED_TEST).format(item_id=item_id, checks_dir=self.checks_dir)
 
     def to_json(self) -> str:
         """The record as JSON (for pytest-xdist's ``workeroutput``)."""
