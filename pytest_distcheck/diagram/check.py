@@ -23,11 +23,16 @@ from pytest_distcheck.diagram.mermaid import (
     MermaidParser,
     MermaidSyntaxError,
     ParsedDiagram,
+    TooManyEdges,
     render_svg,
 )
 from pytest_distcheck.diagram.names import Namer
 from pytest_distcheck.diagram.plan import LayerNames
 from pytest_distcheck.diagram.skeleton import UNDRAWN, is_skeleton
+from pytest_distcheck.i18n import N_, _
+
+TOO_MANY_EDGES = N_("the Mermaid block at line {line} draws at least {edges} edges, more than Mermaid draws (its "
+                    "maxEdges, {limit}): not checked; one sharded block needs a few dozen")
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,11 @@ def check_page(
             ))
         try:
             parsed = parser.parse(block.source)
+        except TooManyEdges as exc:
+            syntax_ok = False
+            result.findings.append(Finding(block.fence_line, _(TOO_MANY_EDGES).format(
+                line=block.fence_line, edges=exc.edges, limit=exc.limit), SYNTAX))
+            continue
         except MermaidSyntaxError as exc:
             syntax_ok = False
             line = block.page_line(exc.line)
