@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pytest_distcheck.citations.verifier import NoteReport
 from pytest_distcheck.errors import DistcheckError
+from pytest_distcheck.i18n import N_, _, ngettext
 
 KEY = "checked-against"
+NOTHING_TO_RECORD = N_("{note}: cites no installed package; nothing to record")
+UNCLOSED = N_("{note}: front matter opened with '---' is never closed")
 
 
 def record_versions(report: NoteReport) -> str:
@@ -19,9 +22,11 @@ def record_versions(report: NoteReport) -> str:
     """
     if not report.ok:
         bad = len(report.failures) + len(report.malformed)
-        raise DistcheckError(f"{report.label}: {bad} citation(s) do not resolve; fix them before recording versions")
+        raise DistcheckError(ngettext("{note}: {n} citation does not resolve; fix it before recording versions",
+                                      "{note}: {n} citations do not resolve; fix them before recording versions",
+                                      bad).format(note=report.label, n=bad))
     if not report.installed:
-        raise DistcheckError(f"{report.label}: cites no installed package; nothing to record")
+        raise DistcheckError(_(NOTHING_TO_RECORD).format(note=report.label))
     line = f"{KEY}: " + ", ".join(f"{p} {v}" for p, v in sorted(report.installed.items()))
     raw = report.path.read_bytes()
     bom = raw.startswith(b"\xef\xbb\xbf")
@@ -31,7 +36,7 @@ def record_versions(report: NoteReport) -> str:
     if lines and lines[0].strip() == "---":
         end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
         if end is None:
-            raise DistcheckError(f"{report.label}: front matter opened with '---' is never closed")
+            raise DistcheckError(_(UNCLOSED).format(note=report.label))
         at = next((i for i in range(1, end) if lines[i].split(":", 1)[0].strip() == KEY), None)
         if at is None:
             lines.insert(end, line + "\n")

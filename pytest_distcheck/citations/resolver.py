@@ -20,10 +20,25 @@ from packaging.version import InvalidVersion, Version
 
 from pytest_distcheck.citations.symbols import SourceFile, Span
 from pytest_distcheck.citations.syntax import url_hint
+from pytest_distcheck.i18n import N_, _
 
-CHANGED_SOURCE = ("{rel} of {name} {version} is not the file that was installed (its sha256 differs from the "
-                  "distribution's RECORD): citations of it are unverifiable; reinstall it: "
-                  "pip install --force-reinstall --no-deps '{name}=={version}'")
+CHANGED_SOURCE = N_("{rel} of {name} {version} is not the file that was installed (its sha256 differs from the "
+                    "distribution's RECORD): citations of it are unverifiable; reinstall it: "
+                    "pip install --force-reinstall --no-deps '{name}=={version}'")
+NOT_INSTALLED = N_("distribution {package!r} is not installed")
+NOT_A_NAME = N_("{package!r} is not a distribution name")
+NO_FILE_LIST = N_("distribution {package!r} has no file list (RECORD) to check against")
+ABSOLUTE = N_("{path!r} is absolute; give the path relative to {name}'s root")
+ESCAPES = N_("{path!r} escapes the package with '..'")
+OTHER_PACKAGE = N_("{rel} belongs to {owner}, not to {name}")
+NOT_IN_PACKAGE = N_("{rel} is not a file of {name} {version}")
+NOT_PYTHON = N_("{rel} is not Python source; symbols are looked up in .py files")
+UNREADABLE = N_("{rel} of {name} cannot be read: {error}")
+NOT_PYTHON_TEXT = N_("{path} cannot be read as Python: {error}")
+DID_YOU_MEAN = N_("; did you mean {names}?")
+NOT_DEFINED = N_("{symbol} is not defined in {rel}{hint}")
+IMPORTED_DEFINED = N_("; it is imported there from {module}: defined in {file}::{symbol} (lines {start}-{end})")
+IMPORTED = N_("; it is imported there from {module}")
 
 
 class Problem(Exception):
@@ -87,11 +102,11 @@ class Resolver:
                 dist = metadata.distribution(package)
             except metadata.PackageNotFoundError:
                 # No "pip install NAME": NAME may be a typo that is some unrelated project on PyPI.
-                raise Problem("not-installed", f"distribution {package!r} is not installed") from None
+                raise Problem("not-installed", _(NOT_INSTALLED).format(package=package)) from None
             except ValueError:  # importlib.metadata's answer to an empty name
-                raise Problem("not-installed", f"{package!r} is not a distribution name") from None
+                raise Problem("not-installed", _(NOT_A_NAME).format(package=package)) from None
             if dist.files is None:
-                raise Problem("no-file-list", f"distribution {package!r} has no file list (RECORD) to check against")
+                raise Problem("no-file-list", _(NO_FILE_LIST).format(package=package))
             self._dists[key] = Installed(
                 name=dist.metadata["Name"],
                 version=dist.version,
@@ -117,21 +132,22 @@ class Resolver:
         if "://" in path or path.startswith(("github.com/", "www.")):
             raise Problem("url", url_hint(path))
         if path.startswith(("/", "\\", "~")) or PureWindowsPath(path).drive:
-            raise Problem("absolute-path", f"{path!r} is absolute; give the path relative to {dist.name}'s root")
+            raise Problem("absolute-path", _(ABSOLUTE).format(path=path, name=dist.name))
         parts = PurePosixPath(path.replace("\\", "/")).parts
         if ".." in parts:
-            raise Problem("escapes-package", f"{path!r} escapes the package with '..'")
+            raise Problem("escapes-package", _(ESCAPES).format(path=path))
         rel = str(PurePosixPath(*parts))
         if rel not in dist.files:
             owner = self.owner(rel)
             if owner and not owner.lower().startswith(dist.name.lower() + " "):
-                raise Problem("other-package", f"{rel} belongs to {owner}, not to {dist.name}")
+                raise Problem("other-package", _(OTHER_PACKAGE).format(rel=rel, owner=owner, name=dist.name))
             raise Problem(
                 "not-in-package",
-                f"{rel} is not a file of {dist.name} {dist.version}" + (_not_shipped(rel, dist) or _suggest(rel, dist)),
+                _(NOT_IN_PACKAGE).format(rel=rel, name=dist.name, version=dist.version)
+                + (_not_shipped(rel, dist) or _suggest(rel, dist)),
             )
         if not rel.endswith(".py"):
-            raise Problem("not-python", f"{rel} is not Python source; symbols are looked up in .py files")
+            raise Problem("not-python", _(NOT_PYTHON).format(rel=rel))
         self._verify(dist, rel)
         return dist, dist.root / rel
 
@@ -144,9 +160,10 @@ class Resolver:
         try:
             got = base64.urlsafe_b64encode(hashlib.sha256((dist.root / rel).read_bytes()).digest()).rstrip(b"=")
         except OSError as exc:
-            raise Problem("unparsable", f"{rel} of {dist.name} cannot be read: {exc.strerror or exc}") from None
+            error = exc.strerror or exc
+            raise Problem("unparsable", _(UNREADABLE).format(rel=rel, name=dist.name, error=error)) from None
         if got.decode() != want.rstrip("="):
-            raise Problem("changed-source", CHANGED_SOURCE.format(rel=rel, name=dist.name, version=dist.version))
+            raise Problem("changed-source", _(CHANGED_SOURCE).format(rel=rel, name=dist.name, version=dist.version))
         self._verified.add((dist.key, rel))
 
     def source(self, path: Path) -> SourceFile:
@@ -155,7 +172,7 @@ class Resolver:
             try:
                 self._sources[path] = SourceFile(path)
             except (SyntaxError, OSError, UnicodeDecodeError) as exc:
-                raise Problem("unparsable", f"{path} cannot be read as Python: {exc}") from None
+                raise Problem("unparsable", _(NOT_PYTHON_TEXT).format(path=path, error=exc)) from None
         return self._sources[path]
 
     def symbol(self, package: str, path: str, symbol: str) -> tuple[Installed, SourceFile, list[Span]]:
@@ -172,15 +189,15 @@ class Resolver:
             hint = self._imported(dist, rel, src, symbol)
             if not hint:
                 close = difflib.get_close_matches(symbol, list(src.spans), n=3, cutoff=0.6)
-                hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise Problem("symbol-not-found", f"{symbol} is not defined in {rel}{hint}")
+                hint = _(DID_YOU_MEAN).format(names=", ".join(close)) if close else ""
+            raise Problem("symbol-not-found", _(NOT_DEFINED).format(symbol=symbol, rel=rel, hint=hint))
         # The implementation first: hints then quote it, not an @overload stub.
         return dist, src, sorted(src.spans[symbol], key=lambda span: span.overload)
 
     def _imported(self, dist: Installed, rel: str, src: SourceFile, symbol: str, depth: int = 0) -> str:
         """``"; it is imported there from M: defined in FILE::SYMBOL (lines a-b)"`` when the first part
         of ``symbol`` is imported into the file (re-exports followed up to 3 steps); else ``""``."""
-        head, _, rest = symbol.partition(".")
+        head, _dot, rest = symbol.partition(".")
         if head not in src.imports or depth > 3:
             return ""
         module, name, level = src.imports[head]
@@ -203,14 +220,12 @@ class Resolver:
                     continue
                 if inner in other.spans:
                     span = sorted(other.spans[inner], key=lambda s: s.overload)[0]
-                    return (
-                        f"; it is imported there from {'.' * level + module}: defined in {cand}::{inner} "
-                        f"(lines {span.start}-{span.end})"
-                    )
+                    return _(IMPORTED_DEFINED).format(module="." * level + module, file=cand, symbol=inner,
+                                                      start=span.start, end=span.end)
                 deeper = self._imported(dist, cand, other, inner, depth + 1)
                 if deeper:
                     return deeper
-        return f"; it is imported there from {'.' * level + module}"
+        return _(IMPORTED).format(module="." * level + module)
 
     def texts(self, dist: Installed) -> dict[str, str]:
         """Every ``.py`` file of ``dist`` as text, by path (read once: ~46 MB for torch)."""

@@ -31,7 +31,7 @@ TOO_FEW = N_("  too few: {statements}, at least {minimum} needed")
 NOT_RECORDED = N_("  not recorded: versions are recorded only when every citation resolves")
 RECORDED = N_("  recorded: {recorded}")
 FIND_NEEDS_PACKAGE = N_("--find needs --package P (or packages = [...] in [notes] of the workspace file)")
-FOUND = "{name} {version}  {path}::{symbol}  lines {start}-{end}\n    {citation}"
+FOUND = N_("{name} {version}  {path}::{symbol}  lines {start}-{end}\n    {citation}")
 NOT_DEFINED = N_("{symbol}: not defined in {packages}")
 
 
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     files = args.files or ([os.path.relpath(root / p) for p in cfg.paths] if cfg else [])
     if not files:
         if root is None:
-            raise DistcheckError(_(GIVE_NOTES).format(hint=NOT_FOUND_HINT))
+            raise DistcheckError(_(GIVE_NOTES).format(hint=_(NOT_FOUND_HINT)))
         raise DistcheckError(_(GIVE_OR_LIST_NOTES).format(config=args.config))
     minimum = args.minimum if args.minimum is not None else (cfg.min_cited_decisions if cfg else 0)
     return _verify(
@@ -141,8 +141,9 @@ def _find(resolver, symbol: str, packages: list[str]) -> int:
         except Problem as exc:
             raise DistcheckError(exc.message) from None
         for hit in found:
-            print(FOUND.format(name=hit.dist.name, version=hit.dist.public_version, path=hit.path, symbol=hit.span.name,
-                               start=hit.span.start, end=hit.span.end, citation=hit.citation()))
+            print(_(FOUND).format(name=hit.dist.name, version=hit.dist.public_version, path=hit.path,
+                                  symbol=hit.span.name, start=hit.span.start, end=hit.span.end,
+                                  citation=hit.citation()))
         total += len(found)
     if not total:
         print(_(NOT_DEFINED).format(symbol=symbol, packages=", ".join(packages)))

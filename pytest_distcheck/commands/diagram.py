@@ -18,7 +18,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_distcheck.commands import add_config_argument
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.textfile import PAGE_BYTES, read_text
+
+WORLD_SIZE_BELOW_1 = N_("must be >= 1, found {n}")
+INLINE_PLAN = N_("the plan given inline")
+PLAN_NEEDS_PAGE = N_("with --plan give the page too: distcheck diagram --check PAGE --plan ...")
+WORLD_SIZE_WITHOUT_PLAN = N_("only with --plan (the workspace's [diagram] world_size applies)")
+PAGE_MISSING = N_("page not found (start one with: distcheck diagram > {page})")
+PAGE_WITHOUT_MD = N_("page not found; {page}.md is there: distcheck diagram {mode} {page}.md")
+RANKS = N_("{n} ranks")
+RANKS_IT_DRAWS = N_("the ranks it draws")
+MATCHES = N_("{page}: the diagram at line {line} matches {plan} on {ranks}")
+RENDER_IT = N_(": render it: {render}")
+STALE_UNTIL = N_("; the DoD item is stale until you run: {render}")
+WROTE = N_("wrote {svg} beside {page}, from its Mermaid block at line {line}")
+THEN_COMMIT = N_("then commit the page and its SVG (a DoD check reads them as committed): {command}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,13 +63,13 @@ def _own_plan(args: argparse.Namespace) -> _Own:
     from pytest_distcheck.errors import ConfigError
 
     if args.world_size is not None and args.world_size < 1:
-        raise ConfigError("--world-size", "", f"must be >= 1, found {args.world_size}")
+        raise ConfigError("--world-size", "", _(WORLD_SIZE_BELOW_1).format(n=args.world_size))
     if "=" in args.plan:
         try:
             plan = parse_inline(args.plan)
         except ValueError as exc:
             raise ConfigError("--plan", "", str(exc)) from None
-        return _Own("the plan given inline", plan, LayerNames(), args.world_size)
+        return _Own(_(INLINE_PLAN), plan, LayerNames(), args.world_size)
     plan, names = load_plan_names(args.plan, Path.cwd(), Path("--plan"), "")
     return _Own(args.plan, plan, names, args.world_size)
 
@@ -68,14 +83,14 @@ def run(args: argparse.Namespace) -> int:
         if page_arg is None:
             return _print_start(cfg, cfg.world_size or 2, "diagram.svg")
         if not page_arg:
-            raise ConfigError("--plan", "", "with --plan give the page too: distcheck diagram --check PAGE --plan ...")
+            raise ConfigError("--plan", "", _(PLAN_NEEDS_PAGE))
         page, shown = Path(page_arg), page_arg
     else:
         from pytest_distcheck.diagram.config import diagram_config
         from pytest_distcheck.workspace import load_workspace
 
         if args.world_size is not None:
-            raise ConfigError("--world-size", "", "only with --plan (the workspace's [diagram] world_size applies)")
+            raise ConfigError("--world-size", "", _(WORLD_SIZE_WITHOUT_PLAN))
         cfg = diagram_config(load_workspace(Path(args.config)))
         if args.check is None and args.render is None:
             return _print_start(cfg, cfg.world_size, cfg.svg.name)
@@ -89,16 +104,12 @@ def run(args: argparse.Namespace) -> int:
     return _render(page, shown, cfg)
 
 
-PAGE_MISSING = "page not found (start one with: distcheck diagram > {page})"
-PAGE_WITHOUT_MD = "page not found; {page}.md is there: distcheck diagram {mode} {page}.md"
-
-
 def _not_found(page: Path, shown: str, mode: str) -> str:
     """What to do about a page that is not there: the Markdown page of that name when there is one (the
     ``.md`` left out), else how to start it."""
     if page.suffix != ".md" and page.with_name(page.name + ".md").is_file():
-        return PAGE_WITHOUT_MD.format(page=shown, mode=mode)
-    return PAGE_MISSING.format(page=shown)
+        return _(PAGE_WITHOUT_MD).format(page=shown, mode=mode)
+    return _(PAGE_MISSING).format(page=shown)
 
 
 def _print_start(cfg, world_size: int, svg_name: str) -> int:
@@ -119,14 +130,13 @@ def _check(page: Path, shown: str, cfg, svg: bool) -> int:
         print(f"{shown}:{f.line}: {f.message}")
     if result.findings:
         return 1
-    ranks = f"{cfg.world_size} ranks" if cfg.world_size is not None else "the ranks it draws"
-    print(f"{shown}: the diagram at line {result.diagram.fence_line} matches {cfg.plan_ref} on {ranks}")
+    ranks = _(RANKS).format(n=cfg.world_size) if cfg.world_size is not None else _(RANKS_IT_DRAWS)
+    print(_(MATCHES).format(page=shown, line=result.diagram.fence_line, plan=cfg.plan_ref, ranks=ranks))
     if svg:  # the SVG as the DoD check (checks/test_tp_diagram_committed.py) judges it
         state = svg_state(markdown, shown, page.with_suffix(".svg"), result.diagram)
         render = f"distcheck diagram --render {shown}"
-        fix = {"missing": f": render it: {render}", "unlinked": "",
-               "unstamped": f"; the DoD item is stale until you run: {render}",
-               "stale": f"; the DoD item is stale until you run: {render}"}
+        fix = {"missing": _(RENDER_IT).format(render=render), "unlinked": "",
+               "unstamped": _(STALE_UNTIL).format(render=render), "stale": _(STALE_UNTIL).format(render=render)}
         if state.state != "ok":
             print(f"{shown}: {state.message}{fix[state.state]}")
     return 0
@@ -144,7 +154,7 @@ def _render(page: Path, shown: str, cfg) -> int:
             print(f"{shown}:{f.line}: {f.message}")
         return 1
     out = write_svg(page, result.diagram)
-    print(f"wrote {out.name} beside {shown}, from its Mermaid block at line {result.diagram.fence_line}")
+    print(_(WROTE).format(svg=out.name, page=shown, line=result.diagram.fence_line))
     for f in result.findings:  # rendered anyway, so a person can look at what is wrong
         print(f"{shown}:{f.line}: {f.message}")
     if result.findings:
@@ -152,6 +162,5 @@ def _render(page: Path, shown: str, cfg) -> int:
     from pytest_distcheck.committed import commit_command
 
     both = [os.path.relpath(page), os.path.relpath(out)]
-    print(f"then commit the page and its SVG (a DoD check reads them as committed): "
-          f"{commit_command(both, 'diagram and its SVG')}")
+    print(_(THEN_COMMIT).format(command=commit_command(both, 'diagram and its SVG')))
     return 0

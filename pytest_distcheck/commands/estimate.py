@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.provider == "runpod":
         from pytest_distcheck.pods.rehearsal import NOT_COVERED
 
-        print(_(REHEARSE_FIRST).format(gaps="; ".join(NOT_COVERED)))
+        print(_(REHEARSE_FIRST).format(gaps="; ".join(map(_, NOT_COVERED))))
     status = guard.status()
     fits = True
     keys = ["phase"] + ([f"experiment {args.experiment}"] if args.experiment else [])

@@ -27,10 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pytest_distcheck.dod import gate
+    from pytest_distcheck.i18n import FLAG, language
 
     paths = {k: str(Path(v).resolve()) if v else None for k, v in (("json", args.dod_json), ("md", args.dod_markdown))}
     if not gate.isolated():
-        argv = ["--root", str(Path(args.root).resolve()), f"--color={args.color}"]
+        # The language travels as --lang: the gate's process reads no DISTCHECK_* variable and no ini file of yours.
+        argv = ["--root", str(Path(args.root).resolve()), f"--color={args.color}", f"{FLAG}={language()}"]
         argv += [f"--dod-{k}={v}" for k, v in (("json", paths["json"]), ("markdown", paths["md"])) if v]
         return subprocess.call(gate.command(argv), env=gate.clean_env(dict(os.environ)))
 

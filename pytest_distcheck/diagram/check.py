@@ -23,11 +23,31 @@ from pytest_distcheck.diagram.mermaid import (
     MermaidParser,
     MermaidSyntaxError,
     ParsedDiagram,
+    TooManyEdges,
     render_svg,
 )
 from pytest_distcheck.diagram.names import Namer
 from pytest_distcheck.diagram.plan import LayerNames
 from pytest_distcheck.diagram.skeleton import UNDRAWN, is_skeleton
+from pytest_distcheck.i18n import N_, _
+
+NO_BLOCK = N_("no ```mermaid block on the page")
+NEVER_CLOSED = N_("the ```mermaid block opened at line {line} is never closed")
+SYNTAX_ERROR = N_("Mermaid syntax error in the block at line {line}: {summary} (the line where Mermaid's parser "
+                  "stopped: an unclosed bracket or quote may be on an earlier line)")
+NOTHING_NAMES_PLAN = N_("no Mermaid flowchart on the page names a layer of the plan; looked for {looked_for}")
+NO_LABELS = N_("; the page's flowcharts have no node labels")
+CLOSEST = N_("; closest labels: {labels}")
+LABEL_FOR = N_("{label!r} for {path}")
+AND_MORE = N_(" (and {n} more)")
+LABELS_FOUND = N_("; labels found: {labels}{more}. Name each layer by its module path in its node's label, or declare "
+                  "an alias with the plan")
+SVG_MISSING = N_("{svg} not found (the rendered diagram of {page})")
+SVG_UNLINKED = N_("{page} does not link {svg}: add ![...]({name}) to the page")
+SVG_UNSTAMPED = N_("{svg} has no 'distcheck diagram' stamp: it was not written by distcheck diagram --render")
+SVG_STALE = N_("{svg} was rendered from another version of the Mermaid block at {page}:{line}")
+TOO_MANY_EDGES = N_("the Mermaid block at line {line} draws at least {edges} edges, more than Mermaid draws (its "
+                    "maxEdges, {limit}): not checked; one sharded block needs a few dozen")
 
 
 @dataclass(frozen=True)
@@ -83,23 +103,24 @@ def check_page(
     seen_labels: list[str] = []
     result = PageCheck(blocks=mermaid_blocks(markdown))
     if not result.blocks:
-        result.findings.append(Finding(1, "no ```mermaid block on the page"))
+        result.findings.append(Finding(1, _(NO_BLOCK)))
         return result
     syntax_ok = True
     for block in result.blocks:
         if not block.closed:
-            result.findings.append(Finding(
-                block.fence_line, f"the ```mermaid block opened at line {block.fence_line} is never closed"
-            ))
+            result.findings.append(Finding(block.fence_line, _(NEVER_CLOSED).format(line=block.fence_line)))
         try:
             parsed = parser.parse(block.source)
+        except TooManyEdges as exc:
+            syntax_ok = False
+            result.findings.append(Finding(block.fence_line, _(TOO_MANY_EDGES).format(
+                line=block.fence_line, edges=exc.edges, limit=exc.limit), SYNTAX))
+            continue
         except MermaidSyntaxError as exc:
             syntax_ok = False
             line = block.page_line(exc.line)
             result.findings.append(Finding(
-                line, f"Mermaid syntax error in the block at line {block.fence_line}: {exc.summary} (the line where "
-                      "Mermaid's parser stopped: an unclosed bracket or quote may be on an earlier line)", SYNTAX
-            ))
+                line, _(SYNTAX_ERROR).format(line=block.fence_line, summary=exc.summary), SYNTAX))
             continue
         if parsed.flowchart is not None:
             seen_labels += [v.text for v in parsed.flowchart.vertices.values()]
@@ -107,7 +128,7 @@ def check_page(
             result.diagram = block
             if is_skeleton(block.source, plan, world_size or 2):
                 result.undrawn = True
-                result.findings.append(Finding(block.fence_line, UNDRAWN.format(line=block.fence_line)))
+                result.findings.append(Finding(block.fence_line, _(UNDRAWN).format(line=block.fence_line)))
                 continue
             result.differences = compare(parsed.flowchart, plan, world_size, names)  # type: ignore[arg-type]
             result.findings.extend(Finding(block.fence_line, d.message, d.concept) for d in result.differences)
@@ -123,16 +144,15 @@ def _names_plan(parsed: ParsedDiagram, namer: Namer) -> bool:
 
 def _nothing_matches(namer: Namer, seen: list[str]) -> str:
     """What was looked for, which labels came closest and which were found."""
-    msg = f"no Mermaid flowchart on the page names a layer of the plan; looked for {namer.looked_for()}"
+    msg = _(NOTHING_NAMES_PLAN).format(looked_for=namer.looked_for())
     shown = list(dict.fromkeys(t for t in (labels_plain(x) for x in seen) if t))
     if not shown:
-        return msg + "; the page's flowcharts have no node labels"
+        return msg + _(NO_LABELS)
     close = namer.closest(shown)
     if close:
-        msg += "; closest labels: " + ", ".join(f"{label!r} for {path}" for path, label in close)
-    more = f" (and {len(shown) - 8} more)" if len(shown) > 8 else ""
-    return msg + "; labels found: " + ", ".join(repr(t) for t in shown[:8]) + more + (
-        ". Name each layer by its module path in its node's label, or declare an alias with the plan")
+        msg += _(CLOSEST).format(labels=", ".join(_(LABEL_FOR).format(label=label, path=path) for path, label in close))
+    more = _(AND_MORE).format(n=len(shown) - 8) if len(shown) > 8 else ""
+    return msg + _(LABELS_FOUND).format(labels=", ".join(repr(t) for t in shown[:8]), more=more)
 
 
 # ---- the rendered SVG -------------------------------------------------------------------------
@@ -191,20 +211,13 @@ def svg_state(markdown: str, page_rel: str, svg_path: Path, block: MermaidBlock)
     page = PurePosixPath(page_rel)
     svg_rel = page.with_suffix(".svg")
     if not svg_path.is_file():
-        return SvgState("missing", f"{svg_rel} not found (the rendered diagram of {page_rel})")
+        return SvgState("missing", _(SVG_MISSING).format(svg=svg_rel, page=page_rel))
     if not links_to(markdown, page, svg_rel):
-        return SvgState(
-            "unlinked", f"{page_rel} does not link {svg_rel}: add ![...]({svg_rel.name}) to the page"
-        )
+        return SvgState("unlinked", _(SVG_UNLINKED).format(page=page_rel, svg=svg_rel, name=svg_rel.name))
     head = svg_path.read_text(encoding="utf-8", errors="replace")[:1000]
     match = _STAMP.search(head)
     if match is None:
-        return SvgState(
-            "unstamped", f"{svg_rel} has no 'distcheck diagram' stamp: it was not written by distcheck diagram --render"
-        )
+        return SvgState("unstamped", _(SVG_UNSTAMPED).format(svg=svg_rel))
     if match.group(1) != source_digest(block):
-        return SvgState(
-            "stale",
-            f"{svg_rel} was rendered from another version of the Mermaid block at {page_rel}:{block.fence_line}",
-        )
+        return SvgState("stale", _(SVG_STALE).format(svg=svg_rel, page=page_rel, line=block.fence_line))
     return SvgState("ok")

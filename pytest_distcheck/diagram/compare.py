@@ -19,11 +19,27 @@ from pytest_distcheck.diagram.layout import Layout
 from pytest_distcheck.diagram.mermaid import Flowchart
 from pytest_distcheck.diagram.names import Namer
 from pytest_distcheck.diagram.plan import LayerNames
+from pytest_distcheck.i18n import N_, _, ngettext
 from pytest_distcheck.tp.plan import Style, validate_plan
+
+AMBIGUOUS = N_("node {node} names several layers ({layers}): {lesson}")
+OR_FUSED = N_(" (or declare them fused with the plan)")
+UNPLANNED = N_("node {node} is drawn {styles} but names no layer of the plan ({layers}): {lesson}")
+MISSING = N_("layer {path} missing: no node's label names it (the plan says {style}): {lesson}")
+CONFLICTING = N_("{path} (node {node}): its label says {label} but its class says {css}: {lesson}")
+NO_STYLE = N_("{path} is drawn without a parallel style ({nodes}): the plan says {style}; write {style} (or a class "
+              "name such as {hint}) in its label, on the edge into it or in the title of its subgraph. {lesson}")
+WRONG_STYLE = N_("{path} is drawn {drawn} but the plan says {style} ({nodes}): {lesson}")
+FOUND_ON = N_("found on rank {ranks}")
+FOUND_NOWHERE = N_("found in no rank subgraph")
+NOT_ON_RANK = N_("{path} is not drawn on rank {ranks} of {world_size} ({where}); put one node naming it in each "
+                 "rank's subgraph (titled 'rank N' or 'GPU N'): {lesson}")
+EXTRA_RANK = N_("{path} is drawn on rank {ranks} but the world size is {world_size}: {lesson}")
+AND = N_(" and ")
 
 
 def _ids(nodes: list[str]) -> str:
-    return ("node " if len(nodes) == 1 else "nodes ") + ", ".join(nodes)
+    return ngettext("node {ids}", "nodes {ids}", len(nodes)).format(ids=", ".join(nodes))
 
 
 def compare(
@@ -58,8 +74,8 @@ def compare(
             ambiguous = True
             diffs.append(Difference(
                 "ambiguous-node", "",
-                f"node {vid} names several layers ({', '.join(named)}): {concepts.NAMING.lesson}"
-                + (" (or declare them fused with the plan)" if len({plan[p] for p in named}) == 1 else ""),
+                _(AMBIGUOUS).format(node=vid, layers=", ".join(named), lesson=concepts.NAMING.lesson)
+                + (_(OR_FUSED) if len({plan[p] for p in named}) == 1 else ""),
                 concepts.NAMING,
             ))
         elif named:
@@ -69,8 +85,8 @@ def compare(
         elif drawn := labels.styles_in_label(text) | labels.styles_in_classes(fc.vertices[vid].classes):
             diffs.append(Difference(
                 "unplanned-style", "",
-                f"node {vid} is drawn {' and '.join(style_words(s) for s in sorted(drawn))} but names no "
-                f"layer of the plan ({', '.join(styles)}): {concepts.NAMING.lesson}",
+                _(UNPLANNED).format(node=vid, styles=_(AND).join(style_words(s) for s in sorted(drawn)),
+                                    layers=", ".join(styles), lesson=concepts.NAMING.lesson),
                 concepts.NAMING,
             ))
     layout = Layout(graph, styles, by_layer, layers_of, per_rank=any(v in graph.rank for v in layers_of))
@@ -83,8 +99,7 @@ def compare(
             missing = True
             diffs.append(Difference(
                 "missing", path,
-                f"layer {path} missing: no node's label names it (the plan says {style_words(style.name)}): "
-                f"{concepts.NAMING.lesson}",
+                _(MISSING).format(path=path, style=style_words(style.name), lesson=concepts.NAMING.lesson),
                 concepts.NAMING,
             ))
             continue
@@ -124,28 +139,27 @@ def _style_diffs(layout: Layout, path: str, style: Style, nodes: list[str]) -> l
         if in_label and in_class and in_label != in_class:
             out.append(Difference(
                 "conflicting-style", path,
-                f"{path} (node {vid}): its label says {' and '.join(map(style_words, sorted(in_label)))} "
-                f"but its class says {' and '.join(map(style_words, sorted(in_class)))}: {concepts.STYLE.lesson}",
+                _(CONFLICTING).format(path=path, node=vid, label=_(AND).join(map(style_words, sorted(in_label))),
+                                      css=_(AND).join(map(style_words, sorted(in_class))),
+                                      lesson=concepts.STYLE.lesson),
                 concepts.STYLE,
             ))
             continue
-        drawn, _ = node_styles(layout, vid)
+        drawn, _where = node_styles(layout, vid)
         if drawn != {style.name}:
-            wrong[" and ".join(style_words(s) for s in sorted(drawn))].append(vid)
+            wrong[_(AND).join(style_words(s) for s in sorted(drawn))].append(vid)
     for drawn_words, vids in wrong.items():
         if not drawn_words:
             out.append(Difference(
                 "no-style", path,
-                f"{path} is drawn without a parallel style ({_ids(vids)}): the plan says {want}; "
-                f"write {want} (or a class name such as {_CLASS_HINT[style.name]}) in its label, on the "
-                f"edge into it or in the title of its subgraph. {concepts.STYLE.lesson[0].upper()}"
-                f"{concepts.STYLE.lesson[1:]}",
+                _(NO_STYLE).format(path=path, nodes=_ids(vids), style=want, hint=_CLASS_HINT[style.name],
+                                   lesson=concepts.STYLE.lesson[0].upper() + concepts.STYLE.lesson[1:]),
                 concepts.STYLE,
             ))
         else:
             out.append(Difference(
-                "style", path, f"{path} is drawn {drawn_words} but the plan says {want} ({_ids(vids)}): "
-                f"{concepts.STYLE.lesson}", concepts.STYLE,
+                "style", path, _(WRONG_STYLE).format(path=path, drawn=drawn_words, style=want, nodes=_ids(vids),
+                                                     lesson=concepts.STYLE.lesson), concepts.STYLE,
             ))
     return out
 
@@ -159,17 +173,16 @@ def _rank_diffs(graph: Graph, path: str, nodes: list[str], world_size: int) -> l
     extra = sorted(r for r in drawn if r >= world_size)
     out = []
     if missing:
-        where = f"found on rank {', '.join(map(str, sorted(drawn)))}" if drawn else "found in no rank subgraph"
+        where = _(FOUND_ON).format(ranks=", ".join(map(str, sorted(drawn)))) if drawn else _(FOUND_NOWHERE)
         out.append(Difference(
             "rank", path,
-            f"{path} is not drawn on rank {', '.join(map(str, missing))} of {world_size} ({where}); "
-            f"put one node naming it in each rank's subgraph (titled 'rank N' or 'GPU N'): "
-            f"{concepts.EVERY_RANK.lesson}",
+            _(NOT_ON_RANK).format(path=path, ranks=", ".join(map(str, missing)), world_size=world_size, where=where,
+                                  lesson=concepts.EVERY_RANK.lesson),
             concepts.EVERY_RANK,
         ))
     if extra:
         out.append(Difference(
-            "rank", path, f"{path} is drawn on rank {', '.join(map(str, extra))} but the world size is "
-            f"{world_size}: {concepts.EVERY_RANK.lesson}", concepts.EVERY_RANK,
+            "rank", path, _(EXTRA_RANK).format(path=path, ranks=", ".join(map(str, extra)), world_size=world_size,
+                                               lesson=concepts.EVERY_RANK.lesson), concepts.EVERY_RANK,
         ))
     return out

@@ -11,62 +11,75 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from pytest_distcheck.i18n import N_, _
+
 
 @dataclass(frozen=True)
 class Concept:
-    """One idea of the sharded block: a short ``name`` and the ``lesson`` a message ends with."""
+    """One idea of the sharded block: a short ``name`` and the ``text`` of the lesson a message ends with (English,
+    a catalog msgid; :attr:`lesson` speaks it)."""
 
     name: str
-    lesson: str
+    text: str
+
+    @property
+    def lesson(self) -> str:
+        """The lesson in the language in use."""
+        return _(self.text)
 
 
 EVERY_RANK = Concept(
     "every layer on every rank",
-    "tensor parallelism splits each layer's weight over all the ranks, so every rank holds a shard of "
-    "every layer (whole layers on different ranks would be pipeline parallelism)",
+    N_("tensor parallelism splits each layer's weight over all the ranks, so every rank holds a shard of "
+       "every layer (whole layers on different ranks would be pipeline parallelism)"),
 )
 STYLE = Concept(
     "column- or row-parallel",
-    "a column-parallel layer holds a slice of its weight's output features and computes those outputs "
-    "whole; a row-parallel layer holds a slice of the input features and computes a partial sum of every "
-    "output",
+    N_("a column-parallel layer holds a slice of its weight's output features and computes those outputs "
+       "whole; a row-parallel layer holds a slice of the input features and computes a partial sum of every "
+       "output"),
 )
 COLUMN_INPUT = Concept(
     "the input of a column-parallel layer (f)",
-    "a column-parallel layer reads its whole input, replicated on every rank; f (identity in forward, "
-    "all-reduce in backward) sits on that edge",
+    N_("a column-parallel layer reads its whole input, replicated on every rank; f (identity in forward, "
+       "all-reduce in backward) sits on that edge"),
 )
 ROW_INPUT = Concept(
     "the input of a row-parallel layer",
-    "a row-parallel layer reads its own rank's shard: {feeder}",
+    N_("a row-parallel layer reads its own rank's shard: {feeder}"),
 )
 G_AFTER_ROW = Concept(
     "g after a row-parallel layer",
-    "a row-parallel layer's output is a partial sum; g, one all-reduce over every rank's partial sum, "
-    "makes it whole before anything reads it",
+    N_("a row-parallel layer's output is a partial sum; g, one all-reduce over every rank's partial sum, "
+       "makes it whole before anything reads it"),
 )
 NO_COLLECTIVE_AFTER_COLUMN = Concept(
     "no collective after a column-parallel layer",
-    "a column-parallel layer's output stays sharded until the row-parallel layer after it reads it, so no "
-    "all-reduce sits between them in forward",
+    N_("a column-parallel layer's output stays sharded until the row-parallel layer after it reads it, so no "
+       "all-reduce sits between them in forward"),
 )
 DATA_FLOW = Concept(
     "the data flow",
-    "every layer reads the tensor before it and its output goes on to the next step of the block",
+    N_("every layer reads the tensor before it and its output goes on to the next step of the block"),
 )
-ORDER = Concept("the plan's order", "the tensors go through the layers in the order the plan lists them")
+ORDER = Concept("the plan's order", N_("the tensors go through the layers in the order the plan lists them"))
 RESIDUAL = Concept(
     "the residual stream",
-    "each sublayer's input is added back to its output once g has made that output whole",
+    N_("each sublayer's input is added back to its output once g has made that output whole"),
 )
 NAMING = Concept(
     "naming the layers",
-    "each layer of the plan is one node per rank, named by its module path, with its style in the label",
+    N_("each layer of the plan is one node per rank, named by its module path, with its style in the label"),
 )
-SYNTAX = Concept("Mermaid syntax", "the block must parse before the check can read what it draws")
+SYNTAX = Concept("Mermaid syntax", N_("the block must parse before the check can read what it draws"))
 
 ALL = (EVERY_RANK, STYLE, COLUMN_INPUT, ROW_INPUT, G_AFTER_ROW, NO_COLLECTIVE_AFTER_COLUMN, DATA_FLOW, ORDER,
        RESIDUAL, NAMING, SYNTAX)
+
+
+SLICE_OF_INPUT = N_("its slice of the input, taken by an edge labelled split")
+OUTPUT_OF = N_("the output of {layers} on the same rank, through element-wise work only")
+AND = N_(" and ")
 
 
 def row_feeder(styles: Mapping[str, object], path: str) -> str:
@@ -84,8 +97,8 @@ def row_feeder(styles: Mapping[str, object], path: str) -> str:
             break
         before.insert(0, earlier)
     if not before:
-        return "its slice of the input, taken by an edge labelled split"
-    return f"the output of {' and '.join(before)} on the same rank, through element-wise work only"
+        return _(SLICE_OF_INPUT)
+    return _(OUTPUT_OF).format(layers=_(AND).join(before))
 
 
 def lesson(concept: Concept, **words: str) -> str:

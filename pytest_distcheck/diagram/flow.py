@@ -12,11 +12,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable
 
+from pytest_distcheck import i18n
 from pytest_distcheck.diagram import concepts, labels
 from pytest_distcheck.diagram.difference import Difference, style_words
 from pytest_distcheck.diagram.graph import Link
 from pytest_distcheck.diagram.layout import Layout
 from pytest_distcheck.diagram.plan import LayerNames
+from pytest_distcheck.i18n import N_
 
 
 @dataclass(frozen=True)
@@ -45,37 +47,41 @@ class FlowMessage:
 
 # Each finding of the data-flow walk, in the order a layer's differences are reported.
 FLOW_MESSAGES: dict[str, FlowMessage] = {
-    "no-input": FlowMessage("no-input", concepts.DATA_FLOW, "{styled} has no input: no edge goes into {nodes}"),
+    "no-input": FlowMessage("no-input", concepts.DATA_FLOW, N_("{styled} has no input: no edge goes into {nodes}")),
     "input-replicated": FlowMessage("input", concepts.ROW_INPUT,
-                                    "{styled} is fed the replicated, unsplit tensor by {where}"),
-    "input-rank": FlowMessage("input", concepts.ROW_INPUT, "{styled} is fed another rank's shard by {where}"),
+                                    N_("{styled} is fed the replicated, unsplit tensor by {where}")),
+    "input-rank": FlowMessage("input", concepts.ROW_INPUT, N_("{styled} is fed another rank's shard by {where}")),
     "input-shard": FlowMessage("input", concepts.COLUMN_INPUT,
-                               "{styled} is fed a sharded tensor by {where}; all-gather the shards first"),
+                               N_("{styled} is fed a sharded tensor by {where}; all-gather the shards first")),
     "no-forward-edge": FlowMessage("missing-all-reduce", concepts.G_AFTER_ROW,
-                                   "no all-reduce after {styled}: {nodes} {has} no forward edge"),
+                                   N_("no all-reduce after {styled}: {nodes} {has} no forward edge")),
     "dead-end-layer": FlowMessage("dead-end", concepts.DATA_FLOW,
-                                  "the output of {styled} goes nowhere: no edge leaves {nodes}"),
-    "dead-end": FlowMessage("dead-end", concepts.DATA_FLOW, "the sharded output of {styled} goes nowhere: it ends at "
-                            "{nodes} instead of reaching the row-parallel layer after it"),
+                                  N_("the output of {styled} goes nowhere: no edge leaves {nodes}")),
+    "dead-end": FlowMessage("dead-end", concepts.DATA_FLOW,
+                            N_("the sharded output of {styled} goes nowhere: it ends at {nodes} instead of reaching "
+                               "the row-parallel layer after it")),
     "missing-all-reduce": FlowMessage("missing-all-reduce", concepts.G_AFTER_ROW,
-                                      "no all-reduce after {styled}: {nodes} ({label!r}) {reads} its partial sum by "
-                                      "{where}"),
+                                      N_("no all-reduce after {styled}: {nodes} ({label!r}) {reads} its partial sum by "
+                                      "{where}")),
     "all-reduce-ranks": FlowMessage("all-reduce-ranks", concepts.G_AFTER_ROW,
-                                    "the all-reduce after {styled}: {takes}; rank {missing} must go into it too"),
+                                    N_("the all-reduce after {styled}: {takes}; rank {missing} must go into it too")),
     "all-reduce-split": FlowMessage("all-reduce-ranks", concepts.G_AFTER_ROW,
-                                    "the all-reduce after {styled}: {takes}; one all-reduce must take every rank's"),
+                                    N_("the all-reduce after {styled}: {takes}; one all-reduce must take every "
+                                       "rank's")),
     "extra-all-reduce": FlowMessage("extra-all-reduce", concepts.NO_COLLECTIVE_AFTER_COLUMN,
-                                    "all-reduce drawn after {styled} at {at}"),
-    "first": FlowMessage("order", concepts.ORDER, "{path} ({nodes}) is drawn first: no layer of the plan comes before "
-                         "it along the edges, but the plan starts with {first}"),
-    "order": FlowMessage("order", concepts.ORDER, "{earlier} (node {w}) comes after {path} (node {v}) along the edges "
-                         "from {v}, but the plan puts {earlier} before {path}"),
-    "residual": FlowMessage("residual", concepts.RESIDUAL, "no residual add after {parent}: nothing after {path} "
+                                    N_("all-reduce drawn after {styled} at {at}")),
+    "first": FlowMessage("order", concepts.ORDER,
+                         N_("{path} ({nodes}) is drawn first: no layer of the plan comes before it along the edges, "
+                            "but the plan starts with {first}")),
+    "order": FlowMessage("order", concepts.ORDER,
+                         N_("{earlier} (node {w}) comes after {path} (node {v}) along the edges from {v}, but the "
+                            "plan puts {earlier} before {path}")),
+    "residual": FlowMessage("residual", concepts.RESIDUAL, N_("no residual add after {parent}: nothing after {path} "
                             "({nodes}) and before the next layer adds {parent}'s input back, and the plan declares "
-                            "{parent} residual"),
+                            "{parent} residual")),
 }
 # What one all-reduce outside the ranks takes, in the "all-reduce-ranks" messages.
-TAKES_PARTIAL = "node {node} takes the partial sum of rank {ranks} only"
+TAKES_PARTIAL = N_("node {node} takes the partial sum of rank {ranks} only")
 
 
 def _where(layout: Layout, links: list[Link]) -> str:
@@ -188,7 +194,7 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
         for finding, msg in FLOW_MESSAGES.items():
             if (path, finding) not in found:
                 continue
-            what = msg.template.format(styled=styled, path=path, **fields[finding](found[(path, finding)]))
+            what = i18n._(msg.template).format(styled=styled, path=path, **fields[finding](found[(path, finding)]))
             lesson = (concepts.lesson(msg.concept, feeder=concepts.row_feeder(layout.styles, path))
                       if msg.concept is concepts.ROW_INPUT else msg.concept.lesson)
             diffs.append(Difference(msg.kind, path, f"{what}: {lesson}", msg.concept))
@@ -197,7 +203,7 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
 
 def _node_list(nodes: list[str]) -> str:
     nodes = list(dict.fromkeys(nodes))
-    return ("node " if len(nodes) == 1 else "nodes ") + ", ".join(nodes)
+    return i18n.ngettext("node {names}", "nodes {names}", len(nodes)).format(names=", ".join(nodes))
 
 
 def _fields(layout: Layout) -> dict[str, Callable[[list], dict[str, object]]]:
@@ -207,10 +213,11 @@ def _fields(layout: Layout) -> dict[str, Callable[[list], dict[str, object]]]:
     def read(items: list) -> dict[str, object]:
         consumers = list(dict.fromkeys(n for n, _ in items))
         return {"nodes": _node_list(consumers), "label": graph.label(consumers[0]),
-                "reads": "reads" if len(consumers) == 1 else "read", "where": _where(layout, [lk for _, lk in items])}
+                "reads": i18n.ngettext("reads", "read", len(consumers)),
+                "where": _where(layout, [lk for _, lk in items])}
 
     def takes(items: list) -> dict[str, object]:
-        parts = [TAKES_PARTIAL.format(node=n, ranks=", ".join(map(str, sorted(got)))) for n, _, got in items]
+        parts = [i18n._(TAKES_PARTIAL).format(node=n, ranks=", ".join(map(str, sorted(got)))) for n, _, got in items]
         return {"takes": "; ".join(parts), "missing": ", ".join(map(str, items[0][1]))}
 
     nodes = lambda items: {"nodes": _node_list(items)}  # noqa: E731
@@ -218,7 +225,7 @@ def _fields(layout: Layout) -> dict[str, Callable[[list], dict[str, object]]]:
     return {
         "no-input": nodes, "input-replicated": where, "input-shard": where,
         "input-rank": lambda items: {"where": _where(layout, [link for link, _ in items])},
-        "no-forward-edge": lambda items: {**nodes(items), "has": "has" if len(items) == 1 else "have"},
+        "no-forward-edge": lambda items: {**nodes(items), "has": i18n.ngettext("has", "have", len(items))},
         "dead-end-layer": nodes, "dead-end": nodes, "missing-all-reduce": read,
         "all-reduce-ranks": takes, "all-reduce-split": takes,
         "extra-all-reduce": lambda items: {"at": items[0]},

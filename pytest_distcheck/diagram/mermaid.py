@@ -84,6 +84,41 @@ class MermaidSyntaxError(DistcheckError):
         return lines[0] if lines else "Mermaid rejected the diagram"
 
 
+class TooManyEdges(MermaidSyntaxError):
+    """A diagram with more links than Mermaid draws (:data:`MAX_EDGES`), refused before parsing it.
+
+    Attributes:
+        edges: the links counted in its source (:func:`links_at_least`), more than ``limit``.
+        limit: :data:`MAX_EDGES`.
+    """
+
+    def __init__(self, edges: int, limit: int) -> None:
+        super().__init__(f"Edge limit exceeded. {edges} edges found, but the limit is {limit}.", None)
+        self.edges, self.limit = edges, limit
+
+
+# Mermaid's default maxEdges (mermaid.js.org/config/schema-docs/config-properties-maxedges.html): its flowchart
+# parser refuses more, after minutes in QuickJS for a few thousand; so a larger source is refused before parsing.
+MAX_EDGES = 500
+# The link tokens of Mermaid's flowchart lexer (flow.jison: LINK, and ~~~), one per edge of a plain chain
+# (a & b --> c draws more): the text of labels, strings and comments is removed first.
+_LINK = re.compile(r"[xo<]?(?:--+[-xo>]|==+[=xo>]|-?\.+-[xo>]?|~~~+)")
+_NOT_LINKS = re.compile(r'"[^"\n]*"|\|[^|\n]*\||%%[^\n]*|^---\n.*?\n---\n', re.DOTALL)
+
+
+def links_at_least(source: str) -> int:
+    """A lower bound on the edges of a Mermaid flowchart's ``source``: its link tokens outside quoted text, edge
+    labels (``|...|``), ``%%`` comments and the front matter."""
+    return len(_LINK.findall(_NOT_LINKS.sub(" ", source)))
+
+
+def refuse_too_large(source: str) -> None:
+    """Raise :class:`TooManyEdges` when ``source`` has more than :data:`MAX_EDGES` links."""
+    edges = links_at_least(source)
+    if edges > MAX_EDGES:
+        raise TooManyEdges(edges, MAX_EDGES)
+
+
 @dataclass(frozen=True)
 class Vertex:
     """A flowchart node as Mermaid parsed it: ``id``, label ``text`` (raw, may hold ``<br/>`` or
@@ -206,9 +241,11 @@ class MermaidParser:
             source: Mermaid text (no Markdown fence).
 
         Raises:
+            TooManyEdges: more links than Mermaid draws, refused before parsing.
             MermaidSyntaxError: Mermaid rejected it (its message, and the line it names).
             MermaidEngineError: the engine gave neither a result nor an error.
         """
+        refuse_too_large(source)
         executor = self._engine._executor
         try:
             result, error = executor.submit(self._parse_on_worker, source).result()
@@ -259,9 +296,10 @@ def render_svg(source: str) -> str:
     :data:`RENDER_CONFIG`, so the same source always gives the same bytes.
 
     Raises:
-        MermaidSyntaxError: Mermaid rejected the diagram.
+        MermaidSyntaxError: Mermaid rejected the diagram (:class:`TooManyEdges`: before drawing it).
         MermaidEngineError: mermaidx is not installed.
     """
+    refuse_too_large(source)
     try:
         import mermaidx
         from mermaidx.engines._common import MermaidRenderError

@@ -13,14 +13,18 @@ import re
 from typing import Mapping
 
 from pytest_distcheck.diagram.markdown import drawing_key
+from pytest_distcheck.i18n import N_
 from pytest_distcheck.tp.plan import validate_plan
 
 # Where the kit teaches drawing the block; named by the skeleton's comment and by UNDRAWN.
 LESSON = 'lab 02, "Draw the block" (docs/lab/02-tp-inference-cloud.md)'
 DECISIONS = ("for each layer, whether it is column- or row-parallel and what each rank holds of its weight; "
              "where f and g sit; and the edges: what feeds each layer and where its output goes")
-UNDRAWN = ("the diagram at line {line} is the skeleton `distcheck diagram` printed, still undrawn: decide "
-           f"{DECISIONS} ({LESSON})")
+# DECISIONS and LESSON written out, so the catalog holds the whole sentence (a test keeps them in step).
+UNDRAWN = N_("the diagram at line {line} is the skeleton `distcheck diagram` printed, still undrawn: decide for each "
+             "layer, whether it is column- or row-parallel and what each rank holds of its weight; where f and g sit; "
+             "and the edges: what feeds each layer and where its output goes (lab 02, \"Draw the block\" "
+             "(docs/lab/02-tp-inference-cloud.md))")
 
 
 def _node_id(*parts: str) -> str:

@@ -14,6 +14,18 @@ import pytest
 from pytest_distcheck.dod.outcome import DodOutcome, Done
 from pytest_distcheck.dod.state import CheckOutcome, State
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import N_, _
+
+DONE_OUTSIDE_CALL = N_("done() raised in {when}, not by the check's function")
+SKIPPED = N_("skipped: {reason}")
+XFAIL = N_("marked xfail: {reason}")
+ASSERTION_FAILED = N_("assertion failed")
+WRONG_INPUT = N_("wrong input: {error}")
+CRASHED = N_("check crashed in {when}: {error}")
+EVIDENCE_CHECKED = N_("evidence checked")
+RETURNED_BUT = N_("the check returned but pytest reports it {outcome}: {report}")
+FAILED_IN = N_("check failed in {when}")
+REPORT_FAILED = N_("DoD item {state}: {reason}")
 
 
 def _first_line(text: str, default: str) -> str:
@@ -28,20 +40,20 @@ def _skip_reason(rep: pytest.TestReport) -> str:
 def from_exception(item_id: str, nodeid: str, exc: BaseException, when: str) -> CheckOutcome:
     """The outcome a check's exception stands for (``when``: setup, call or teardown)."""
     if isinstance(exc, Done) and when != "call":
-        return CheckOutcome(item_id, nodeid, State.ERROR, f"done() raised in {when}, not by the check's function")
+        return CheckOutcome(item_id, nodeid, State.ERROR, _(DONE_OUTSIDE_CALL).format(when=when))
     if isinstance(exc, DodOutcome):
         return CheckOutcome(item_id, nodeid, State(exc.state), exc.reason, exc.command)
     if isinstance(exc, pytest.skip.Exception):
-        return CheckOutcome(item_id, nodeid, State.PENDING, f"skipped: {exc.msg}")
+        return CheckOutcome(item_id, nodeid, State.PENDING, _(SKIPPED).format(reason=exc.msg))
     if isinstance(exc, pytest.xfail.Exception):
-        return CheckOutcome(item_id, nodeid, State.PENDING, f"marked xfail: {exc.msg}")
+        return CheckOutcome(item_id, nodeid, State.PENDING, _(XFAIL).format(reason=exc.msg))
     if when == "call" and isinstance(exc, AssertionError):
-        return CheckOutcome(item_id, nodeid, State.BROKEN, _first_line(str(exc), "assertion failed"))
+        return CheckOutcome(item_id, nodeid, State.BROKEN, _first_line(str(exc), _(ASSERTION_FAILED)))
     if isinstance(exc, ConfigError):
         # Wrong input (a workspace field, evidence linked from outside the root) is the learner's to fix.
-        return CheckOutcome(item_id, nodeid, State.ERROR, f"wrong input: {_first_line(str(exc), '')}")
-    return CheckOutcome(item_id, nodeid, State.ERROR,
-                        f"check crashed in {when}: {type(exc).__name__}: {_first_line(str(exc), '')}".rstrip(": "))
+        return CheckOutcome(item_id, nodeid, State.ERROR, _(WRONG_INPUT).format(error=_first_line(str(exc), '')))
+    error = f"{type(exc).__name__}: {_first_line(str(exc), '')}".rstrip(": ")
+    return CheckOutcome(item_id, nodeid, State.ERROR, _(CRASHED).format(when=when, error=error))
 
 
 def classify(item_id: str, rep: pytest.TestReport, call: pytest.CallInfo[Any]) -> CheckOutcome | None:
@@ -58,15 +70,15 @@ def classify(item_id: str, rep: pytest.TestReport, call: pytest.CallInfo[Any]) -
         return from_exception(item_id, nodeid, exc, rep.when)
     if rep.when == "call":
         if rep.passed:
-            return CheckOutcome(item_id, nodeid, State.DONE, "evidence checked")
+            return CheckOutcome(item_id, nodeid, State.DONE, _(EVIDENCE_CHECKED))
         # A plugin made a returned check look worse (e.g. pytest-timeout's teardown); believe the worse.
-        return CheckOutcome(item_id, nodeid, State.ERROR, f"the check returned but pytest reports it "
-                            f"{rep.outcome}: {_first_line(str(rep.longrepr), '')}")
+        return CheckOutcome(item_id, nodeid, State.ERROR, _(RETURNED_BUT).format(
+            outcome=rep.outcome, report=_first_line(str(rep.longrepr), '')))
     if rep.passed:
         return None
     if rep.skipped:
-        return CheckOutcome(item_id, nodeid, State.PENDING, f"skipped: {_skip_reason(rep)}")
-    return CheckOutcome(item_id, nodeid, State.ERROR, f"check failed in {rep.when}")
+        return CheckOutcome(item_id, nodeid, State.PENDING, _(SKIPPED).format(reason=_skip_reason(rep)))
+    return CheckOutcome(item_id, nodeid, State.ERROR, _(FAILED_IN).format(when=rep.when))
 
 
 def normalise(rep: pytest.TestReport, item: pytest.Item, outcome: CheckOutcome, exc: BaseException | None) -> None:
@@ -80,11 +92,11 @@ def normalise(rep: pytest.TestReport, item: pytest.Item, outcome: CheckOutcome, 
     if hasattr(rep, "wasxfail"):
         del rep.wasxfail  # an xfail marker must not turn a broken check into "xfailed"
     if want == "skipped":
-        path, lineno, _ = item.location
-        rep.longrepr = (path, (lineno or 0) + 1, f"{outcome.state.value}: {outcome.reason}")
+        path, lineno, _name = item.location
+        rep.longrepr = (path, (lineno or 0) + 1, f"{outcome.state.word}: {outcome.reason}")
     elif want == "failed" and (rep.outcome != "failed" or isinstance(exc, DodOutcome)
                                or outcome.state is State.UNTRUSTED):
-        rep.longrepr = f"DoD item {outcome.state.value}: {outcome.reason}"
+        rep.longrepr = _(REPORT_FAILED).format(state=outcome.state.word, reason=outcome.reason)
     if want == "passed":
         rep.longrepr = None  # a check that ended with done(reason) raised to say so
     rep.outcome = want  # type: ignore[assignment]

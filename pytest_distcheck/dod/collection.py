@@ -10,10 +10,21 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from pytest_distcheck.i18n import N_, _
+
 # Why a selected check did not run: the session ended before it.
-STOPPED_EARLY = "the session stopped early: -x, --maxfail or a crash"
-INTERRUPTED = "the run was interrupted (Ctrl-C) before it"
-DID_NOT_RUN = "selected but did not run ({why})"
+# The English texts travel (xdist's workeroutput, CollectionRecord.stopped) and are translated where spoken.
+STOPPED_EARLY = N_("the session stopped early: -x, --maxfail or a crash")
+INTERRUPTED = N_("the run was interrupted (Ctrl-C) before it")
+DID_NOT_RUN = N_("selected but did not run ({why})")
+NOT_SELECTED = N_("not selected")
+PASSED_UNCLASSIFIED = N_("{nodeid} reported passed without the kit's classification (its report was made or replaced "
+                         "outside the kit's hooks)")
+FAILED_UNCLASSIFIED = N_("{nodeid} {outcome} outside the kit's classification (e.g. its pytest-xdist worker crashed)")
+# Every reason of a check that was not collected starts with NOT_COLLECTED (dod.table.not_checked_at_all reads it).
+NOT_COLLECTED = N_("not collected")
+REGISTERED_NOT_COLLECTED = N_("registered check {pattern} ({why})")
+NO_MARKED_TEST = N_("no test marked @pytest.mark.dod({item_id!r}) under {checks_dir}/")
 
 
 @dataclass
@@ -64,7 +75,7 @@ class CollectionRecord:
 
     def no_check_reason(self, item_id: str) -> str:
         """Why an item has no check at all in this run."""
-        return f"not collected: no test marked @pytest.mark.dod({item_id!r}) under {self.checks_dir}/"
+        return f"{_(NOT_COLLECTED)}: " + _(NO_MARKED_TEST).format(item_id=item_id, checks_dir=self.checks_dir)
 
     def to_json(self) -> str:
         """The record as JSON (for pytest-xdist's ``workeroutput``)."""

@@ -20,15 +20,18 @@ from pathlib import Path
 import pytest_distcheck
 from pytest_distcheck.dod import snapshot
 from pytest_distcheck.errors import ConfigError, DistcheckError
+from pytest_distcheck.i18n import N_, _, language
 from pytest_distcheck.workspace import DEFAULT_PATH, NOT_FOUND_HINT, find_workspace_file, load_workspace, workspace_root
 
 # The fixtures through which a check runs the learner's code: such checks run last under the gate.
 LEARNER_CODE = ("dist_world",)
 INI = "# written by pytest-distcheck for the gate\n[pytest]\ndistcheck_config = {ws}\naddopts =\n"
-HEADER = ("distcheck gate: judging commit {commit} of {root} ({files} files; what is not committed is not part of "
-          "it), in a process of its own: python -I, no conftest.py, plugins, ini file or PYTEST_*/PYTHON* variables\n")
-EDITABLE = ("distcheck gate: note: the kit runs from {kit}, inside this workspace (an editable install): a grader "
-            "runs the gate with the course's pinned kit installed (docs/ci/known-limitations.md)\n")
+HEADER = N_("distcheck gate: judging commit {commit} of {root} ({files} files; what is not committed is not part of "
+             "it), in a process of its own: python -I, no conftest.py, plugins, ini file or PYTEST_*/PYTHON* "
+             "variables\n")
+EDITABLE = N_("distcheck gate: note: the kit runs from {kit}, inside this workspace (an editable install): a grader "
+              "runs the gate with the course's pinned kit installed (docs/ci/known-limitations.md)\n")
+NOT_COMMITTED = N_("{path} is not in commit {commit}: git add {path} && git commit")
 
 
 def clean_env(environ: dict[str, str]) -> dict[str, str]:
@@ -63,7 +66,7 @@ def kit_note(root: Path, kit: Path | None = None, prefix: str | None = None) -> 
     (``sys.prefix``: a ``.venv/`` inside the workspace holds an installed kit); else ``None``."""
     kit = Path(kit or Path(pytest_distcheck.__file__).parent).resolve()
     inside = Path(root).resolve() in kit.parents and Path(prefix or sys.prefix).resolve() not in kit.parents
-    return EDITABLE.format(kit=kit) if inside else None
+    return _(EDITABLE).format(kit=kit) if inside else None
 
 
 def targets(folder: Path, ws_rel: str) -> list[str]:
@@ -100,7 +103,7 @@ def pytest_args(snap: snapshot.Snapshot, ws_rel: str, json_path: str | None, md_
     drop_package_inits(snap.folder, found)
     args = ["-c", str(ini), "--rootdir", str(snap.folder), "--noconftest", "-p", "pytest_distcheck.plugin",
             "-p", "no:cacheprovider", "--import-mode=importlib", "-W", "ignore::pytest.PytestAssertRewriteWarning",
-            "--gate", f"--color={color}"]
+            "--gate", f"--color={color}", f"--lang={language()}"]
     args += [f"--dod-json={json_path}"] * bool(json_path) + [f"--dod-markdown={md_path}"] * bool(md_path)
     return args + ["--", *found]
 
@@ -116,13 +119,13 @@ def run(start: Path, json_path: str | None, md_path: str | None, color: str, wri
 
     found = find_workspace_file(start)
     if found is None:
-        raise DistcheckError(NOT_FOUND_HINT)
+        raise DistcheckError(_(NOT_FOUND_HINT))
     root, ws_rel = workspace_root(found), DEFAULT_PATH
     note = kit_note(root)
     with snapshot.export(root) as snap:
         if not (snap.folder / ws_rel).is_file():
-            raise DistcheckError(f"{ws_rel} is not in commit {snap.commit[:12]}: git add {ws_rel} && git commit")
-        write(HEADER.format(commit=snap.commit[:12], root=root, files=snap.files) + (note or ""))
+            raise DistcheckError(_(NOT_COMMITTED).format(path=ws_rel, commit=snap.commit[:12]))
+        write(_(HEADER).format(commit=snap.commit[:12], root=root, files=snap.files) + (note or ""))
         args, cwd = pytest_args(snap, ws_rel, json_path, md_path, color), os.getcwd()
         os.chdir(snap.folder)
         try:

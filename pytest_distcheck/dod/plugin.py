@@ -25,6 +25,7 @@ from pytest_distcheck.dod.classify import classify, normalise
 from pytest_distcheck.dod.collection import INTERRUPTED, CheckInfo, CollectionRecord
 from pytest_distcheck.dod.outcome import Blocked
 from pytest_distcheck.dod.state import CheckOutcome, ItemResult, State, combine, gate_outcomes, judge, worst
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.workspace import get_workspace, workspace_label
 
 PROPERTY = "distcheck_dod"
@@ -35,6 +36,18 @@ WORKEROUTPUT_KEY = "distcheck_dod_collection"
 # One line a plugin puts in place of the DoD table when the table would describe another folder than the
 # learner's (the rehearsal's scratch copy).
 table_instead_key = pytest.StashKey[str]()
+MARKER_ARGS = N_("{nodeid}: @pytest.mark.dod takes one item id, got {args!r}")
+MARKER_WITHOUT_WORKSPACE = N_("{nodeid}: @pytest.mark.dod({item_id!r}) but no workspace file {label!r} ({hint})")
+NOT_SELECTED_BY_DOD = N_("not selected (--dod {items})")
+OUTSIDE_CHECKS = N_("its function is defined in {file}, outside the workspace's checks folder {checks}/")
+NOT_REGISTERED = N_("it is not registered for its item in the workspace file (registered: {registered})")
+FILE_MISSING = N_("file missing")
+NOT_IN_FILE = N_("no such check in the file, or not marked for this item")
+FILE_NOT_COLLECTED = N_("its file was not among the paths this run collected")
+REMOVED_BY_HOOK = N_("removed from the run by a collection hook without being deselected")
+BLOCKED_BY_REQ = N_("blocked by {item} ({state}: {reason})")
+MAXFAIL = N_("{why} (-x or --maxfail)")
+CANNOT_WRITE = N_("cannot write {path}: {error}")
 
 
 def _item_of(item: pytest.Item) -> str | None:
@@ -112,14 +125,11 @@ class DodPlugin:
             if marker is None:
                 continue
             if len(marker.args) != 1 or not isinstance(marker.args[0], str):
-                raise pytest.UsageError(
-                    f"{item.nodeid}: @pytest.mark.dod takes one item id, got {marker.args!r}"
-                )
+                raise pytest.UsageError(_(MARKER_ARGS).format(nodeid=item.nodeid, args=marker.args))
             if self.workspace is None:
-                raise pytest.UsageError(
-                    f"{item.nodeid}: @pytest.mark.dod({marker.args[0]!r}) but no workspace file "
-                    f"{workspace_label(config)!r} ({ws_mod.NOT_FOUND_HINT})"
-                )
+                raise pytest.UsageError(_(MARKER_WITHOUT_WORKSPACE).format(
+                    nodeid=item.nodeid, item_id=marker.args[0], label=workspace_label(config),
+                    hint=_(ws_mod.NOT_FOUND_HINT)))
             try:
                 self.workspace.item(marker.args[0])
             except KeyError as exc:
@@ -146,7 +156,7 @@ class DodPlugin:
             for item in drop:
                 if item.nodeid in record.checks:
                     record.checks[item.nodeid].selected = False
-                    record.checks[item.nodeid].not_run = f"not selected (--dod {' '.join(self.scope)})"
+                    record.checks[item.nodeid].not_run = _(NOT_SELECTED_BY_DOD).format(items=' '.join(self.scope))
             if drop:
                 config.hook.pytest_deselected(items=drop)
             items[:] = keep
@@ -165,22 +175,21 @@ class DodPlugin:
         problems = []
         checks = self.workspace.checks_dir.resolve()
         if not file or checks not in Path(file).resolve().parents:
-            problems.append(f"its function is defined in {ws_mod.display_path(Path(file or '?'), self.config.rootpath)}"
-                            f", outside the workspace's checks folder {self.workspace.checks_dir.name}/")
+            problems.append(_(OUTSIDE_CHECKS).format(file=ws_mod.display_path(Path(file or '?'), self.config.rootpath),
+                                                     checks=self.workspace.checks_dir.name))
         registered = self.workspace.item(item_id).checks
         if registered and item.nodeid.split("[", 1)[0] not in registered:
-            problems.append(f"it is not registered for its item in the workspace file (registered: "
-                            f"{', '.join(registered)})")
+            problems.append(_(NOT_REGISTERED).format(registered=", ".join(registered)))
         return CheckInfo(item_id, ws_mod.display_path(Path(file or "?"), self.config.rootpath),
                          getattr(func, "__qualname__", item.name), problems=problems)
 
     def _why_missing(self, pattern: str, collected_files: set[str]) -> str:
         file = pattern.split("::", 1)[0]
         if not (self.config.rootpath / file).is_file():
-            return "file missing"
+            return _(FILE_MISSING)
         if file in collected_files:
-            return "no such check in the file, or not marked for this item"
-        return "its file was not among the paths this run collected"
+            return _(NOT_IN_FILE)
+        return _(FILE_NOT_COLLECTED)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         if self.record is None:
@@ -198,7 +207,7 @@ class DodPlugin:
         for nodeid, info in self.record.checks.items():
             if info.selected and nodeid not in final:
                 info.selected = False
-                info.not_run = "removed from the run by a collection hook without being deselected"
+                info.not_run = _(REMOVED_BY_HOOK)
         for item in session.items:
             item_id = _item_of(item)
             if item_id is not None and item.nodeid not in self.record.checks:  # a hook added it after collection
@@ -214,7 +223,8 @@ class DodPlugin:
         blocked = self._blocked_by(item_id)
         if blocked is not None:
             req, state, reason = blocked
-            raise Blocked(f"blocked by {req} ({state.value}: {reason})", self.workspace.item(req).how)
+            raise Blocked(_(BLOCKED_BY_REQ).format(item=req, state=state.word, reason=reason),
+                          self.workspace.item(req).how_in())
 
     def _blocked_by(self, item_id: str) -> tuple[str, State, str] | None:
         """A prerequisite all of whose selected checks already ran in this process and that is not done."""
@@ -284,7 +294,7 @@ class DodPlugin:
                 self.config.workeroutput[WORKEROUTPUT_KEY] = self.record.to_json()  # type: ignore[attr-defined]
             return
         if self.record is not None:
-            stop = self.stopped or (f"{session.shouldfail} (-x or --maxfail)" if session.shouldfail else None)
+            stop = self.stopped or (_(MAXFAIL).format(why=session.shouldfail) if session.shouldfail else None)
             self.record.stopped = stop or self.record.stopped
             for nodeid, reports in self.seen_reports.items():
                 if nodeid in self.record.checks and not any(has for _, _, has in reports):
@@ -324,7 +334,7 @@ class DodPlugin:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text(), encoding="utf-8")
             except OSError as exc:
-                self.write_errors.append(f"cannot write {path}: {exc.strerror or exc}")
+                self.write_errors.append(_(CANNOT_WRITE).format(path=path, error=exc.strerror or exc))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.results is None or self.workspace is None:

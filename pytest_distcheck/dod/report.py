@@ -21,11 +21,15 @@ import pytest
 import pytest_distcheck
 from pytest_distcheck.dod.state import ItemResult, State
 from pytest_distcheck.git import run_git
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.workspace import Workspace
 
 FORMAT = "pytest-distcheck/dod-report"
 VERSION = 4  # 3: gate.verdict, items' evidence and flags; 4: gate.commit and gate.flagged, no isolation section
 PASSED, FAILED, UNVERIFIED = "passed", "failed", "unverified"
+UNVERIFIED_WHY = N_("no DoD shipped with the kit for phase {phase}; --gate only vouches for phases whose DoD ships "
+                    "with the kit: {phases}")
+NONE = N_("none")
 
 
 def sha256_file(path: Path) -> str:
@@ -63,8 +67,7 @@ def unverified_reason(phase_id: str) -> str:
     """Why a phase without a shipped DoD cannot pass the gate, naming the phases that can."""
     from pytest_distcheck.dod.manifest import shipped_phases
 
-    return (f"no DoD shipped with the kit for phase {phase_id}; --gate only vouches for phases whose DoD "
-            f"ships with the kit: {', '.join(shipped_phases()) or 'none'}")
+    return _(UNVERIFIED_WHY).format(phase=phase_id, phases=", ".join(shipped_phases()) or _(NONE))
 
 
 def _git_commit(root: Path) -> str | None:

@@ -10,7 +10,12 @@ from __future__ import annotations
 import pytest
 
 from pytest_distcheck.dod.state import topological_ids
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.workspace import NOT_FOUND_HINT, Workspace, with_prerequisites, workspace_label
+
+NO_WORKSPACE = N_("--dod {item}: no workspace file {label!r} ({hint})")
+DESELECTED_BY_HOOK = N_("deselected by a plugin or conftest hook (no -k, -m or --deselect given)")
+DESELECTED = N_("deselected ({options})")
 
 
 def requested(config: pytest.Config, ws: Workspace | None) -> list[str] | None:
@@ -24,7 +29,8 @@ def requested(config: pytest.Config, ws: Workspace | None) -> list[str] | None:
     if not names:
         return None
     if ws is None:
-        raise pytest.UsageError(f"--dod {names[0]}: no workspace file {workspace_label(config)!r} ({NOT_FOUND_HINT})")
+        raise pytest.UsageError(_(NO_WORKSPACE).format(item=names[0], label=workspace_label(config),
+                                                       hint=_(NOT_FOUND_HINT)))
     wanted = [n.strip() for name in names for n in name.split(",") if n.strip()]
     for name in wanted:
         try:
@@ -58,5 +64,5 @@ def deselect_reason(config: pytest.Config) -> str:
         if config.getoption(dest, False):
             opts.append(flag)
     if not opts:
-        return "deselected by a plugin or conftest hook (no -k, -m or --deselect given)"
-    return f"deselected ({' '.join(opts)})"
+        return _(DESELECTED_BY_HOOK)
+    return _(DESELECTED).format(options=" ".join(opts))

@@ -6,7 +6,16 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from pytest_distcheck.dod.collection import DID_NOT_RUN, CollectionRecord
+from pytest_distcheck.dod.collection import (
+    DID_NOT_RUN,
+    FAILED_UNCLASSIFIED,
+    NOT_COLLECTED,
+    NOT_SELECTED,
+    PASSED_UNCLASSIFIED,
+    REGISTERED_NOT_COLLECTED,
+    CollectionRecord,
+)
+from pytest_distcheck.i18n import N_, _, ngettext
 from pytest_distcheck.workspace import Workspace
 
 
@@ -28,9 +37,15 @@ class State(enum.Enum):
     UNTRUSTED = "untrusted"
 
     @property
+    def word(self) -> str:
+        """The state as a person reads it in the language in use (``not-run``; ``sin ejecutar``); the reports keep
+        :attr:`value`."""
+        return _(WORDS[self])
+
+    @property
     def label(self) -> str:
-        """Upper-case label for the terminal table (``NOT RUN``)."""
-        return self.value.replace("-", " ").upper()
+        """Upper-case label for the terminal table (``NOT RUN``), in the language in use."""
+        return self.word.replace("-", " ").upper()
 
     @property
     def report_outcome(self) -> str:
@@ -41,6 +56,11 @@ class State(enum.Enum):
             return "failed"
         return "skipped"
 
+
+# The states' words for a person (State.word): the English ones are the identifiers themselves.
+WORDS = {State.DONE: N_("done"), State.NOT_RUN: N_("not-run"), State.PENDING: N_("pending"), State.STALE: N_("stale"),
+         State.BLOCKED: N_("blocked"), State.BROKEN: N_("broken"), State.ERROR: N_("error"),
+         State.UNTRUSTED: N_("untrusted")}
 
 # When several checks cover one item, the worst outcome speaks for it.
 SEVERITY = [State.DONE, State.NOT_RUN, State.PENDING, State.STALE, State.BLOCKED, State.BROKEN, State.ERROR,
@@ -107,9 +127,18 @@ NEEDS_EVIDENCE = frozenset({State.PENDING, State.STALE, State.BLOCKED})
 
 # The node id of an outcome that the gate itself sets for every item (the workspace is not the shipped DoD).
 GATE_NODEID = "<distcheck gate>"
-COPIED = ("copied from the kit: {files} (its reference solutions, course pages and fixtures are teaching material, "
-          "never counted as your work)")
-NOT_SHIPPED = "the workspace is not the shipped DoD of phase {phase}: {problems}"
+COPIED = N_("copied from the kit: {files} (its reference solutions, course pages and fixtures are teaching material, "
+             "never counted as your work)")
+NOT_SHIPPED = N_("the workspace is not the shipped DoD of phase {phase}: {problems}")
+NOT_OWN_CHECK = N_("not the kit's own check: {problems}")
+AND_MORE = N_(" (and {n} more)")
+NO_CHECK_RAN = N_("no check ran in this session")
+BLOCKED_BY = N_("blocked by {blockers}")
+OWN_DID_NOT_RUN = N_("; own checks did not run")
+OWN_CHECKS = N_("; own checks: {state}")
+OWN_CHECKS_SAID = N_("own checks: {state} ({reason})")
+FIRST_CHECK = N_("first check {item}: {rerun}")
+FIRST_FIX = N_("first fix {item} ({state}), then: {rerun}")
 
 
 def judge(outcome: CheckOutcome, problems: list[str] = ()) -> CheckOutcome:
@@ -118,9 +147,9 @@ def judge(outcome: CheckOutcome, problems: list[str] = ()) -> CheckOutcome:
     it judged is a copy of the kit's material (its evidence's ``copied``); otherwise as the check said."""
     copied = [f for f in outcome.evidence if f.get("copied")]
     if problems:
-        reason = "not the kit's own check: " + "; ".join(problems)
+        reason = _(NOT_OWN_CHECK).format(problems="; ".join(problems))
     elif copied and outcome.state is not State.UNTRUSTED:
-        reason = COPIED.format(files="; ".join(f"{f['path']}: {f['copied']}" for f in copied))
+        reason = _(COPIED).format(files="; ".join(f"{f['path']}: {f['copied']}" for f in copied))
     else:
         return outcome
     return CheckOutcome(outcome.item_id, outcome.nodeid, State.UNTRUSTED, reason, None, outcome.evidence, outcome.flags)
@@ -132,8 +161,8 @@ def gate_outcomes(ws: Workspace, canonical: dict | None) -> list[CheckOutcome]:
     if canonical is None or canonical["trusted"]:
         return []
     more = len(canonical["problems"]) - 3
-    why = NOT_SHIPPED.format(phase=canonical["phase"], problems="; ".join(canonical["problems"][:3])
-                             + (f" (and {more} more)" if more > 0 else ""))
+    why = _(NOT_SHIPPED).format(phase=canonical["phase"], problems="; ".join(canonical["problems"][:3])
+                                + (_(AND_MORE).format(n=more) if more > 0 else ""))
     return [CheckOutcome(it.id, GATE_NODEID, State.UNTRUSTED, why) for it in ws.items]
 
 
@@ -178,17 +207,21 @@ def combine(
         ran = any(o.state is not State.NOT_RUN for o in outs)
         not_run = [o for o in outs if o.state is State.NOT_RUN]
         if not outs:
-            reason = collection.no_check_reason(it.id) if collection is not None else "no check ran in this session"
-            res = ItemResult(it.id, it.title, State.NOT_RUN, reason, it.how)
+            reason = collection.no_check_reason(it.id) if collection is not None else _(NO_CHECK_RAN)
+            res = ItemResult(it.id, it.title_in(), State.NOT_RUN, reason, it.how_in())
         elif not ran:
             reason = "; ".join(dict.fromkeys(o.reason for o in not_run))
-            res = ItemResult(it.id, it.title, State.NOT_RUN, reason, it.how)
+            res = ItemResult(it.id, it.title_in(), State.NOT_RUN, reason, it.how_in())
         else:
             bad = max(outs, key=lambda o: SEVERITY.index(o.state))
             reason = bad.reason
             if bad.state is State.NOT_RUN:
-                reason = f"{len(not_run)} of {len(outs)} checks did not run: {bad.nodeid} {bad.reason}"
-            res = ItemResult(it.id, it.title, bad.state, reason, bad.command or it.how,
+                reason = ngettext("{n} of {total} checks did not run: {nodeid} {reason}",
+                                  "{n} of {total} checks did not run: {nodeid} {reason}", len(not_run)).format(
+                    n=len(not_run), total=len(outs), nodeid=bad.nodeid, reason=bad.reason)
+            # A check that names its item's step (item.how) gets it in the language in use.
+            step = it.how_in() if bad.command in (None, "", it.how) else bad.command
+            res = ItemResult(it.id, it.title_in(), bad.state, reason, step,
                              tuple(dict.fromkeys(o.nodeid for o in outs if o.state is not State.NOT_RUN)))
         if it.id in gate_whys:
             res = _untrusted_by_gate(res, gate_whys[it.id])
@@ -197,13 +230,13 @@ def combine(
         unselected = res.state is State.NOT_RUN and collection is not None and not collection.selected(it.id)
         waiting = (State.DONE, State.NOT_RUN, State.PENDING, State.STALE, State.BLOCKED)
         if blockers and not unselected and res.state in waiting:
-            own = {State.BLOCKED: "", State.NOT_RUN: "; own checks did not run"}.get(
-                res.state, f"; own checks: {res.state.value}")
+            own = {State.BLOCKED: "", State.NOT_RUN: _(OWN_DID_NOT_RUN)}.get(
+                res.state, _(OWN_CHECKS).format(state=res.state.word))
             res = ItemResult(
                 it.id,
-                it.title,
+                it.title_in(),
                 State.BLOCKED,
-                "blocked by " + ", ".join(f"{b} ({results[b].state.value})" for b in blockers) + own,
+                _(BLOCKED_BY).format(blockers=", ".join(f"{b} ({results[b].state.word})" for b in blockers)) + own,
                 _unblock(results[blockers[0]]),
                 res.checks,
             )
@@ -223,20 +256,17 @@ def missing_outcomes(collection: CollectionRecord, item_id: str, reported: set[s
         if info.item_id != item_id or nodeid in reported:
             continue
         if not info.selected:
-            out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, info.not_run or "not selected"))
+            out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, info.not_run or _(NOT_SELECTED)))
         elif collection.unclassified.get(nodeid) == "passed":
-            out.append(CheckOutcome(item_id, nodeid, State.UNTRUSTED,
-                                    f"{nodeid} reported passed without the kit's classification "
-                                    "(its report was made or replaced outside the kit's hooks)"))
+            out.append(CheckOutcome(item_id, nodeid, State.UNTRUSTED, _(PASSED_UNCLASSIFIED).format(nodeid=nodeid)))
         elif nodeid in collection.unclassified:
-            out.append(CheckOutcome(item_id, nodeid, State.ERROR,
-                                    f"{nodeid} {collection.unclassified[nodeid]} outside the kit's classification "
-                                    "(e.g. its pytest-xdist worker crashed)"))
+            out.append(CheckOutcome(item_id, nodeid, State.ERROR, _(FAILED_UNCLASSIFIED).format(
+                nodeid=nodeid, outcome=collection.unclassified[nodeid])))
         else:
-            out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, DID_NOT_RUN.format(why=collection.stopped)))
+            out.append(CheckOutcome(item_id, nodeid, State.NOT_RUN, _(DID_NOT_RUN).format(why=_(collection.stopped))))
     for pattern, why in collection.missing_registered.get(item_id, {}).items():
-        out.append(CheckOutcome(item_id, pattern, State.NOT_RUN,
-                                f"not collected: registered check {pattern} ({why})"))
+        out.append(CheckOutcome(item_id, pattern, State.NOT_RUN, f"{_(NOT_COLLECTED)}: "
+                                + _(REGISTERED_NOT_COLLECTED).format(pattern=pattern, why=why)))
     return out
 
 
@@ -246,7 +276,7 @@ def _untrusted_by_gate(own: ItemResult, whys: list[str]) -> ItemResult:
     if own.state is State.UNTRUSTED:
         reason = f"{own.reason}\n{gate}"
     else:
-        reason = f"{gate}\nown checks: {own.state.value} ({own.reason})"
+        reason = f"{gate}\n" + _(OWN_CHECKS_SAID).format(state=own.state.word, reason=own.reason)
     return ItemResult(own.item_id, own.title, State.UNTRUSTED, reason, own.command, own.checks)
 
 
@@ -255,8 +285,8 @@ def _unblock(blocker: ItemResult) -> str:
     if blocker.state in NEEDS_EVIDENCE:
         return blocker.command
     if blocker.state is State.NOT_RUN:
-        return f"first check {blocker.item_id}: {blocker.rerun}"
-    return f"first fix {blocker.item_id} ({blocker.state.value}), then: {blocker.rerun}"
+        return _(FIRST_CHECK).format(item=blocker.item_id, rerun=blocker.rerun)
+    return _(FIRST_FIX).format(item=blocker.item_id, state=blocker.state.word, rerun=blocker.rerun)
 
 
 def _topological(ws: Workspace):

@@ -6,9 +6,24 @@ text with no escape codes.
 
 from __future__ import annotations
 
+from pytest_distcheck.dod.collection import NOT_COLLECTED
 from pytest_distcheck.dod.report import FAILED, PASSED, UNVERIFIED, flagged, unverified_reason
 from pytest_distcheck.dod.state import NEEDS_EVIDENCE, ItemResult, State
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.workspace import Workspace
+
+NOT_CHECKED_GATE = N_("gate: FAILED (the DoD was not checked)")
+NOT_CHECKED = N_("distcheck: the DoD of phase {phase} was not checked in this run (none of its checks under {checks}/ "
+                 "was collected); {next}")
+HEADING = N_("Definition of Done: phase {phase}")
+RERUN = N_("rerun: {command}")
+ITEMS_DONE = N_("{done}/{total} items done")
+NOT_CHECKED_HERE = N_(", {n} not checked in this run")
+FLAGGED = N_("; flagged, never a pass: {items}")
+GATE_LINE = N_("gate: {verdict} ({summary})")
+# The gate's verdict as the table's last line says it; the reports keep the identifiers (report.PASSED, ...).
+VERDICTS = {PASSED: N_("PASSED"), FAILED: N_("FAILED"), UNVERIFIED: N_("UNVERIFIED")}
+NOT_GATED = N_("{summary} (not gated; use --gate to require every item)")
 
 _COLOURS = {
     State.DONE: {"green": True},
@@ -37,13 +52,13 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
     if problem:
         tr.write_line(f"distcheck: {problem}", red=True, bold=True)
         if gate:
-            tr.write_line("gate: FAILED (the DoD was not checked)", red=True, bold=True)
+            tr.write_line(_(NOT_CHECKED_GATE), red=True, bold=True)
         return
     if not gate and not_checked_at_all(results):
-        tr.write_line(f"distcheck: the DoD of phase {ws.phase_id} was not checked in this run (none of its checks "
-                      f"under {ws.checks_dir.name}/ was collected); {not_checked_next_step(tr.config, ws.root)}")
+        tr.write_line(_(NOT_CHECKED).format(phase=ws.phase_id, checks=ws.checks_dir.name,
+                                            next=not_checked_next_step(tr.config, ws.root)))
         return
-    tr.write_sep("=", f"Definition of Done: phase {ws.phase_id}")
+    tr.write_sep("=", _(HEADING).format(phase=ws.phase_id))
     named = workspace_option(ws)
     state_w = max(7, *(len(r.state.label) for r in results))
     width = max(len(r.item_id) for r in results)
@@ -56,22 +71,23 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
         if r.state in NEEDS_EVIDENCE:
             tr.write_line(f"{'':<{state_w}}  {'':<{width}}  -> {r.command}")
         if r.state is not State.DONE:
-            tr.write_line(f"{'':<{state_w}}  {'':<{width}}  rerun: {r.rerun}{named}")
+            tr.write_line(f"{'':<{state_w}}  {'':<{width}}  " + _(RERUN).format(command=r.rerun + named))
     done = sum(r.state is State.DONE for r in results)
     ran = sum(r.ran for r in results)
-    summary = f"{done}/{len(results)} items done"
+    summary = _(ITEMS_DONE).format(done=done, total=len(results))
     if ran < len(results):
-        summary += f", {len(results) - ran} not checked in this run"
+        summary += _(NOT_CHECKED_HERE).format(n=len(results) - ran)
     if gate:
         ok = verdict == PASSED
         marked = flagged(results)
         if marked:
-            summary += f"; flagged, never a pass: {', '.join(marked)}"
+            summary += _(FLAGGED).format(items=", ".join(marked))
         if verdict == UNVERIFIED:
             summary += f"; {unverified_reason(ws.phase_id)}"
-        tr.write_line(f"gate: {verdict.upper()} ({summary})", green=ok, red=not ok, bold=True)
+        tr.write_line(_(GATE_LINE).format(verdict=_(VERDICTS[verdict]), summary=summary), green=ok, red=not ok,
+                      bold=True)
     else:
-        tr.write_line(f"{summary} (not gated; use --gate to require every item)")
+        tr.write_line(_(NOT_GATED).format(summary=summary))
 
 
 def not_checked_at_all(results: list[ItemResult]) -> bool:
@@ -80,7 +96,7 @@ def not_checked_at_all(results: list[ItemResult]) -> bool:
     for r in results:  # a blocked item's own reason names its blocker; its checks' outcomes say why they did not run
         reasons += [o.reason for o in r.outcomes] if r.outcomes else ([] if r.state is State.BLOCKED else [r.reason])
     return (not any(r.ran for r in results) and bool(reasons)
-            and all(reason.startswith("not collected") for reason in reasons))
+            and all(reason.startswith(_(NOT_COLLECTED)) for reason in reasons))
 
 
 def workspace_option(ws: Workspace) -> str:
