@@ -77,7 +77,7 @@ def test_pool_phases_script_runs_and_names_every_phase(capsys):
     from pytest_distcheck.ranks import pool
 
     kit_functions = (pool.dump_call, pool.rewritten_modules)
-    assert pool_phases.main(["--calls", "3"]) == 0
+    assert pool_phases.main(["--calls", "3", "--rounds", "1"]) == 0
     assert (pool.dump_call, pool.rewritten_modules) == kit_functions  # timing wrappers removed again
     out = capsys.readouterr().out
     for phase in ("call, function that does nothing", "the all-reduce inside rank 0", "dump_call", "send",

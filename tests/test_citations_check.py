@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import shutil
 from pathlib import Path
@@ -152,6 +153,14 @@ def test_the_committed_notes_are_done_with_at_least_eight_statements_each(pytest
         assert report.cited_statements >= 8 and report.warnings == []
 
 
+@functools.cache
+def _verified_reference_note(note: str):
+    """The verifier's report on a reference note, once per worker (the six pins below share two notes)."""
+    from pytest_distcheck.citations.verifier import verify_note
+
+    return verify_note(REPO / "solutions" / "docs" / "notes" / note)
+
+
 @pytest.mark.parametrize(
     ("note", "symbol", "quote"),
     [
@@ -172,9 +181,9 @@ def test_the_corrected_claims_of_the_reference_notes_are_pinned(note, symbol, qu
         importlib.metadata.distribution("megatron-core")
     except importlib.metadata.PackageNotFoundError:
         pytest.skip("megatron-core is not installed (pip install -e '.[notes]')")
-    from pytest_distcheck.citations.verifier import Status, verify_note
+    from pytest_distcheck.citations.verifier import Status
 
-    report = verify_note(REPO / "solutions" / "docs" / "notes" / note)
+    report = _verified_reference_note(note)
     counted = [
         r for r in report.results
         if r.status is Status.COUNTED and r.citation.symbol == symbol and quote in (r.citation.quote or "")

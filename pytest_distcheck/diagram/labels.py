@@ -9,6 +9,7 @@ backward" is Megatron's f), **all-gather**, **reduce-scatter**, **split** (an ed
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 
@@ -37,6 +38,7 @@ _SPLIT = re.compile(r"(?<![a-z])(?:split|slice|scatter|chunk|shard\s*\(\s*-?\d)"
 _TAG = re.compile(r"<[^>]*>")
 
 
+@functools.lru_cache(maxsize=8192)  # pure, and asked again for every node and layer name
 def plain(text: str) -> str:
     """A label as a reader sees it: HTML tags (``<br/>``) and Markdown emphasis removed, entities
     decoded, whitespace collapsed."""
@@ -55,12 +57,13 @@ def styles_in_classes(classes: tuple[str, ...]) -> set[str]:
     return {name for name, pat in _STYLE_PATTERNS.items() for c in classes if pat.fullmatch(c)}
 
 
-def name_spans(text: str, name: str) -> list[tuple[int, int]]:
+@functools.lru_cache(maxsize=65536)
+def name_spans(text: str, name: str) -> tuple[tuple[int, int], ...]:
     """Where a label names ``name`` as a whole, any case, possibly qualified: ``attn.qkv`` is named by
     ``attn.qkv`` and ``layers.0.attn.qkv`` but not by ``attn.qkv_bias``, ``xattn.qkv`` or
     ``attn.qkv.weight``. Spans index :func:`plain` of the label."""
     pat = rf"(?<!\w){re.escape(name)}(?!\w|\.\w)"
-    return [m.span() for m in re.finditer(pat, plain(text), re.IGNORECASE)]
+    return tuple(m.span() for m in re.finditer(pat, plain(text), re.IGNORECASE))
 
 
 def names_layer(text: str, path: str) -> bool:

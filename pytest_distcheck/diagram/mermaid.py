@@ -254,7 +254,6 @@ class MermaidParser:
                 f"the embedded Mermaid failed ({type(exc).__name__}: {exc}); pytest-distcheck needs "
                 f"mermaidx=={MERMAIDX_PIN}, found {self.version}"
             ) from exc
-        executor.submit(self._engine._ensure_fresh_context)  # ready for the next parse, off this path
         if error is not None:
             match = _LINE.search(error)
             raise MermaidSyntaxError(error, int(match.group(1)) if match else None)
