@@ -83,7 +83,7 @@ def workspace(pytester):
         if commit:
             _git(root, "add", "-A")
             _git(root, "commit", "-qm", "workspace")
-        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "checks")
+        return pytester.runpytest("-p", "no:cacheprovider", "checks")
 
     return run
 
