@@ -22,6 +22,8 @@ from pytest_distcheck.bandwidth import check_sanity, format_sweep, load_result
 from pytest_distcheck.committed import require_committed
 from pytest_distcheck.dod import provenance
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import _
+from pytest_distcheck.phase35.messages import NO_DDP_LOG
 
 ITEM = "ddp-allreduce-logged"
 LAB = "experiments.ddp_cpu.lab"
@@ -91,10 +93,10 @@ def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, di
         if record is not None:
             distcheck_log(title, record["table"])
             distcheck_evidence(path, flags=[live_cache.CACHED])
-            pytest_distcheck.done(live_cache.CACHED_DONE.format(when=record["passed_utc"], cache=live_cache.FOLDER))
+            pytest_distcheck.done(_(live_cache.CACHED_DONE).format(when=record["passed_utc"], cache=live_cache.FOLDER))
     runs = [json.loads(text) for text in dist_world.run(_live_run_on_rank, str(root), LAB, timeout=300)]
     if "missing" in runs[0]:
-        pytest_distcheck.broken(ddp.MISSING_API.format(module=LAB, names=", ".join(runs[0]["missing"])))
+        pytest_distcheck.broken(_(ddp.MISSING_API).format(module=LAB, names=", ".join(runs[0]["missing"])))
     why = ddp.problem([run["ddp"] for run in runs])
     if why:
         pytest_distcheck.broken(why)
@@ -106,7 +108,7 @@ def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, di
     distcheck_evidence(path, flags=[provenance.CONFIRMED])
     if key is not None:
         live_cache.remember(root, ITEM, key, {"passed_utc": runs[0]["finished_utc"], "table": table}, [path])
-    pytest_distcheck.done(ddp.LIVE_DONE.format(n=WORLD_SIZE))
+    pytest_distcheck.done(_(ddp.LIVE_DONE).format(n=WORLD_SIZE))
 
 
 @pytest.mark.local
@@ -116,7 +118,7 @@ def test_committed_allreduce_log_is_valid(distcheck_workspace, distcheck_log, di
     path = distcheck_workspace.resolve(rel)
     item = distcheck_workspace.item(ITEM)
     if not path.is_file():
-        pytest_distcheck.pending(f"no committed all-reduce log at {rel}", item.how)
+        pytest_distcheck.pending(_(NO_DDP_LOG).format(rel=rel), item.how)
     distcheck_evidence(path, path.with_suffix(".png"))
     try:
         data = load_result(path)
