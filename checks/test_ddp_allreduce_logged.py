@@ -23,7 +23,7 @@ from pytest_distcheck.committed import require_committed
 from pytest_distcheck.dod import provenance
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.i18n import _
-from pytest_distcheck.phase35.messages import NO_DDP_LOG
+from pytest_distcheck.phase35 import messages as m
 
 ITEM = "ddp-allreduce-logged"
 LAB = "experiments.ddp_cpu.lab"
@@ -69,10 +69,10 @@ def _live_run_on_rank(root: str, module: str) -> str:
 
 def _table(log: dict) -> str:
     d = log["ddp"]
-    return (f"DDP against one process: {d['steps']} steps, {d['parameters']} parameters, global batch "
-            f"{d['global_batch']} on {log['world_size']} {log['backend']} ranks; replicas identical; max |DDP - one "
-            f"process| = {d['max_abs_diff_vs_single_process']:.2e} (rtol {d['rtol']:g}, atol {d['atol']:g})\n"
-            + format_sweep(log["allreduce_sweep"]))
+    return _(m.DDP_AGAINST_ONE).format(
+        steps=d["steps"], parameters=d["parameters"], batch=d["global_batch"], n=log["world_size"],
+        backend=log["backend"], diff=f"{d['max_abs_diff_vs_single_process']:.2e}", rtol=f"{d['rtol']:g}",
+        atol=f"{d['atol']:g}") + "\n" + format_sweep(log["allreduce_sweep"])
 
 
 @pytest.mark.local
@@ -84,7 +84,7 @@ def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, di
 
     root = distcheck_workspace.root
     path = distcheck_workspace.resolve(distcheck_workspace.section("ddp")["live_log"])
-    title = f"DDP lab, live on {WORLD_SIZE} gloo ranks (log: {path})"
+    title = _(m.DDP_LIVE_TITLE).format(n=WORLD_SIZE, path=path)
     key = None
     if not live_cache.gate_on(pytestconfig):
         lab_code = live_cache.python_files(root / LAB.split(".")[0])
@@ -118,7 +118,7 @@ def test_committed_allreduce_log_is_valid(distcheck_workspace, distcheck_log, di
     path = distcheck_workspace.resolve(rel)
     item = distcheck_workspace.item(ITEM)
     if not path.is_file():
-        pytest_distcheck.pending(_(NO_DDP_LOG).format(rel=rel), item.how)
+        pytest_distcheck.pending(_(m.NO_DDP_LOG).format(rel=rel), item.how)
     distcheck_evidence(path, path.with_suffix(".png"))
     try:
         data = load_result(path)
@@ -126,5 +126,5 @@ def test_committed_allreduce_log_is_valid(distcheck_workspace, distcheck_log, di
     except ConfigError as exc:
         pytest_distcheck.broken(str(exc))
     require_committed([path], distcheck_workspace.root)
-    distcheck_log(f"DDP lab, committed log {rel} (ran on {data['host']['cpu']}, {data['backend']})",
+    distcheck_log(_(m.DDP_COMMITTED_TITLE).format(rel=rel, cpu=data["host"]["cpu"], backend=data["backend"]),
                   format_sweep(data["allreduce_sweep"]))

@@ -17,7 +17,7 @@ from pytest_distcheck.citations.verdict import notes_verdict
 from pytest_distcheck.citations.verifier import verify_note
 from pytest_distcheck.dod import provenance
 from pytest_distcheck.i18n import _
-from pytest_distcheck.phase35.messages import NO_NOTE, NOTES_DONE
+from pytest_distcheck.phase35.messages import NO_NOTE, NOTES_DONE, NOTES_TITLE
 
 LAB = "docs/lab/03-megatron-fsdp-reading.md"
 
@@ -45,6 +45,6 @@ def test_reading_notes_cite_design_decisions(distcheck_workspace, distcheck_log,
         pytest_distcheck.pending(verdict.reason, verdict.command or cfg.install)
     if verdict.state == "broken":
         pytest_distcheck.broken(verdict.reason)
-    distcheck_log("Reading notes, citations verified against the installed sources", verdict.reason)
+    distcheck_log(_(NOTES_TITLE), verdict.reason)
     distcheck_evidence(flags=[provenance.CONFIRMED])
     pytest_distcheck.done(_(NOTES_DONE))

@@ -37,7 +37,7 @@ def _reconcile(cfg) -> list[str]:
         findings = BudgetGuard.from_config(cfg).reconcile(pod_bills)
     except DistcheckError as exc:
         return [_(m.RECONCILE_FAILED).format(error=exc)]
-    return [f"reconciled: {f.line()}" for f in findings]
+    return [_(m.RECONCILED).format(finding=f.line()) for f in findings]
 
 
 @pytest.mark.local
@@ -69,26 +69,26 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log, distcheck_evide
         over.append(_(m.OVER_PHASE).format(total=usd(total), ceiling=usd(cfg.phase_ceiling_usd)))
     for exp, ceiling in cfg.experiment_ceilings_usd.items():
         spent = sum((c.usd for c in charges if c.row.experiment == exp), Decimal(0))
-        lines.append(f"{exp}: {usd(spent)} of {usd(ceiling)}")
+        lines.append(_(m.EXPERIMENT_SPENT).format(experiment=exp, spent=usd(spent), ceiling=usd(ceiling)))
         if spent > ceiling:
             rows_of = ", ".join(str(c.row.line) for c in charges if c.row.experiment == exp)
             over.append(_(m.OVER_EXPERIMENT).format(experiment=exp, lines=rows_of, spent=usd(spent),
                                                     ceiling=usd(ceiling)))
     unsettled = [c.run_id for c in charges if not c.settled]
     if unsettled:
-        lines.append(f"open runs counted at their worst case: {', '.join(unsettled)}")
+        lines.append(_(m.OPEN_RUNS).format(runs=", ".join(unsettled)))
     for c in charges:
         if c.overran:
-            lines.append(f"OVERRUN: run {c.run_id} billed {c.overrun.billed_s} s beyond its reservation (line "
-                         f"{c.overrun.line}, {usd(c.overrun.recomputed_cost)})")
+            lines.append(_(m.OVERRUN).format(run=c.run_id, seconds=c.overrun.billed_s, line=c.overrun.line,
+                                             cost=usd(c.overrun.recomputed_cost)))
     lines += notes
-    lines.append(f"ledger: {accounting.confirmation(rows)}")
+    lines.append(_(m.LEDGER_LINE).format(confirmation=_(accounting.confirmation(rows))))
     if over:
         pytest_distcheck.broken(_(m.OVERSPENT).format(ledger=cfg.ledger_rel, over="; ".join(over)))
-    distcheck_log(f"Cloud spend, {cfg.ledger_rel}", "\n".join(lines))
+    distcheck_log(_(m.SPEND_TITLE).format(ledger=cfg.ledger_rel), "\n".join(lines))
     require_committed([cfg.ledger], distcheck_workspace.root)
     # The ledger is written on the learner's machine, reconciled rows included: the provider is not asked in
     # this run, so the evidence is self-reported whatever the ledger says (red-team A03).
-    label = provenance.ledger_label(accounting.confirmation(rows) == "confirmed by the provider")
+    label = provenance.ledger_label(accounting.confirmation(rows) == accounting.PROVIDER_CONFIRMED)
     distcheck_evidence(flags=[provenance.SELF_REPORTED])
     pytest_distcheck.done(_(m.SPEND_DONE).format(label=label, summary=lines[0]))

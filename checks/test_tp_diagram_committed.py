@@ -65,11 +65,8 @@ def test_tp_diagram_matches_the_plan(distcheck_workspace, distcheck_log, distche
     if svg.state in ("stale", "unstamped"):
         pytest_distcheck.stale(svg.message, render)
     require_committed([cfg.page, cfg.svg], distcheck_workspace.root)
-    distcheck_log(
-        "TP sharding diagram",
-        f"{cfg.page_rel}:{result.diagram.fence_line} matches {cfg.plan_ref} "
-        f"({', '.join(f'{p} {s}' for p, s in cfg.plan.items())}) on {cfg.world_size} ranks; "
-        f"{cfg.svg_rel} is current",
-    )
+    distcheck_log(_(m.DIAGRAM_TITLE), _(m.DIAGRAM_MATCHES).format(
+        page=cfg.page_rel, line=result.diagram.fence_line, plan=cfg.plan_ref,
+        layers=", ".join(f"{p} {s}" for p, s in cfg.plan.items()), n=cfg.world_size, svg=cfg.svg_rel))
     distcheck_evidence(flags=[provenance.CONFIRMED])
     pytest_distcheck.done(_(m.DIAGRAM_DONE))

@@ -148,7 +148,7 @@ def test_tp_speedup_committed(distcheck_workspace, distcheck_log, distcheck_evid
                                                    backend=r["backend"]) for p, r in results)
         pytest_distcheck.pending(_(m.NO_GPU_RESULT).format(found=found), how)
     summaries = [_check_gpu_result(p, r, ws, how) for p, r in gpu]
-    distcheck_log("TP inference speedup, committed GPU result(s)", "\n".join(summaries))
+    distcheck_log(_(m.TP_TITLE), "\n".join(summaries))
     labels = sorted({s.split(":", 1)[0] for s in summaries})
     distcheck_evidence(flags=[provenance.SELF_REPORTED])
     pytest_distcheck.done(_(m.TP_DONE).format(labels=f" {_(m.AND)} ".join(labels), n=len(summaries)))

@@ -9,6 +9,7 @@ import pytest
 from dod_support import git_commit_all
 
 from pytest_distcheck import i18n
+from pytest_distcheck.budget.accounting import NOTHING_SPENT
 from pytest_distcheck.committed import NOT_A_REPOSITORY, NOT_COMMITTED, uncommitted
 from pytest_distcheck.dod.provenance import SELF_REPORTED_WORD
 from pytest_distcheck.i18n import _
@@ -27,7 +28,8 @@ LIVE = "checks/test_ddp_allreduce_logged.py::test_ddp_lab_runs_live_on_two_gloo_
 
 
 def test_a_fresh_workspace_under_lang_es_gives_the_checks_reasons_in_spanish(pytester):
-    """Committed as init leaves it: the spend item is done, every other item pending, each reason in Spanish."""
+    """Committed as init leaves it: the spend item is done, every other item pending, each reason in Spanish, and
+    the checks' logs too."""
     assert init_workspace(pytester.path).conflicts == []
     git_commit_all(pytester.path)
     result = pytester.runpytest("-m", "local", "--lang", "es", "-p", "no:cacheprovider", "--deselect", LIVE,
@@ -52,6 +54,10 @@ def test_a_fresh_workspace_under_lang_es_gives_the_checks_reasons_in_spanish(pyt
             log="experiments/quiz/35-attempts.jsonl", mark=_(m.PASS_MARK).format(mark="70%"), not_counted=""),
     }
     assert {k: reasons.get(f"checks/{k}") for k in expected} == expected
+    result.stdout.fnmatch_lines(["*" + _(m.SPEND_TITLE).format(ledger="experiments/35-cloud-budget.md") + "*",
+                                 _(m.EXPERIMENT_SPENT).format(experiment="tp-inference", spent="$0.00",
+                                                              ceiling="$3.00"),
+                                 _(m.LEDGER_LINE).format(confirmation=_(NOTHING_SPENT))])
     assert _(m.NO_DDP_LOG) != m.NO_DDP_LOG and _(m.SPEND_DONE) != m.SPEND_DONE and _(m.DIAGRAM_DONE) != m.DIAGRAM_DONE
 
 

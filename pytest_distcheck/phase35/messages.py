@@ -83,3 +83,19 @@ QUIZ_DONE = N_("evidence checked, self-reported: line {line} re-grades to {corre
 
 SETTLED, OPEN = N_("settled"), N_("open")
 AND = N_("and")
+
+# The checks' log sections (title, then lines) under the table.
+DDP_LIVE_TITLE = N_("DDP lab, live on {n} gloo ranks (log: {path})")
+DDP_AGAINST_ONE = N_("DDP against one process: {steps} steps, {parameters} parameters, global batch {batch} on {n} "
+                     "{backend} ranks; replicas identical; max |DDP - one process| = {diff} (rtol {rtol}, atol {atol})")
+DDP_COMMITTED_TITLE = N_("DDP lab, committed log {rel} (ran on {cpu}, {backend})")
+NOTES_TITLE = N_("Reading notes, citations verified against the installed sources")
+SPEND_TITLE = N_("Cloud spend, {ledger}")
+EXPERIMENT_SPENT = N_("{experiment}: {spent} of {ceiling}")
+OPEN_RUNS = N_("open runs counted at their worst case: {runs}")
+OVERRUN = N_("OVERRUN: run {run} billed {seconds} s beyond its reservation (line {line}, {cost})")
+RECONCILED = N_("reconciled: {finding}")
+LEDGER_LINE = N_("ledger: {confirmation}")
+DIAGRAM_TITLE = N_("TP sharding diagram")
+DIAGRAM_MATCHES = N_("{page}:{line} matches {plan} ({layers}) on {n} ranks; {svg} is current")
+TP_TITLE = N_("TP inference speedup, committed GPU result(s)")
