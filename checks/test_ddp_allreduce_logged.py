@@ -22,6 +22,8 @@ from pytest_distcheck.bandwidth import check_sanity, format_sweep, load_result
 from pytest_distcheck.committed import require_committed
 from pytest_distcheck.dod import provenance
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import _
+from pytest_distcheck.phase35 import messages as m
 
 ITEM = "ddp-allreduce-logged"
 LAB = "experiments.ddp_cpu.lab"
@@ -67,10 +69,10 @@ def _live_run_on_rank(root: str, module: str) -> str:
 
 def _table(log: dict) -> str:
     d = log["ddp"]
-    return (f"DDP against one process: {d['steps']} steps, {d['parameters']} parameters, global batch "
-            f"{d['global_batch']} on {log['world_size']} {log['backend']} ranks; replicas identical; max |DDP - one "
-            f"process| = {d['max_abs_diff_vs_single_process']:.2e} (rtol {d['rtol']:g}, atol {d['atol']:g})\n"
-            + format_sweep(log["allreduce_sweep"]))
+    return _(m.DDP_AGAINST_ONE).format(
+        steps=d["steps"], parameters=d["parameters"], batch=d["global_batch"], n=log["world_size"],
+        backend=log["backend"], diff=f"{d['max_abs_diff_vs_single_process']:.2e}", rtol=f"{d['rtol']:g}",
+        atol=f"{d['atol']:g}") + "\n" + format_sweep(log["allreduce_sweep"])
 
 
 @pytest.mark.local
@@ -82,7 +84,7 @@ def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, di
 
     root = distcheck_workspace.root
     path = distcheck_workspace.resolve(distcheck_workspace.section("ddp")["live_log"])
-    title = f"DDP lab, live on {WORLD_SIZE} gloo ranks (log: {path})"
+    title = _(m.DDP_LIVE_TITLE).format(n=WORLD_SIZE, path=path)
     key = None
     if not live_cache.gate_on(pytestconfig):
         lab_code = live_cache.python_files(root / LAB.split(".")[0])
@@ -91,10 +93,10 @@ def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, di
         if record is not None:
             distcheck_log(title, record["table"])
             distcheck_evidence(path, flags=[live_cache.CACHED])
-            pytest_distcheck.done(live_cache.CACHED_DONE.format(when=record["passed_utc"], cache=live_cache.FOLDER))
+            pytest_distcheck.done(_(live_cache.CACHED_DONE).format(when=record["passed_utc"], cache=live_cache.FOLDER))
     runs = [json.loads(text) for text in dist_world.run(_live_run_on_rank, str(root), LAB, timeout=300)]
     if "missing" in runs[0]:
-        pytest_distcheck.broken(ddp.MISSING_API.format(module=LAB, names=", ".join(runs[0]["missing"])))
+        pytest_distcheck.broken(_(ddp.MISSING_API).format(module=LAB, names=", ".join(runs[0]["missing"])))
     why = ddp.problem([run["ddp"] for run in runs])
     if why:
         pytest_distcheck.broken(why)
@@ -106,7 +108,7 @@ def test_ddp_lab_runs_live_on_two_gloo_ranks(dist_world, distcheck_workspace, di
     distcheck_evidence(path, flags=[provenance.CONFIRMED])
     if key is not None:
         live_cache.remember(root, ITEM, key, {"passed_utc": runs[0]["finished_utc"], "table": table}, [path])
-    pytest_distcheck.done(ddp.LIVE_DONE.format(n=WORLD_SIZE))
+    pytest_distcheck.done(_(ddp.LIVE_DONE).format(n=WORLD_SIZE))
 
 
 @pytest.mark.local
@@ -116,7 +118,7 @@ def test_committed_allreduce_log_is_valid(distcheck_workspace, distcheck_log, di
     path = distcheck_workspace.resolve(rel)
     item = distcheck_workspace.item(ITEM)
     if not path.is_file():
-        pytest_distcheck.pending(f"no committed all-reduce log at {rel}", item.how)
+        pytest_distcheck.pending(_(m.NO_DDP_LOG).format(rel=rel), item.how)
     distcheck_evidence(path, path.with_suffix(".png"))
     try:
         data = load_result(path)
@@ -124,5 +126,5 @@ def test_committed_allreduce_log_is_valid(distcheck_workspace, distcheck_log, di
     except ConfigError as exc:
         pytest_distcheck.broken(str(exc))
     require_committed([path], distcheck_workspace.root)
-    distcheck_log(f"DDP lab, committed log {rel} (ran on {data['host']['cpu']}, {data['backend']})",
+    distcheck_log(_(m.DDP_COMMITTED_TITLE).format(rel=rel, cpu=data["host"]["cpu"], backend=data["backend"]),
                   format_sweep(data["allreduce_sweep"]))

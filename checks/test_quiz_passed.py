@@ -15,6 +15,8 @@ import pytest_distcheck
 from pytest_distcheck.committed import require_committed
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.evidence import in_the_future
+from pytest_distcheck.i18n import _
+from pytest_distcheck.phase35 import messages as m
 from pytest_distcheck.quiz.bank import load_bank
 from pytest_distcheck.quiz.config import quiz_config
 from pytest_distcheck.quiz.grade import passes
@@ -32,26 +34,28 @@ def test_quiz_passed(distcheck_workspace, distcheck_evidence):
     except ConfigError as exc:
         pytest_distcheck.broken(str(exc))
     distcheck_evidence(cfg.log_path)
-    mark = f"pass mark {cfg.pass_mark:.0%}"
+    mark = _(m.PASS_MARK).format(mark=f"{cfg.pass_mark:.0%}")
     future = [a for a in attempts if in_the_future(a.finished)]
     if future:
-        pytest_distcheck.broken(f"{cfg.log_rel} line {future[0].line}: dated in the future (finished "
-                                f"{future[0].finished}); `distcheck quiz` stamps each attempt when it ends")
+        pytest_distcheck.broken(_(m.QUIZ_IN_THE_FUTURE).format(log=cfg.log_rel, line=future[0].line,
+                                                               when=future[0].finished))
     counted = [a for a in attempts if a.counted]
     skipped = [a for a in attempts if not a.counted]
-    not_counted = (f"; {len(skipped)} not counted ({', '.join(f'line {a.line}: {a.not_counted}' for a in skipped[:3])}"
-                   f"{', ...' if len(skipped) > 3 else ''})") if skipped else ""
+    not_counted = _(m.NOT_COUNTED).format(
+        n=len(skipped), attempts=", ".join(_(m.NOT_COUNTED_ONE).format(line=a.line, why=a.not_counted)
+                                           for a in skipped[:3]),
+        more=", ..." if len(skipped) > 3 else "") if skipped else ""
     if not counted:
-        pytest_distcheck.pending(f"no graded attempt in {cfg.log_rel} yet (expected one scoring at least the "
-                                 f"{mark}){not_counted}", item.how)
+        pytest_distcheck.pending(_(m.NO_GRADED_ATTEMPT).format(log=cfg.log_rel, mark=mark, not_counted=not_counted),
+                                 item.how)
     best = max(counted, key=lambda a: a.score)
     if not passes(best.correct, best.total, cfg.pass_mark):
-        pytest_distcheck.pending(
-            f"{len(counted)} graded attempt(s) in {cfg.log_rel}; the best, line {best.line} (seed {best.seed}), "
-            f"re-grades to {best.correct}/{best.total} ({best.score:.0%}), below the {mark}{not_counted}", item.how)
+        pytest_distcheck.pending(_(m.BELOW_PASS_MARK).format(
+            n=len(counted), log=cfg.log_rel, line=best.line, seed=best.seed, correct=best.correct, total=best.total,
+            score=f"{best.score:.0%}", mark=mark, not_counted=not_counted), item.how)
     require_committed([cfg.log_path], distcheck_workspace.root)
     distcheck_evidence(flags=["self-reported", *(["fast-quiz"] if best.too_fast else [])])
-    fast = (f"; flagged: implausibly fast ({best.seconds:.0f} s for {best.total} items, under "
-            f"{MIN_SECONDS_PER_ITEM:g} s each)") if best.too_fast else ""
-    pytest_distcheck.done(f"evidence checked, self-reported: line {best.line} re-grades to {best.correct}/"
-                          f"{best.total} ({best.score:.0%}){fast}")
+    fast = _(m.TOO_FAST).format(seconds=f"{best.seconds:.0f}", total=best.total,
+                                minimum=f"{MIN_SECONDS_PER_ITEM:g}") if best.too_fast else ""
+    pytest_distcheck.done(_(m.QUIZ_DONE).format(line=best.line, correct=best.correct, total=best.total,
+                                                score=f"{best.score:.0%}", fast=fast))

@@ -16,6 +16,8 @@ from pytest_distcheck.citations.resolver import Resolver
 from pytest_distcheck.citations.verdict import notes_verdict
 from pytest_distcheck.citations.verifier import verify_note
 from pytest_distcheck.dod import provenance
+from pytest_distcheck.i18n import _
+from pytest_distcheck.phase35.messages import NO_NOTE, NOTES_DONE, NOTES_TITLE
 
 LAB = "docs/lab/03-megatron-fsdp-reading.md"
 
@@ -29,10 +31,7 @@ def test_reading_notes_cite_design_decisions(distcheck_workspace, distcheck_log,
     missing = [rel for rel in cfg.paths if not ws.resolve(rel).is_file()]
     if len(missing) == len(cfg.paths):
         pytest_distcheck.pending(
-            f"no note at {', '.join(missing)}: write at least {cfg.min_cited_decisions} design decisions "
-            f"(what, why, cost), each with a [cite: PACKAGE PATH::SYMBOL \"QUOTE\"] (how: {LAB})",
-            item.how,
-        )
+            _(NO_NOTE).format(paths=", ".join(missing), n=cfg.min_cited_decisions, lab=LAB), item.how)
     distcheck_evidence(*(ws.resolve(rel) for rel in cfg.paths))
     resolver = Resolver()
     reports = [verify_note(ws.resolve(rel), resolver, label=rel, packages=cfg.packages)
@@ -46,6 +45,6 @@ def test_reading_notes_cite_design_decisions(distcheck_workspace, distcheck_log,
         pytest_distcheck.pending(verdict.reason, verdict.command or cfg.install)
     if verdict.state == "broken":
         pytest_distcheck.broken(verdict.reason)
-    distcheck_log("Reading notes, citations verified against the installed sources", verdict.reason)
+    distcheck_log(_(NOTES_TITLE), verdict.reason)
     distcheck_evidence(flags=[provenance.CONFIRMED])
-    pytest_distcheck.done("evidence checked, confirmed: every citation resolved in the installed sources")
+    pytest_distcheck.done(_(NOTES_DONE))

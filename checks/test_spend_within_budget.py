@@ -22,20 +22,22 @@ from pytest_distcheck.budget.errors import usd
 from pytest_distcheck.committed import require_committed
 from pytest_distcheck.dod import provenance
 from pytest_distcheck.errors import ConfigError, DistcheckError
+from pytest_distcheck.i18n import _
+from pytest_distcheck.phase35 import messages as m
 
 
 def _reconcile(cfg) -> list[str]:
     """Reconcile with RunPod when a key is set; lines for the log (a failure is shown, not fatal)."""
     if not os.environ.get("RUNPOD_API_KEY", "").strip():
-        return ["not reconciled with the provider (RUNPOD_API_KEY not set): amounts are self-reported"]
+        return [_(m.NOT_RECONCILED)]
     from pytest_distcheck.budget.guard import BudgetGuard
     from pytest_distcheck.pods.runpod_api import pod_bills
 
     try:
         findings = BudgetGuard.from_config(cfg).reconcile(pod_bills)
     except DistcheckError as exc:
-        return [f"reconciliation with RunPod failed ({exc}); amounts are self-reported"]
-    return [f"reconciled: {f.line()}" for f in findings]
+        return [_(m.RECONCILE_FAILED).format(error=exc)]
+    return [_(m.RECONCILED).format(finding=f.line()) for f in findings]
 
 
 @pytest.mark.local
@@ -47,11 +49,9 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log, distcheck_evide
     except ConfigError as exc:
         pytest_distcheck.broken(str(exc))
     if cfg is None:
-        pytest_distcheck.broken(f"{distcheck_workspace.path}: no [budget] section (expected ledger and "
-                                "phase_ceiling_usd)")
+        pytest_distcheck.broken(_(m.NO_BUDGET_SECTION).format(path=distcheck_workspace.path))
     if not cfg.ledger.is_file():
-        pytest_distcheck.pending(f"no spend ledger at {cfg.ledger_rel} (it records every paid run, or that "
-                                 "there was none)", item.how)
+        pytest_distcheck.pending(_(m.NO_LEDGER).format(ledger=cfg.ledger_rel), item.how)
     distcheck_evidence(cfg.ledger)
     try:
         notes = _reconcile(cfg)
@@ -62,32 +62,33 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log, distcheck_evide
     # Totals from each row's recomputed cost; nothing written in the file as a total is read.
     charges = accounting.charges(rows)
     total = sum((c.usd for c in charges), Decimal(0))
-    lines = [f"{len(rows)} row(s), {len(charges)} run(s); total {usd(total)} of {usd(cfg.phase_ceiling_usd)}"]
+    lines = [_(m.SPEND_SUMMARY).format(rows=len(rows), runs=len(charges), total=usd(total),
+                                       ceiling=usd(cfg.phase_ceiling_usd))]
     over = []
     if total > cfg.phase_ceiling_usd:
-        over.append(f"total {usd(total)} > phase ceiling {usd(cfg.phase_ceiling_usd)}")
+        over.append(_(m.OVER_PHASE).format(total=usd(total), ceiling=usd(cfg.phase_ceiling_usd)))
     for exp, ceiling in cfg.experiment_ceilings_usd.items():
         spent = sum((c.usd for c in charges if c.row.experiment == exp), Decimal(0))
-        lines.append(f"{exp}: {usd(spent)} of {usd(ceiling)}")
+        lines.append(_(m.EXPERIMENT_SPENT).format(experiment=exp, spent=usd(spent), ceiling=usd(ceiling)))
         if spent > ceiling:
             rows_of = ", ".join(str(c.row.line) for c in charges if c.row.experiment == exp)
-            over.append(f"{exp} rows (lines {rows_of}) total {usd(spent)} > its ceiling {usd(ceiling)}")
+            over.append(_(m.OVER_EXPERIMENT).format(experiment=exp, lines=rows_of, spent=usd(spent),
+                                                    ceiling=usd(ceiling)))
     unsettled = [c.run_id for c in charges if not c.settled]
     if unsettled:
-        lines.append(f"open runs counted at their worst case: {', '.join(unsettled)}")
+        lines.append(_(m.OPEN_RUNS).format(runs=", ".join(unsettled)))
     for c in charges:
         if c.overran:
-            lines.append(f"OVERRUN: run {c.run_id} billed {c.overrun.billed_s} s beyond its reservation (line "
-                         f"{c.overrun.line}, {usd(c.overrun.recomputed_cost)})")
+            lines.append(_(m.OVERRUN).format(run=c.run_id, seconds=c.overrun.billed_s, line=c.overrun.line,
+                                             cost=usd(c.overrun.recomputed_cost)))
     lines += notes
-    lines.append(f"ledger: {accounting.confirmation(rows)}")
+    lines.append(_(m.LEDGER_LINE).format(confirmation=_(accounting.confirmation(rows))))
     if over:
-        pytest_distcheck.broken(f"{cfg.ledger_rel}: " + "; ".join(over) + " (amounts recomputed from rate x "
-                                "billed seconds of each row; a reconciled run counts the provider's bill)")
-    distcheck_log(f"Cloud spend, {cfg.ledger_rel}", "\n".join(lines))
+        pytest_distcheck.broken(_(m.OVERSPENT).format(ledger=cfg.ledger_rel, over="; ".join(over)))
+    distcheck_log(_(m.SPEND_TITLE).format(ledger=cfg.ledger_rel), "\n".join(lines))
     require_committed([cfg.ledger], distcheck_workspace.root)
     # The ledger is written on the learner's machine, reconciled rows included: the provider is not asked in
     # this run, so the evidence is self-reported whatever the ledger says (red-team A03).
-    label = provenance.ledger_label(accounting.confirmation(rows) == "confirmed by the provider")
+    label = provenance.ledger_label(accounting.confirmation(rows) == accounting.PROVIDER_CONFIRMED)
     distcheck_evidence(flags=[provenance.SELF_REPORTED])
-    pytest_distcheck.done(f"evidence checked, {label}: {lines[0]}")
+    pytest_distcheck.done(_(m.SPEND_DONE).format(label=label, summary=lines[0]))

@@ -19,6 +19,8 @@ from pytest_distcheck.diagram.config import diagram_config
 from pytest_distcheck.diagram.mermaid import MermaidParser
 from pytest_distcheck.dod import provenance
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import _
+from pytest_distcheck.phase35 import messages as m
 from pytest_distcheck.textfile import PAGE_BYTES, read_text
 
 # DoD item tp-diagram-committed fixes the plan the diagram draws (Megatron-LM, sec. 3): the workspace's plan
@@ -33,18 +35,15 @@ def test_tp_diagram_matches_the_plan(distcheck_workspace, distcheck_log, distche
         cfg = diagram_config(distcheck_workspace)
     except ConfigError as exc:  # the plan or the [diagram] section is the learner's input: broken, not a crash
         pytest_distcheck.broken(str(exc))
-    changed = [f"{layer} missing (expected {style})" if layer not in cfg.plan else
-               f"{layer} is {cfg.plan[layer]} (expected {style})"
+    changed = [_(m.PLAN_LAYER_MISSING).format(layer=layer, style=style) if layer not in cfg.plan else
+               _(m.PLAN_LAYER_CHANGED).format(layer=layer, actual=cfg.plan[layer], style=style)
                for layer, style in DOD_PLAN.items() if cfg.plan.get(layer) != style]
     if changed:
-        pytest_distcheck.broken(f"{cfg.plan_ref} is not the TP plan the DoD fixes: " + "; ".join(changed))
+        pytest_distcheck.broken(_(m.NOT_THE_DOD_PLAN).format(plan=cfg.plan_ref, changes="; ".join(changed)))
     render = f"distcheck diagram --render {cfg.page_rel}"
     if not cfg.page.is_file():
-        pytest_distcheck.pending(
-            f"{cfg.page_rel} not found: expected a page with a Mermaid flowchart of one block of "
-            f"{cfg.plan_ref} on {cfg.world_size} ranks",
-            f"distcheck diagram > {cfg.page_rel}",
-        )
+        pytest_distcheck.pending(_(m.NO_DIAGRAM_PAGE).format(page=cfg.page_rel, plan=cfg.plan_ref, n=cfg.world_size),
+                                 f"distcheck diagram > {cfg.page_rel}")
     distcheck_evidence(cfg.page, cfg.svg)
     try:
         markdown = read_text(cfg.page, "diagram page", limit=PAGE_BYTES)
@@ -54,7 +53,7 @@ def test_tp_diagram_matches_the_plan(distcheck_workspace, distcheck_log, distche
         result = check_page(markdown, cfg.plan, cfg.world_size, parser, cfg.names)
     if result.undrawn:
         pytest_distcheck.pending(f"{cfg.page_rel}: {result.findings[0].message}",
-                                 f"draw it in {cfg.page_rel}, then distcheck diagram --check")
+                                 _(m.DRAW_IT).format(page=cfg.page_rel))
     if result.findings:
         pytest_distcheck.broken("; ".join(f"{cfg.page_rel}:{f.line}: {f.message}" for f in result.findings))
     assert result.diagram is not None  # no findings means a diagram was found and compared
@@ -66,11 +65,8 @@ def test_tp_diagram_matches_the_plan(distcheck_workspace, distcheck_log, distche
     if svg.state in ("stale", "unstamped"):
         pytest_distcheck.stale(svg.message, render)
     require_committed([cfg.page, cfg.svg], distcheck_workspace.root)
-    distcheck_log(
-        "TP sharding diagram",
-        f"{cfg.page_rel}:{result.diagram.fence_line} matches {cfg.plan_ref} "
-        f"({', '.join(f'{p} {s}' for p, s in cfg.plan.items())}) on {cfg.world_size} ranks; "
-        f"{cfg.svg_rel} is current",
-    )
+    distcheck_log(_(m.DIAGRAM_TITLE), _(m.DIAGRAM_MATCHES).format(
+        page=cfg.page_rel, line=result.diagram.fence_line, plan=cfg.plan_ref,
+        layers=", ".join(f"{p} {s}" for p, s in cfg.plan.items()), n=cfg.world_size, svg=cfg.svg_rel))
     distcheck_evidence(flags=[provenance.CONFIRMED])
-    pytest_distcheck.done("evidence checked, confirmed: the diagram matches the plan")
+    pytest_distcheck.done(_(m.DIAGRAM_DONE))

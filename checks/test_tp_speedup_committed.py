@@ -20,6 +20,8 @@ import pytest
 import pytest_distcheck
 from pytest_distcheck.committed import require_committed
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import _
+from pytest_distcheck.phase35 import messages as m
 
 ITEM = "tp-speedup-committed"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -43,73 +45,63 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
     rel = _rel(path, ws.root)
     fixture = provenance.fixture_result(path, result)
     if fixture:
-        pytest_distcheck.broken(f"{rel}: not evidence: {fixture}; a GPU result must come from your own paid run "
-                                f"({how})")
+        pytest_distcheck.broken(_(m.TP_NOT_EVIDENCE).format(rel=rel, why=fixture, how=how))
     for key in ("started_utc", "finished_utc"):
         if in_the_future(result.get(key)):
-            pytest_distcheck.broken(f"{rel}: dated in the future ({key} {result[key]}); a result is stamped when "
-                                    "it is measured")
+            pytest_distcheck.broken(_(m.TP_IN_THE_FUTURE).format(rel=rel, key=key, when=result[key]))
     degrees = sorted({m["tp"] for m in result["measurements"]})
     if not {1, 2} <= set(degrees):
-        pytest_distcheck.broken(f"{rel}: measures TP degrees {degrees}; expected at least 1 and 2")
+        pytest_distcheck.broken(_(m.TP_DEGREES).format(rel=rel, degrees=degrees))
     if not any(s["tp"] == 2 for s in result["speedups"]):
-        pytest_distcheck.broken(f"{rel}: no speedup at TP 2 (no batch size and prompt length measured at both "
-                                "TP 1 and TP 2)")
+        pytest_distcheck.broken(_(m.TP_NO_SPEEDUP).format(rel=rel))
     bad = problems(result)
     if bad:
-        more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+        more = _(m.TP_MORE_PROBLEMS).format(n=len(bad) - 3) if len(bad) > 3 else ""
         pytest_distcheck.broken(f"{rel}: " + "; ".join(bad[:3]) + more)
     png = path.parent / result["plot"]
     if not png.is_file():
-        pytest_distcheck.broken(f"{rel}: plot {result['plot']!r} not found at {_rel(png, ws.root)}")
+        pytest_distcheck.broken(_(m.TP_NO_PLOT).format(rel=rel, plot=result["plot"], png=_rel(png, ws.root)))
     if png.read_bytes()[:8] != PNG_MAGIC:
-        pytest_distcheck.broken(f"{rel}: plot {_rel(png, ws.root)} is not a PNG file")
+        pytest_distcheck.broken(_(m.TP_NOT_PNG).format(rel=rel, png=_rel(png, ws.root)))
     experiment = ws.section("tp_inference").get("experiment", "tp-inference")
     try:
         cfg = budget_config(ws)
     except ConfigError as exc:
         pytest_distcheck.broken(str(exc))
     if cfg is None or experiment not in cfg.experiment_ceilings_usd:
-        pytest_distcheck.broken(f"{_rel(ws.path, ws.root)}: needs [budget] ledger and "
-                                f"[budget.experiment_ceilings_usd] {experiment} to check the run's cost")
+        pytest_distcheck.broken(_(m.TP_NEEDS_BUDGET).format(path=_rel(ws.path, ws.root), experiment=experiment))
     ceiling = cfg.experiment_ceilings_usd[experiment]
     ledger_rel = cfg.ledger_rel
     try:
         rows = cfg.open_ledger().read()
     except ConfigError as exc:
-        pytest_distcheck.broken(f"the ledger does not parse: {exc}")
+        pytest_distcheck.broken(_(m.TP_LEDGER_UNPARSED).format(error=exc))
     run_id = result["run_id"]
     mine = [c for c in charges(rows) if c.run_id == run_id]
     if not mine:
-        pytest_distcheck.broken(
-            f"{rel}: run_id {run_id!r} has no row in the ledger {ledger_rel}; a paid result must come "
-            f"from a run under the budget guard ({how})"
-        )
+        pytest_distcheck.broken(_(m.TP_NO_LEDGER_ROW).format(rel=rel, run=run_id, ledger=ledger_rel, how=how))
     fake = provenance.fixture_rows([c.row for c in mine])
     if fake:
-        pytest_distcheck.broken(f"{ledger_rel} line {fake[0].line}: run {run_id!r} is a row of the kit's own "
-                                "synthetic fixtures, never evidence of a paid run")
+        pytest_distcheck.broken(_(m.TP_FIXTURE_ROW).format(ledger=ledger_rel, line=fake[0].line, run=run_id))
     charge = mine[0]
     pod = result.get("pod")
     if not pod:
-        pytest_distcheck.broken(f"{rel}: names no pod (provider, id), so it cannot be tied to the ledger rows of "
-                                f"run {run_id!r}; results written by {how} record it")
+        pytest_distcheck.broken(_(m.TP_NO_POD).format(rel=rel, run=run_id, how=how))
     if pod["provider"] == "local":  # the DoD item says 2 *cloud* GPUs (red-team A05)
-        pytest_distcheck.broken(f"{rel}: ran on provider local, not a cloud pod; the item needs 2 cloud GPUs ({how})")
+        pytest_distcheck.broken(_(m.TP_LOCAL_POD).format(rel=rel, how=how))
     named = {(c.row.provider, c.row.resource_id) for c in mine}
     if named != {(pod["provider"], pod["id"])}:
-        pytest_distcheck.broken(f"{rel}: ran on {pod['provider']} pod {pod['id']!r}, but the ledger rows of run "
-                                f"{run_id!r} name {', '.join(f'{p} pod {i!r}' for p, i in sorted(named))}")
+        pods = ", ".join(_(m.TP_POD).format(provider=p, pod=i) for p, i in sorted(named))
+        pytest_distcheck.broken(_(m.TP_OTHER_POD).format(rel=rel, provider=pod["provider"], pod=pod["id"], run=run_id,
+                                                         named=pods))
     if charge.row.experiment != experiment:
-        pytest_distcheck.broken(
-            f"{ledger_rel} line {charge.row.line}: run {run_id!r} is counted against experiment "
-            f"{charge.row.experiment or '-'!r}, expected {experiment!r}"
-        )
+        pytest_distcheck.broken(_(m.TP_OTHER_EXPERIMENT).format(ledger=ledger_rel, line=charge.row.line, run=run_id,
+                                                                actual=charge.row.experiment or "-",
+                                                                experiment=experiment))
     if charge.usd > ceiling:
-        pytest_distcheck.broken(
-            f"{ledger_rel} line {charge.row.line}: run {run_id!r} cost ${charge.usd:.4f}, above the "
-            f"{experiment} ceiling ${ceiling}"
-        )
+        pytest_distcheck.broken(_(m.TP_OVER_CEILING).format(ledger=ledger_rel, line=charge.row.line, run=run_id,
+                                                            cost=f"{charge.usd:.4f}", experiment=experiment,
+                                                            ceiling=ceiling))
     code = ws.section("tp_inference").get("code")
     if code:  # the result must record every code file of the lab, unchanged since it ran
         required = [f"{code}/{p.name}" for p in sorted(ws.resolve(code).glob("*.py"))]
@@ -119,10 +111,11 @@ def _check_gpu_result(path: Path, result: dict, ws, how: str) -> str:
     from pytest_distcheck.budget.accounting import provider_confirmed
 
     label = provenance.ledger_label(provider_confirmed(rows, run_id))
-    return (f"{label}: {rel}: {result['device']['count']} x {result['device']['name']} ({result['backend']}), "
-            f"run {run_id} cost ${charge.usd:.4f} of ${ceiling} ({'settled' if charge.settled else 'open'}); "
-            f"best decode speedup {best['decode']:.2f}x at TP {best['tp']}, batch {best['batch_size']}, "
-            f"prompt {best['prompt_len']}")
+    return _(m.TP_SUMMARY).format(
+        label=label, rel=rel, count=result["device"]["count"], device=result["device"]["name"],
+        backend=result["backend"], run=run_id, cost=f"{charge.usd:.4f}", ceiling=ceiling,
+        settled=_(m.SETTLED if charge.settled else m.OPEN), speedup=f"{best['decode']:.2f}", tp=best["tp"],
+        batch=best["batch_size"], prompt=best["prompt_len"])
 
 
 @pytest.mark.local
@@ -135,11 +128,11 @@ def test_tp_speedup_committed(distcheck_workspace, distcheck_log, distcheck_evid
     how = ws.item(ITEM).how
     section = ws.section("tp_inference")
     if "results_dir" not in section:
-        pytest_distcheck.broken(f"{_rel(ws.path, ws.root)}: [tp_inference] needs results_dir")
+        pytest_distcheck.broken(_(m.NEEDS_RESULTS_DIR).format(path=_rel(ws.path, ws.root)))
     results_dir = ws.resolve(section["results_dir"])
     files = sorted(results_dir.glob("*.json"))
     if not files:
-        pytest_distcheck.pending(f"no result in {section['results_dir']}", how)
+        pytest_distcheck.pending(_(m.NO_TP_RESULT).format(dir=section["results_dir"]), how)
     distcheck_evidence(*files, *(p.with_suffix(".png") for p in files))
     results = []
     for path in files:
@@ -150,12 +143,12 @@ def test_tp_speedup_committed(distcheck_workspace, distcheck_log, distcheck_evid
     gpu = [(p, r) for p, r in results
            if r["device"]["type"] == "cuda" and r["device"]["count"] >= 2 and r["world_size"] >= 2]
     if not gpu:
-        found = ", ".join(f"{_rel(p, ws.root)} ({r['world_size']} ranks on {r['device']['count']} x "
-                          f"{r['device']['type']}, {r['backend']})" for p, r in results)
-        pytest_distcheck.pending(f"no result produced on CUDA with >= 2 GPUs yet (found: {found})", how)
+        found = ", ".join(_(m.FOUND_RESULT).format(path=_rel(p, ws.root), ranks=r["world_size"],
+                                                   count=r["device"]["count"], device=r["device"]["type"],
+                                                   backend=r["backend"]) for p, r in results)
+        pytest_distcheck.pending(_(m.NO_GPU_RESULT).format(found=found), how)
     summaries = [_check_gpu_result(p, r, ws, how) for p, r in gpu]
-    distcheck_log("TP inference speedup, committed GPU result(s)", "\n".join(summaries))
+    distcheck_log(_(m.TP_TITLE), "\n".join(summaries))
     labels = sorted({s.split(":", 1)[0] for s in summaries})
     distcheck_evidence(flags=[provenance.SELF_REPORTED])
-    pytest_distcheck.done(f"evidence checked, {' and '.join(labels)}: {len(summaries)} GPU result(s) tied to "
-                          "their ledger rows by run id and pod")
+    pytest_distcheck.done(_(m.TP_DONE).format(labels=f" {_(m.AND)} ".join(labels), n=len(summaries)))

@@ -18,8 +18,15 @@ from pathlib import Path
 from pytest_distcheck.dod import snapshot
 from pytest_distcheck.dod.outcome import pending
 from pytest_distcheck.git import run_git, said
+from pytest_distcheck.i18n import N_, _
 
-NOT_A_REPOSITORY = "not in a git repository"
+NOT_A_REPOSITORY = N_("{root} is not in a git repository")
+CANNOT_READ = N_("git cannot read the repository at {root}: {said}")
+NOT_RUN = N_("git could not be run ({error})")
+GIT_FAILED = N_("git failed at {root}: {said}")
+IGNORED = N_("{path} is ignored by git (see .gitignore), so it cannot be committed")
+NOT_COMMITTED = N_("{path} is not committed")
+CHANGED = N_("{path} has uncommitted changes")
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -52,18 +59,18 @@ def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
         top = _git(root, "rev-parse", "--show-toplevel")
         if top.returncode != 0:
             if "not a git repository" in top.stderr:
-                return [f"{root} is {NOT_A_REPOSITORY}"]
-            return [f"git cannot read the repository at {root}: {said(top, root)}"]
+                return [_(NOT_A_REPOSITORY).format(root=root)]
+            return [_(CANNOT_READ).format(root=root, said=said(top, root))]
         toplevel = Path(top.stdout.strip()).resolve()
         names = [str(f) for f in files]
         tracked = _git(root, "ls-files", "-s", "-z", "--full-name", "--", *names)
         status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--",
                       *names)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return [f"git could not be run ({exc})"]
+        return [_(NOT_RUN).format(error=exc)]
     for proc in (tracked, status):
         if proc.returncode != 0:
-            return [f"git failed at {root}: {said(proc, root)}"]
+            return [_(GIT_FAILED).format(root=root, said=said(proc, root))]
     blobs = {}  # path -> (mode, blob id) as the index holds it
     for entry in tracked.stdout.split("\0"):
         if entry:
@@ -84,11 +91,11 @@ def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
     for f in files:
         code, rel = changed.get(f), _rel(f, root)
         if code == "!!":
-            reasons.append(f"{rel} is ignored by git (see .gitignore), so it cannot be committed")
+            reasons.append(_(IGNORED).format(path=rel))
         elif code == "??" or code is not None and code[0] == "A" or f not in committed:
-            reasons.append(f"{rel} is not committed")
+            reasons.append(_(NOT_COMMITTED).format(path=rel))
         elif code is not None:
-            reasons.append(f"{rel} has uncommitted changes")
+            reasons.append(_(CHANGED).format(path=rel))
     return reasons
 
 
@@ -123,6 +130,6 @@ def require_committed(paths: Sequence[Path | str], root: Path) -> None:
         return
     rels = " ".join(shlex.quote(_rel((Path(root) / p).resolve(), Path(root))) for p in paths)
     command = f"git add {rels} && git commit"
-    if NOT_A_REPOSITORY in reasons[0]:
+    if reasons[0] == _(NOT_A_REPOSITORY).format(root=Path(root)):
         command = "git init && " + command
     pending("; ".join(reasons), command)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_distcheck.i18n import N_, _
+
 # What a lab module must offer the live check: LabConfig() with defaults, build_model(cfg) -> nn.Module,
 # batch(cfg, step) -> (inputs, targets) of the global batch, loss(output, target) -> scalar tensor.
 LAB_API = ("LabConfig", "build_model", "batch", "loss")
@@ -18,18 +20,19 @@ LR = 0.05  # plain SGD, the lab's own optimiser
 # torch.testing.assert_close's float32 defaults: DDP only reorders the sums of the gradient average.
 RTOL, ATOL = 1.3e-6, 1e-5
 
-LIVE_DONE = "evidence checked, confirmed: DDP equals one process and all-reduce was timed live on {n} gloo ranks"
-MISSING_API = ("the lab module {module} lacks {names}: the live check builds the lab's model and data through "
-               "LabConfig(), build_model(cfg), batch(cfg, step) and loss(output, target)")
+LIVE_DONE = N_("evidence checked, confirmed: DDP equals one process and all-reduce was timed live on {n} gloo "
+               "ranks")
+MISSING_API = N_("the lab module {module} lacks {names}: the live check builds the lab's model and data through "
+                 "LabConfig(), build_model(cfg), batch(cfg, step) and loss(output, target)")
 UNEVEN_BATCH = "the lab's batch(cfg, step) has {n} samples, which do not split into {world} equal shards"
-RANKS_DIFFER = ("after {steps} DDP steps the replicas differ across ranks (rank {ranks} against rank 0): DDP "
-                "broadcasts the initial weights and averages every gradient, so they must be identical")
-NOT_ONE_PROCESS = ("after {steps} steps, rank {rank}'s DDP model differs from one process training the same model "
-                   "on the full batch (torch.testing.assert_close, rtol={rtol:g}, atol={atol:g}): {detail} -- with "
-                   "equal shards DDP's averaged gradient is the full batch's only for a loss that averages over "
-                   "the samples (not a sum) and a model without batch statistics (BatchNorm needs SyncBatchNorm)")
-NOT_TRAINED = ("the lab's model did not change in {steps} SGD steps (largest parameter change {change:.3g}, "
-               "lr {lr:g}): nothing was trained, so DDP's agreement with one process shows nothing")
+RANKS_DIFFER = N_("after {steps} DDP steps the replicas differ across ranks (rank {ranks} against rank 0): DDP "
+                  "broadcasts the initial weights and averages every gradient, so they must be identical")
+NOT_ONE_PROCESS = N_("after {steps} steps, rank {rank}'s DDP model differs from one process training the same model "
+                     "on the full batch (torch.testing.assert_close, rtol={rtol:g}, atol={atol:g}): {detail} -- with "
+                     "equal shards DDP's averaged gradient is the full batch's only for a loss that averages over "
+                     "the samples (not a sum) and a model without batch statistics (BatchNorm needs SyncBatchNorm)")
+NOT_TRAINED = N_("the lab's model did not change in {steps} SGD steps (largest parameter change {change:.3g}, "
+                 "lr {lr:g}): nothing was trained, so DDP's agreement with one process shows nothing")
 
 
 def against_one_process(lab: Any, steps: int) -> dict[str, Any]:
@@ -102,10 +105,10 @@ def problem(runs: list[dict[str, Any]]) -> str | None:
         if "error" in r:
             return r["error"]
         if r["ranks_differing"]:
-            return RANKS_DIFFER.format(steps=r["steps"], ranks=", ".join(map(str, r["ranks_differing"])))
+            return _(RANKS_DIFFER).format(steps=r["steps"], ranks=", ".join(map(str, r["ranks_differing"])))
         if r["mismatch"]:
-            return NOT_ONE_PROCESS.format(steps=r["steps"], rank=rank, rtol=r["rtol"], atol=r["atol"],
+            return _(NOT_ONE_PROCESS).format(steps=r["steps"], rank=rank, rtol=r["rtol"], atol=r["atol"],
                                           detail=r["mismatch"])
         if not r["max_abs_change"] > r["atol"]:
-            return NOT_TRAINED.format(steps=r["steps"], change=r["max_abs_change"], lr=LR)
+            return _(NOT_TRAINED).format(steps=r["steps"], change=r["max_abs_change"], lr=LR)
     return None

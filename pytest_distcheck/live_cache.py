@@ -18,11 +18,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pytest_distcheck.i18n import N_
+
 FOLDER = ".distcheck/live-runs"
 KEEP = 8  # records per name: one per workspace file and version of the code a learner switches between
 CACHED = "cached"  # the evidence flag of a check that reused a record instead of running live
-CACHED_DONE = ("evidence checked, confirmed by the live run of {when}: the kit, the check and the lab's code are "
-               "unchanged since (to run it again, delete {cache})")
+CACHED_DONE = N_("evidence checked, confirmed by the live run of {when}: the kit, the check and the lab's code are "
+                 "unchanged since (to run it again, delete {cache})")
 _KIT = Path(__file__).resolve().parent
 _KIT_SUFFIXES = (".py", ".json", ".toml")
 

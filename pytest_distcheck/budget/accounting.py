@@ -13,6 +13,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from pytest_distcheck.budget.ledger import LedgerRow
+from pytest_distcheck.i18n import N_
+
+# confirmation()'s answers: identifiers a caller compares, spoken as _(answer).
+NOTHING_SPENT = N_("nothing spent")
+PROVIDER_CONFIRMED = N_("confirmed by the provider")
+SELF_REPORTED = N_("self-reported")
 
 # A provider's amount confirms the kit's within this many seconds at the pod's rate (the kit counts from
 # its create call to confirmed termination: a few polls more than the provider).
@@ -171,8 +177,8 @@ def confirmation(rows: Iterable[LedgerRow]) -> str:
     is not reconciled or its bill differs; "nothing spent" for a ledger without runs."""
     runs = [ch for ch in charges(rows) if ch.pod_row.has_pod and ch.pod_row.recomputed_cost > 0]
     if not runs:
-        return "nothing spent"
-    return "confirmed by the provider" if all(ch.confirmed for ch in runs) else "self-reported"
+        return NOTHING_SPENT
+    return PROVIDER_CONFIRMED if all(ch.confirmed for ch in runs) else SELF_REPORTED
 
 
 def provider_confirmed(rows: Iterable[LedgerRow], run_id: str) -> bool | None:

@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
                 r = ch.pod_row
                 pod = _(POD).format(pod=r.resource_id) if r.has_pod else _(NO_POD_RECORDED).format(run=r.run_id)
                 print(_(SETTLE_COMMAND).format(config=config, run=r.run_id, pod=pod, seconds=r.billed_s))
-    print(_(CONFIRMATION).format(confirmation=accounting.confirmation(rows)))
+    print(_(CONFIRMATION).format(confirmation=_(accounting.confirmation(rows))))
     if over:
         print(_(OVER_CEILING))
         return 1

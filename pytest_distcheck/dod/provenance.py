@@ -18,7 +18,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pytest_distcheck.i18n import N_, _
+
 CONFIRMED, SELF_REPORTED = "confirmed", "self-reported"
+# Their words in a reason (the report keeps the flags above as identifiers).
+SELF_REPORTED_WORD = N_("self-reported")
+RECONCILED_ROW = N_("self-reported (reconciled row in the ledger, not re-checked in this run)")
 # How far an item's evidence can be believed; any other flag of an item (copied, fast-quiz) fails the gate.
 LABELS = (CONFIRMED, SELF_REPORTED)
 MARKER = "SYNTHETIC"
@@ -93,4 +98,4 @@ def fixture_rows(rows: Iterable[Any]) -> list[Any]:
 def ledger_label(reconciled: bool | None) -> str:
     """The table's word for evidence read from the spend ledger: always *self-reported*; ``reconciled`` adds
     that the provider's bill in the ledger was not re-checked in this run (such a row can be typed by hand)."""
-    return SELF_REPORTED + (" (reconciled row in the ledger, not re-checked in this run)" if reconciled else "")
+    return _(RECONCILED_ROW if reconciled else SELF_REPORTED_WORD)
