@@ -14,7 +14,7 @@ API_KEY = "rpa_TESTKEY_d0n0tl34k_7f3c9a"  # distinctive, so a leak is easy to gr
 SESSION = "5e55101d"
 
 # Short waits so faults end in seconds; heartbeat_stale stays above ready_timeout and heartbeat_every.
-FAST_TIMINGS = ("api_timeout=2 ready_timeout=10 poll_every=0.1 create_grace=4 confirm_timeout=10 teardown=2 "
+FAST_TIMINGS = ("api_timeout=2 ready_timeout=10 poll_every=0.1 create_grace=2 confirm_timeout=10 teardown=2 "
                 "heartbeat_every=0.3 heartbeat_stale=12 deadman_every=0.2 run_grace=3 meter_every=0.5")
 
 WORKSPACE = """
