@@ -276,9 +276,9 @@ def gpu_pod(request: pytest.FixtureRequest, budget):
         line(_(FAILED_BEFORE_READY).format(ending=ending(lease)), metered=False)
         line.close()
         raise
-    line(_(READY).format(pod=pod.id, run_id=pod.run_id))
-    pod.echo = line.output
-    try:
+    try:  # from here on a Ctrl-C, even one landing just after the "ready" line, still reaches the teardown
+        line(_(READY).format(pod=pod.id, run_id=pod.run_id))
+        pod.echo = line.output
         yield ReportedPod(pod, line)
     finally:
         line(_(TERMINATING).format(pod=pod.id))
