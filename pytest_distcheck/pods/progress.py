@@ -71,8 +71,10 @@ class StatusLine:
         extra = ""
         if started is not None and metered:
             elapsed = max(self.clock() - started, 0.0)
-            extra = " [" + (_(METERED).format(seconds=f"{elapsed:.0f}", usd=f"{float(rate) * elapsed / 3600:.4f}")
-                          if rate is not None else _(SINCE_CREATE).format(seconds=f"{elapsed:.0f}")) + "]"
+            seconds = f"{elapsed:.0f}"
+            shown = (_(METERED).format(seconds=seconds, usd=f"{float(rate) * elapsed / 3600:.4f}") if rate is not None
+                     else _(SINCE_CREATE).format(seconds=seconds))
+            extra = f" [{shown}]"
         return f"{PREFIX}{self.title}: {text}{extra}"
 
     def __call__(self, text: str, metered: bool = True) -> None:
