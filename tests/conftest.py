@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import textwrap
+from pathlib import Path
 
 import pytest
 from dod_support import MINI_WORKSPACE
+
+SHIMS = str(Path(__file__).parent / "shims")
 
 
 @pytest.fixture
@@ -24,6 +27,9 @@ def pytest_configure(config):
     from pytest_distcheck import i18n
 
     os.environ["DISTCHECK_LANG"] = i18n.DEFAULT
+    # Child processes import the py-cpuinfo stand-in (why: tests/shims/cpuinfo.py).
+    paths = [SHIMS, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
 
 
 @pytest.fixture(autouse=True)

@@ -193,6 +193,10 @@ _DONE_JS = "!!globalThis.__dcResult || !!globalThis.__dcError"
 _MAX_STEPS = 200_000
 _LINE = re.compile(r"Parse error on line (\d+)")
 _EXPECTING = re.compile(r"Expecting (.*), got (.*)$")
+# Parses by source, for every parser of this process (a parse of a real page takes about 0.5 s in QuickJS,
+# most of it Mermaid sanitising each label): a diagram, or the (message, line) Mermaid rejected it with.
+_PARSED: dict[str, ParsedDiagram | tuple[str, int | None]] = {}
+_PARSED_MAX = 256
 
 
 class MermaidParser:
@@ -216,7 +220,7 @@ class MermaidParser:
         self.version = getattr(mermaidx, "__version__", "?")
         self._engine = Engine()
         self._engine.start()
-        for name in ("_executor", "_ctx", "_ensure_fresh_context", "_run_job"):
+        for name in ("_executor", "_ctx", "_run_job"):
             if not hasattr(self._engine, name):
                 self._engine.close()
                 raise MermaidEngineError(
@@ -235,7 +239,7 @@ class MermaidParser:
         self._engine.close()
 
     def parse(self, source: str) -> ParsedDiagram:
-        """Parse one diagram.
+        """Parse one diagram; the same ``source`` again is answered from this process's cache.
 
         Args:
             source: Mermaid text (no Markdown fence).
@@ -246,6 +250,17 @@ class MermaidParser:
             MermaidEngineError: the engine gave neither a result nor an error.
         """
         refuse_too_large(source)
+        known = _PARSED.get(source)
+        if known is None:
+            known = self._parse_uncached(source)
+            if len(_PARSED) >= _PARSED_MAX:
+                _PARSED.clear()
+            _PARSED[source] = known
+        if isinstance(known, tuple):
+            raise MermaidSyntaxError(*known)
+        return known
+
+    def _parse_uncached(self, source: str) -> ParsedDiagram | tuple[str, int | None]:
         executor = self._engine._executor
         try:
             result, error = executor.submit(self._parse_on_worker, source).result()
@@ -256,22 +271,21 @@ class MermaidParser:
             ) from exc
         if error is not None:
             match = _LINE.search(error)
-            raise MermaidSyntaxError(error, int(match.group(1)) if match else None)
+            return error, int(match.group(1)) if match else None
         if result is None:
             raise MermaidEngineError("mermaid.parse gave neither a result nor an error")
         return _diagram_from_json(json.loads(result))
 
     def _parse_on_worker(self, source: str) -> tuple[str | None, str | None]:
-        engine = self._engine
-        engine._ensure_fresh_context()
-        ctx = engine._ctx
-        engine._ctx_used = True  # the next call gets a fresh context, as a render would
+        # One context for every parse (building one costs about 0.4 s): a parse fills a new FlowDB and
+        # keeps no state a later parse reads (tests/test_diagram_mermaid_reuse.py).
+        ctx = self._engine._ctx
         ctx.eval("__resetDocument(); mermaid.initialize({startOnLoad: false});")
         ctx.eval(_PARSE_JS % json.dumps(source))
         for _ in range(_MAX_STEPS):
             if ctx.eval(_DONE_JS):
                 break
-            if engine._run_job():
+            if self._engine._run_job():
                 continue
             if not ctx.eval("__runNextTimer()"):
                 break
