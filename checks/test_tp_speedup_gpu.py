@@ -34,6 +34,7 @@ import shlex
 import shutil
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -75,7 +76,9 @@ def gpu_preset_bytes() -> tuple[float, str]:
 
     preset = PRESETS["gpu"]
     cfg, b, s = preset["model"], max(preset["batch_sizes"]), max(preset["prompt_lens"])
-    with torch.device("meta"):
+    # Counted on the meta device, initialising nothing: torch's normal_ on a meta tensor imports torch._dynamo
+    # (about 2 s), for values a count never reads.
+    with torch.device("meta"), mock.patch.object(torch.nn.init, "normal_", lambda tensor, *a, **k: tensor):
         params = sum(p.numel() for p in GPT(cfg).parameters())
     dtype = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[preset["dtype"]]
     weights, cache = serving_bytes_per_gpu(params, cfg.n_layers, b, cfg.max_seq_len, cfg.d_model, cfg.n_heads,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import textwrap
 from pathlib import Path
 
@@ -27,9 +28,11 @@ def pytest_configure(config):
     from pytest_distcheck import i18n
 
     os.environ["DISTCHECK_LANG"] = i18n.DEFAULT
-    # Child processes import the py-cpuinfo stand-in (why: tests/shims/cpuinfo.py).
+    # This process and its children import the py-cpuinfo stand-in (why: tests/shims/cpuinfo.py).
     paths = [SHIMS, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    if SHIMS not in sys.path:
+        sys.path.insert(0, SHIMS)
 
 
 @pytest.fixture(autouse=True)
