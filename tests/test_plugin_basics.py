@@ -142,3 +142,18 @@ def test_a_suite_without_a_workspace_gets_no_budget_or_pods_banner(pytester):
     result.stdout.fnmatch_lines(["distcheck: backend gloo*no workspace file*"])
     result = pytester.runpytest("-p", "no:cacheprovider", "--max-usd", "1")
     result.stdout.fnmatch_lines(["distcheck budget: paid GPU tests on, --max-usd $1.00*", "distcheck pods:*"])
+
+
+def test_the_kits_own_modules_are_not_assertion_rewritten_and_test_files_are():
+    """pytest would rewrite every module of the plugin's package (pytest_distcheck/__init__.py takes the kit
+    out: its asserts are internal invariants, and rewriting costs each pytest process time)."""
+    import sys
+
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+
+    import pytest_distcheck.budget.ledger
+    import pytest_distcheck.dod.plugin
+
+    assert not isinstance(pytest_distcheck.dod.plugin.__loader__, AssertionRewritingHook)
+    assert not isinstance(pytest_distcheck.budget.ledger.__loader__, AssertionRewritingHook)
+    assert isinstance(sys.modules[__name__].__loader__, AssertionRewritingHook)
