@@ -120,8 +120,11 @@ def test_ctrl_c_during_rehearse_terminates_the_fake_pod_settles_its_row_and_name
     """Ctrl-C at a terminal (SIGINT to the whole process group) once the fake pod is ready: the run's teardown
     terminates the pod and settles its ledger row while the fake API stays up, and the last lines say so and
     give the scratch copy's rm -rf (it used to exit in 1.2 s with "interrupted", the row open, the copy behind)."""
+    # A terminal starts the command with SIGINT at its default; a background job (`.ci/run &`, nohup) inherits it
+    # ignored, and a Python started so never sees Ctrl-C (the run then passed as if no signal had come).
     proc = subprocess.Popen([sys.executable, "-m", "pytest_distcheck.cli", "rehearse"], cwd=rehearsal_ws, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines = []
     try:
         for line in proc.stdout:
