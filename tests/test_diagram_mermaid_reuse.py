@@ -40,3 +40,5 @@ def test_a_cached_answer_is_the_parse_and_a_rejection_is_raised_again(monkeypatc
         assert seen[0] == seen[1] and seen[0][1] is not None and seen[0][0].startswith("Parse error on line")
         monkeypatch.setattr(parser, "_parse_uncached", None)  # a second parse must not reach the engine
         assert parser.parse(OTHER) == first
+    with MermaidParser() as other:  # nor start one: a parser whose parses are all cached never does
+        assert other.parse(OTHER) == first and not other._engine.started

@@ -218,8 +218,7 @@ class MermaidParser:
                 f"cannot import mermaidx ({exc}); install it with: pip install mermaidx=={MERMAIDX_PIN}"
             ) from None
         self.version = getattr(mermaidx, "__version__", "?")
-        self._engine = Engine()
-        self._engine.start()
+        self._engine = Engine()  # started at the first parse the cache cannot answer
         for name in ("_executor", "_ctx", "_run_job"):
             if not hasattr(self._engine, name):
                 self._engine.close()
@@ -261,6 +260,7 @@ class MermaidParser:
         return known
 
     def _parse_uncached(self, source: str) -> ParsedDiagram | tuple[str, int | None]:
+        self._engine.start()  # a no-op once started
         executor = self._engine._executor
         try:
             result, error = executor.submit(self._parse_on_worker, source).result()
