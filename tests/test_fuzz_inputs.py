@@ -525,6 +525,47 @@ def test_a_world_size_above_what_the_machine_holds_is_refused_naming_memory_and_
     assert _fits_machine(SimpleNamespace(nodeid="t"), 2) == 2
 
 
+def test_the_machine_is_asked_once_per_world_size_that_fits_and_a_refused_size_every_time(pytester):
+    # psutil.virtual_memory costs about 0.1 ms, once a test: a size that fitted is not asked again.
+    pytester.makeconftest("""
+import psutil
+
+ASKED = []
+_real = psutil.virtual_memory
+
+def counting():
+    ASKED.append(1)
+    return _real()
+
+psutil.virtual_memory = counting
+
+def pytest_sessionfinish(session):
+    print(f"\\nASKED={len(ASKED)}")
+""")
+    pytester.makepyfile(test_sizes="""
+import pytest
+
+@pytest.mark.parametrize("i", range(3))
+def test_fits(dist_world, i):
+    assert dist_world.world_size == 2
+
+@pytest.mark.world_size(4)
+def test_other_size(dist_world):
+    assert dist_world.world_size == 4
+
+@pytest.mark.parametrize("i", range(2))
+@pytest.mark.world_size(100_000)
+def test_too_big(dist_world, i):
+    pass
+""")
+    result = pytester.runpytest_subprocess("-s")
+    result.assert_outcomes(passed=4, errors=2)
+    out = result.stdout.str()
+    assert out.count("test_too_big[0]: world size 100000 is more than this machine can hold") == 1
+    assert out.count("test_too_big[1]: world size 100000 is more than this machine can hold") == 1
+    result.stdout.fnmatch_lines(["ASKED=4"])  # sizes 2 and 4 once each, the refused size at each of its 2 tests
+
+
 @pytest.mark.parametrize(("text", "expected"), [
     ("inf", NOT_FINITE.format(value="inf")), ("nan", NOT_FINITE.format(value="nan")),
     ("1e309", ABSURD_CEILING.format(value="1e+309", max=MAX_CEILING_USD)),

@@ -46,6 +46,7 @@ _BASE_ENV = pytest.StashKey[dict]()  # os.environ at configure time: what every 
 _STARTED = pytest.StashKey[set]()  # debug levels whose zygote collection already started
 _PLAIN = pytest.StashKey[bool]()  # plain_results_only was called
 _PYTEST_TIMEOUT = pytest.StashKey[tuple]()  # (time.monotonic() deadline, seconds) of pytest-timeout's timer
+_FITS = pytest.StashKey[set]()  # world sizes found to fit this machine: checked once (psutil costs ~0.1 ms a test)
 
 
 def plain_results_only(config: pytest.Config) -> None:
@@ -165,7 +166,11 @@ def _fits_machine(node, n: int) -> int:
 
 def _world_size(request: pytest.FixtureRequest):
     __tracebackhide__ = True
-    return _fits_machine(request.node, _asked_world_size(request))
+    n = _asked_world_size(request)
+    fits = request.config.stash.setdefault(_FITS, set())
+    if n not in fits:
+        fits.add(_fits_machine(request.node, n))
+    return n
 
 
 def _asked_world_size(request: pytest.FixtureRequest):
