@@ -37,6 +37,7 @@ The torch harnesses need the ``expecttest`` package (``pip install -e '.[bench]'
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -244,13 +245,52 @@ def run_harness(name: str, n: int, workdir: Path, timeout_s: float) -> dict:
     plugins = [] if name in WITH_PLUGIN else ["-p", "no:distcheck"]
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugins, folder.name]
     load_before = os.getloadavg()[0]
+    cpu_before = _cpu_ticks()
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=folder.parent, env=env, capture_output=True, text=True, timeout=timeout_s)
     wall = time.perf_counter() - t0
+    steal = _steal_pct(cpu_before, _cpu_ticks())
     data = json.loads(times.read_text()) if times.exists() else {"durations_s": [], "outcomes": []}
     if proc.returncode != 0 or len(data["durations_s"]) != n or set(data["outcomes"]) != {"passed"}:
         raise RuntimeError(f"{name}: session failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
-    return summarise(name, n, data["durations_s"], wall, load_before, os.getloadavg()[0])
+    return {**summarise(name, n, data["durations_s"], wall, load_before, os.getloadavg()[0]), "steal_pct": steal}
+
+
+def _cpu_ticks() -> list[int] | None:
+    """The machine's CPU time counters (``/proc/stat``'s ``cpu`` line, USER_HZ ticks), or None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+
+
+def _steal_pct(before: list[int] | None, after: list[int] | None) -> float | None:
+    """Percent of all CPU time between two :func:`_cpu_ticks` that the hypervisor gave to other guests
+    (steal, the 8th field of ``/proc/stat``'s ``cpu`` line, proc(5)); None where unknown. On a shared VM
+    it moves the per-test times more than the load average does."""
+    if before is None or after is None:
+        return None
+    total = sum(after) - sum(before)
+    return 100.0 * (after[7] - before[7]) / total if total > 0 else 0.0
+
+
+@contextlib.contextmanager
+def idle_spinners(n: int):
+    """``n`` processes that busy-loop at ``SCHED_IDLE`` while open (a diagnostic, not how the kit runs).
+
+    A ``SCHED_IDLE`` process runs only on a CPU nothing else wants (sched(7)), so it takes no time from
+    the sessions, but it keeps an idle virtual CPU from halting: a session that is faster with them pays
+    for waking halted CPUs (the ranks' and pytest's wake-ups), not for work.
+    """
+    code = "import os; os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\nwhile True: pass"
+    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def summarise(name: str, n: int, durations_s: list[float], wall_s: float, load_before: float,
@@ -288,6 +328,8 @@ def median_round(rounds: list[dict]) -> dict:
     row["session_walls_s"] = [r["session_wall_s"] for r in rounds]
     row["load_avg_1m_before"] = min(r["load_avg_1m_before"] for r in rounds)
     row["load_avg_1m_after"] = max(r["load_avg_1m_after"] for r in rounds)
+    steals = [r["steal_pct"] for r in rounds if r.get("steal_pct") is not None]
+    row["steal_pct_max"] = max(steals) if steals else None
     return row
 
 
@@ -371,6 +413,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600, help="seconds per session")
     parser.add_argument("--rounds", type=int, default=1,
                         help="sessions per harness, interleaved; each row is the round of median session wall")
+    parser.add_argument("--idle-spinners", type=int, default=0, metavar="N",
+                        help="diagnostic: N busy processes at SCHED_IDLE during every session (keep idle "
+                             "virtual CPUs from halting; see idle_spinners)")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = sorted(set(names) - set(HARNESSES))
@@ -382,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             n = args.slow_tests if name in SLOW else args.fresh_tests if name == "pool-fresh" else args.tests
             print(f"round {r + 1}/{args.rounds}: {name}, {n} tests ...", file=sys.stderr, flush=True)
-            with tempfile.TemporaryDirectory(prefix="distcheck-bench-") as tmp:
+            with tempfile.TemporaryDirectory(prefix="distcheck-bench-") as tmp, idle_spinners(args.idle_spinners):
                 runs[name].append(run_harness(name, n, Path(tmp), args.timeout))
     rows = [median_round(runs[name]) for name in names]
     table = format_table(rows)
@@ -391,8 +436,11 @@ def main(argv: list[str] | None = None) -> int:
     for what, met, measured in targets(rows):
         print(f"- {'MET   ' if met else 'MISSED'} {what}: {measured}")
     loads = [r["load_avg_1m_before"] for r in rows] + [r["load_avg_1m_after"] for r in rows]
+    steals = [r["steal_pct_max"] for r in rows if r.get("steal_pct_max") is not None]
     print(f"\nload average (1 min) during the run: {min(loads):.2f} .. {max(loads):.2f} "
-          f"on {os.cpu_count()} logical CPUs")
+          f"on {os.cpu_count()} logical CPUs" + (f"; steal at most {max(steals):.1f} % of a session's CPU time"
+                                                 if steals else "")
+          + (f"; {args.idle_spinners} SCHED_IDLE spinners running" if args.idle_spinners else ""))
     if args.out:
         result = {"schema": "distcheck/rank-pool-benchmark/1", "started_utc": started,
                   "finished_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import pytest
 
@@ -113,3 +115,25 @@ def test_dispatch_targets_against_a_trivial_test_in_the_same_kind_of_module():
                "torch"] == (True, "0.40 ms vs 0.40 ms")
     assert met["dispatch (a call without a collective) adds <= 2x a trivial pytest test in a module without "
                "torch"] == (False, "0.50 ms vs 0.20 ms")
+
+
+def test_steal_is_the_share_of_all_cpu_time_between_two_readings():
+    before = [100, 0, 50, 800, 0, 0, 0, 10]
+    after = [150, 0, 60, 900, 0, 0, 0, 50]  # 200 ticks in all, 40 of them stolen
+    assert rank_pool._steal_pct(before, after) == pytest.approx(20.0)
+    assert rank_pool._steal_pct(None, after) is None and rank_pool._steal_pct(before, before) == 0.0
+    ticks = rank_pool._cpu_ticks()
+    assert ticks is None or (len(ticks) == 8 and all(t >= 0 for t in ticks))
+
+
+def test_idle_spinners_run_at_idle_priority_and_are_gone_after():
+    import psutil
+
+    me = psutil.Process()
+    with rank_pool.idle_spinners(2):
+        children = me.children()
+        assert len(children) == 2
+        deadline = time.monotonic() + 10
+        while any(os.sched_getscheduler(c.pid) != os.SCHED_IDLE for c in children):
+            assert time.monotonic() < deadline, "a spinner never switched to SCHED_IDLE"
+    assert not any(c.is_running() for c in children)
