@@ -167,3 +167,20 @@ def test_a_source_changed_since_it_was_installed_confirms_no_citation(tmp_path, 
     exc = problem(lambda: Resolver().symbol("toyparallel", LAYERS, "invented_design_decision"))
     assert exc.code == "changed-source"
     assert exc.message == CHANGED_SOURCE.format(rel=LAYERS, name="toyparallel", version="1.2.0")
+
+
+def test_a_distribution_s_record_is_read_once_and_normalised_texts_are_made_once(toy, monkeypatch):
+    reads = []
+    files = importlib.metadata.PathDistribution.files
+
+    def counted(self):
+        reads.append(self.metadata["Name"])
+        return files.fget(self)
+
+    monkeypatch.setattr(importlib.metadata.PathDistribution, "files", property(counted))
+    dist = toy.distribution("toyparallel")
+    toy.distribution("toyparallel")
+    assert reads == ["toyparallel"]  # RECORD parsed once, though files and hashes both come from it
+    assert LAYERS in dist.files
+    first = toy.normalised(dist, LAYERS)
+    assert first == normalise(toy.texts(dist)[LAYERS]) and toy.normalised(dist, LAYERS) is first

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pytest_distcheck.citations.quote import normalise
 from pytest_distcheck.citations.resolver import Installed, Problem, Resolver
 from pytest_distcheck.citations.symbols import Span
 
@@ -62,7 +61,7 @@ def quote_places(resolver: Resolver, dist: Installed, quote: str, limit: int = 4
     probe = max(quote.split(), key=len, default="")
     places: list[str] = []
     for rel, text in resolver.texts(dist).items():
-        if probe not in text or quote not in normalise(text):
+        if probe not in text or quote not in resolver.normalised(dist, rel):
             continue
         try:
             src = resolver.source(dist.root / rel)

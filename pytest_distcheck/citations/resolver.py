@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from pytest_distcheck.citations.quote import normalise
 from pytest_distcheck.citations.symbols import SourceFile, Span
 from pytest_distcheck.citations.syntax import url_hint
 from pytest_distcheck.i18n import N_, _
@@ -88,6 +89,7 @@ class Resolver:
         self._sources: dict[Path, SourceFile] = {}
         self._owners: dict[str, str] | None = None  # file -> "name version", built on first need
         self._texts: dict[str, dict[str, str]] = {}  # distribution -> its .py files' text, on first need
+        self._normalised: dict[tuple[str, str], str] = {}  # (distribution, file) -> normalised text, on first need
         self._verified: set[tuple[str, str]] = set()  # (distribution, file) whose RECORD hash matched
 
     def distribution(self, package: str) -> Installed:
@@ -105,15 +107,16 @@ class Resolver:
                 raise Problem("not-installed", _(NOT_INSTALLED).format(package=package)) from None
             except ValueError:  # importlib.metadata's answer to an empty name
                 raise Problem("not-installed", _(NOT_A_NAME).format(package=package)) from None
-            if dist.files is None:
+            files = dist.files  # parses RECORD at every access (torch's lists ~20,000 files)
+            if files is None:
                 raise Problem("no-file-list", _(NO_FILE_LIST).format(package=package))
+            paths = [(str(PurePosixPath(*f.parts)), f) for f in files]
             self._dists[key] = Installed(
                 name=dist.metadata["Name"],
                 version=dist.version,
                 root=Path(dist.locate_file("")).resolve(),
-                files=frozenset(str(PurePosixPath(*f.parts)) for f in dist.files),
-                hashes={str(PurePosixPath(*f.parts)): f.hash.value for f in dist.files
-                        if f.hash is not None and f.hash.mode == "sha256"},
+                files=frozenset(path for path, _f in paths),
+                hashes={path: f.hash.value for path, f in paths if f.hash is not None and f.hash.mode == "sha256"},
             )
         return self._dists[key]
 
@@ -238,6 +241,15 @@ class Resolver:
                     continue
             self._texts[dist.key] = out
         return self._texts[dist.key]
+
+    def normalised(self, dist: Installed, rel: str) -> str:
+        """The text of ``dist``'s file ``rel`` (from :meth:`texts`) with its whitespace normalised
+        (:func:`~pytest_distcheck.citations.quote.normalise`), made once: every quote of a note is looked
+        for in the same files."""
+        key = (dist.key, rel)
+        if key not in self._normalised:
+            self._normalised[key] = normalise(self.texts(dist)[rel])
+        return self._normalised[key]
 
     def owner(self, rel: str) -> str | None:
         """``"name version"`` of the installed distribution whose RECORD lists ``rel``, or None.
