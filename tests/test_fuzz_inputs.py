@@ -14,6 +14,7 @@ import copy
 import json
 import os
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -371,10 +372,10 @@ def test_fuzz_mermaid_page_check_with_the_real_parser():
 
 @pytest.mark.parametrize("timeout", [float("inf"), 1e308, 1e12, float("nan"), 0, -1])
 def test_a_call_timeout_out_of_range_is_refused_before_any_rank_starts(timeout):
-    from pytest_distcheck.ranks.pool import RankPool
+    from pytest_distcheck.ranks.pool import BAD_TIMEOUT, MAX_TIMEOUT_S, RankPool
 
     pool = RankPool(2)
-    with pytest.raises(ValueError, match="timeout must be a number of seconds > 0 and at most 31622400"):
+    with pytest.raises(ValueError, match=re.escape(BAD_TIMEOUT.format(most=MAX_TIMEOUT_S, timeout=timeout))):
         pool.run(print, (), {}, timeout)
     assert pool._zygote is None and not pool.alive  # nothing was started
 
@@ -514,18 +515,20 @@ def test_a_quiz_answer_of_5000_digits_is_an_answer_error():
 def test_a_world_size_above_what_the_machine_holds_is_refused_naming_memory_and_cores():
     from types import SimpleNamespace
 
-    from pytest_distcheck.ranks.plugin import RANK_BYTES, _fits_machine
+    from pytest_distcheck.ranks.plugin import RANK_BYTES, TOO_MANY_RANKS, _fits_machine
 
     with pytest.raises(pytest.fail.Exception) as exc:
         _fits_machine(SimpleNamespace(nodeid="t.py::test_big"), 10_000)
     text = str(exc.value)
-    assert text.startswith("t.py::test_big: world size 10000 is more than this machine can hold")
+    assert text.startswith("t.py::test_big: " + TOO_MANY_RANKS.split(":")[0].format(n=10_000))
     assert f"x about {RANK_BYTES >> 20} MiB each" in text and "MiB available" in text
     assert f"{os.cpu_count()} core(s)" in text
     assert _fits_machine(SimpleNamespace(nodeid="t"), 2) == 2
 
 
 def test_the_machine_is_asked_once_per_world_size_that_fits_and_a_refused_size_every_time(pytester):
+    from pytest_distcheck.ranks.plugin import TOO_MANY_RANKS
+
     # psutil.virtual_memory costs about 0.1 ms, once a test: a size that fitted is not asked again.
     pytester.makeconftest("""
 import psutil
@@ -561,8 +564,8 @@ def test_too_big(dist_world, i):
     result = pytester.runpytest_subprocess("-s")
     result.assert_outcomes(passed=4, errors=2)
     out = result.stdout.str()
-    assert out.count("test_too_big[0]: world size 100000 is more than this machine can hold") == 1
-    assert out.count("test_too_big[1]: world size 100000 is more than this machine can hold") == 1
+    too_many = TOO_MANY_RANKS.split(":")[0].format(n=100_000)
+    assert out.count(f"test_too_big[0]: {too_many}") == 1 and out.count(f"test_too_big[1]: {too_many}") == 1
     result.stdout.fnmatch_lines(["ASKED=4"])  # sizes 2 and 4 once each, the refused size at each of its 2 tests
 
 

@@ -26,9 +26,10 @@ def test_plain_data_round_trips(value):
 
 
 def test_anything_that_names_a_class_or_function_is_refused(capsys):
-    with pytest.raises(pickle.UnpicklingError, match="builtins.print is not plain data"):
+    with pytest.raises(pickle.UnpicklingError, match=pool.NOT_PLAIN_DATA.format(module="builtins", name="print")):
         pool.plain_loads(pickle.dumps(_Runs()))
-    with pytest.raises(pickle.UnpicklingError, match="collections.OrderedDict is not plain data"):
+    with pytest.raises(pickle.UnpicklingError,
+                       match=pool.NOT_PLAIN_DATA.format(module="collections", name="OrderedDict")):
         pool.plain_loads(pickle.dumps(__import__("collections").OrderedDict(a=1)))
     assert capsys.readouterr().out == ""
 
@@ -53,7 +54,8 @@ def test_a_crafted_reply_of_a_rank_runs_no_code_here(dist_world, tmp_path):
     from pytest_distcheck.ranks.errors import RankError
 
     marker = tmp_path / "ran-in-the-test-process"
-    with pytest.raises(RankError, match=r"the rank's reply is not the kit's: builtins.exec is not plain data"):
+    not_plain = pool.NOT_PLAIN_DATA.format(module="builtins", name="exec")
+    with pytest.raises(RankError, match=pool.NOT_THE_KITS_REPLY.format(error=not_plain)):
         dist_world.run(_sends_a_crafted_reply, str(marker))
     assert not marker.exists()
 

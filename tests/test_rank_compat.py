@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import pytest
 
 from pytest_distcheck.ranks.errors import RankError
+from pytest_distcheck.ranks.group import NO_JOIN
+from pytest_distcheck.ranks.plugin import BAD_DEBUG_MARKER, LATE_MARKER, SESSION_LEVEL, WORLD_SIZE_TWICE
+from pytest_distcheck.ranks.report import STOPPED
+from pytest_distcheck.ranks.worker import HOW_BACKEND, WRONG_BACKEND
 
 
 def checks_a_sum(expected):
@@ -111,12 +116,12 @@ def test_an_init_with_another_backend_gets_a_hint_about_the_backend_only(dist_wo
     with pytest.raises(RankError) as info:
         dist_world.spawn(_wants_nccl)
     text = str(info.value)
-    assert "backend='nccl' (the group is 'gloo')" in text and "ranks run gloo on this machine's CPU" in text
+    assert WRONG_BACKEND.format(backend="nccl", group="gloo") in text and HOW_BACKEND.format(backend="gloo") in text
     assert "world size" not in text.split("Remove the init_process_group", 1)[1].split("\n", 1)[0]
 
 
 def test_spawn_refuses_join_false(dist_world):
-    with pytest.raises(TypeError, match=r"spawn\(join=False\) is not supported"):
+    with pytest.raises(TypeError, match=re.escape(NO_JOIN)):
         dist_world.spawn(print, join=False)
 
 
@@ -155,9 +160,9 @@ def test_misplaced_world_sizes_and_levels_are_clear_errors(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1, errors=2)
     result.stdout.fnmatch_lines([
-        "*test_twice?2?: the world size is given twice*",
-        "*test_bad_level: @pytest.mark.dist_debug needs 'OFF', 'INFO' or 'DETAIL', got 'LOUD'*",
-        "*test_adds_marker_late: a world_size marker was added while the test ran*world size 2*",
+        "*test_twice?2?: " + WORLD_SIZE_TWICE,
+        "*test_bad_level: " + BAD_DEBUG_MARKER.format(value="LOUD"),
+        "*test_adds_marker_late: " + LATE_MARKER.format(marker="world_size", size=2, level=SESSION_LEVEL, fix="*"),
     ])
 
 
@@ -269,7 +274,7 @@ def test_spawn_raises_what_mp_spawn_raises(dist_world):
     with pytest.raises(mp.ProcessRaisedException, match="bad input on rank 1") as info:
         dist_world.spawn(_fails_on_rank_1, args=(2,))
     assert isinstance(info.value, RankError) and info.value.error_index == 1
-    assert "rank 0: stopped after a peer failed" in str(info.value) or "rank 0: ok" in str(info.value)
+    assert f"rank 0: {STOPPED}" in str(info.value) or "rank 0: ok" in str(info.value)
 
 
 def _only_rank_0_all_reduces_then_destroys(rank):

@@ -7,6 +7,8 @@ import os
 import pytest
 
 from pytest_distcheck.ranks.errors import RankError, RankTimeout
+from pytest_distcheck.ranks.pool import EXITED_WITH, KILLED_BY
+from pytest_distcheck.ranks.report import DDP_DETAIL_SEGFAULT
 
 
 def getenv(name):
@@ -75,7 +77,7 @@ def test_output_before_os_exit_is_shown(dist_world):
 
     with pytest.raises(RankError) as info:
         dist_world.run(leave_abruptly, timeout=30)
-    assert "died (exited with code 3)" in str(info.value)
+    assert f"died ({EXITED_WITH.format(code=3)})" in str(info.value)
     assert "last words of rank 0" in str(info.value) and "last words of rank 1" in str(info.value)
 
 
@@ -189,8 +191,8 @@ def test_ddp_segfault_under_detail_is_explained(dist_world):
     try:
         dist_world.run(wrap_in_ddp, timeout=60)
     except RankError as exc:
-        assert "killed by SIGSEGV" in str(exc)
-        assert "DistributedDataParallel's constructor segfaults under TORCH_DISTRIBUTED_DEBUG=DETAIL" in str(exc)
+        assert KILLED_BY.format(signal="SIGSEGV") in str(exc)
+        assert DDP_DETAIL_SEGFAULT in str(exc)
     else:
         pytest.skip("DDP under DETAIL works with this torch: the known crash is gone")
 

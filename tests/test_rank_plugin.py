@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from pytest_distcheck.ranks.plugin import LATE_MARKER
+
 ORDERED = """
 import os
 import pytest
@@ -192,7 +194,7 @@ def test_the_session_environment_is_the_one_pytest_configured_with(pytester, mon
                          ids=["world_size-over-the-decorator", "dist_debug", "fresh_ranks"])
 def test_a_marker_added_while_the_test_runs_fails_the_call(dist_world, request, late):
     request.node.add_marker(late)
-    with pytest.raises(pytest.fail.Exception, match=f"a {late.name} marker was added while the test ran"):
+    with pytest.raises(pytest.fail.Exception, match=LATE_MARKER.split(" (")[0].format(marker=late.name)):
         dist_world.run(len, [])
 
 

@@ -10,6 +10,8 @@ import threading
 import pytest
 
 from pytest_distcheck.ranks.errors import RankError, RanksOutOfStepWarning
+from pytest_distcheck.ranks.pool import KILLED_BY
+from pytest_distcheck.ranks.report import STOPPED
 
 
 def pid_and_parent():
@@ -52,7 +54,7 @@ def test_a_segfault_is_reported_with_its_signal_and_stack(dist_world):
     with pytest.raises(RankError) as info:
         dist_world.run(crash_on_rank_1, timeout=30)
     text = str(info.value)
-    assert "rank 1: died (killed by SIGSEGV)" in text
+    assert f"rank 1: died ({KILLED_BY.format(signal='SIGSEGV')})" in text
     assert "Fatal Python error: Segmentation fault" in text and "crash_on_rank_1" in text  # faulthandler
     after = dist_world.run(pid_and_parent)
     assert {p for p, _ in after}.isdisjoint(p for p, _ in before)  # fresh ranks...
@@ -80,9 +82,9 @@ def test_a_rank_killed_from_outside_during_a_call(dist_world):
             dist_world.run(rank_1_sleeps_rank_0_waits_for_it, timeout=30)
     finally:
         killer.cancel()
-    assert "rank 1: died (killed by SIGKILL)" in str(info.value)
+    assert f"rank 1: died ({KILLED_BY.format(signal='SIGKILL')})" in str(info.value)
     # rank 0's all-reduce failed at once instead of waiting out the timeout; gloo's error is kept below
-    assert "rank 0: stopped after a peer failed" in str(info.value) and "Connection closed by peer" in str(info.value)
+    assert f"rank 0: {STOPPED}" in str(info.value) and "Connection closed by peer" in str(info.value)
     assert dist_world.run(in_step_all_reduce) == [3.0, 3.0]
 
 

@@ -15,16 +15,21 @@ import signal
 import time
 from typing import Callable
 
-# The header of each child's section in a rank's stack text (hang_hint reads them).
-FORKED_CHILD = ("child process {pid} (forked without exec by the rank, which runs {rank_threads}; the child "
-                "has {threads}; {cmdline}), stack:")
-UNREAD_CHILD = "child process {pid} ({threads}; {cmdline}): its stack could not be read ({why})"
+from pytest_distcheck.i18n import N_, _, ngettext
+
+# The header of each child's section in a rank's stack text, in the language in use (hang_hint reads them).
+FORKED_CHILD = N_("child process {pid} (forked without exec by the rank, which runs {rank_threads}; the child "
+                  "has {threads}; {cmdline}), stack:")
+UNREAD_CHILD = N_("child process {pid} ({threads}; {cmdline}): its stack could not be read ({why})")
+EXECED = N_("it runs another program, started with exec, which has no stack dump handler; py-spy dump --pid "
+            "reads one")
+THREADS_UNKNOWN = N_("threads unknown")
 MAX_CHILDREN = 4  # dumped per rank; the rest are counted
 DUMP_WAIT_S = 0.5  # how long a child may take to write its dump
 
 
 def _threads(n: int) -> str:
-    return f"{n} thread{'s' if n != 1 else ''}"
+    return ngettext("{n} thread", "{n} threads", n).format(n=n)
 
 
 def _catches_sigusr1(pid: int) -> bool:
@@ -51,9 +56,9 @@ def _read_new(path: str, start: int, wait_s: float) -> str:
 
 def describe_children(pid: int, stack_file: str, clean: Callable[[str], str] = str,
                       wait_s: float = DUMP_WAIT_S) -> str:
-    """The sections of every live descendant of rank process ``pid``: its header and, for a forked one, the
-    stack it dumps (SIGUSR1) into ``stack_file``, filtered by ``clean``. '' when it has none (or on any
-    error reading them: the report must come out anyway)."""
+    """The sections of every live descendant of rank process ``pid``: its header (in the language in use) and,
+    for a forked one, the stack it dumps (SIGUSR1) into ``stack_file``, filtered by ``clean``. '' when it has
+    none (or on any error reading them: the report must come out anyway)."""
     try:
         import psutil
 
@@ -68,15 +73,16 @@ def describe_children(pid: int, stack_file: str, clean: Callable[[str], str] = s
             fields = dict(pid=kid.pid, threads=_threads(kid.num_threads()),
                           cmdline=" ".join(kid.cmdline())[:200] or kid.name())
             if not _catches_sigusr1(kid.pid):
-                out.append(UNREAD_CHILD.format(**fields, why="it runs another program, started with exec, which "
-                                               "has no stack dump handler; py-spy dump --pid reads one"))
+                out.append(_(UNREAD_CHILD).format(**fields, why=_(EXECED)))
                 continue
             start = os.path.getsize(stack_file)
             os.kill(kid.pid, signal.SIGUSR1)
             stack = clean(_read_new(stack_file, start, wait_s)).rstrip()
-            out.append(FORKED_CHILD.format(**fields, rank_threads=rank_threads) + "\n" + stack)
+            out.append(_(FORKED_CHILD).format(**fields, rank_threads=rank_threads) + "\n" + stack)
         except Exception as exc:  # noqa: BLE001 - it ended meanwhile, or /proc is not there
-            out.append(UNREAD_CHILD.format(pid=kid.pid, threads="threads unknown", cmdline="?", why=type(exc).__name__))
+            out.append(_(UNREAD_CHILD).format(pid=kid.pid, threads=_(THREADS_UNKNOWN), cmdline="?",
+                                              why=type(exc).__name__))
     if len(kids) > MAX_CHILDREN:
-        out.append(f"... and {len(kids) - MAX_CHILDREN} more child processes")
+        more = len(kids) - MAX_CHILDREN
+        out.append(ngettext("... and {n} more child process", "... and {n} more child processes", more).format(n=more))
     return "".join("\n" + section for section in out)

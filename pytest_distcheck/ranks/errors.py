@@ -6,6 +6,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+from pytest_distcheck.i18n import N_, _, ngettext
+
+# Labels of a rank's section in a RankError's message.
+STACK_WHEN_KILLED = N_("stack when killed:")
+STDOUT = N_("stdout:")
+STDERR = N_("stderr:")
+
 
 @dataclass
 class RankOutcome:
@@ -43,15 +50,19 @@ class RankOutcome:
 class RankError(Exception):
     """One or more ranks did not return normally. The message shows every rank's outcome.
 
-    Its first line names the ranks that failed of their own (``rank(s) 0 failed``); a rank stopped
-    because of them is listed below it (``rank 1: stopped after a peer failed``).
+    Its first line names the ranks that failed of their own (``rank(s) 0 failed``, :meth:`headline`); a rank
+    stopped because of them is listed below it (``rank 1: stopped after a peer failed``). The text is in the
+    language in use when the error is made; each rank's ``status`` keyword stays as it is.
 
     Attributes:
         outcomes: one :class:`RankOutcome` per rank, in rank order.
         failed_ranks: ranks whose status is not ``ok``/``skip``.
     """
 
-    headline = "rank(s) {ranks} failed"
+    @staticmethod
+    def headline(n: int) -> str:
+        """The first line's template, ``{ranks}`` naming ``n`` ranks, in the language in use."""
+        return ngettext("rank(s) {ranks} failed", "rank(s) {ranks} failed", n)
 
     def __init__(self, outcomes: list[RankOutcome], detail: str = "", hint: str = "") -> None:
         self.outcomes = outcomes
@@ -60,8 +71,8 @@ class RankError(Exception):
 
     def _format(self, detail: str, hint: str) -> str:
         # The headline names the ranks that failed of their own, not those stopped because of them.
-        ranks = ", ".join(str(o.rank) for o in self.outcomes if o.status not in ("ok", "skip", "stopped"))
-        lines = [self.headline.format(ranks=ranks or ", ".join(map(str, self.failed_ranks)))
+        named = [o.rank for o in self.outcomes if o.status not in ("ok", "skip", "stopped")] or self.failed_ranks
+        lines = [self.headline(len(named)).format(ranks=", ".join(map(str, named)))
                  + (f": {detail}" if detail else "")]
         if hint:
             lines.append(hint)
@@ -70,7 +81,8 @@ class RankError(Exception):
             if o.note:
                 notes.setdefault(o.note, []).append(o.rank)
         for note, ranks_ in notes.items():
-            lines.append(f"note (rank{'s' if len(ranks_) > 1 else ''} {', '.join(map(str, ranks_))}): {note}")
+            lines.append(ngettext("note (rank {ranks}): {note}", "note (ranks {ranks}): {note}", len(ranks_)).format(
+                ranks=", ".join(map(str, ranks_)), note=note))
         for o in self.outcomes:
             lines.append(f"  rank {o.rank}: " + (o.error if o.error.startswith(o.status) else o.status
                                                    + (f" ({o.error})" if o.error else "")))
@@ -79,11 +91,11 @@ class RankError(Exception):
             if o.traceback:
                 parts.append(o.traceback.rstrip())
             if o.stack:
-                parts.append("stack when killed:\n" + o.stack.rstrip())
+                parts.append(_(STACK_WHEN_KILLED) + "\n" + o.stack.rstrip())
             if o.stdout:
-                parts.append("stdout:\n" + o.stdout.rstrip())
+                parts.append(_(STDOUT) + "\n" + o.stdout.rstrip())
             if o.stderr:
-                parts.append("stderr:\n" + o.stderr.rstrip())
+                parts.append(_(STDERR) + "\n" + o.stderr.rstrip())
             if parts:
                 lines.append(f"--- rank {o.rank} ---")
                 lines.extend(parts)
@@ -93,7 +105,10 @@ class RankError(Exception):
 class RankTimeout(RankError):
     """Some ranks did not finish within the call's timeout; they were stack-dumped and killed."""
 
-    headline = "rank(s) {ranks} did not finish in time"
+    @staticmethod
+    def headline(n: int) -> str:
+        """The first line's template, ``{ranks}`` naming ``n`` ranks, in the language in use."""
+        return ngettext("rank(s) {ranks} did not finish in time", "rank(s) {ranks} did not finish in time", n)
 
 
 class PicklingError(TypeError):

@@ -5,12 +5,18 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.ranks.errors import RankError, spawn_error
 from pytest_distcheck.ranks.pool import RankPool
 from pytest_distcheck.ranks.tempdirs import SessionFolder
 from pytest_distcheck.ranks.zygote import Zygote
 
 DEBUG_LEVELS = ("OFF", "INFO", "DETAIL")
+# spawn's arguments that mp.spawn takes but the pool cannot honour.
+NO_JOIN = N_("dist_world.spawn(join=False) is not supported: the call waits for every rank; drop join=False (and "
+             "the context's join())")
+ARGS_NOT_A_TUPLE = N_("dist_world.spawn(args=...) takes a tuple, as mp.spawn does; got {type}")
+BAD_NPROCS = N_("dist_world.spawn(nprocs=...) needs a whole number >= 1, got {nprocs!r}")
 
 
 class RankGroup:
@@ -91,13 +97,12 @@ class RankGroup:
         """
         __tracebackhide__ = True
         if not join:
-            raise TypeError("dist_world.spawn(join=False) is not supported: the call waits for every rank; "
-                            "drop join=False (and the context's join())")
+            raise TypeError(_(NO_JOIN))
         if not isinstance(args, (tuple, list)):
-            raise TypeError(f"dist_world.spawn(args=...) takes a tuple, as mp.spawn does; got {type(args).__name__}")
+            raise TypeError(_(ARGS_NOT_A_TUPLE).format(type=type(args).__name__))
         size = self.world_size if nprocs is None else nprocs
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise ValueError(f"dist_world.spawn(nprocs=...) needs a whole number >= 1, got {nprocs!r}")
+            raise ValueError(_(BAD_NPROCS).format(nprocs=nprocs))
         try:
             return self._call(fn, tuple(args), {}, timeout, size, pass_rank=True)
         except RankError as exc:

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import sys
 
-MEGATRON_LEFT_INITIALISED = (
+from pytest_distcheck.i18n import N_, _
+
+# In the rank's language (given by the pool at start); {test} is a node id, or OUTSIDE_PYTEST.
+MEGATRON_LEFT_INITIALISED = N_(
     "megatron.core.parallel_state was initialised by an earlier call on these ranks ({test}) and never destroyed: "
     "its process groups ended with that call (dist_world builds a fresh process group after a call that made "
     "subgroups, destroying the old ones), while the module's globals stay on these warm ranks. Initialise it in "
     "each call that uses it and destroy it before the call returns: parallel_state.destroy_model_parallel() in a "
     "finally: block (Megatron-LM's own tests do so in teardown); a layout cannot be kept for a whole test module "
     "here, as no group outlives the call that made it. @pytest.mark.fresh_ranks starts a test on new ranks.")
+OUTSIDE_PYTEST = N_("a call outside pytest")
 
 
 def megatron_initialised() -> bool:
@@ -32,19 +36,19 @@ class StateWatch:
     call's error gets (:meth:`note`)."""
 
     def __init__(self) -> None:
-        self.megatron_by: str | None = None
+        self.megatron_by: str | None = None  # the test's node id ('' outside pytest)
 
     def after_call(self, test: str) -> None:
         """A call of ``test`` (pytest's node id, or '') returned: note whether it left the state set."""
         if not megatron_initialised():
             self.megatron_by = None
         elif self.megatron_by is None:
-            self.megatron_by = test or "a call outside pytest"
+            self.megatron_by = test
 
     def note(self) -> str:
         """The note for an error in a call that started with state left by an earlier one, or ''."""
         if self.megatron_by is not None and megatron_initialised():
-            return MEGATRON_LEFT_INITIALISED.format(test=self.megatron_by)
+            return _(MEGATRON_LEFT_INITIALISED).format(test=self.megatron_by or _(OUTSIDE_PYTEST))
         return ""
 
 

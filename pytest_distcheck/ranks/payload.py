@@ -15,7 +15,15 @@ from typing import Any, Callable
 
 import cloudpickle
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.ranks.errors import PicklingError
+
+NOT_CALLABLE = N_("run() needs a callable, got {type}")
+# CANNOT_PICKLE's {what}: one of the three below.
+CANNOT_PICKLE = N_("{what} ({type}) cannot be pickled: {error}")
+THE_FUNCTION = N_("the function {name!r}")
+POSITIONAL = N_("positional argument {i}")
+KEYWORD = N_("keyword argument {name!r}")
 
 # id(module) -> (module, whether it travels by value): a finder search costs about 0.1 ms, and a test calls
 # dist_world.run with functions of the same few modules again and again. The module is kept so its id
@@ -84,7 +92,7 @@ def dump_call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bytes:
         PicklingError: names the function or argument that could not be pickled and why.
     """
     if not callable(fn):
-        raise TypeError(f"run() needs a callable, got {type(fn).__name__}")
+        raise TypeError(_(NOT_CALLABLE).format(type=type(fn).__name__))
     modules = _by_value(fn)
     for m in modules:
         cloudpickle.register_pickle_by_value(m)
@@ -92,11 +100,11 @@ def dump_call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bytes:
         try:
             return cloudpickle.dumps((fn, args, kwargs))
         except Exception:  # noqa: BLE001 - find the culprit, then say which it is
-            _check(fn, f"the function {getattr(fn, '__qualname__', fn)!r}")
+            _check(fn, _(THE_FUNCTION).format(name=getattr(fn, "__qualname__", fn)))
             for i, a in enumerate(args):
-                _check(a, f"positional argument {i}")
+                _check(a, _(POSITIONAL).format(i=i))
             for k, v in kwargs.items():
-                _check(v, f"keyword argument {k!r}")
+                _check(v, _(KEYWORD).format(name=k))
             raise
     finally:
         for m in modules:
@@ -107,4 +115,4 @@ def _check(value: Any, what: str) -> None:
     try:
         cloudpickle.dumps(value)
     except Exception as exc:  # noqa: BLE001
-        raise PicklingError(f"{what} ({type(value).__name__}) cannot be pickled: {exc}") from exc
+        raise PicklingError(_(CANNOT_PICKLE).format(what=what, type=type(value).__name__, error=exc)) from exc

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.ranks import DEFAULT_WORLD_SIZE
 from pytest_distcheck.settings import TIMEOUT
 
@@ -25,22 +26,31 @@ MARKERS = {
     "dist_debug": "dist_debug(level): run this test's ranks with TORCH_DISTRIBUTED_DEBUG=level "
                   "(OFF, INFO or DETAIL), set before torch is imported; other tests are unaffected",
 }
-# A marker the fixture reads at set-up, added while the test runs: what to do instead.
+# A marker the fixture reads at set-up, added while the test runs (LATE_MARKER): what to do instead.
 _LATE_FIX = {
-    "world_size": "Put @pytest.mark.world_size(n) on the test, or parametrize dist_world indirectly: "
-                  "@pytest.mark.parametrize('dist_world', [2, 4], indirect=True)",
-    "dist_debug": "Put @pytest.mark.dist_debug(level) on the test, or set the level before the call: "
-                  "monkeypatch.setenv('TORCH_DISTRIBUTED_DEBUG', level)",
-    "fresh_ranks": "Put @pytest.mark.fresh_ranks on the test",
+    "world_size": N_("Put @pytest.mark.world_size(n) on the test, or parametrize dist_world indirectly: "
+                     "@pytest.mark.parametrize('dist_world', [2, 4], indirect=True)"),
+    "dist_debug": N_("Put @pytest.mark.dist_debug(level) on the test, or set the level before the call: "
+                     "monkeypatch.setenv('TORCH_DISTRIBUTED_DEBUG', level)"),
+    "fresh_ranks": N_("Put @pytest.mark.fresh_ranks on the test"),
 }
+LATE_MARKER = N_("a {marker} marker was added while the test ran (request.node.add_marker): dist_world was already "
+                 "set up (world size {size}, debug level {level}) and would ignore it. {fix}")
+SESSION_LEVEL = N_("of the session")  # LATE_MARKER's {level} without a dist_debug marker
+# A bad world size or debug level, after the test's node id.
+BAD_PARAM = N_("dist_world parametrized with {param!r}: the world size must be a whole number >= 1")
+WORLD_SIZE_TWICE = N_("the world size is given twice (@pytest.mark.world_size and an indirect parametrize of "
+                      "dist_world): keep one")
+BAD_WORLD_SIZE_MARKER = N_("@pytest.mark.world_size needs a whole number >= 1, got {value!r}")
+BAD_DEBUG_MARKER = N_("@pytest.mark.dist_debug needs 'OFF', 'INFO' or 'DETAIL', got {value!r}")
 # A rank forked from the zygote holds ~12 MiB of its own before it works (measured: USS of 4 ranks on
 # torch 2.13, CPU); 64 MiB leaves room for its gloo buffers and tensors. 32 ranks a core: past that
 # gloo's rendezvous and collectives time out long before the test ends.
 RANK_BYTES = 64 * 2**20
 RANKS_PER_CORE = 32
-TOO_MANY_RANKS = ("world size {n} is more than this machine can hold: {n} ranks x about {per} MiB each = {need} MiB, "
-                  "{avail} MiB available, and {cores} core(s) run at most {per_core} ranks each; at most {most} "
-                  "ranks here")
+TOO_MANY_RANKS = N_("world size {n} is more than this machine can hold: {n} ranks x about {per} MiB each = {need} "
+                    "MiB, {avail} MiB available, and {cores} core(s) run at most {per_core} ranks each; at most {most} "
+                    "ranks here")
 _REGISTRY = pytest.StashKey[object]()
 _BASE_ENV = pytest.StashKey[dict]()  # os.environ at configure time: what every call's environment is diffed against
 _STARTED = pytest.StashKey[set]()  # debug levels whose zygote collection already started
@@ -159,8 +169,8 @@ def _fits_machine(node, n: int) -> int:
     avail = psutil.virtual_memory().available
     most = max(1, min(avail // RANK_BYTES, RANKS_PER_CORE * cores))
     if n > most:
-        _fail(node, TOO_MANY_RANKS.format(n=n, per=RANK_BYTES >> 20, need=(n * RANK_BYTES) >> 20, avail=avail >> 20,
-                                          cores=cores, per_core=RANKS_PER_CORE, most=most))
+        _fail(node, _(TOO_MANY_RANKS).format(n=n, per=RANK_BYTES >> 20, need=(n * RANK_BYTES) >> 20,
+                                             avail=avail >> 20, cores=cores, per_core=RANKS_PER_CORE, most=most))
     return n
 
 
@@ -179,16 +189,15 @@ def _asked_world_size(request: pytest.FixtureRequest):
     param = getattr(request, "param", None)
     if param is not None:
         if not _whole(param):
-            _fail(request.node, f"dist_world parametrized with {param!r}: the world size must be a whole number >= 1")
+            _fail(request.node, _(BAD_PARAM).format(param=param))
         if marker is not None:
-            _fail(request.node, "the world size is given twice (@pytest.mark.world_size and an indirect "
-                                "parametrize of dist_world): keep one")
+            _fail(request.node, _(WORLD_SIZE_TWICE))
         return param
     if marker is None:
         return DEFAULT_WORLD_SIZE
     value = marker.args[0] if marker.args else marker.kwargs.get("n")
     if not _whole(value):
-        _fail(request.node, f"@pytest.mark.world_size needs a whole number >= 1, got {value!r}")
+        _fail(request.node, _(BAD_WORLD_SIZE_MARKER).format(value=value))
     return value
 
 
@@ -200,7 +209,7 @@ def _debug_level(node, fail: bool = True) -> str | None:
     value = marker.args[0] if marker.args else marker.kwargs.get("level")
     if not isinstance(value, str) or value.upper() not in ("OFF", "INFO", "DETAIL"):
         if fail:
-            _fail(node, f"@pytest.mark.dist_debug needs 'OFF', 'INFO' or 'DETAIL', got {value!r}")
+            _fail(node, _(BAD_DEBUG_MARKER).format(value=value))
         return None
     return value.upper()
 
@@ -242,9 +251,8 @@ def dist_world(request: pytest.FixtureRequest):
         if len(node.own_markers) != len(markers):
             for mark in node.own_markers:
                 if mark.name in _LATE_FIX and mark not in markers:
-                    _fail(node, f"a {mark.name} marker was added while the test ran (request.node.add_marker): "
-                                f"dist_world was already set up (world size {size}, debug level "
-                                f"{debug or 'of the session'}) and would ignore it. {_LATE_FIX[mark.name]}")
+                    _fail(node, _(LATE_MARKER).format(marker=mark.name, size=size, level=debug or _(SESSION_LEVEL),
+                                                      fix=_(_LATE_FIX[mark.name])))
 
     return RankGroup(pools, size, "gloo", TIMEOUT.positive_float(request.config), debug=debug,
                      live=request.config.getoption("capture") == "no", check=check,

@@ -24,6 +24,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
 
+from pytest_distcheck import i18n
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.ranks.children import describe_children
 from pytest_distcheck.ranks.context import EnvTracker, rewritten_modules
 from pytest_distcheck.ranks.errors import (
@@ -53,10 +55,39 @@ MAX_TIMEOUT_S = 366 * 24 * 3600
 # dump, the kill and the report must be done before pytest-timeout fails the test without them.
 OUTER_MARGIN_S = 2.0
 
+# What the pool says, in the language in use (tests import these).
+NOT_PLAIN_DATA = N_("{module}.{name} is not plain data")
+BAD_WORLD_SIZE = N_("world_size must be >= 1, got {world_size}")
+NO_ZYGOTE = N_("the rank zygote this pool forks from is gone")
+EXITED_AT_START = N_("exited as it started")
+DID_NOT_START = N_("rank did not start ({kind})")
+POOL_NOT_STARTED = N_("could not start the rank pool")
+BAD_TIMEOUT = N_("timeout must be a number of seconds > 0 and at most {most} (a year), got {timeout!r}")
+OUT_OF_STEP = N_("ranks ended the call out of step (collectives issued per rank: {counts}): a collective or send "
+                 "that only some ranks issued, or an async_op never waited on? The ranks were replaced.")
+TO_FIND_IT = N_(" To find it, {rerun}")
+NOT_THE_KITS_REPLY = N_("the rank's reply is not the kit's: {error}")
+# Why a rank has no result: it outlived the call's timeout, or it died.
+NO_RESULT = N_("no result after {seconds}")
+LOST_CONTACT = N_("lost contact with the rank")
+KILLED_BY = N_("killed by {signal}")
+EXITED_WITH = N_("exited with code {code}")
+# A RankTimeout's detail: TIMEOUT_DETAIL, its limit CAPPED_LIMIT when pytest-timeout's capped it, then SOME_RETURNED.
+TIMEOUT_DETAIL = N_("timeout {limit}")
+CAPPED = N_("capped by pytest-timeout's {outer:g} s")
+CAPPED_LIMIT = N_("{seconds} ({capped}, so the ranks' stacks come before it fails the test)")
+RETURNED = N_("rank {rank}: returned")
+SOME_RETURNED = N_("; {returned} (ranks out of step: a collective only some ranks issued?)")
+SKIPS_DISAGREE = N_("ranks disagree: some skipped, some did not ({outcomes})")
+NOT_UNPICKLED = N_("a rank's return value could not be unpickled here: {error}")
+NOT_UNPICKLED_PLAIN = N_("a rank's return value could not be unpickled here (only plain data may come back from the "
+                         "ranks here): {error}")
+LEFT_OUT = N_("[... {skipped} bytes left out ...]")
+
 
 class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"{module}.{name} is not plain data")
+        raise pickle.UnpicklingError(_(NOT_PLAIN_DATA).format(module=module, name=name))
 
 
 def plain_loads(data: bytes) -> Any:
@@ -83,12 +114,12 @@ def capped_timeout(timeout: float, left: float, outer: float) -> tuple[float, st
 
     Returns:
         (seconds, "") when ``timeout`` ends in time; otherwise (capped seconds, at least 0.01, and
-        "capped by pytest-timeout's N s").
+        :data:`CAPPED`, "capped by pytest-timeout's N s", in the language in use).
     """
     cap = left - min(OUTER_MARGIN_S, left / 2)
     if timeout <= cap:
         return timeout, ""
-    return max(cap, 0.01), f"capped by pytest-timeout's {outer:g} s"
+    return max(cap, 0.01), _(CAPPED).format(outer=outer)
 
 
 def group_timeout(call_timeout: float) -> float:
@@ -126,7 +157,7 @@ class _Output:
         skipped = max(end - frm - OUTPUT_MAX, 0)
         data = os.pread(self.fds[i], end - frm - skipped, frm + skipped) if end > frm else b""
         text = data.decode(errors="replace")
-        return f"[... {skipped} bytes left out ...]\n{text}" if skipped else text
+        return _(LEFT_OUT).format(skipped=skipped) + "\n" + text if skipped else text
 
     def call_text(self) -> tuple[str, str]:
         """(stdout, stderr) written since :meth:`mark`."""
@@ -189,7 +220,7 @@ class RankPool:
                  start_timeout: float = 120.0, base_env: dict[str, str] | None = None,
                  folder: str | None = None, debug_level: str = "OFF", plain_results: bool = False) -> None:
         if world_size < 1:
-            raise ValueError(f"world_size must be >= 1, got {world_size}")
+            raise ValueError(_(BAD_WORLD_SIZE).format(world_size=world_size))
         self.world_size = world_size
         self.backend = backend
         self.start_timeout = start_timeout
@@ -217,7 +248,10 @@ class RankPool:
 
     # -- life cycle -------------------------------------------------------------------------------
     def start(self) -> None:
-        """Fork the ranks and wait until each has joined the store (no-op while they are alive)."""
+        """Fork the ranks and wait until each has joined the store (no-op while they are alive).
+
+        The ranks speak the language in use now (:func:`pytest_distcheck.i18n.language`), given once in their
+        ``init`` message."""
         if self.alive:
             return
         self.kill()
@@ -228,9 +262,10 @@ class RankPool:
         os.makedirs(self._dir, exist_ok=True)
         if self._zygote is None or not self._zygote.alive:
             if not self._own_zygote:
-                raise ZygoteError("the rank zygote this pool forks from is gone")
+                raise ZygoteError(_(NO_ZYGOTE))
             self._zygote = Zygote(self._path(-1, "log"), self.start_timeout, env=self.base_env)
-        init = {"sys_path": list(sys.path), "cwd": os.getcwd(), "authkey": bytes(current_process().authkey)}
+        init = {"sys_path": list(sys.path), "cwd": os.getcwd(), "authkey": bytes(current_process().authkey),
+                "lang": i18n.language()}
         self._attempts += 1  # a new store file for every attempt: a failed one may have left keys
         store_file = os.path.join(self._dir, f"store.{self._attempts}")
         self._rewrite_sent = None
@@ -250,8 +285,8 @@ class RankPool:
                 try:
                     self._pidfds.append(os.pidfd_open(pid))
                 except ProcessLookupError:  # died and reaped already
-                    raise RankError([RankOutcome(rank, "died", "exited as it started", stderr=self._log(rank))],
-                                    detail="could not start the rank pool") from None
+                    raise RankError([RankOutcome(rank, "died", _(EXITED_AT_START), stderr=self._log(rank))],
+                                    detail=_(POOL_NOT_STARTED)) from None
                 conn.send(("init", init))
             for rank in range(self.world_size):
                 self._expect(rank, "ready", self.start_timeout - (time.perf_counter() - t0))
@@ -275,8 +310,8 @@ class RankPool:
                 msg = None
             if msg and msg[0] == kind:
                 return msg[1]
-        raise RankError([RankOutcome(rank, "died", f"rank did not start ({kind})", stderr=self._log(rank))],
-                        detail="could not start the rank pool")
+        raise RankError([RankOutcome(rank, "died", _(DID_NOT_START).format(kind=kind), stderr=self._log(rank))],
+                        detail=_(POOL_NOT_STARTED))
 
     def _log(self, rank: int) -> str:
         parts = []
@@ -359,8 +394,7 @@ class RankPool:
         """
         __tracebackhide__ = True  # a failing call points at the test, not at the pool
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT_S:
-            raise ValueError(f"timeout must be a number of seconds > 0 and at most {MAX_TIMEOUT_S} (a year), "
-                             f"got {timeout!r}")
+            raise ValueError(_(BAD_TIMEOUT).format(most=MAX_TIMEOUT_S, timeout=timeout))
         payload = dump_call(fn, args, kwargs)
         self.start()
         capped = ""
@@ -394,10 +428,8 @@ class RankPool:
             self.kill()
             rerun = detail_rerun(nodeid, self.debug_level)
             warnings.warn(RanksOutOfStepWarning(
-                "ranks ended the call out of step (collectives issued per rank: "
-                + ", ".join(f"rank {r}: {s}" for r, s in enumerate(seqs))
-                + "): a collective or send that only some ranks issued, or an async_op never waited on? "
-                  "The ranks were replaced." + (f" To find it, {rerun}" if rerun else "")), stacklevel=4)
+                _(OUT_OF_STEP).format(counts=", ".join(f"rank {r}: {s}" for r, s in enumerate(seqs)))
+                + (_(TO_FIND_IT).format(rerun=rerun) if rerun else "")), stacklevel=4)
         elif not all(keep):
             self.generation += 1  # subgroups or a destroyed group: the next call gets a fresh group
         return self._finish(outcomes, results, live, nodeid)
@@ -439,7 +471,7 @@ class RankPool:
                 if live:
                     for rank, output in enumerate(self._outputs):
                         output.tail(rank)
-                for fd, _ in ready:
+                for fd, _events in ready:
                     rank = conn_fd.get(fd, pid_fd.get(fd))
                     if rank not in pending:
                         continue
@@ -458,7 +490,7 @@ class RankPool:
                         outcomes[rank] = self._death(rank)
                         continue
                     except Exception as exc:  # noqa: BLE001 - whatever the rank sent, it is not the kit's reply
-                        outcomes[rank] = RankOutcome(rank, "error", f"the rank's reply is not the kit's: {exc}")
+                        outcomes[rank] = RankOutcome(rank, "error", _(NOT_THE_KITS_REPLY).format(error=exc))
                         continue
                     results[rank], seqs[rank], keep[rank] = result, seq, ok
                 failed = any(o is not None and o.status in ("error", "died") for o in outcomes)
@@ -473,7 +505,7 @@ class RankPool:
         died = any(o is not None and o.status in ("error", "died") for o in outcomes)
         for rank in pending:
             status = "timeout" if timed_out and not died else "stopped"
-            why = f"no result after {seconds}" if status == "timeout" else STOPPED
+            why = _(NO_RESULT).format(seconds=seconds) if status == "timeout" else _(STOPPED)
             outcomes[rank] = RankOutcome(rank, status, why, stack=stacks.get(rank, ""))
         done: list[RankOutcome] = [o for o in outcomes if o is not None]
         for o, output in zip(done, self._outputs, strict=True):
@@ -483,23 +515,22 @@ class RankPool:
         if pending:
             self.kill()
             if timed_out and not died:
-                returned = [f"rank {o.rank}: returned" for o in done if o.status == "ok"]
+                returned = [_(RETURNED).format(rank=o.rank) for o in done if o.status == "ok"]
                 rerun = hang_hint(nodeid, self.debug_level, stacks)
-                limit = f"{seconds} ({capped}, so the ranks' stacks come before it fails the test)" if capped \
-                    else seconds
-                raise RankTimeout(done, detail=f"timeout {limit}" + (
-                    f"; {', '.join(returned)} (ranks out of step: a collective only some ranks issued?)"
-                    if returned else ""), hint=rerun[:1].upper() + rerun[1:] if rerun else "")
+                limit = _(CAPPED_LIMIT).format(seconds=seconds, capped=capped) if capped else seconds
+                raise RankTimeout(done, detail=_(TIMEOUT_DETAIL).format(limit=limit) + (
+                    _(SOME_RETURNED).format(returned=", ".join(returned)) if returned else ""),
+                    hint=rerun[:1].upper() + rerun[1:] if rerun else "")
         return done, results, seqs, keep
 
     def _death(self, rank: int) -> RankOutcome:
         code = self._zygote.exit_code(self._pids[rank], 2.0) if self._zygote is not None else None
         if code is None:
-            why = "lost contact with the rank"
+            why = _(LOST_CONTACT)
         elif code < 0:
-            why = f"killed by {signal.Signals(-code).name}"
+            why = _(KILLED_BY).format(signal=signal.Signals(-code).name)
         else:
-            why = f"exited with code {code}"
+            why = _(EXITED_WITH).format(code=code)
         return RankOutcome(rank, "died", why)
 
     def _dump_stacks(self, ranks: list[int]) -> dict[int, str]:
@@ -540,13 +571,13 @@ class RankPool:
             reasons = {o.error for o in outcomes if o.status == "skip"}
             if len(reasons) == 1 and all(o.status == "skip" for o in outcomes):
                 pytest.skip(reasons.pop())
-            raise RankError(outcomes, detail="ranks disagree: some skipped, some did not (" + "; ".join(
-                f"rank {o.rank}: {o.status} {o.error}".strip() for o in outcomes) + ")")
+            raise RankError(outcomes, detail=_(SKIPS_DISAGREE).format(outcomes="; ".join(
+                f"rank {o.rank}: {o.status} {o.error}".strip() for o in outcomes)))
         try:
             return [plain_loads(r) if self.plain_results else cloudpickle.loads(r) for r in results]
         except Exception as exc:  # noqa: BLE001
-            only = " (only plain data may come back from the ranks here)" if self.plain_results else ""
-            raise PicklingError(f"a rank's return value could not be unpickled here{only}: {exc}") from exc
+            raise PicklingError(_(NOT_UNPICKLED_PLAIN if self.plain_results else NOT_UNPICKLED).format(
+                error=exc)) from exc
 
 
 _KIT_FRAMES = (f'File "{os.path.dirname(os.path.abspath(__file__))}{os.sep}', 'File "<frozen runpy>"')

@@ -8,10 +8,19 @@ from __future__ import annotations
 import re
 import shlex
 
+from pytest_distcheck.i18n import N_, _, ngettext
 from pytest_distcheck.ranks.children import FORKED_CHILD, UNREAD_CHILD
 from pytest_distcheck.ranks.errors import RankOutcome
 
-STOPPED = "stopped after a peer failed"
+STOPPED = N_("stopped after a peer failed")
+# peers_returned: "{returned} while {lost}" (each part an ngettext of its own count).
+PEERS_RETURNED = N_("{returned} while {lost}: a collective only some ranks issued?")
+DETAIL_RERUN = N_("re-run with torch's collective checks, which name a collective the ranks issued differently "
+                  "(op, shape, dtype): {command} (or mark the test {marker}); a collective only some ranks issued "
+                  "still hangs under DETAIL, and the ranks' stacks show where")
+DDP_DETAIL_SEGFAULT = N_("DistributedDataParallel's constructor segfaults under TORCH_DISTRIBUTED_DEBUG=DETAIL "
+                         "(torch 2.13.0 does so in a plain script too, without this kit); use INFO for DDP "
+                         "tests, or DETAIL on code without DDP")
 
 
 # gloo's errors on a rank whose peer went away (closed its sockets by exiting), in set-up or a collective.
@@ -33,7 +42,7 @@ def blame(outcomes: list[RankOutcome]) -> list[RankOutcome]:
 
     if not any(o.status in ("error", "died") and not follower(o) for o in outcomes):
         return outcomes
-    return [RankOutcome(o.rank, "stopped", STOPPED, traceback=o.traceback, stdout=o.stdout, stderr=o.stderr)
+    return [RankOutcome(o.rank, "stopped", _(STOPPED), traceback=o.traceback, stdout=o.stdout, stderr=o.stderr)
             if follower(o) else o for o in outcomes]
 
 
@@ -51,12 +60,12 @@ def peers_returned(outcomes: list[RankOutcome]) -> str:
     if not lost or not returned or len(lost) + len(returned) != len(outcomes):
         return ""
 
-    def ranks(rs: list[int]) -> str:
-        return ("ranks " if len(rs) > 1 else "rank ") + ", ".join(map(str, rs))
-
-    many = len(returned) > 1
-    return (f"{ranks(returned)} returned and closed {'their' if many else 'its'} connections while {ranks(lost)} "
-            f"{'were' if len(lost) > 1 else 'was'} still in a collective: a collective only some ranks issued?")
+    returned_text = ngettext("rank {ranks} returned and closed its connections",
+                             "ranks {ranks} returned and closed their connections", len(returned))
+    lost_text = ngettext("rank {ranks} was still in a collective", "ranks {ranks} were still in a collective",
+                         len(lost))
+    return _(PEERS_RETURNED).format(returned=returned_text.format(ranks=", ".join(map(str, returned))),
+                                    lost=lost_text.format(ranks=", ".join(map(str, lost))))
 
 
 def detail_rerun(nodeid: str, level: str) -> str:
@@ -68,23 +77,19 @@ def detail_rerun(nodeid: str, level: str) -> str:
     """
     if not nodeid or level == "DETAIL":
         return ""
-    return ("re-run with torch's collective checks, which name a collective the ranks issued differently "
-            "(op, shape, dtype): TORCH_DISTRIBUTED_DEBUG=DETAIL pytest " + shlex.quote(nodeid)
-            + " (or mark the test @pytest.mark.dist_debug(\"DETAIL\")); a collective only some ranks issued "
-            "still hangs under DETAIL, and the ranks' stacks show where")
+    return _(DETAIL_RERUN).format(command="TORCH_DISTRIBUTED_DEBUG=DETAIL pytest " + shlex.quote(nodeid),
+                                  marker='@pytest.mark.dist_debug("DETAIL")')
 
 
 def known_crash(o: RankOutcome, level: str) -> str:
     """A note on a known torch crash matching this rank's death, or ''."""
     text = o.stderr + o.stack
     if level == "DETAIL" and o.status == "died" and "SIGSEGV" in o.error and "_ddp_init_helper" in text:
-        return ("DistributedDataParallel's constructor segfaults under TORCH_DISTRIBUTED_DEBUG=DETAIL "
-                "(torch 2.13.0 does so in a plain script too, without this kit); use INFO for DDP "
-                "tests, or DETAIL on code without DDP")
+        return _(DDP_DETAIL_SEGFAULT)
     return ""
 
 
-FORKED_CHILD_HANG = (
+FORKED_CHILD_HANG = N_(
     "A child process forked from {ranks} hung, and the rank waited for it (the child's stack is under the rank's, "
     "below): a process forked after threads started (gloo's, and OpenMP's once a torch op ran on more than one "
     "thread) inherits their locks but not the threads that would release them, so its first torch op can wait "
@@ -92,9 +97,9 @@ FORKED_CHILD_HANG = (
     "\"spawn\"), or torch.multiprocessing.start_processes(..., start_method=\"spawn\")), or call "
     "torch.set_num_threads(1) before forking. No collective is involved, so a TORCH_DISTRIBUTED_DEBUG=DETAIL "
     "re-run would not help")
-CHILD_HANG = ("A child process of {ranks} did not finish, and the rank waited for it; its stack could not be read "
-              "(see below: it runs another program). No collective is involved, so a TORCH_DISTRIBUTED_DEBUG=DETAIL "
-              "re-run would not help")
+CHILD_HANG = N_("A child process of {ranks} did not finish, and the rank waited for it; its stack could not be "
+                "read (see below: it runs another program). No collective is involved, so a "
+                "TORCH_DISTRIBUTED_DEBUG=DETAIL re-run would not help")
 
 # Frames of a process waiting on its child: multiprocessing (join, a Pool's or a Queue's get), subprocess, futures.
 _WAITS_ON_CHILD = re.compile(r'File ".*(?:/multiprocessing/(?:popen_\w+|process|pool|queues|connection)\.py'
@@ -115,21 +120,24 @@ def hang_hint(nodeid: str, level: str, stacks: dict[int, str]) -> str:
     child (:data:`FORKED_CHILD_HANG`), or :data:`CHILD_HANG` for one that runs another program. Otherwise
     the DETAIL re-run (:func:`detail_rerun`), for a collective the ranks issued differently.
     """
+    # The headers as the pool wrote them, in the language in use.
+    forked_header, unread_header = _header(_(FORKED_CHILD)), _header(_(UNREAD_CHILD))
     forked, unread = [], []
     for rank, text in sorted(stacks.items()):
-        own = text.split("\nchild process ", 1)[0]  # the rank's own frames, before its children's sections
+        found = [m.start() for m in (forked_header.search(text), unread_header.search(text)) if m]
+        own = text[:min(found, default=len(text))]  # the rank's own frames, before its children's sections
         if not _WAITS_ON_CHILD.search(own):
             continue
-        if _header(FORKED_CHILD).search(text):
+        if forked_header.search(text):
             forked.append(rank)
-        elif _header(UNREAD_CHILD).search(text):
+        elif unread_header.search(text):
             unread.append(rank)
 
     def ranks(rs: list[int]) -> str:
-        return ("each of ranks " if len(rs) > 1 else "rank ") + ", ".join(map(str, rs))
+        return ngettext("rank {ranks}", "each of ranks {ranks}", len(rs)).format(ranks=", ".join(map(str, rs)))
 
     if forked:
-        return FORKED_CHILD_HANG.format(ranks=ranks(forked))
+        return _(FORKED_CHILD_HANG).format(ranks=ranks(forked))
     if unread:
-        return CHILD_HANG.format(ranks=ranks(unread))
+        return _(CHILD_HANG).format(ranks=ranks(unread))
     return detail_rerun(nodeid, level)

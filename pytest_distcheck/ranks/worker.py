@@ -28,13 +28,26 @@ import warnings
 from datetime import timedelta
 from multiprocessing.connection import Connection
 
+from pytest_distcheck import i18n
+from pytest_distcheck.i18n import N_, _, ngettext
 from pytest_distcheck.ranks import rank_warnings
 from pytest_distcheck.ranks.module_state import StateWatch, current_test
 
+# What a rank says, in the language the pool gave it at start (tests import these).
 # A store the user passes to init_process_group that the other ranks cannot reach.
-USER_HASH_STORE = ("init_process_group(store=HashStore(...)): a HashStore lives in one process, and each rank is a "
-                   "process of its own, so the ranks could never meet on it; pass a FileStore or TCPStore every rank "
-                   "opens, or drop store= (dist_world's ranks already share a process group)")
+USER_HASH_STORE = N_("init_process_group(store=HashStore(...)): a HashStore lives in one process, and each rank is "
+                     "a process of its own, so the ranks could never meet on it; pass a FileStore or TCPStore every "
+                     "rank opens, or drop store= (dist_world's ranks already share a process group)")
+# A user's init_process_group with arguments the pool's group cannot honour: USER_INIT, its {wrong} and {how}
+# joined from the texts below.
+USER_INIT = N_("init_process_group({wrong}): dist_world already set up the default process group. Remove the "
+               "init_process_group call from the function (or pass only arguments that match); {how}.")
+WRONG_BACKEND = N_("backend={backend!r} (the group is {group!r})")
+HOW_BACKEND = N_("dist_world's ranks run {backend} on this machine's CPU")
+HOW_WORLD_SIZE = N_("choose the world size with @pytest.mark.world_size(n) or dist_world.spawn(..., nprocs=n)")
+WRONG_RANK = N_("rank={rank!r} (this process is rank {own})")
+HOW_RANK = N_("each rank's number comes from the pool (spawn passes it as the first argument)")
+NOT_PICKLED = N_("the return value could not be pickled: {error}")
 
 
 def _describe(exc: BaseException) -> str:
@@ -301,7 +314,7 @@ class _Rank:
         """
         dist = self.dist
         if isinstance(store, dist.HashStore):
-            raise RuntimeError(USER_HASH_STORE)
+            raise RuntimeError(_(USER_HASH_STORE))
         self.reinits += 1
         prefix = f"pg/{self.generation}/user{self.reinits}"
         self._all_arrive(prefix, self.timeout)  # every rank is here: none still uses the group being replaced
@@ -314,19 +327,18 @@ class _Rank:
     def check_user_init(self, backend, world_size, user_rank) -> None:
         wrong, how = [], []
         if backend is not None and str(backend).split(":")[-1].lower() not in (self.backend, "undefined"):
-            wrong.append(f"backend={backend!r} (the group is {self.backend!r})")
-            how.append(f"dist_world's ranks run {self.backend} on this machine's CPU")
+            wrong.append(_(WRONG_BACKEND).format(backend=backend, group=self.backend))
+            how.append(_(HOW_BACKEND).format(backend=self.backend))
         if world_size not in (None, -1, self.world_size):
-            wrong.append(f"world_size={world_size!r} (the group has {self.world_size} ranks)")
-            how.append("choose the world size with @pytest.mark.world_size(n) or dist_world.spawn(..., nprocs=n)")
+            wrong.append(ngettext("world_size={world_size!r} (the group has {n} rank)",
+                                  "world_size={world_size!r} (the group has {n} ranks)", self.world_size).format(
+                world_size=world_size, n=self.world_size))
+            how.append(_(HOW_WORLD_SIZE))
         if user_rank not in (None, -1, self.rank):
-            wrong.append(f"rank={user_rank!r} (this process is rank {self.rank})")
-            how.append("each rank's number comes from the pool (spawn passes it as the first argument)")
+            wrong.append(_(WRONG_RANK).format(rank=user_rank, own=self.rank))
+            how.append(_(HOW_RANK))
         if wrong:
-            raise RuntimeError(
-                "init_process_group(" + ", ".join(wrong) + "): dist_world already set up the default process "
-                "group. Remove the init_process_group call from the function (or pass only arguments that "
-                "match); " + "; ".join(how) + ".")
+            raise RuntimeError(_(USER_INIT).format(wrong=", ".join(wrong), how="; ".join(how)))
 
     def _group_state(self) -> tuple[int | None, bool]:
         """(sequence number of the default group, whether it can be kept for the next call).
@@ -379,7 +391,7 @@ class _Rank:
             try:
                 result = cloudpickle.dumps(value)
             except Exception as exc:  # noqa: BLE001
-                outcome.update(status="error", error=f"the return value could not be pickled: {_describe(exc)}")
+                outcome.update(status="error", error=_(NOT_PICKLED).format(error=_describe(exc)))
         except BaseException as exc:  # noqa: BLE001 - SystemExit and pytest outcomes are outcomes too
             outcomes_mod = sys.modules.get("_pytest.outcomes")
             skip = outcomes_mod is not None and isinstance(exc, outcomes_mod.Skipped)
@@ -434,8 +446,9 @@ def serve(conn: Connection, rank: int, world_size: int, backend: str, store_file
     """Be rank ``rank`` of ``world_size``: open the pool's store, then run calls sent on ``conn``.
 
     Called in a process just forked from the zygote, with stdout and stderr already on the rank's files.
-    The first message (``init``) gives pytest's ``sys.path``, cwd and ``multiprocessing`` authkey (so
-    Manager proxies passed as arguments connect as in ``mp.spawn``'s children; the key is never logged).
+    The first message (``init``) gives pytest's ``sys.path``, cwd, ``multiprocessing`` authkey (so
+    Manager proxies passed as arguments connect as in ``mp.spawn``'s children; the key is never logged) and
+    the language the rank's messages speak (:mod:`pytest_distcheck.i18n`).
     Returns when the parent goes away or after a call that raised; the caller
     then ends the process with ``os._exit`` (gloo threads may still hold the store at teardown).
     """
@@ -448,5 +461,6 @@ def serve(conn: Connection, rank: int, world_size: int, backend: str, store_file
     os.chdir(init["cwd"])
     # pytest's authkey: a multiprocessing Manager proxy passed in a call authenticates with it
     multiprocessing.current_process().authkey = init["authkey"]
+    i18n.use(init["lang"])  # once: the zygote it was forked from never chose a language
     _Rank(conn, rank, world_size, backend, store_file).serve()
     conn.close()

@@ -22,7 +22,14 @@ from multiprocessing.reduction import recv_handle, send_handle
 from pathlib import Path
 from typing import Any
 
+from pytest_distcheck.i18n import N_, _
+
 _PR_SET_PDEATHSIG = 1
+# ZygoteError's texts: ZYGOTE_FAILED's {why} is SENT_NO or EXITED_BEFORE.
+ZYGOTE_FAILED = N_("the rank zygote {why}; its log:\n{log}")
+SENT_NO = N_("sent no {kind!r} within {timeout:g} s")
+EXITED_BEFORE = N_("exited before sending {kind!r}")
+ZYGOTE_GONE = N_("the rank zygote is gone ({error}); its log:\n{log}")
 
 
 def die_with_parent() -> None:
@@ -124,8 +131,9 @@ class Zygote:
         while True:
             msg = self._read(deadline - time.monotonic())
             if msg is None:
-                why = f"sent no {kind!r} within {timeout:g} s" if self.alive else f"exited before sending {kind!r}"
-                raise ZygoteError(f"the rank zygote {why}; its log:\n{self._log()}")
+                why = (_(SENT_NO).format(kind=kind, timeout=timeout) if self.alive
+                       else _(EXITED_BEFORE).format(kind=kind))
+                raise ZygoteError(_(ZYGOTE_FAILED).format(why=why, log=self._log()))
             if msg[0] == kind:
                 return msg
 
@@ -156,10 +164,10 @@ class Zygote:
             self._conn.send(("fork", args))
             send_handle(self._conn, child.fileno(), self._proc.pid)
         except OSError as exc:
-            raise ZygoteError(f"the rank zygote is gone ({exc}); its log:\n{self._log()}") from exc
+            raise ZygoteError(_(ZYGOTE_GONE).format(error=exc, log=self._log())) from exc
         finally:
             child.close()
-        _, pid = self._expect("forked", timeout)
+        _kind, pid = self._expect("forked", timeout)
         return pid, parent
 
     def exit_code(self, pid: int, timeout: float) -> int | None:
