@@ -10,6 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB02 = ROOT / "docs" / "lab" / "02-tp-inference-cloud.md"
+LAB02_ES = ROOT / "docs" / "es" / "lab" / "02-tp-inference-cloud.md"
 THEORY04 = ROOT / "docs" / "theory" / "04-distributed-inference.md"
 RESULT = ROOT / "solutions" / "experiments" / "tp_inference" / "results" / "speedup-cpu-gloo-2.json"
 
@@ -35,33 +36,69 @@ def cpu_table_rows(result: dict) -> list[str]:
     return rows
 
 
-def quoted_ranges(result: dict) -> list[str]:
-    """The figures lab 02's reading of the CPU run quotes, recomputed from the result."""
+def _reading_figures(result: dict) -> dict:
+    """The figures lab 02's reading of the CPU run quotes, recomputed from the result (both languages)."""
     at = {(m["tp"], m["batch_size"], m["prompt_len"]): m for m in result["measurements"]}
     two = [m for m in result["measurements"] if m["tp"] == 2]
     up = [s for s in result["speedups"] if s["tp"] == 2]
     allreduce = [m["decode_allreduce_s_per_step"] * 1e3 for m in two]
     tp1_step = [m["decode_step_s"]["median"] * 1e3 for m in result["measurements"] if m["tp"] == 1]
-    decode = sorted(s["decode"] for s in up)
-    inflated = [s for s in up if s["prefill"] > 2 or s["decode"] > 2]
-    batch1 = sorted(s["prefill"] for s in up if s["batch_size"] == 1)
-    ratio = sorted(m["torch_tp_decode_ratio"] for m in two)
-    share = [m["decode_allreduce_s_per_step"] / at[(1, m["batch_size"], m["prompt_len"])]["decode_step_s"]["median"]
-             for m in two]  # all-reduce time of a TP-2 step over the TP-1 step of the same configuration
-    over, under = [x for x in share if x > 1], sorted(x for x in share if x <= 1)
+    # all-reduce time of a TP-2 decode step over the whole TP-1 step of the same configuration
+    tp1 = {(b, p): m["decode_step_s"]["median"] for (t, b, p), m in at.items() if t == 1}
+    share = sorted(m["decode_allreduce_s_per_step"] / tp1[(m["batch_size"], m["prompt_len"])] for m in two)
+    below = sorted(s["prefill"] for s in up if s["prefill"] < 1)
+    above = [s for s in up if s["prefill"] >= 1]
     load = re.search(r"load average ([\d.]+) at start, ([\d.]+) at the end", result["notes"])
+    return {
+        "load": (float(load[1]), float(load[2])),
+        "allreduce": (min(allreduce), max(allreduce)),
+        "per_allreduce": [a / two[0]["allreduces_per_forward"] for a in allreduce],
+        "tp1_step": (min(tp1_step), max(tp1_step)),
+        "share": share,
+        "decode": sorted(s["decode"] for s in up),
+        "below": below,
+        "below_batches": sorted({s["batch_size"] for s in up if s["prefill"] < 1}),
+        "above": [s["prefill"] for s in above],
+        "above_batches": sorted({s["batch_size"] for s in above}),
+        "above_tokens": [s["batch_size"] * s["prompt_len"] for s in above],
+        "prefill_allreduce": sorted(m["prefill_allreduce_s"] * 1e3 for m in two),
+        "ratio": sorted(m["torch_tp_decode_ratio"] for m in two),
+    }
+
+
+def quoted_ranges(result: dict) -> list[str]:
+    """The English page's phrases with those figures."""
+    f = _reading_figures(result)
+    assert all(0.5 <= a <= 1.5 for a in f["per_allreduce"]), "the page says about 1 ms per all-reduce"
+    assert f["share"][0] > 1 and f["decode"][-1] < 1 and f["below_batches"] == [1, 4] and f["above_batches"] == [16]
     return [
-        f"load average {float(load[1]):.1f} at the start, {float(load[2]):.1f} at the end",
-        "prefill " + " and ".join(f"{s['prefill']:.2f}" for s in inflated if s["prefill"] > 2)
-        + ", decode " + " and ".join(f"{s['decode']:.2f}" for s in inflated if s["decode"] > 2),
-        f"prefill took {at[(1, 4, 128)]['prefill_s']['median'] * 1e3:.0f} ms here",
-        f"spent {min(allreduce):.0f}–{max(allreduce):.0f} ms in all-reduce",
-        f"a whole TP-1 step ({min(tp1_step):.0f}–{max(tp1_step):.0f} ms)",
-        f"in {len(over)} of the {len(share)} configurations, and {under[0] * 100:.0f}–{under[-1]:.0%} of it in the "
-        f"other {len(under)}",
-        f"(speedup {decode[0]:.2f}–{max(d for d in decode if d <= 2):.2f} outside the one inflated case)",
-        f"at batch 1 ({batch1[0]:.2f}–{batch1[-1]:.2f})",
-        f"took {ratio[0]:.2f}–{ratio[-1]:.2f}x the lab's decode step time ({ratio[0]:.1f}–{ratio[-2]:.1f}x in five",
+        f"(load average {f['load'][0]:.1f} at the start, {f['load'][1]:.1f} at the end, its own two ranks)",
+        f"spent {f['allreduce'][0]:.1f}–{f['allreduce'][1]:.1f} ms in all-reduce",
+        f"the same configuration ({f['tp1_step'][0]:.1f}–{f['tp1_step'][1]:.1f} ms) in all {len(f['share'])} "
+        f"configurations, {f['share'][0]:.1f}–{f['share'][-1]:.1f} times it",
+        f"(speedup {f['decode'][0]:.2f}–{f['decode'][-1]:.2f})",
+        f"up to batch 4 ({f['below'][0]:.2f}–{f['below'][-1]:.2f})",
+        f"only at batch 16 ({f['above'][0]:.2f} and {f['above'][1]:.2f})",
+        f"enough tokens ({f['above_tokens'][0]:,} and {f['above_tokens'][1]:,})",
+        f"all-reduces ({f['prefill_allreduce'][0]:.0f}–{f['prefill_allreduce'][-1]:.0f} ms per prefill)",
+        f"took {f['ratio'][0]:.2f}–{f['ratio'][-1]:.2f}x the lab's decode step time",
+    ]
+
+
+def quoted_ranges_es(result: dict) -> list[str]:
+    """The Spanish page's phrases with the same figures."""
+    f = _reading_figures(result)
+    return [
+        f"(carga media {f['load'][0]:.1f} al empezar y {f['load'][1]:.1f} al final, la de sus dos ranks)",
+        f"pasó de {f['allreduce'][0]:.1f} a {f['allreduce'][1]:.1f} ms en all-reduce",
+        f"(de {f['tp1_step'][0]:.1f} a {f['tp1_step'][1]:.1f} ms) en las {len(f['share'])} configuraciones, "
+        f"entre {f['share'][0]:.1f} y {f['share'][-1]:.1f} veces",
+        f"(aceleración de {f['decode'][0]:.2f} a {f['decode'][-1]:.2f})",
+        f"hasta batch 4 (de {f['below'][0]:.2f} a {f['below'][-1]:.2f})",
+        f"solo con batch 16 ({f['above'][0]:.2f} y {f['above'][1]:.2f})",
+        f"tokens suficientes ({f['above_tokens'][0]} y {f['above_tokens'][1]})",  # 4 digits: no separator (RAE)
+        f"(de {f['prefill_allreduce'][0]:.0f} a {f['prefill_allreduce'][-1]:.0f} ms por prefill)",
+        f"entre {f['ratio'][0]:.2f} y {f['ratio'][-1]:.2f}x el tiempo del paso de decode",
     ]
 
 
@@ -76,9 +113,19 @@ def test_lab02_cpu_table_is_the_committed_result():
 
 
 def test_lab02_reading_quotes_the_committed_result():
-    text = _flat(LAB02.read_text())
-    missing = [q for q in quoted_ranges(json.loads(RESULT.read_text())) if _flat(q) not in text]
-    assert not missing, f"lab 02 no longer quotes the reference result as it is: {missing}"
+    result = json.loads(RESULT.read_text())
+    for page, quotes in ((LAB02, quoted_ranges(result)), (LAB02_ES, quoted_ranges_es(result))):
+        text = _flat(page.read_text())
+        missing = [q for q in quotes if _flat(q) not in text]
+        assert not missing, f"{page.name} no longer quotes the reference result as it is: {missing}"
+
+
+def test_the_spanish_lab02_table_is_the_committed_result():
+    result = json.loads(RESULT.read_text())
+    text = LAB02_ES.read_text()
+    assert [line.strip() for line in text.splitlines() if re.match(r"\| \d+ \| \d+ \| [\d.]+ \|", line)] \
+        == cpu_table_rows(result)
+    assert f"Ejecución `{result['run_id']}` ({result['started_utc']})" in text
 
 
 def test_gpu_preset_counts_on_the_pages_are_the_models():
@@ -126,7 +173,9 @@ def test_lab02_cpu_preset_size_and_run_time_are_the_results():
     assert f"(preset `cpu`: {result['model']['parameters'] / 1e6:.1f} M parameters, float32)" in text
     start, end = (datetime.fromisoformat(result[k].replace("Z", "+00:00")) for k in ("started_utc", "finished_utc"))
     minutes, seconds = divmod(round((end - start).total_seconds()), 60)
-    assert f"took {minutes} min {seconds} s on a loaded machine" in text
+    took = f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
+    assert f"took {took} on a quiet machine" in text
+    assert f"tardó {took} en una máquina tranquila" in _flat(LAB02_ES.read_text())
 
 
 def test_the_gpu_preset_memory_on_lab02_is_the_checks_estimate():
