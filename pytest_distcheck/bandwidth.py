@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_distcheck.calc.collectives import algbw_gbps, busbw_factor
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.schemas import load_json
 
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
@@ -72,10 +73,10 @@ def allreduce_sweep(sizes_bytes: list[int] | tuple[int, ...], warmup: int, reps:
     rows = []
     for size in sizes_bytes:
         t = torch.ones(size // 4, dtype=torch.float32)
-        for _ in range(warmup):
+        for _i in range(warmup):
             dist.all_reduce(t)
         times = []
-        for _ in range(reps):
+        for _i in range(reps):
             dist.barrier()
             t0 = time.perf_counter()
             dist.all_reduce(t)
@@ -159,6 +160,17 @@ def load_result(path: Path) -> dict[str, Any]:
     return load_json(path, "allreduce-result.schema.json")
 
 
+# What check_sanity finds wrong in a result, after the file and field (tests import these).
+EXPECTED_FOUND = N_("expected {expected}, found {found}")
+SIZES_MISSING = N_("sizes missing: {missing} (found {found})")
+TIMES_ORDER = N_("times must satisfy 0 < min <= median <= max, found {low}, {median}, {high}")
+ALGBW = N_("expected size/time = {algbw:.6g}, found {found}")
+BUSBW = N_("expected algbw*2(n-1)/n = {busbw:.6g}, found {found}")
+DIVERGED = N_("expected true: DDP replicas diverged")
+ABOVE_TOLERANCE = N_("expected <= {tolerance}, found {found}")
+NO_BUCKETS = N_("no DDP bucket all-reduce was timed")
+
+
 def check_sanity(data: dict[str, Any], path: Path | str, world_size: int, sizes_bytes: list[int]) -> None:
     """Check what a schema cannot: the run's shape and that busbw agrees with its own time and size.
 
@@ -166,29 +178,29 @@ def check_sanity(data: dict[str, Any], path: Path | str, world_size: int, sizes_
         ConfigError: names the field and the expected and found values.
     """
     if data["world_size"] != world_size:
-        raise ConfigError(path, "world_size", f"expected {world_size}, found {data['world_size']}")
+        raise ConfigError(path, "world_size", _(EXPECTED_FOUND).format(expected=world_size, found=data["world_size"]))
     rows = data["allreduce_sweep"]
     found = sorted(r["size_bytes"] for r in rows)
     missing = sorted(set(sizes_bytes) - set(found))
     if missing:
-        raise ConfigError(path, "allreduce_sweep", f"sizes missing: {missing} (found {found})")
+        raise ConfigError(path, "allreduce_sweep", _(SIZES_MISSING).format(missing=missing, found=found))
     factor = busbw_factor("all_reduce", world_size)
     for i, r in enumerate(rows):
         where = f"allreduce_sweep[{i}]"
         if not (0 < r["time_s_min"] <= r["time_s_median"] <= r["time_s_max"]):
-            raise ConfigError(path, where, f"times must satisfy 0 < min <= median <= max, found "
-                                           f"{r['time_s_min']}, {r['time_s_median']}, {r['time_s_max']}")
+            raise ConfigError(path, where, _(TIMES_ORDER).format(
+                low=r["time_s_min"], median=r["time_s_median"], high=r["time_s_max"]))
         algbw = r["size_bytes"] / r["time_s_median"] / 1e9
         if not math.isclose(r["algbw_gbps"], algbw, rel_tol=_REL_TOL):
-            raise ConfigError(path, f"{where}.algbw_gbps", f"expected size/time = {algbw:.6g}, found {r['algbw_gbps']}")
+            raise ConfigError(path, f"{where}.algbw_gbps", _(ALGBW).format(algbw=algbw, found=r["algbw_gbps"]))
         if not math.isclose(r["busbw_gbps"], algbw * factor, rel_tol=_REL_TOL):
-            raise ConfigError(path, f"{where}.busbw_gbps",
-                              f"expected algbw*2(n-1)/n = {algbw * factor:.6g}, found {r['busbw_gbps']}")
+            raise ConfigError(path, f"{where}.busbw_gbps", _(BUSBW).format(busbw=algbw * factor, found=r["busbw_gbps"]))
     ddp = data["ddp"]
     if not ddp["params_equal_across_ranks"]:
-        raise ConfigError(path, "ddp.params_equal_across_ranks", "expected true: DDP replicas diverged")
+        raise ConfigError(path, "ddp.params_equal_across_ranks", _(DIVERGED))
     if not ddp["max_abs_diff_vs_single_process"] <= ddp["tolerance"]:
         raise ConfigError(path, "ddp.max_abs_diff_vs_single_process",
-                          f"expected <= {ddp['tolerance']}, found {ddp['max_abs_diff_vs_single_process']}")
+                          _(ABOVE_TOLERANCE).format(tolerance=ddp["tolerance"],
+                                                    found=ddp["max_abs_diff_vs_single_process"]))
     if not ddp["bucket_allreduce"]:
-        raise ConfigError(path, "ddp.bucket_allreduce", "no DDP bucket all-reduce was timed")
+        raise ConfigError(path, "ddp.bucket_allreduce", _(NO_BUCKETS))

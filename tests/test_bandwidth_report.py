@@ -78,3 +78,24 @@ def test_the_lab_ends_with_the_git_line_that_commits_its_log_and_plot(tmp_path, 
     assert lab.commit_step(out, png) == (
         "commit both (the DoD check reads the log as committed and records the plot beside it as evidence): "
         f'git init && git add {out} {png} && git commit -m "DDP lab: all-reduce log and plot" -- {out} {png}')
+
+
+def test_what_check_sanity_finds_wrong_is_said_in_the_kits_language():
+    from pytest_distcheck import i18n
+    from pytest_distcheck.errors import ConfigError
+    from pytest_distcheck.i18n import _
+
+    result = json.loads((Path(__file__).resolve().parents[1] / "solutions" / "experiments" / "ddp_cpu" / "results"
+                         / "allreduce-cpu.json").read_text())
+    result["ddp"]["params_equal_across_ranks"] = False
+    try:
+        i18n.use("es")
+        with pytest.raises(ConfigError) as exc:
+            bandwidth.check_sanity(result, "r.json", 2, [4096])
+        assert exc.value.problem == _(bandwidth.DIVERGED) == "se esperaba true: las réplicas de DDP han divergido"
+        with pytest.raises(ConfigError) as exc:
+            bandwidth.check_sanity(result, "r.json", 4, [4096])
+        assert str(exc.value) == "r.json, world_size: " + _(bandwidth.EXPECTED_FOUND).format(expected=4, found=2)
+        assert exc.value.problem.startswith("se esperaba 4")
+    finally:
+        i18n.use(i18n.DEFAULT)
