@@ -12,6 +12,7 @@ from dod_support import gate_run, write_checks
 from pytest_distcheck.copies import IS_REFERENCE
 from pytest_distcheck.dod.state import COPIED
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import _
 from pytest_distcheck.schemas import load_schema, validate
 
 
@@ -167,3 +168,21 @@ def test_the_report_carries_each_items_evidence_and_flags(workspace_dir):
                                   "copied": None}]
     assert beta["state"] == "untrusted" and beta["flags"] == ["confirmed", "copied"]
     assert beta["evidence"][0]["copied"] == copied
+
+
+def test_the_markdown_summary_speaks_the_kits_language(workspace_dir):
+    from pytest_distcheck import i18n
+    from pytest_distcheck.dod.markdown import COUNTS, HEADING, NOT_GATED, RECHECK, RUN_DETAILS, TABLE_HEAD
+
+    run(workspace_dir, "pass", "pass", "-k", "alpha", "--lang", "es")
+    md = (workspace_dir.path / "out" / "summary.md").read_text()
+    try:
+        i18n.use("es")
+        assert md.splitlines()[0] == _(HEADING).format(phase="t1") == "## Definition of Done: fase t1"
+        counts = _(COUNTS).format(done=1, total=2, ran=1)
+        assert _(NOT_GATED).format(counts=counts) in md and "**Sin gate**" in md
+        assert _(TABLE_HEAD) in md and f"<summary>{_(RUN_DETAILS)}</summary>" in md
+        assert _(RECHECK).format(command="`pytest --dod beta`") in md
+        assert "| not-run |" in md  # states are identifiers, in every language
+    finally:
+        i18n.use(i18n.DEFAULT)

@@ -9,11 +9,34 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_distcheck.dod.state import NEEDS_EVIDENCE
+from pytest_distcheck.i18n import N_, _
 
 _NEEDS_EVIDENCE = {s.value for s in NEEDS_EVIDENCE}
 
 _MARK = {"done": "✅", "not-run": "⬜", "pending": "⏳", "stale": "🕰️", "blocked": "⛔", "broken": "❌",
          "error": "💥", "untrusted": "🚫"}
+
+# The summary's own words (tests import these); what the items say comes from the report document.
+HEADING = N_("## Definition of Done: phase {phase}")
+COUNTS = N_("{done}/{total} items done, {ran}/{total} checked in this run")
+GATE_VERDICT = N_("**Gate {verdict}**: {counts}.")
+ON_COMMIT = N_("on commit {commit}")
+NOT_ON_COMMIT = N_("**not** on a commit (not the gate)")
+NO_SHIPPED = N_("no DoD ships for this phase")
+IS_SHIPPED = N_("the workspace is the shipped DoD")
+NOT_SHIPPED = N_("the workspace is **not** the shipped DoD ({problems})")
+FLAGGED = N_("; flagged: {flagged}")
+CHECKS_RAN = N_("Checks ran {where}; {shipped}{flagged}.")
+NOT_GATED = N_("**Not gated** (run with `--gate` to require every item): {counts}.")
+TABLE_HEAD = N_("| | Item | State | Why |")
+WHAT_TO_DO = N_("### What to do")
+PRODUCE = N_("  - produce the evidence: {command}")
+RECHECK = N_("  - check just this item again: {command}")
+RUN_DETAILS = N_("Run details")
+COMMAND = N_("- command: {command}")
+WORKSPACE = N_("- workspace: {path} ({sha}…)")
+COMMIT = N_("- commit: {commit}")
+CHECK_FILE = N_("- check file {path}: {sha}…")
 
 
 def _cell(text: str) -> str:
@@ -28,42 +51,41 @@ def _code(text: str) -> str:
 
 
 def render(doc: dict[str, Any]) -> str:
-    """The Markdown summary of a report document (a heading, the verdict, one row per item, what to do)."""
+    """The Markdown summary of a report document (a heading, the verdict, one row per item, what to do), in the
+    language in use; item ids, states, commands and the verdict words PASSED/FAILED stay as they are."""
     phase, gate, summary = doc["phase"], doc["gate"], doc["summary"]
-    lines = [f"## Definition of Done: phase {phase['id']}", "", f"_{_cell(phase['title'])}_", ""]
-    counts = f"{summary['done']}/{summary['total']} items done, {summary['ran']}/{summary['total']} checked in this run"
+    lines = [_(HEADING).format(phase=phase["id"]), "", f"_{_cell(phase['title'])}_", ""]
+    counts = _(COUNTS).format(done=summary["done"], total=summary["total"], ran=summary["ran"])
     if gate["requested"]:
-        verdict = "PASSED" if gate["passed"] else "FAILED"
-        lines.append(f"**Gate {verdict}**: {counts}.")
+        lines.append(_(GATE_VERDICT).format(verdict="PASSED" if gate["passed"] else "FAILED", counts=counts))
         canon = doc.get("canonical")
-        where = f"on commit {_code(gate['commit'])}" if gate.get("commit") else "**not** on a commit (not the gate)"
-        shipped = ("no DoD ships for this phase" if canon is None else
-                   "the workspace is the shipped DoD" if canon["trusted"] else
-                   f"the workspace is **not** the shipped DoD ({_cell('; '.join(canon['problems'][:3]))})")
-        flagged = f"; flagged: {_cell(', '.join(gate['flagged']))}" if gate.get("flagged") else ""
-        lines.append(f"Checks ran {where}; {shipped}{flagged}.")
+        where = _(ON_COMMIT).format(commit=_code(gate["commit"])) if gate.get("commit") else _(NOT_ON_COMMIT)
+        shipped = (_(NO_SHIPPED) if canon is None else _(IS_SHIPPED) if canon["trusted"] else
+                   _(NOT_SHIPPED).format(problems=_cell("; ".join(canon["problems"][:3]))))
+        flagged = _(FLAGGED).format(flagged=_cell(", ".join(gate["flagged"]))) if gate.get("flagged") else ""
+        lines.append(_(CHECKS_RAN).format(where=where, shipped=shipped, flagged=flagged))
     else:
-        lines.append(f"**Not gated** (run with `--gate` to require every item): {counts}.")
-    lines += ["", "| | Item | State | Why |", "|---|---|---|---|"]
+        lines.append(_(NOT_GATED).format(counts=counts))
+    lines += ["", _(TABLE_HEAD), "|---|---|---|---|"]
     for it in doc["items"]:
         lines.append(f"| {_MARK[it['state']]} | {_code(it['id'])}<br>{_cell(it['title'])} | {it['state']} | "
                      f"{_cell(it['reason'])} |")
     todo = [it for it in doc["items"] if it["state"] != "done"]
     if todo:
-        lines += ["", "### What to do", ""]
+        lines += ["", _(WHAT_TO_DO), ""]
         for it in todo:
             lines.append(f"- **{it['id']}** ({it['state']}): {_cell(it['reason'])}")
             if it["state"] in _NEEDS_EVIDENCE:
-                lines.append(f"  - produce the evidence: {_code(it['command'])}")
-            lines.append(f"  - check just this item again: {_code(it['rerun'])}")
-    lines += ["", "<details><summary>Run details</summary>", ""]
+                lines.append(_(PRODUCE).format(command=_code(it["command"])))
+            lines.append(_(RECHECK).format(command=_code(it["rerun"])))
+    lines += ["", f"<details><summary>{_(RUN_DETAILS)}</summary>", ""]
     run = doc["run"]
-    lines.append(f"- command: {_code(run['command'])}")
-    lines.append(f"- workspace: {_code(doc['workspace']['path'])} ({doc['workspace']['sha256'][:19]}…)")
+    lines.append(_(COMMAND).format(command=_code(run["command"])))
+    lines.append(_(WORKSPACE).format(path=_code(doc["workspace"]["path"]), sha=doc["workspace"]["sha256"][:19]))
     if run.get("git_commit"):
-        lines.append(f"- commit: {_code(run['git_commit'])}")
+        lines.append(_(COMMIT).format(commit=_code(run["git_commit"])))
     lines.append(f"- pytest-distcheck {run['distcheck']}, pytest {run['pytest']}, Python {run['python']}")
     for f in doc["check_files"]:
-        lines.append(f"- check file {_code(f['path'])}: {f['sha256'][:19]}…")
+        lines.append(_(CHECK_FILE).format(path=_code(f["path"]), sha=f["sha256"][:19]))
     lines += ["", "</details>", ""]
     return "\n".join(lines)
