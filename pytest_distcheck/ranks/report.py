@@ -124,13 +124,14 @@ def hang_hint(nodeid: str, level: str, stacks: dict[int, str]) -> str:
     forked_header, unread_header = _header(_(FORKED_CHILD)), _header(_(UNREAD_CHILD))
     forked, unread = [], []
     for rank, text in sorted(stacks.items()):
-        found = [m.start() for m in (forked_header.search(text), unread_header.search(text)) if m]
-        own = text[:min(found, default=len(text))]  # the rank's own frames, before its children's sections
+        forked_at, unread_at = forked_header.search(text), unread_header.search(text)
+        # the rank's own frames, before its children's sections
+        own = text[:min((m.start() for m in (forked_at, unread_at) if m), default=len(text))]
         if not _WAITS_ON_CHILD.search(own):
             continue
-        if forked_header.search(text):
+        if forked_at:
             forked.append(rank)
-        elif unread_header.search(text):
+        elif unread_at:
             unread.append(rank)
 
     def ranks(rs: list[int]) -> str:
