@@ -561,7 +561,8 @@ def test_other_size(dist_world):
 def test_too_big(dist_world, i):
     pass
 """)
-    result = pytester.runpytest_subprocess("-s", "-rN")  # no short summary: it repeats each error, cut to the terminal's width
+    # -rN: no short summary, which repeats each error (whole or cut, by the terminal's width).
+    result = pytester.runpytest_subprocess("-s", "-rN")
     result.assert_outcomes(passed=4, errors=2)
     out = result.stdout.str()
     too_many = TOO_MANY_RANKS.split(":")[0].format(n=100_000)
