@@ -22,8 +22,20 @@ from typing import Any
 
 from pytest_distcheck.dod.outcome import broken, stale
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import N_, _
 
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+CANNOT_READ_TABLE = N_("cannot read table {table!r}: {error}")
+NO_TABLE = N_("no such table")
+NO_SOURCE_FILE = N_("source file not found")
+NO_SOURCE = N_("source not found")
+NO_SOURCES = N_("{where} records no sources (the hashes of the code and config it came from)")
+BAD_SOURCES = N_("must map each source path to 'sha256:<64 hex digits>'")
+NOT_RECORDED = N_("{where} does not record {source} among its sources")
+GONE = N_("{source}, recorded in {where}, no longer exists ({problem})")
+CHANGED = N_("{source} changed since {where} was produced (recorded {recorded}…, now {now}…)")
+AND_MORE = N_(" (and {n} more)")
+DISAGREES = N_("{where}: stored {what} {stored} disagrees with {recomputed} recomputed from its evidence")
 
 
 def _file_bytes(path: Path) -> bytes:
@@ -35,10 +47,10 @@ def _table(path: Path, table: str) -> Any:
     try:
         data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(path, "", f"cannot read table {table!r}: {exc}") from None
+        raise ConfigError(path, "", _(CANNOT_READ_TABLE).format(table=table, error=exc)) from None
     for key in table.split("."):
         if not isinstance(data, dict) or key not in data:
-            raise ConfigError(path, table, "no such table")
+            raise ConfigError(path, table, _(NO_TABLE))
         data = data[key]
     return data
 
@@ -49,12 +61,12 @@ def digest(source: str, root: Path) -> str:
     Raises:
         ConfigError: the source does not exist, or the table is missing (naming the file and table).
     """
-    rel, _, table = source.partition("#")
+    rel, _hash, table = source.partition("#")
     path = Path(root) / rel
     h = hashlib.sha256()
     if table:
         if not path.is_file():
-            raise ConfigError(path, "", "source file not found")
+            raise ConfigError(path, "", _(NO_SOURCE_FILE))
         h.update(json.dumps(_table(path, table), sort_keys=True, separators=(",", ":"), default=str).encode())
     elif path.is_dir():
         for file in sorted(p for p in path.rglob("*") if p.is_file()):
@@ -65,7 +77,7 @@ def digest(source: str, root: Path) -> str:
     elif path.is_file():
         h.update(_file_bytes(path))
     else:
-        raise ConfigError(path, "", "source not found")
+        raise ConfigError(path, "", _(NO_SOURCE))
     return "sha256:" + h.hexdigest()
 
 
@@ -96,20 +108,19 @@ def check_fresh(result: Mapping[str, Any], root: Path, required: Iterable[str] =
     """
     sources = result.get("sources")
     if sources is None:
-        return [f"{where} records no sources (the hashes of the code and config it came from)"]
+        return [_(NO_SOURCES).format(where=where)]
     if not isinstance(sources, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) and _DIGEST.match(v) for k, v in sources.items()):
-        raise ConfigError(where, "sources", "must map each source path to 'sha256:<64 hex digits>'")
-    problems = [f"{where} does not record {s} among its sources" for s in required if s not in sources]
+        raise ConfigError(where, "sources", _(BAD_SOURCES))
+    problems = [_(NOT_RECORDED).format(where=where, source=s) for s in required if s not in sources]
     for source, recorded in sources.items():
         try:
             now = digest(source, root)
         except ConfigError as exc:
-            problems.append(f"{source}, recorded in {where}, no longer exists ({exc.problem})")
+            problems.append(_(GONE).format(source=source, where=where, problem=exc.problem))
             continue
         if now != recorded:
-            problems.append(f"{source} changed since {where} was produced (recorded {recorded[:19]}…, "
-                            f"now {now[:19]}…)")
+            problems.append(_(CHANGED).format(source=source, where=where, recorded=recorded[:19], now=now[:19]))
     return problems
 
 
@@ -135,7 +146,7 @@ def require_fresh(result: Mapping[str, Any], required: Iterable[str] = (), *, ro
     except ConfigError as exc:
         broken(str(exc))
     if problems:
-        more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
+        more = _(AND_MORE).format(n=len(problems) - 2) if len(problems) > 2 else ""
         stale("; ".join(problems[:2]) + more, command)
 
 
@@ -170,8 +181,8 @@ def require_consistent(what: str, stored: Any, recomputed: Any, *, where: str, t
     else:
         ok = stored == recomputed
     if not ok:
-        broken(f"{where}: stored {what} {_show(stored, unit)} disagrees with {_show(recomputed, unit)} "
-               "recomputed from its evidence")
+        broken(_(DISAGREES).format(where=where, what=what, stored=_show(stored, unit),
+                                   recomputed=_show(recomputed, unit)))
 
 
 # Clock skew allowed between the machine that wrote a time stamp and the one checking it.

@@ -21,7 +21,7 @@ import pytest
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.i18n import N_, _, language
 from pytest_distcheck.schemas import validate
-from pytest_distcheck.textfile import read_text
+from pytest_distcheck.textfile import WORKSPACE_FILE, read_text
 
 # Where a workspace keeps its file unless pytest --workspace, the ini key distcheck_config or --config says otherwise.
 DEFAULT_PATH = "checks/distcheck.toml"
@@ -182,7 +182,7 @@ def load_workspace(path: Path, root: Path | None = None) -> Workspace:
         close = _nearest_toml(str(path), Path.cwd())[0]
         raise ConfigError(path, "", _(FILE_NOT_FOUND) + (_(DID_YOU_MEAN).format(path=close) if close else _(NAME_IT)))
     try:
-        raw = tomllib.loads(read_text(path, "workspace file"))
+        raw = tomllib.loads(read_text(path, WORKSPACE_FILE))
     except tomllib.TOMLDecodeError as exc:
         # Python < 3.14 has no exc.lineno; the message ends "(at line N, column M)".
         where = re.search(r"at line (\d+)", str(exc))

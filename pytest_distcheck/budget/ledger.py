@@ -26,7 +26,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from pytest_distcheck.errors import ConfigError
-from pytest_distcheck.textfile import read_text
+from pytest_distcheck.textfile import LEDGER, read_text
 
 COLUMNS = (
     "time_utc", "run_id", "status", "provider", "resource", "billed_s", "rate_per_hour", "cost", "currency",
@@ -510,7 +510,7 @@ class Ledger:
     def _text(self) -> str:
         if not self.path.exists() and not self.path.is_symlink():
             return ""
-        return read_text(self.path, "ledger", limit=MAX_BYTES)
+        return read_text(self.path, LEDGER, limit=MAX_BYTES)
 
     @property
     def head_path(self) -> Path:

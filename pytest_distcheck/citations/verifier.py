@@ -24,7 +24,7 @@ from pytest_distcheck.citations.resolver import Installed, Problem, Resolver
 from pytest_distcheck.citations.symbols import SourceFile, Span
 from pytest_distcheck.citations.syntax import Citation, Malformed, github_path, parse_note
 from pytest_distcheck.i18n import N_, _
-from pytest_distcheck.textfile import PAGE_BYTES, read_text
+from pytest_distcheck.textfile import NOTE, PAGE_BYTES, read_text
 
 __all__ = ["CitationResult", "NoteReport", "Place", "Status", "check_citation", "verify_note"]
 
@@ -320,7 +320,7 @@ def verify_note(
         ConfigError: the note cannot be read, or its front matter is malformed (names file and line).
     """
     path = Path(path)
-    text = read_text(path, "note", limit=PAGE_BYTES, encoding="utf-8-sig")
+    text = read_text(path, NOTE, limit=PAGE_BYTES, encoding="utf-8-sig")
     parsed = parse_note(text, path)
     resolver = resolver or Resolver()
     malformed = [_url_malformed(resolver, m) for m in parsed.malformed]

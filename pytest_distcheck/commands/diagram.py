@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pytest_distcheck.commands import add_config_argument
 from pytest_distcheck.i18n import N_, _
-from pytest_distcheck.textfile import PAGE_BYTES, read_text
+from pytest_distcheck.textfile import DIAGRAM_PAGE, PAGE_BYTES, read_text
 
 WORLD_SIZE_BELOW_1 = N_("must be >= 1, found {n}")
 INLINE_PLAN = N_("the plan given inline")
@@ -123,7 +123,7 @@ def _check(page: Path, shown: str, cfg, svg: bool) -> int:
     from pytest_distcheck.diagram.check import check_page, svg_state
     from pytest_distcheck.diagram.mermaid import MermaidParser
 
-    markdown = read_text(page, "diagram page", limit=PAGE_BYTES)
+    markdown = read_text(page, DIAGRAM_PAGE, limit=PAGE_BYTES)
     with MermaidParser() as parser:
         result = check_page(markdown, cfg.plan, cfg.world_size, parser, cfg.names)
     for f in result.findings:
@@ -147,7 +147,7 @@ def _render(page: Path, shown: str, cfg) -> int:
     from pytest_distcheck.diagram.mermaid import MermaidParser
 
     with MermaidParser() as parser:
-        result = check_page(read_text(page, "diagram page", limit=PAGE_BYTES), cfg.plan, cfg.world_size, parser,
+        result = check_page(read_text(page, DIAGRAM_PAGE, limit=PAGE_BYTES), cfg.plan, cfg.world_size, parser,
                             cfg.names)
     if result.diagram is None:
         for f in result.findings:

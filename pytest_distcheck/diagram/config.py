@@ -15,10 +15,21 @@ from pathlib import Path
 from pytest_distcheck.diagram.plan import LayerNames, layer_names_of
 from pytest_distcheck.diagram.source import SourceError, module_sources, read_literals
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.tp.plan import validate_plan
 from pytest_distcheck.workspace import Workspace
 
 SECTION = "diagram"
+NO_SECTION = N_("section missing (needs page, plan, world_size)")
+WRONG_TYPE = N_("expected a {kind}, found {value!r}")
+WORLD_SIZE = N_("must be >= 1, found {value}")
+NOT_ALIASES = N_("expected a table of module path = [names], found {value!r}")
+NOT_A_REF = N_("expected 'module:attribute', found {ref!r}")
+NO_MODULE = N_("module {module!r} not found: neither {looked} under {root}")
+NOR = N_("nor")
+NO_ATTRIBUTE = N_("module {module!r} has no attribute {attribute!r} (no top-level assignment in {file})")
+NOT_A_PLAN = N_("{ref} must map module paths (str) to style names (str)")
+EMPTY_PLAN = N_("{ref} is empty")
 
 
 @dataclass(frozen=True)
@@ -59,21 +70,19 @@ def diagram_config(ws: Workspace) -> DiagramConfig:
     """
     sec = ws.section(SECTION)
     if not sec:
-        raise ConfigError(ws.path, f"[{SECTION}]", "section missing (needs page, plan, world_size)")
+        raise ConfigError(ws.path, f"[{SECTION}]", _(NO_SECTION))
     for key, kind in (("page", str), ("plan", str), ("world_size", int)):
         value = sec.get(key)
         if not isinstance(value, kind) or isinstance(value, bool):
-            raise ConfigError(
-                ws.path, f"{SECTION}.{key}", f"expected a {kind.__name__}, found {value!r}"
-            )
+            raise ConfigError(ws.path, f"{SECTION}.{key}", _(WRONG_TYPE).format(kind=kind.__name__, value=value))
     if sec["world_size"] < 1:
-        raise ConfigError(ws.path, f"{SECTION}.world_size", f"must be >= 1, found {sec['world_size']}")
+        raise ConfigError(ws.path, f"{SECTION}.world_size", _(WORLD_SIZE).format(value=sec["world_size"]))
     plan, names = load_plan_names(sec["plan"], ws.root, ws.path, f"{SECTION}.plan")
     extra = sec.get("aliases", {})
     if not isinstance(extra, Mapping) or not all(
         isinstance(v, list) and all(isinstance(x, str) for x in v) for v in extra.values()
     ):
-        raise ConfigError(ws.path, f"{SECTION}.aliases", f"expected a table of module path = [names], found {extra!r}")
+        raise ConfigError(ws.path, f"{SECTION}.aliases", _(NOT_ALIASES).format(value=extra))
     merged = {**names.aliases}
     for path, more in extra.items():
         merged[path] = (*merged.get(path, ()), *more)
@@ -115,31 +124,31 @@ def load_plan_names(ref: str, root: Path, file: Path, field: str) -> tuple[dict[
             line and attribute); missing attribute; not a mapping of str -> str; an unknown style; or
             layer names that do not fit the plan.
     """
-    module_name, _, attr = ref.partition(":")
+    module_name, _colon, attr = ref.partition(":")
     if not attr.isidentifier() or not all(part.isidentifier() for part in module_name.split(".")):
-        raise ConfigError(file, field, f"expected 'module:attribute', found {ref!r}")
+        raise ConfigError(file, field, _(NOT_A_REF).format(ref=ref))
     candidates = module_sources(module_name)
     rel = next((c for c in candidates if (root / c).is_file()), None)
     if rel is None:
-        looked = " nor ".join(c.as_posix() for c in candidates)
-        raise ConfigError(file, field, f"module {module_name!r} not found: neither {looked} under "
-                                       f"{Path(root).resolve()}")
+        looked = f" {_(NOR)} ".join(c.as_posix() for c in candidates)
+        raise ConfigError(file, field, _(NO_MODULE).format(module=module_name, looked=looked,
+                                                           root=Path(root).resolve()))
     names = (attr, f"{attr}_ALIASES", f"{attr}_FUSED", f"{attr}_RESIDUAL")
     try:
         found = read_literals(root / rel, names)
     except SourceError as exc:
         raise ConfigError(file, field, f"{rel.as_posix()}:{exc.line}: {exc.problem}") from None
     if attr not in found:
-        raise ConfigError(file, field, f"module {module_name!r} has no attribute {attr!r} (no top-level "
-                                       f"assignment in {rel.as_posix()})")
-    values = {name: value for name, (_, value) in found.items()}
+        raise ConfigError(file, field, _(NO_ATTRIBUTE).format(module=module_name, attribute=attr,
+                                                              file=rel.as_posix()))
+    values = {name: value for name, (_line, value) in found.items()}
     plan = values[attr]
     if not isinstance(plan, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in plan.items()
     ):
-        raise ConfigError(file, field, f"{ref} must map module paths (str) to style names (str)")
+        raise ConfigError(file, field, _(NOT_A_PLAN).format(ref=ref))
     if not plan:
-        raise ConfigError(file, field, f"{ref} is empty")
+        raise ConfigError(file, field, _(EMPTY_PLAN).format(ref=ref))
     try:
         validate_plan(plan)
         layer_names = layer_names_of(values, attr).validate(plan)

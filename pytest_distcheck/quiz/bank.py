@@ -30,6 +30,18 @@ WITHIN_SHARE = N_("within {percent}%")
 WITHIN_ABS = N_("within +-{value}")
 # Units that are words, as the learner reads them (a Spanish billón is 1e12: "billion" is shown as its meaning).
 UNIT_WORDS = {"billion": N_("billion")}
+PARAMS_DIFFER = N_("params {given} do not match the item's {names}")
+PARAM_NOT_DRAWN = N_("param {name}={value!r} is not one this item draws")
+CHOICES_OR_RANGE = N_("give either choices, or min and max (and step); found {keys}")
+MIN_ABOVE_MAX = N_("min {low} is greater than max {high}")
+TEMPLATE_FORMAT = N_("template does not format with {names}: {error}")
+DUPLICATE_GOAL = N_("duplicate goal id {id!r}")
+DUPLICATE_ITEM = N_("duplicate item id {id!r}")
+ANSWER_PAST_CHOICES = N_("answer {answer} but only {n} choices")
+NOT_A_GOAL = N_("expected one of the bank's goals ({goals}), found {goal!r}")
+NO_GOAL = N_("expected one of the bank's goals ({goals}), found 'none'")
+GOAL_WITHOUT_GOALS = N_("goal {goal!r}, but the bank lists no goals")
+GOAL_UNUSED = N_("no item exercises goal {goal!r}: every attempt must draw one")
 
 
 def unit_label(unit: str) -> str:
@@ -130,10 +142,10 @@ class NumericItem:
         """None when ``values`` could have been drawn for this item, else what is wrong."""
         names = {p.name for p in self.params}
         if set(values) != names:
-            return f"params {sorted(values)} do not match the item's {sorted(names)}"
+            return _(PARAMS_DIFFER).format(given=sorted(values), names=sorted(names))
         for p in self.params:
             if not p.allows(values[p.name]):
-                return f"param {p.name}={values[p.name]!r} is not one this item draws"
+                return _(PARAM_NOT_DRAWN).format(name=p.name, value=values[p.name])
         return None
 
 
@@ -166,11 +178,11 @@ class Bank:
 def _param(name: str, spec: dict[str, Any], path: Path, where: str) -> Param:
     has_range = "min" in spec or "max" in spec or "step" in spec
     if ("choices" in spec) == has_range or (has_range and not ("min" in spec and "max" in spec)):
-        raise ConfigError(path, where, f"give either choices, or min and max (and step); found {sorted(spec)}")
+        raise ConfigError(path, where, _(CHOICES_OR_RANGE).format(keys=sorted(spec)))
     if "choices" in spec:
         return Param(name, spec.get("arg", name), float(spec.get("scale", 1)), choices=tuple(spec["choices"]))
     if spec["min"] > spec["max"]:
-        raise ConfigError(path, where, f"min {spec['min']} is greater than max {spec['max']}")
+        raise ConfigError(path, where, _(MIN_ABOVE_MAX).format(low=spec["min"], high=spec["max"]))
     return Param(name, spec.get("arg", name), float(spec.get("scale", 1)), low=spec["min"],
                  high=spec["max"], step=spec.get("step", 1))
 
@@ -179,7 +191,7 @@ def _format_check(template: str, values: dict[str, Any], path: Path, where: str)
     try:
         template.format(**values)
     except (KeyError, IndexError, ValueError) as exc:
-        raise ConfigError(path, where, f"template does not format with {sorted(values)}: {exc!r}") from None
+        raise ConfigError(path, where, _(TEMPLATE_FORMAT).format(names=sorted(values), error=repr(exc))) from None
 
 
 def _numeric(raw: dict[str, Any], path: Path, where: str) -> NumericItem:
@@ -217,28 +229,28 @@ def load_bank(path: Path | str) -> Bank:
     goals: dict[str, str] = {}
     for n, g in enumerate(raw.get("goals", [])):
         if g["id"] in goals:
-            raise ConfigError(path, f"goals[{n}].id", f"duplicate goal id {g['id']!r}")
+            raise ConfigError(path, f"goals[{n}].id", _(DUPLICATE_GOAL).format(id=g["id"]))
         goals[g["id"]] = g["title"]
     for n, it in enumerate(raw["items"]):
         where = f"items[{n}]"
         if it["id"] in by_id:
-            raise ConfigError(path, f"{where}.id", f"duplicate item id {it['id']!r}")
+            raise ConfigError(path, f"{where}.id", _(DUPLICATE_ITEM).format(id=it["id"]))
         if it["kind"] == "choice":
             if LETTERS.index(it["answer"]) >= len(it["choices"]):
                 raise ConfigError(path, f"{where}.answer",
-                                  f"answer {it['answer']} but only {len(it['choices'])} choices")
+                                  _(ANSWER_PAST_CHOICES).format(answer=it["answer"], n=len(it["choices"])))
             item: Item = ChoiceItem(it["id"], it["topic"], it["question"], tuple(it["choices"]), it["answer"],
                                     it["explanation"], it.get("source", ""), goal=it.get("goal", ""))
         else:
             item = _numeric(it, path, where)
         if goals and item.goal not in goals:
-            raise ConfigError(path, f"{where}.goal", f"expected one of the bank's goals ({', '.join(goals)}), "
-                                                     f"found {item.goal or 'none'!r}")
+            raise ConfigError(path, f"{where}.goal", _(NOT_A_GOAL if item.goal else NO_GOAL).format(
+                goals=", ".join(goals), goal=item.goal))
         if item.goal and not goals:
-            raise ConfigError(path, f"{where}.goal", f"goal {item.goal!r}, but the bank lists no goals")
+            raise ConfigError(path, f"{where}.goal", _(GOAL_WITHOUT_GOALS).format(goal=item.goal))
         items.append(item)
         by_id[item.id] = item
     empty = [g for g in goals if not any(it.goal == g for it in items)]
     if empty:
-        raise ConfigError(path, "goals", f"no item exercises goal {empty[0]!r}: every attempt must draw one")
+        raise ConfigError(path, "goals", _(GOAL_UNUSED).format(goal=empty[0]))
     return Bank(path=path, id=raw["id"], title=raw["title"], items=tuple(items), _by_id=by_id, goals=goals)

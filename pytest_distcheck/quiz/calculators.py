@@ -9,9 +9,14 @@ import inspect
 from collections.abc import Callable
 
 from pytest_distcheck.calc import collectives, cost, flops, memory, pipeline, tp_traffic
+from pytest_distcheck.i18n import N_, _
 
 MODULES = {m.__name__.rsplit(".", 1)[1]: m for m in (pipeline, memory, collectives, tp_traffic, flops, cost)}
 CALC_MODULES = tuple(MODULES)
+NOT_MODULE_FUNCTION = N_("calculator {name!r} must be MODULE.FUNCTION with MODULE one of {modules}")
+NO_FUNCTION = N_("calculator {name!r}: no public function {function!r} in {module}")
+BAD_ARGUMENTS = N_("calculator {name}{signature}: {error}")
+NOT_A_NUMBER = N_("calculator {name} returned {type}, not a number")
 
 
 def resolve(name: str) -> Callable[..., float]:
@@ -21,16 +26,15 @@ def resolve(name: str) -> Callable[..., float]:
         ValueError: not ``MODULE.FUNCTION``, an unknown module, or no public function of that name
             defined in the module.
     """
-    module_name, _, func_name = name.partition(".")
+    module_name, _dot, func_name = name.partition(".")
     if not func_name or module_name not in CALC_MODULES:
-        raise ValueError(f"calculator {name!r} must be MODULE.FUNCTION with MODULE one of "
-                         f"{', '.join(CALC_MODULES)}")
+        raise ValueError(_(NOT_MODULE_FUNCTION).format(name=name, modules=", ".join(CALC_MODULES)))
     module = MODULES[module_name]
     fn = getattr(module, func_name, None)
     if (func_name.startswith("_") or not inspect.isfunction(fn)
             or fn.__module__ != module.__name__):
-        raise ValueError(f"calculator {name!r}: no public function {func_name!r} in "
-                         f"pytest_distcheck.calc.{module_name}")
+        raise ValueError(_(NO_FUNCTION).format(name=name, function=func_name,
+                                               module=f"pytest_distcheck.calc.{module_name}"))
     return fn
 
 
@@ -40,7 +44,7 @@ def check_arguments(name: str, kwargs: dict[str, object]) -> None:
     try:
         sig.bind(**kwargs)
     except TypeError as exc:
-        raise ValueError(f"calculator {name}{sig}: {exc}") from None
+        raise ValueError(_(BAD_ARGUMENTS).format(name=name, signature=sig, error=exc)) from None
 
 
 def compute(name: str, kwargs: dict[str, object]) -> float:
@@ -51,5 +55,5 @@ def compute(name: str, kwargs: dict[str, object]) -> float:
     """
     result = resolve(name)(**kwargs)
     if isinstance(result, bool) or not isinstance(result, int | float):
-        raise ValueError(f"calculator {name} returned {type(result).__name__}, not a number")
+        raise ValueError(_(NOT_A_NUMBER).format(name=name, type=type(result).__name__))
     return float(result)

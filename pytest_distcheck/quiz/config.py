@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.workspace import Workspace
+
+NO_SECTION = N_("no [quiz] section (needs bank, log, pass_mark, items_per_attempt)")
+NOT_A_PATH = N_("must be a path (string), found {value!r}")
+NOT_A_MARK = N_("must be a number in (0, 1], found {value!r}")
+NOT_A_COUNT = N_("must be a whole number >= 1, found {value!r}")
 
 
 @dataclass(frozen=True)
@@ -37,14 +43,14 @@ def quiz_config(ws: Workspace) -> QuizConfig:
     """
     sec = ws.section("quiz")
     if not sec:
-        raise ConfigError(ws.path, "quiz", "no [quiz] section (needs bank, log, pass_mark, items_per_attempt)")
+        raise ConfigError(ws.path, "quiz", _(NO_SECTION))
     for key in ("bank", "log"):
         if not isinstance(sec.get(key), str) or not sec[key]:
-            raise ConfigError(ws.path, f"quiz.{key}", f"must be a path (string), found {sec.get(key)!r}")
+            raise ConfigError(ws.path, f"quiz.{key}", _(NOT_A_PATH).format(value=sec.get(key)))
     mark = sec.get("pass_mark")
     if isinstance(mark, bool) or not isinstance(mark, int | float) or not 0 < mark <= 1:
-        raise ConfigError(ws.path, "quiz.pass_mark", f"must be a number in (0, 1], found {mark!r}")
+        raise ConfigError(ws.path, "quiz.pass_mark", _(NOT_A_MARK).format(value=mark))
     n = sec.get("items_per_attempt")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(ws.path, "quiz.items_per_attempt", f"must be a whole number >= 1, found {n!r}")
+        raise ConfigError(ws.path, "quiz.items_per_attempt", _(NOT_A_COUNT).format(value=n))
     return QuizConfig(ws.resolve(sec["bank"]), sec["bank"], ws.resolve(sec["log"]), sec["log"], float(mark), n)

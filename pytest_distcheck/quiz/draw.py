@@ -10,6 +10,7 @@ from pytest_distcheck.quiz.bank import LETTERS, Bank, ChoiceItem, Item, Number, 
 
 A_NUMBER = N_("(a number, {tolerance})")
 A_NUMBER_IN = N_("(a number in {unit}, {tolerance})")
+ATTEMPT_SIZE = N_("an attempt of {n} items needs 1..{total} (the bank {path} has {total})")
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,7 @@ def draw_attempt(bank: Bank, seed: int, n_items: int) -> list[DrawnItem]:
         ValueError: n_items < 1 or more than the bank holds.
     """
     if not 1 <= n_items <= len(bank.items):
-        raise ValueError(f"an attempt of {n_items} items needs 1..{len(bank.items)} (the bank "
-                         f"{bank.path} has {len(bank.items)})")
+        raise ValueError(_(ATTEMPT_SIZE).format(n=n_items, total=len(bank.items), path=bank.path))
     rng = random.Random(seed)
     goals = list(bank.goals)
     rng.shuffle(goals)

@@ -18,15 +18,20 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.errors import ConfigError, at_line
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.schemas import validate
 
-FIX_BY_HAND = "fix or remove that line by hand (the quiz only appends to its log, it never rewrites it)"
+FIX_BY_HAND = N_("fix or remove that line by hand (the quiz only appends to its log, it never rewrites it)")
+INCOMPLETE = N_("last line is incomplete (no newline)")
+CANNOT_APPEND = N_("cannot append to the quiz log: {reason}")
+NOT_JSON = N_("not valid JSON: {error} (column {column})")
 
 
 def bad_line(path: Path, where: str, problem: str) -> ConfigError:
-    """The error for a bad log line: ``where`` starts with ``line N``; the message ends saying to fix it by hand."""
-    return ConfigError(path, where, f"{problem}; {FIX_BY_HAND}")
+    """The error for a bad log line: ``where`` starts with ``line N`` (:func:`~pytest_distcheck.errors.at_line`);
+    the message ends saying to fix it by hand."""
+    return ConfigError(path, where, f"{problem}; {_(FIX_BY_HAND)}")
 
 
 def check_appendable(path: Path) -> None:
@@ -38,7 +43,7 @@ def check_appendable(path: Path) -> None:
     existing = path.read_bytes() if path.is_file() else b""
     if existing and not existing.endswith(b"\n"):
         last = existing.count(b"\n") + 1
-        raise bad_line(path, f"line {last}", "last line is incomplete (no newline)")
+        raise bad_line(path, at_line(last), _(INCOMPLETE))
 
 
 def append_attempt(path: Path, record: dict[str, Any]) -> int:
@@ -59,7 +64,7 @@ def append_attempt(path: Path, record: dict[str, Any]) -> int:
             fh.flush()
             os.fsync(fh.fileno())
     except OSError as exc:
-        raise ConfigError(path, "", f"cannot append to the quiz log: {exc.strerror}") from None
+        raise ConfigError(path, "", _(CANNOT_APPEND).format(reason=exc.strerror)) from None
     return lines + 1
 
 
@@ -81,10 +86,10 @@ def read_attempts(path: Path) -> list[tuple[int, dict[str, Any]]]:
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise bad_line(path, f"line {n}", f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+                raise bad_line(path, at_line(n), _(NOT_JSON).format(error=exc.msg, column=exc.colno)) from None
             try:
                 validate(record, "quiz-log.schema.json", path)
             except ConfigError as exc:
-                raise bad_line(path, f"line {n}, {exc.where}", exc.problem) from None
+                raise bad_line(path, at_line(n, exc.where), exc.problem) from None
             out.append((n, record))
     return out

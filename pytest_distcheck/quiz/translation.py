@@ -14,8 +14,20 @@ import string
 from pathlib import Path
 
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.quiz.bank import Bank, ChoiceItem, Item
 from pytest_distcheck.schemas import load_json
+
+CHOICES_REQUIRED = N_("item {item!r} is a {kind} item: choices required")
+CHOICES_NOT_ALLOWED = N_("item {item!r} is a {kind} item: choices not allowed")
+OTHER_PLACEHOLDERS = N_("placeholders {given} differ from the bank's {bank}")
+OTHER_CHOICE_COUNT = N_("{n} choices, the bank's item {item!r} has {bank} (same number, same order: the key is a "
+                        "letter)")
+NOT_THIS_BANK = N_("{given!r}, expected {expected!r} (it translates {bank})")
+OTHER_GOALS = N_("goal ids {given} differ from the bank's {bank}")
+UNKNOWN_ITEM = N_("unknown item {item!r}: not in {path}")
+TRANSLATED_TWICE = N_("item {item!r} is translated twice")
+UNTRANSLATED = N_("{n} item(s) of {bank} untranslated: {items}")
 
 
 def translation_path(bank: Bank, lang: str) -> Path:
@@ -25,22 +37,22 @@ def translation_path(bank: Bank, lang: str) -> Path:
 
 def placeholders(template: str) -> set[tuple[str, str]]:
     """The ``(name, format spec)`` of each ``{...}`` field of a ``str.format`` template."""
-    return {(name, spec or "") for _, name, spec, _ in string.Formatter().parse(template) if name is not None}
+    return {(name, spec or "") for _text, name, spec, _conv in string.Formatter().parse(template) if name is not None}
 
 
 def _overlay(item: Item, raw: dict, topics: dict[str, str], path: Path, where: str) -> Item:
     if isinstance(item, ChoiceItem) != ("choices" in raw):
-        raise ConfigError(path, where, f"item {item.id!r} is a {item.kind} item: choices "
-                          f"{'required' if isinstance(item, ChoiceItem) else 'not allowed'}")
+        said = CHOICES_REQUIRED if isinstance(item, ChoiceItem) else CHOICES_NOT_ALLOWED
+        raise ConfigError(path, where, _(said).format(item=item.id, kind=item.kind))
     for key in ("question", "explanation"):
         if placeholders(raw[key]) != placeholders(getattr(item, key)):
-            raise ConfigError(path, f"{where}.{key}", f"placeholders {sorted(placeholders(raw[key]))} differ from "
-                              f"the bank's {sorted(placeholders(getattr(item, key)))}")
+            raise ConfigError(path, f"{where}.{key}", _(OTHER_PLACEHOLDERS).format(
+                given=sorted(placeholders(raw[key])), bank=sorted(placeholders(getattr(item, key)))))
     text = {"question": raw["question"], "explanation": raw["explanation"], "topic": topics.get(item.topic, item.topic)}
     if isinstance(item, ChoiceItem):
         if len(raw["choices"]) != len(item.choices):
-            raise ConfigError(path, f"{where}.choices", f"{len(raw['choices'])} choices, the bank's item "
-                              f"{item.id!r} has {len(item.choices)} (same number, same order: the key is a letter)")
+            raise ConfigError(path, f"{where}.choices", _(OTHER_CHOICE_COUNT).format(
+                n=len(raw["choices"]), item=item.id, bank=len(item.choices)))
         text["choices"] = tuple(raw["choices"])
     return dataclasses.replace(item, **text)
 
@@ -63,21 +75,22 @@ def translate(bank: Bank, lang: str) -> Bank | None:
     raw = load_json(path, "quiz-translation.schema.json")
     for key, expected in (("bank", bank.id), ("lang", lang)):
         if raw[key] != expected:
-            raise ConfigError(path, key, f"{raw[key]!r}, expected {expected!r} (it translates {bank.path.name})")
+            raise ConfigError(path, key, _(NOT_THIS_BANK).format(given=raw[key], expected=expected,
+                                                                 bank=bank.path.name))
     goals = raw.get("goals", {})
     if set(goals) != set(bank.goals):
-        raise ConfigError(path, "goals", f"goal ids {sorted(goals)} differ from the bank's {sorted(bank.goals)}")
+        raise ConfigError(path, "goals", _(OTHER_GOALS).format(given=sorted(goals), bank=sorted(bank.goals)))
     given: dict[str, tuple[int, dict]] = {}
     for n, it in enumerate(raw["items"]):
         if not bank.has(it["id"]):
-            raise ConfigError(path, f"items[{n}].id", f"unknown item {it['id']!r}: not in {bank.path}")
+            raise ConfigError(path, f"items[{n}].id", _(UNKNOWN_ITEM).format(item=it["id"], path=bank.path))
         if it["id"] in given:
-            raise ConfigError(path, f"items[{n}].id", f"item {it['id']!r} is translated twice")
+            raise ConfigError(path, f"items[{n}].id", _(TRANSLATED_TWICE).format(item=it["id"]))
         given[it["id"]] = (n, it)
     missing = [it.id for it in bank.items if it.id not in given]
     if missing:
-        raise ConfigError(path, "items", f"{len(missing)} item(s) of {bank.path.name} untranslated: "
-                          f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}")
+        raise ConfigError(path, "items", _(UNTRANSLATED).format(
+            n=len(missing), bank=bank.path.name, items=", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")))
     topics = raw.get("topics", {})
     items = tuple(_overlay(it, given[it.id][1], topics, path, f"items[{given[it.id][0]}]") for it in bank.items)
     return dataclasses.replace(bank, title=raw["title"], items=items, _by_id={it.id: it for it in items},
