@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, Union
 import torch
 from torch import nn
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.tp.plan import Layer, parse_plan
 
 try:
@@ -43,10 +44,12 @@ KINDS: dict[str, str] = {
 }
 
 
-COUNTS = "forward: {forward}; backward: {backward}"
-DIFFER = "collectives differ from the expected ones: expected {want}; found {found}"
-NEEDS_GRAD = "  {path} (colwise): its input requires grad, so its f all-reduces dL/dx in backward"
-NEEDS_NO_GRAD = "  {path} (colwise): its input does not require grad, so its f does no all-reduce in backward"
+COUNTS = N_("forward: {forward}; backward: {backward}")
+NONE = N_("none")  # a phase with no collective
+DIFFER = N_("collectives differ from the expected ones: expected {want}; found {found}")
+NEEDS_GRAD = N_("  {path} (colwise): its input requires grad, so its f all-reduces dL/dx in backward")
+NEEDS_NO_GRAD = N_("  {path} (colwise): its input does not require grad, so its f does no all-reduce in backward")
+NO_EXPECTATION = N_("give the expected counts (forward=, backward=) or a plan to derive them from")
 
 
 def kind_of(op: Any) -> str:
@@ -69,8 +72,8 @@ class CollectiveCounts:
 
     def __str__(self) -> str:
         def fmt(c: Counter) -> str:
-            return ", ".join(f"{n} {k}" for k, n in sorted(c.items())) or "none"
-        return COUNTS.format(forward=fmt(self.forward), backward=fmt(self.backward))
+            return ", ".join(f"{n} {k}" for k, n in sorted(c.items())) or _(NONE)
+        return _(COUNTS).format(forward=fmt(self.forward), backward=fmt(self.backward))
 
 
 class _Counting(CommDebugMode):
@@ -170,7 +173,7 @@ def assert_collectives(
     """
     __tracebackhide__ = True
     if plan is None and forward is None:
-        raise ValueError("give the expected counts (forward=, backward=) or a plan to derive them from")
+        raise ValueError(_(NO_EXPECTATION))
     args = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
     parsed = parse_plan(plan) if plan is not None else {}
     needs, handles = _colwise_inputs_need_grad(model, parsed)
@@ -193,8 +196,8 @@ def assert_collectives(
         want = CollectiveCounts(Counter(forward or {}), Counter(backward or {}))
     got_f, got_b = +counts.forward, +counts.backward
     if got_f != +want.forward or got_b != +want.backward:
-        lines = [DIFFER.format(want=want, found=counts)]
+        lines = [_(DIFFER).format(want=want, found=counts)]
         for path, need in needs.items():
-            lines.append((NEEDS_GRAD if need else NEEDS_NO_GRAD).format(path=path))
+            lines.append(_(NEEDS_GRAD if need else NEEDS_NO_GRAD).format(path=path))
         raise AssertionError("\n".join(lines))
     return counts

@@ -17,8 +17,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.tp.diagnose import diagnose, report
-from pytest_distcheck.tp.plan import EVEN_SHARDS, Layer, parse_plan, split_problems
+from pytest_distcheck.tp.plan import A_FUSED_PART, EVEN_SHARDS, PLAN_ENTRY, Layer, parse_plan, split_problems
 from pytest_distcheck.tp.replicated import gather_objects, local_cpu
 from pytest_distcheck.tp.shards import part_sizes, shard_like, split_dim
 
@@ -37,21 +38,31 @@ def _is_dtensor(t: Any) -> bool:
     return hasattr(t, "to_local") and hasattr(t, "placements") and hasattr(t, "device_mesh")
 
 
-NOT_A_MODULE = "the tp factory returned a {type}, not an nn.Module"
-NO_SUBMODULE = "plan entry {path!r}: the {what} module has no submodule {path!r} (its modules with a weight: {names})"
-NO_COUNTERPART = ("TP module parameters with no counterpart in the dense module: {names} (the TP module must keep the "
-                  "dense module's parameter names)")
+NOT_A_MODULE = N_("the tp factory returned a {type}, not an nn.Module")
+NOT_A_FACTORY = N_("tp must be an nn.Module or a callable building one from the dense module, got {type}")
+NO_SUBMODULE = N_("plan entry {path!r}: the {what} module has no submodule {path!r} (its modules with a weight: "
+                  "{names})")
+NO_SUBMODULE_AT_ALL = N_("plan entry {path!r}: the {what} module has no submodule {path!r} (and no module with a "
+                         "weight)")
+DENSE = N_("dense")  # the {what} of NO_SUBMODULE; the other is "TP"
+NO_COUNTERPART = N_("TP module parameters with no counterpart in the dense module: {names} (the TP module must keep "
+                    "the dense module's parameter names)")
+MESH_DIMS = N_("the TP module's DTensors live on a mesh of {ndim} dims: pass group= (the TP dim's process group)")
+NOT_ONE_TENSOR = N_("the module returned a {type}; assert_tp_matches_dense compares modules that return one tensor")
+NOTHING_REQUIRES_GRAD = N_("nothing in the module or its inputs requires grad: pass backward=False to compare the "
+                           "forward only")
+SEE_RANK_0 = N_("the TP module does not match the dense module ({names}): the diagnosis is in the error of the "
+                "group's rank 0")
 
 
 def _build(tp: Union[nn.Module, Callable[[nn.Module], nn.Module]], dense: nn.Module) -> nn.Module:
     if isinstance(tp, nn.Module):
         return tp
     if not callable(tp):
-        raise TypeError("tp must be an nn.Module or a callable building one from the dense module, "
-                        f"got {type(tp).__name__}")
+        raise TypeError(_(NOT_A_FACTORY).format(type=type(tp).__name__))
     built = tp(copy.deepcopy(dense))
     if not isinstance(built, nn.Module):
-        raise TypeError(NOT_A_MODULE.format(type=type(built).__name__))
+        raise TypeError(_(NOT_A_MODULE).format(type=type(built).__name__))
     return built
 
 
@@ -62,8 +73,7 @@ def _group_of(model: nn.Module, group: dist.ProcessGroup | None) -> dist.Process
         if _is_dtensor(p):
             mesh = p.device_mesh
             if mesh.ndim != 1:
-                raise ValueError("the TP module's DTensors live on a mesh of "
-                                 f"{mesh.ndim} dims: pass group= (the TP dim's process group)")
+                raise ValueError(_(MESH_DIMS).format(ndim=mesh.ndim))
             return mesh.get_group()
     return None
 
@@ -76,12 +86,14 @@ def _check_paths(plan: Mapping[str, Layer], dense: nn.Module, tp: nn.Module) -> 
                 mod = model.get_submodule(path)
             except AttributeError:
                 names = [n for n, m in model.named_modules() if n and hasattr(m, "weight")]
-                raise ValueError(NO_SUBMODULE.format(path=path, what=what, names=", ".join(names) or "none")) from None
+                said = _(NO_SUBMODULE if names else NO_SUBMODULE_AT_ALL)
+                raise ValueError(said.format(path=path, what=_(DENSE) if what == "dense" else what,
+                                             names=", ".join(names))) from None
             if what == "dense" and isinstance(mod, nn.Embedding):
                 embeddings.add(path)
     extra = sorted(set(dict(tp.named_parameters())) - set(dict(dense.named_parameters())))
     if extra:
-        raise ValueError(NO_COUNTERPART.format(names=", ".join(extra)))
+        raise ValueError(_(NO_COUNTERPART).format(names=", ".join(extra)))
     return embeddings
 
 
@@ -103,13 +115,14 @@ def _check_even(plan: Mapping[str, Layer], dense: nn.Module, size: int) -> None:
             try:
                 parts = part_sizes(p.shape[dim], fused)
             except ValueError as exc:
-                raise ValueError(f"plan entry {path!r}: {exc}") from None
-            label = f"{path + '.' if path else ''}{pname} dim {dim}" + (" (a fused part)" if len(parts) > 1 else "")
+                raise ValueError(_(PLAN_ENTRY).format(path=path, problem=exc)) from None
+            label = f"{path + '.' if path else ''}{pname} dim {dim}"
+            label = _(A_FUSED_PART).format(label=label) if len(parts) > 1 else label
             for n in dict.fromkeys(parts):
                 problems += split_problems({label: n}, size)
         problems += split_problems({}, size, layer.heads)
     if problems:
-        raise ValueError("; ".join(dict.fromkeys(problems)) + f"; {EVEN_SHARDS}")
+        raise ValueError("; ".join(dict.fromkeys(problems)) + f"; {_(EVEN_SHARDS)}")
 
 
 def _recorded_paths(dense: nn.Module, plan: Mapping[str, Layer]) -> list[str]:
@@ -118,7 +131,7 @@ def _recorded_paths(dense: nn.Module, plan: Mapping[str, Layer]) -> list[str]:
     for path in plan:
         parts = path.split(".")
         paths.update(dict.fromkeys(".".join(parts[:i]) for i in range(1, len(parts))))
-    for name, _ in dense.named_parameters():
+    for name, _param in dense.named_parameters():
         owner = name.rpartition(".")[0]
         if owner:
             paths[owner] = None
@@ -194,8 +207,7 @@ def _run(model: nn.Module, inputs: tuple, plan_paths: Sequence[str], backward: b
             if _is_dtensor(out):
                 out = out.full_tensor()
             if not isinstance(out, torch.Tensor):
-                raise TypeError(f"the module returned a {type(out).__name__}; assert_tp_matches_dense compares "
-                                "modules that return one tensor")
+                raise TypeError(_(NOT_ONE_TENSOR).format(type=type(out).__name__))
             if not out.is_floating_point():
                 backward = False
             if weights is None:
@@ -208,8 +220,7 @@ def _run(model: nn.Module, inputs: tuple, plan_paths: Sequence[str], backward: b
                 else:
                     loss = (out * w.to(out)).sum()
                     if loss.grad_fn is None:
-                        raise ValueError("nothing in the module or its inputs requires grad: pass backward=False "
-                                         "to compare the forward only")
+                        raise ValueError(_(NOTHING_REQUIRES_GRAD))
                     loss.backward()
                     if after_backward is not None:
                         after_backward(model)
@@ -320,7 +331,7 @@ def assert_tp_matches_dense(
     paths = _recorded_paths(dense, parsed)
     dense_copy = copy.deepcopy(dense)
     dense_rec, weights, backward = _run(dense_copy, inputs, paths, backward, 1, 0, None)
-    tp_rec, _, _ = _run(tp_model, inputs, paths, backward, size, rank, weights, after_backward)
+    tp_rec, _weights, _backward = _run(tp_model, inputs, paths, backward, size, rank, weights, after_backward)
     records = gather_objects(tp_rec, group)
 
     dtype = dense_rec["out"].dtype
@@ -332,5 +343,4 @@ def assert_tp_matches_dense(
         if rank == 0:
             raise AssertionError(report(found, size, rtol, atol))
         names = ", ".join(dict.fromkeys(f.fault for f in found))
-        raise AssertionError(f"the TP module does not match the dense module ({names}): "
-                             "the diagnosis is in the error of the group's rank 0")
+        raise AssertionError(_(SEE_RANK_0).format(names=names))

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.tp.plan import Layer
 from pytest_distcheck.tp.replicated import replication_error
 from pytest_distcheck.tp.shards import (
@@ -31,58 +32,122 @@ from pytest_distcheck.tp.shards import (
 
 # Each fault name, and what it means / how to fix it (shown once per fault in the report).
 FAULTS: dict[str, str] = {
-    "non-replicated-input": "an input meant to be replicated differs across the ranks: seed every rank's generator "
-                            "identically or dist.broadcast it from rank 0 (nothing else is compared until it is)",
-    "missing-g": "g is missing after a row-parallel layer: each rank's output is a partial sum and the ranks' "
-                 "outputs add up to the dense one; all-reduce the output in forward (identity in backward)",
-    "missing-f": "f is missing before a column-parallel layer: each rank's dL/dx is partial and the ranks' values add "
-                 "up to the dense one; all-reduce the input's gradient in backward (identity in forward), anywhere "
-                 "between the module's input and the layer (Megatron-LM's copy_to_tensor_model_parallel_region, "
-                 "megatron/core/tensor_parallel/mappings.py)",
-    "sequence-parallel-grad": "a parameter applied to sequence-sharded activations needs its gradient all-reduced over "
-                              "the TP group: under sequence parallelism each rank's LayerNorm (and a row-parallel "
-                              "bias added after the reduce-scatter) sees only its slice of the sequence, so the ranks' "
-                              "gradients add up to the dense one; sum them over the TP group after backward, as "
-                              "megatron-core's finalize_model_grads does for parameters marked sequence_parallel "
-                              "(megatron/core/distributed/finalize_model_grads.py; NVIDIA/Megatron-LM#1446); give "
-                              "that step to assert_tp_matches_dense as after_backward=",
-    "sliced-input": "an input is split across the ranks in forward but its gradient is not all-gathered in backward: "
-                    "each rank's dL/dx is the dense one on its own slice and zero elsewhere; split it with an op whose "
-                    "backward all-gathers (Megatron-LM's scatter_to_tensor_model_parallel_region for the last dim, "
-                    "scatter_to_sequence_parallel_region for the sequence dim, megatron/core/tensor_parallel/"
-                    "mappings.py), or keep the input whole and start with f and a column-parallel layer",
-    "bias-on-every-rank": "a row-parallel bias is added on every rank before the all-reduce, so it is counted t "
-                          "times (output = dense + (t-1) bias); add it once after the all-reduce, or on rank 0 only",
-    "wrong-shard-dim": "a weight is split along the wrong dim: column-parallel splits dim 0 of nn.Linear's "
-                       "[out_features, in_features] weight (and the bias), row-parallel dim 1",
-    "qkv-head-split": "the fused QKV weight is split without following its layout, so a rank's q, k and v rows belong "
-                      "to different heads: for a [q | k | v] layout take each rank's chunk of q, of k and of v "
-                      "(plan: Layer('colwise', fused=3)); for a head-by-head [n_heads, 3, head_dim] layout, one "
-                      "contiguous chunk",
-    "fused-contiguous-split": "a fused column-parallel weight (parts such as [gate | up] in one linear, split into its "
-                              "parts after it) is cut into contiguous chunks, so one rank holds only gate and another "
-                              "only up: shard each part separately and concatenate the shards per rank, as vLLM's "
-                              "MergedColumnParallelLinear does (vllm/model_executor/layers/linear.py), and declare it "
-                              "Layer('colwise', fused=2) (or the part sizes)",
-    "vocab-local-softmax": "softmax (or argmax) over a vocab-sharded logit needs the global max and sum: each rank "
-                           "normalised over its own slice of the vocabulary; all-reduce the max (ReduceOp.MAX) and the "
-                           "sum of exp over the TP group, as Megatron-LM's VocabParallelCrossEntropy does "
-                           "(megatron/core/tensor_parallel/cross_entropy.py), or all-gather the logits first; for "
-                           "argmax, compare the ranks' local maxima across the group",
-    "wrong-rank-shard": "a rank holds another rank's chunk (rank r must hold chunk r)",
-    "not-sharded": "a parameter the plan splits is whole on the rank",
-    "wrong-values": "a parameter's values match no slice of the dense one: were the dense weights loaded?",
-    "missing-parameter": "the TP module lacks a parameter of the dense module (it must keep the dense names)",
-    "grad-none": "a gradient is None on some rank: the tensor took no part in that rank's loss",
-    "shape-mismatch": "a tensor's shape is neither the dense shape nor this rank's shard of it",
-    "mismatch": "values differ from the dense ones by more than the tolerance, with none of the signatures above",
+    "non-replicated-input": N_(
+        "an input meant to be replicated differs across the ranks: seed every rank's generator identically or "
+        "dist.broadcast it from rank 0 (nothing else is compared until it is)"),
+    "missing-g": N_(
+        "g is missing after a row-parallel layer: each rank's output is a partial sum and the ranks' outputs add up "
+        "to the dense one; all-reduce the output in forward (identity in backward)"),
+    "missing-f": N_(
+        "f is missing before a column-parallel layer: each rank's dL/dx is partial and the ranks' values add up to "
+        "the dense one; all-reduce the input's gradient in backward (identity in forward), anywhere between the "
+        "module's input and the layer (Megatron-LM's copy_to_tensor_model_parallel_region, "
+        "megatron/core/tensor_parallel/mappings.py)"),
+    "sequence-parallel-grad": N_(
+        "a parameter applied to sequence-sharded activations needs its gradient all-reduced over the TP group: under "
+        "sequence parallelism each rank's LayerNorm (and a row-parallel bias added after the reduce-scatter) sees "
+        "only its slice of the sequence, so the ranks' gradients add up to the dense one; sum them over the TP group "
+        "after backward, as megatron-core's finalize_model_grads does for parameters marked sequence_parallel "
+        "(megatron/core/distributed/finalize_model_grads.py; NVIDIA/Megatron-LM#1446); give that step to "
+        "assert_tp_matches_dense as after_backward="),
+    "sliced-input": N_(
+        "an input is split across the ranks in forward but its gradient is not all-gathered in backward: each rank's "
+        "dL/dx is the dense one on its own slice and zero elsewhere; split it with an op whose backward all-gathers "
+        "(Megatron-LM's scatter_to_tensor_model_parallel_region for the last dim, "
+        "scatter_to_sequence_parallel_region for the sequence dim, megatron/core/tensor_parallel/mappings.py), or "
+        "keep the input whole and start with f and a column-parallel layer"),
+    "bias-on-every-rank": N_(
+        "a row-parallel bias is added on every rank before the all-reduce, so it is counted t times (output = dense "
+        "+ (t-1) bias); add it once after the all-reduce, or on rank 0 only"),
+    "wrong-shard-dim": N_(
+        "a weight is split along the wrong dim: column-parallel splits dim 0 of nn.Linear's [out_features, "
+        "in_features] weight (and the bias), row-parallel dim 1"),
+    "qkv-head-split": N_(
+        "the fused QKV weight is split without following its layout, so a rank's q, k and v rows belong to different "
+        "heads: for a [q | k | v] layout take each rank's chunk of q, of k and of v (plan: Layer('colwise', "
+        "fused=3)); for a head-by-head [n_heads, 3, head_dim] layout, one contiguous chunk"),
+    "fused-contiguous-split": N_(
+        "a fused column-parallel weight (parts such as [gate | up] in one linear, split into its parts after it) is "
+        "cut into contiguous chunks, so one rank holds only gate and another only up: shard each part separately and "
+        "concatenate the shards per rank, as vLLM's MergedColumnParallelLinear does "
+        "(vllm/model_executor/layers/linear.py), and declare it Layer('colwise', fused=2) (or the part sizes)"),
+    "vocab-local-softmax": N_(
+        "softmax (or argmax) over a vocab-sharded logit needs the global max and sum: each rank normalised over its "
+        "own slice of the vocabulary; all-reduce the max (ReduceOp.MAX) and the sum of exp over the TP group, as "
+        "Megatron-LM's VocabParallelCrossEntropy does (megatron/core/tensor_parallel/cross_entropy.py), or "
+        "all-gather the logits first; for argmax, compare the ranks' local maxima across the group"),
+    "wrong-rank-shard": N_("a rank holds another rank's chunk (rank r must hold chunk r)"),
+    "not-sharded": N_("a parameter the plan splits is whole on the rank"),
+    "wrong-values": N_("a parameter's values match no slice of the dense one: were the dense weights loaded?"),
+    "missing-parameter": N_("the TP module lacks a parameter of the dense module (it must keep the dense names)"),
+    "grad-none": N_("a gradient is None on some rank: the tensor took no part in that rank's loss"),
+    "shape-mismatch": N_("a tensor's shape is neither the dense shape nor this rank's shard of it"),
+    "mismatch": N_("values differ from the dense ones by more than the tolerance, with none of the signatures above"),
 }
+
+# What the report says, and where and what each finding saw (a ``where`` is a module path, a parameter
+# name, or one of the labels below).
+OUTPUT = N_("output")
+INPUT_I = N_("input {i}")
+DX_OF_INPUT = N_("dL/dx of input {i}")
+GRAD_OF = N_("grad of {name}")
+THE_INPUT_OF = N_("the input of {path}")
+THE_MODULES_OUTPUT = N_("the module's output")
+SHAPE = N_("shape")
+SHAPE_VS = N_("shape {shape} vs expected {expected}")
+SHAPE_VS_NONE = N_("shape {shape} vs expected none")
+MAX_ABS_DIFF = N_("max abs diff {diff:.3g}")
+NO_SUCH_PARAMETER = N_("no parameter of this name in the TP module")
+NOT_IN_PLAN = N_("replicated (not in the plan)")
+HELD = N_("plan: {style}; the rank {held}")
+WRONG_VALUES = N_("plan: {style}; {diff} from its expected slice {shape}")
+OUTPUT_SHAPE = N_("shape {shape} on rank {rank}, dense {dense} (whole) or one dim's shard")
+OUTPUTS_ADD_UP = N_("the ranks' outputs add up to the dense output")
+BIAS_ON_EVERY_RANK = N_("output - dense = {n} x the bias of {path} on every rank")
+NEEDS_WHOLE_INPUT = N_("{error} (plan: {style}, which needs the whole input on every rank)")
+LAYER_OUTPUTS_ADD_UP = N_("the ranks' outputs of {path} add up to the dense output (each rank holds a partial sum)")
+LAYER_BIAS_ON_EVERY_RANK = N_("output of {path} - dense = {n} x its bias on every rank")
+LAYER_DIFFERS = N_("output of this layer differs from the dense layer's: {ranks}")
+SEQUENCE_HINT = N_("; each rank holds its chunk of dim {dim} (sequence parallelism): all-gather it before {path} "
+                   "(Megatron-LM's gather_from_sequence_parallel_region, backward reduce-scatter)")
+FUSED_BEFORE = N_("every rank's output of {path} is its contiguous chunk, as the plan (colwise) says, but {reader} "
+                  "is wrong: {path} makes {n} features and what reads them has {width}, so the code between combines "
+                  "{parts} fused parts of {size} into one, and each part must be split apiece "
+                  "(plan: Layer('colwise', fused={parts}))")
+VOCAB_LOCAL = N_("the module's output is the {kind} of each rank's own {width} logits of {path} (its vocabulary "
+                 "slice), not of all {total}")
+DX_NONE = N_("dL/dx is None (the input took no part in the TP loss)")
+SLICED = N_("each rank's dL/dx of input {i} is the dense one on its own chunk of dim {dim} and zero elsewhere: the "
+            "input was split with no all-gather in backward")
+DX_PARTIAL = N_("dL/dx of input {i} is partial on each rank; the ranks' values add up to the dense dL/dx")
+DX_PARTIAL_AT = N_("dL/dx of input {i} is partial on each rank; the ranks' values add up to the dense dL/dx (at the "
+                   "input of {layer})")
+F_MISSING_AT = N_("the gradient flowing back through {path} to its input is partial on each rank (the ranks' values "
+                  "add up to the dense one), and nothing between it and the module's input all-reduces it")
+F_MISSING_AT_INPUT = N_("the gradient flowing back through {path} to its input is partial on each rank (the ranks' "
+                        "values add up to the dense one), and nothing between it and the module's input all-reduces "
+                        "it: dL/dx of input {i} is wrong")
+GRAD_NONE = N_("its gradient is None")
+GRAD_NONE_RANK0_BIAS = N_("its gradient is None; a bias added by rank 0 only is the plan's "
+                          "Layer('rowwise', bias='rank0')")
+SEQUENCE_GRAD = N_("{path} ran on sequence-sharded activations, so each rank's gradient covers its slice of the "
+                   "sequence only; the ranks' gradients add up to the dense one: all-reduce it over the TP group after "
+                   "backward")
+PARAM_GRAD_PARTIAL = N_("its gradient is partial on each rank; the ranks' gradients add up to the dense one (an f "
+                        "missing between it and a column-parallel layer)")
+GRAD_DIFFERS_PARTIAL = N_("{ranks} (partial: the ranks' gradients add up to the dense one)")
+HEADLINE = N_("the TP module does not match the dense module (TP degree {size}; rtol {rtol:g}, atol {atol:g}): "
+              "{faults}")
+MORE = N_("- ... and {n} more")
+ALSO_DIFFER = N_("- then also differ (likely consequences of the above): {where}")
+WHAT_THESE_MEAN = N_("what these mean:")
 
 
 @dataclass
 class Finding:
     """One diagnosed fault: ``fault`` (a key of :data:`FAULTS`), ``where`` (a module path, parameter name,
-    ``output`` or ``input i``), ``detail`` (what was seen), ``ranks`` (where it was seen)."""
+    or a label such as :data:`OUTPUT` or :data:`INPUT_I`), ``detail`` (what was seen), ``ranks`` (where it
+    was seen). Labels and details are in the language in use when the diagnosis ran; ``fault`` never is."""
 
     fault: str
     where: str
@@ -95,9 +160,11 @@ class Finding:
 
 
 def _maxdiff(a: torch.Tensor, b: torch.Tensor | None) -> str:
-    if b is None or a.shape != b.shape:
-        return f"shape {tuple(a.shape)} vs expected {tuple(b.shape) if b is not None else 'none'}"
-    return f"max abs diff {(a.double() - b.double()).abs().max().item():.3g}"
+    if b is None:
+        return _(SHAPE_VS_NONE).format(shape=tuple(a.shape))
+    if a.shape != b.shape:
+        return _(SHAPE_VS).format(shape=tuple(a.shape), expected=tuple(b.shape))
+    return _(MAX_ABS_DIFF).format(diff=(a.double() - b.double()).abs().max().item())
 
 
 def expected_like(tp: torch.Tensor, dense: torch.Tensor, layer: Layer | None, rank: int,
@@ -135,7 +202,7 @@ class _Diagnosis:
         return close(a, b, self.rtol, self.atol)
 
     def _layer_of(self, name: str) -> tuple[str, Layer | None, str]:
-        path, _, pname = name.rpartition(".")
+        path, _dot, pname = name.rpartition(".")
         return path, self.plan.get(path), pname
 
     def _sum(self, tensors: list[torch.Tensor | None]) -> torch.Tensor | None:
@@ -179,9 +246,10 @@ class _Diagnosis:
         for i in range(len(self.dense["inputs"])):
             if not isinstance(self.dense["inputs"][i], torch.Tensor):
                 continue
-            err = replication_error([r["inputs"][i] for r in self.ranks], f"input {i}")
+            where = _(INPUT_I).format(i=i)
+            err = replication_error([r["inputs"][i] for r in self.ranks], where)
             if err:
-                self.add("non-replicated-input", f"input {i}", err)
+                self.add("non-replicated-input", where, err)
                 return False
         return True
 
@@ -193,7 +261,7 @@ class _Diagnosis:
             for rank, rec in enumerate(self.ranks):
                 p = rec["params"].get(name)
                 if p is None:
-                    self.add("missing-parameter", name, "no parameter of this name in the TP module", [rank])
+                    self.add("missing-parameter", name, _(NO_SUCH_PARAMETER), [rank])
                     continue
                 try:
                     want = expected_shard(d["value"], layer, pname, rank, self.t, emb)
@@ -203,12 +271,12 @@ class _Diagnosis:
                 if self.close(p["value"], want):
                     continue
                 held = what_is_held(p["value"], d["value"], layer, pname, rank, self.t, emb, self.rtol, self.atol)
-                style = layer.style if layer else "replicated (not in the plan)"
+                style = layer.style if layer else _(NOT_IN_PLAN)
                 if held:
-                    self.add(held[0], name, f"plan: {style}; the rank {held[1]}", [rank])
+                    self.add(held[0], name, _(HELD).format(style=style, held=held[1]), [rank])
                 else:
-                    self.add("wrong-values", name, f"plan: {style}; {_maxdiff(p['value'], want)} from its expected "
-                             f"slice {tuple(want.shape)}", [rank])
+                    self.add("wrong-values", name, _(WRONG_VALUES).format(
+                        style=style, diff=_maxdiff(p["value"], want), shape=tuple(want.shape)), [rank])
 
     # -- 3. forward ----------------------------------------------------------------------------
     def forward(self) -> None:
@@ -218,8 +286,8 @@ class _Diagnosis:
         for rank, out in enumerate(outs):
             want = expected_like(out, dense_out, None, rank, self.t)
             if want is None:
-                self.add("shape-mismatch", "output", f"shape {tuple(out.shape)} on rank {rank}, dense "
-                         f"{tuple(dense_out.shape)} (whole) or one dim's shard", [rank])
+                self.add("shape-mismatch", _(OUTPUT), _(OUTPUT_SHAPE).format(
+                    shape=tuple(out.shape), rank=rank, dense=tuple(dense_out.shape)), [rank])
             elif not self.close(out, want):
                 bad.append((rank, out, want))
         if not bad:
@@ -230,18 +298,17 @@ class _Diagnosis:
             return
         total = self._sum(outs)
         if self.t > 1 and total is not None and self.close(total, dense_out):
-            self.add("missing-g", "output", "the ranks' outputs add up to the dense output")
+            self.add("missing-g", _(OUTPUT), _(OUTPUTS_ADD_UP))
             return
         for path in self.plan:
             b = self._row_bias(path)
-            if b is not None and all(self.close(o - w, (self.t - 1) * b.expand_as(w)) for _, o, w in bad):
-                self.add("bias-on-every-rank", path,
-                         f"output - dense = {self.t - 1} x the bias of {path} on every rank")
+            if b is not None and all(self.close(o - w, (self.t - 1) * b.expand_as(w)) for _k, o, w in bad):
+                self.add("bias-on-every-rank", path, _(BIAS_ON_EVERY_RANK).format(n=self.t - 1, path=path))
                 return
         if not self.found and (self._vocab_local_softmax(outs) or self._fused_before(None, dense_out.shape[-1])):
             return
         for rank, out, want in bad:
-            self.add("mismatch", "output", _maxdiff(out, want), [rank])
+            self.add("mismatch", _(OUTPUT), _maxdiff(out, want), [rank])
 
     def _forward_layers(self) -> None:
         """Walk the planned layers in the order the TP module ran them; name the first that goes wrong."""
@@ -253,10 +320,10 @@ class _Diagnosis:
                 continue
             ins, outs = [x["in"] for x in recs], [x["out"] for x in recs]
             if layer.style != "rowwise":
-                err = replication_error(ins, f"the input of {path}")
+                err = replication_error(ins, _(THE_INPUT_OF).format(path=path))
                 if err:
-                    self.add("non-replicated-input", path, err + f" (plan: {layer.style}, which needs the whole input "
-                             "on every rank)" + self._sequence_hint(ins, d["in"], path))
+                    self.add("non-replicated-input", path, _(NEEDS_WHOLE_INPUT).format(error=err, style=layer.style)
+                             + self._sequence_hint(ins, d["in"], path))
                     return
             ins_ok = all(self.close(x, expected_like(x, d["in"], None, k, self.t)) for k, x in enumerate(ins))
             if not ins_ok:
@@ -276,28 +343,24 @@ class _Diagnosis:
                         self.close(total, dense_out) or (b is not None and self.close(total - extra, dense_out))):
                     if any(self._outputs_right(a) for a in _ancestors(path)):
                         continue  # g sits outside the layer, in a parent whose output is right
-                    self.add("missing-g", path, f"the ranks' outputs of {path} add up to the dense output "
-                             "(each rank holds a partial sum)")
+                    self.add("missing-g", path, _(LAYER_OUTPUTS_ADD_UP).format(path=path))
                     return
                 if b is not None and all(w is not None and self.close(o - w, extra.expand_as(o))
                                          for o, w in zip(outs, wants, strict=True)):
-                    self.add("bias-on-every-rank", path, f"output of {path} - dense = {self.t - 1} x its bias on "
-                             "every rank")
+                    self.add("bias-on-every-rank", path, _(LAYER_BIAS_ON_EVERY_RANK).format(path=path, n=self.t - 1))
                     return
             if any(f.where.startswith(path + ".") for f in self.found):
                 return  # its parameters are already named as the cause
             bad = [k for k, (o, w) in enumerate(zip(outs, wants, strict=True)) if w is None or not self.close(o, w)]
-            self.add("mismatch", path, "output of this layer differs from the dense layer's: "
-                     + "; ".join(f"rank {k}: {_maxdiff(outs[k], wants[k]) if wants[k] is not None else 'shape'}"
-                                 for k in bad), bad)
+            self.add("mismatch", path, _(LAYER_DIFFERS).format(ranks="; ".join(
+                f"rank {k}: {_maxdiff(outs[k], wants[k]) if wants[k] is not None else _(SHAPE)}" for k in bad)), bad)
             return
 
     def _sequence_hint(self, ins: list[torch.Tensor], dense_in: torch.Tensor, path: str) -> str:
         dims = {sequence_dim(x, dense_in, k, self.t, self.rtol, self.atol) for k, x in enumerate(ins)}
         if len(dims) != 1 or None in dims:
             return ""
-        return (f"; each rank holds its chunk of dim {dims.pop()} (sequence parallelism): all-gather it before {path} "
-                "(Megatron-LM's gather_from_sequence_parallel_region, backward reduce-scatter)")
+        return _(SEQUENCE_HINT).format(dim=dims.pop(), path=path)
 
     def _fused_before(self, consumer: str | None, width: int) -> bool:
         """Name a fused column output cut contiguously: the last column-parallel layer (fused=1) before
@@ -315,12 +378,9 @@ class _Diagnosis:
         parts = n // width if width and n % width == 0 else 0
         if parts not in (2, 3) or (n // parts) % self.t:
             return False
-        reader = f"the input of {consumer}" if consumer else "the module's output"
-        self.add(fused_fault(parts), path,
-                 f"every rank's output of {path} is its contiguous chunk, as the plan (colwise) says, but {reader} is "
-                 f"wrong: {path} makes {n} features and what reads them has {width}, so the code between combines "
-                 f"{parts} fused parts of {n // parts} into one, and each part must be split apiece "
-                 f"(plan: Layer('colwise', fused={parts}))")
+        reader = _(THE_INPUT_OF).format(path=consumer) if consumer else _(THE_MODULES_OUTPUT)
+        self.add(fused_fault(parts), path, _(FUSED_BEFORE).format(path=path, reader=reader, n=n, width=width,
+                                                                  parts=parts, size=n // parts))
         return True
 
     def _vocab_local_softmax(self, outs: list[torch.Tensor]) -> bool:
@@ -330,7 +390,7 @@ class _Diagnosis:
         cols = [p for p in order[-1:] if self.plan[p].style == "colwise"]  # the last planned layer: the LM head
         if self.t < 2 or not cols or not self._outputs_right(cols[-1]):
             return False
-        recs, _ = self._recs(cols[-1])
+        recs, _dense = self._recs(cols[-1])
         local = [x["out"].double() for x in recs]
         width = local[0].shape[-1]
         kinds: dict[str, Any] = {"softmax": lambda z: z.softmax(-1), "log_softmax": lambda z: z.log_softmax(-1),
@@ -345,9 +405,8 @@ class _Diagnosis:
                     ok = False
                     break
             if ok:
-                self.add("vocab-local-softmax", cols[-1],
-                         f"the module's output is the {kind} of each rank's own {width} logits of {cols[-1]} "
-                         f"(its vocabulary slice), not of all {width * self.t}")
+                self.add("vocab-local-softmax", cols[-1], _(VOCAB_LOCAL).format(kind=kind, width=width, path=cols[-1],
+                                                                                total=width * self.t))
                 return True
         return False
 
@@ -369,29 +428,26 @@ class _Diagnosis:
                 continue
             grads = [r["xgrads"][i] for r in self.ranks]
             none = [k for k, g in enumerate(grads) if g is None]
+            where = _(INPUT_I).format(i=i)
             if none:
-                self.add("grad-none", f"input {i}", "dL/dx is None (the input took no part in the TP loss)", none)
+                self.add("grad-none", where, _(DX_NONE), none)
                 continue
             bad = [k for k, g in enumerate(grads) if not self.close(g, dg)]
             if not bad:
                 continue
             d = sliced_dim(grads, dg, self.rtol, self.atol) if self.t > 1 else None
             if d is not None:
-                self.add("sliced-input", f"input {i}", f"each rank's dL/dx of input {i} is the dense one on its own "
-                         f"chunk of dim {d} and zero elsewhere: the input was split with no all-gather in backward")
+                self.add("sliced-input", where, _(SLICED).format(i=i, dim=d))
                 continue
             layer = self._missing_f_layer()
             total = self._sum(grads)
             if self.t > 1 and total is not None and self.close(total, dg):
-                at = f" (at the input of {layer})" if layer else ""
-                self.add("missing-f", layer or f"input {i}", f"dL/dx of input {i} is partial on each rank; the ranks' "
-                         "values add up to the dense dL/dx" + at)
+                said = _(DX_PARTIAL_AT).format(i=i, layer=layer) if layer else _(DX_PARTIAL).format(i=i)
+                self.add("missing-f", layer or where, said)
             elif layer is not None:
-                self.add("missing-f", layer, f"the gradient flowing back through {layer} to its input is partial on "
-                         "each rank (the ranks' values add up to the dense one), and nothing between it and the "
-                         f"module's input all-reduces it: dL/dx of input {i} is wrong")
+                self.add("missing-f", layer, _(F_MISSING_AT_INPUT).format(path=layer, i=i))
             else:
-                self.add("mismatch", f"dL/dx of input {i}",
+                self.add("mismatch", _(DX_OF_INPUT).format(i=i),
                          "; ".join(f"rank {k}: {_maxdiff(grads[k], dg)}" for k in bad), bad)
         self._param_grads()
 
@@ -414,10 +470,8 @@ class _Diagnosis:
             none = [k for k, g in enumerate(grads) if g is None and not (rank0_bias and k > 0)
                     and name in self.ranks[k]["params"]]
             if none:
-                hint = ""
-                if layer is not None and layer.style == "rowwise" and pname == "bias":
-                    hint = "; a bias added by rank 0 only is the plan's Layer('rowwise', bias='rank0')"
-                self.add("grad-none", name, "its gradient is None" + hint, none)
+                rank0_hint = layer is not None and layer.style == "rowwise" and pname == "bias"
+                self.add("grad-none", name, _(GRAD_NONE_RANK0_BIAS if rank0_hint else GRAD_NONE), none)
             wants = []
             for k, g in enumerate(grads):
                 try:
@@ -435,26 +489,21 @@ class _Diagnosis:
             partial = (self.t > 1 and total is not None and all(w is not None and w.shape == d["grad"].shape
                                                                   for w in wants) and self.close(total, d["grad"]))
             if partial and self._sequence_sharded(path):
-                self.add("sequence-parallel-grad", name, f"{path} ran on sequence-sharded activations, so each "
-                         "rank's gradient covers its slice of the sequence only; the ranks' gradients add up to the "
-                         "dense one: all-reduce it over the TP group after backward")
+                self.add("sequence-parallel-grad", name, _(SEQUENCE_GRAD).format(path=path))
                 continue
             if partial and not self.named("missing-f"):
                 layer_f = self._missing_f_layer()
                 if layer_f is not None:
                     self._missing_f_at(layer_f)
                 else:
-                    self.add("missing-f", name, "its gradient is partial on each rank; the ranks' gradients add up "
-                             "to the dense one (an f missing between it and a column-parallel layer)")
+                    self.add("missing-f", name, _(PARAM_GRAD_PARTIAL))
                     continue
-            why = " (partial: the ranks' gradients add up to the dense one)" if partial else ""
-            self.add("mismatch", f"grad of {name}",
-                     "; ".join(f"rank {k}: {_maxdiff(grads[k], wants[k])}" for k in bad) + why, bad)
+            said = "; ".join(f"rank {k}: {_maxdiff(grads[k], wants[k])}" for k in bad)
+            self.add("mismatch", _(GRAD_OF).format(name=name),
+                     _(GRAD_DIFFERS_PARTIAL).format(ranks=said) if partial else said, bad)
 
     def _missing_f_at(self, path: str) -> None:
-        self.add("missing-f", path, f"the gradient flowing back through {path} to its input is partial on each rank "
-                 "(the ranks' values add up to the dense one), and nothing between it and the module's input "
-                 "all-reduces it")
+        self.add("missing-f", path, _(F_MISSING_AT).format(path=path))
 
 
 def diagnose(ranks: list[dict], dense: dict, plan: dict[str, Layer], rtol: float, atol: float,
@@ -483,19 +532,18 @@ def diagnose(ranks: list[dict], dense: dict, plan: dict[str, Layer], rtol: float
 
 
 def report(found: list[Finding], size: int, rtol: float, atol: float, limit: int = 12) -> str:
-    """The failure message: a headline naming every fault, one line per finding, then what each means."""
+    """The failure message, in the language in use: a headline naming every fault (by its name, which stays as
+    it is), one line per finding, then what each means (:data:`FAULTS`)."""
     named = [f for f in found if f.fault != "mismatch"]
     # Once a fault is named, the plain mismatches after it are mostly its consequences: list them in one line.
     shown, after = (named, [f for f in found if f.fault == "mismatch"]) if named else (found, [])
     names = list(dict.fromkeys(f.fault for f in shown))
-    lines = [f"the TP module does not match the dense module (TP degree {size}; rtol {rtol:g}, atol {atol:g}): "
-             + ", ".join(names)]
+    lines = [_(HEADLINE).format(size=size, rtol=rtol, atol=atol, faults=", ".join(names))]
     lines += [f.line() for f in shown[:limit]]
     if len(shown) > limit:
-        lines.append(f"- ... and {len(shown) - limit} more")
+        lines.append(_(MORE).format(n=len(shown) - limit))
     if after:
-        lines.append("- then also differ (likely consequences of the above): "
-                     + ", ".join(dict.fromkeys(f.where for f in after)))
-    lines.append("what these mean:")
-    lines += [f"  {n}: {FAULTS[n]}" for n in names]
+        lines.append(_(ALSO_DIFFER).format(where=", ".join(dict.fromkeys(f.where for f in after))))
+    lines.append(_(WHAT_THESE_MEAN))
+    lines += [f"  {n}: {_(FAULTS[n])}" for n in names]
     return "\n".join(lines)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Union
 
+from pytest_distcheck.i18n import N_, _
+
 
 @dataclass(frozen=True)
 class Style:
@@ -38,12 +40,14 @@ class Style:
 COLWISE = Style("colwise", "out_features", "replicated", "sharded(-1)", "none", "all-reduce")
 ROWWISE = Style("rowwise", "in_features", "sharded(-1)", "replicated", "all-reduce", "none")
 STYLES: dict[str, Style] = {s.name: s for s in (COLWISE, ROWWISE)}
-PLAN_ENTRY = "plan entry {path!r}: {problem}"
-UNKNOWN_STYLE = "unknown style {style!r} (known: {known})"
-FUSED_COLWISE_ONLY = "fused={fused!r} applies to colwise layers only, not {style}"
-BIAS_ROWWISE_ONLY = "bias={bias!r} applies to rowwise layers only, not {style}"
-BAD_HEADS = "heads must be a whole number >= 0, got {heads!r}"
-NOT_A_STYLE = "expected a style name or a Layer, got {type}"
+PLAN_ENTRY = N_("plan entry {path!r}: {problem}")
+UNKNOWN_STYLE = N_("unknown style {style!r} (known: {known})")
+FUSED_COLWISE_ONLY = N_("fused={fused!r} applies to colwise layers only, not {style}")
+BIAS_ROWWISE_ONLY = N_("bias={bias!r} applies to rowwise layers only, not {style}")
+BAD_HEADS = N_("heads must be a whole number >= 0, got {heads!r}")
+NOT_A_STYLE = N_("expected a style name or a Layer, got {type}")
+BAD_FUSED = N_("fused must be an int >= 1 or a tuple of part sizes >= 1, got {fused!r}")
+UNKNOWN_BIAS = N_("unknown bias convention {bias!r} (known: {known})")
 
 
 def validate_plan(plan: Mapping[str, str]) -> dict[str, Style]:
@@ -55,8 +59,8 @@ def validate_plan(plan: Mapping[str, str]) -> dict[str, Style]:
     out = {}
     for path, style in plan.items():
         if style not in STYLES:
-            raise ValueError(PLAN_ENTRY.format(path=path, problem=UNKNOWN_STYLE.format(style=style,
-                                                                                       known=", ".join(STYLES))))
+            problem = _(UNKNOWN_STYLE).format(style=style, known=", ".join(STYLES))
+            raise ValueError(_(PLAN_ENTRY).format(path=path, problem=problem))
         out[path] = STYLES[style]
     return out
 
@@ -101,18 +105,18 @@ class Layer:
 
     def __post_init__(self) -> None:
         if self.style not in (*STYLES, "replicated"):
-            raise ValueError(UNKNOWN_STYLE.format(style=self.style, known="colwise, rowwise, replicated"))
+            raise ValueError(_(UNKNOWN_STYLE).format(style=self.style, known="colwise, rowwise, replicated"))
         parts = self.fused if isinstance(self.fused, tuple) else (self.fused,)
         if not parts or any(not isinstance(n, int) or n < 1 for n in parts):
-            raise ValueError(f"fused must be an int >= 1 or a tuple of part sizes >= 1, got {self.fused!r}")
+            raise ValueError(_(BAD_FUSED).format(fused=self.fused))
         if self.fused != 1 and self.style != "colwise":
-            raise ValueError(FUSED_COLWISE_ONLY.format(fused=self.fused, style=self.style))
+            raise ValueError(_(FUSED_COLWISE_ONLY).format(fused=self.fused, style=self.style))
         if self.bias not in BIAS_CONVENTIONS:
-            raise ValueError(f"unknown bias convention {self.bias!r} (known: {', '.join(BIAS_CONVENTIONS)})")
+            raise ValueError(_(UNKNOWN_BIAS).format(bias=self.bias, known=", ".join(BIAS_CONVENTIONS)))
         if self.bias != "replicated" and self.style != "rowwise":
-            raise ValueError(BIAS_ROWWISE_ONLY.format(bias=self.bias, style=self.style))
+            raise ValueError(_(BIAS_ROWWISE_ONLY).format(bias=self.bias, style=self.style))
         if not isinstance(self.heads, int) or self.heads < 0:
-            raise ValueError(BAD_HEADS.format(heads=self.heads))
+            raise ValueError(_(BAD_HEADS).format(heads=self.heads))
 
 
 def parse_plan(plan: Mapping[str, Union[str, Layer]]) -> dict[str, Layer]:
@@ -127,26 +131,29 @@ def parse_plan(plan: Mapping[str, Union[str, Layer]]) -> dict[str, Layer]:
         try:
             out[path] = entry if isinstance(entry, Layer) else Layer(entry) if isinstance(entry, str) else None
         except ValueError as exc:
-            raise ValueError(PLAN_ENTRY.format(path=path, problem=exc)) from None
+            raise ValueError(_(PLAN_ENTRY).format(path=path, problem=exc)) from None
         if out[path] is None:
-            raise ValueError(PLAN_ENTRY.format(path=path, problem=NOT_A_STYLE.format(type=type(entry).__name__)))
+            problem = _(NOT_A_STYLE).format(type=type(entry).__name__)
+            raise ValueError(_(PLAN_ENTRY).format(path=path, problem=problem))
     return out
 
 
 # Why shards must be even, said once wherever a split is refused (the helper, the lab, speedup.py).
-NOT_DIVISIBLE = "{what} of length {length} is not divisible by the TP degree {t}"
-HEADS_NOT_DIVISIBLE = ("{heads} attention heads are not divisible by the TP degree {t}: each rank must hold "
-                       "whole heads, and {t} ranks would hold {per:.3g} each")
-EVEN_SHARDS = ("tensor parallelism here needs even shards (torch's RowwiseParallel fails on uneven ones inside the "
-               "forward with 'a and b must have same reduction dim': pytorch/pytorch#141335): choose a TP degree "
-               "that divides every split size")
+NOT_DIVISIBLE = N_("{what} of length {length} is not divisible by the TP degree {t}")
+HEADS_NOT_DIVISIBLE = N_("{heads} attention heads are not divisible by the TP degree {t}: each rank must hold "
+                         "whole heads, and {t} ranks would hold {per:.3g} each")
+EVEN_SHARDS = N_("tensor parallelism here needs even shards (torch's RowwiseParallel fails on uneven ones inside the "
+                 "forward with 'a and b must have same reduction dim': pytorch/pytorch#141335): choose a TP degree "
+                 "that divides every split size")
+A_FUSED_PART = N_("{label} (a fused part)")
 
 
 def split_problems(sizes: Mapping[str, int], t: int, heads: int = 0) -> list[str]:
     """What keeps TP degree ``t`` from splitting evenly: one :data:`NOT_DIVISIBLE` line per size in
     ``sizes`` (what is split -> its length) that ``t`` does not divide, and :data:`HEADS_NOT_DIVISIBLE`
-    when ``heads`` (0: none) is not a multiple of ``t``. Empty when everything divides."""
-    out = [NOT_DIVISIBLE.format(what=what, length=n, t=t) for what, n in sizes.items() if n % t]
+    when ``heads`` (0: none) is not a multiple of ``t``, in the language in use. Empty when everything
+    divides."""
+    out = [_(NOT_DIVISIBLE).format(what=what, length=n, t=t) for what, n in sizes.items() if n % t]
     if heads and heads % t:
-        out.append(HEADS_NOT_DIVISIBLE.format(heads=heads, t=t, per=heads / t))
+        out.append(_(HEADS_NOT_DIVISIBLE).format(heads=heads, t=t, per=heads / t))
     return out

@@ -13,10 +13,15 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-SHAPE_DIFFERS = ("{name} differs across ranks: rank 0 has shape {shape} {dtype}, rank {rank} has {other_shape} "
-                 "{other_dtype}")
-VALUES_DIFFER = ("{name} differs across ranks: rank {rank} vs rank 0, max abs diff {diff:.3g} at index {where} ({n} of "
-                 "{total} elements differ)")
+from pytest_distcheck.i18n import N_, _
+
+SHAPE_DIFFERS = N_("{name} differs across ranks: rank 0 has shape {shape} {dtype}, rank {rank} has {other_shape} "
+                   "{other_dtype}")
+VALUES_DIFFER = N_("{name} differs across ranks: rank {rank} vs rank 0, max abs diff {diff:.3g} at index {where} ({n} "
+                   "of {total} elements differ)")
+TENSOR = N_("tensor")  # what the messages call a tensor given no name
+MUST_BE_REPLICATED = N_("{error}; a tensor meant to be replicated must be the same on every rank (seed every rank's "
+                        "generator identically, or dist.broadcast it from rank 0)")
 
 
 def gather_objects(obj: Any, group: dist.ProcessGroup | None = None) -> list[Any]:
@@ -36,32 +41,34 @@ def local_cpu(t: torch.Tensor) -> torch.Tensor:
     return t.detach().cpu()
 
 
-def replication_error(tensors: list[torch.Tensor], name: str = "tensor") -> str | None:
+def replication_error(tensors: list[torch.Tensor], name: str | None = None) -> str | None:
     """What differs between the ranks' copies of a tensor (rank order), or None when all are equal.
 
+    ``name``: what the message calls the tensor (default :data:`TENSOR`, in the language in use).
     Equality is exact (``torch.equal``): a replicated tensor is a copy, not an approximation.
     """
+    name = _(TENSOR) if name is None else name
     ref = tensors[0]
     for rank, t in enumerate(tensors[1:], start=1):
         if t.shape != ref.shape or t.dtype != ref.dtype:
-            return SHAPE_DIFFERS.format(name=name, shape=tuple(ref.shape), dtype=ref.dtype, rank=rank,
+            return _(SHAPE_DIFFERS).format(name=name, shape=tuple(ref.shape), dtype=ref.dtype, rank=rank,
                                         other_shape=tuple(t.shape), other_dtype=t.dtype)
         if not torch.equal(t, ref):
             diff = (t.double() - ref.double()).abs() if t.is_floating_point() else (t != ref).double()
             where = tuple(int(i) for i in (diff == diff.max()).nonzero()[0])
-            return VALUES_DIFFER.format(name=name, rank=rank, diff=diff.max().item(), where=where,
+            return _(VALUES_DIFFER).format(name=name, rank=rank, diff=diff.max().item(), where=where,
                                         n=int((diff > 0).sum()), total=diff.numel())
     return None
 
 
-def assert_replicated(tensor: torch.Tensor, group: dist.ProcessGroup | None = None, name: str = "tensor") -> None:
+def assert_replicated(tensor: torch.Tensor, group: dist.ProcessGroup | None = None, name: str | None = None) -> None:
     """Fail unless ``tensor`` is bit-identical on every rank of ``group`` (a collective: call on all).
 
     Args:
         tensor: any shape and dtype; a DTensor is compared through ``to_local()`` (for a replicated
             DTensor, the whole tensor).
         group: the process group (default: the whole world).
-        name: what the message calls the tensor.
+        name: what the message calls the tensor (default: "tensor", in the language in use).
 
     Raises:
         AssertionError: on every rank, naming the first rank whose copy differs from rank 0's, the
@@ -71,5 +78,4 @@ def assert_replicated(tensor: torch.Tensor, group: dist.ProcessGroup | None = No
     __tracebackhide__ = True
     err = replication_error(gather_objects(local_cpu(tensor), group), name)
     if err is not None:
-        raise AssertionError(f"{err}; a tensor meant to be replicated must be the same on every rank "
-                             "(seed every rank's generator identically, or dist.broadcast it from rank 0)")
+        raise AssertionError(_(MUST_BE_REPLICATED).format(error=err))

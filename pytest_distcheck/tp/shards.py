@@ -10,17 +10,27 @@ from __future__ import annotations
 
 import torch
 
+from pytest_distcheck.i18n import N_, _, ngettext
 from pytest_distcheck.tp.plan import NOT_DIVISIBLE, Layer
+
+FUSED_SIZES = N_("fused part sizes {sizes} add up to {total}, not to the {n} features")
+FUSED_UNEVEN = N_("{n} features do not split into {fused} equal fused parts")
+# What a rank's parameter holds instead of its slice (after "the rank").
+HOLDS_WHOLE = N_("holds the whole dense tensor: it was never split")
+HOLDS_OTHER_DIM = N_("holds its chunk of dim {held}, not of dim {want}")
+HOLDS_OTHER_RANK = N_("holds rank {other}'s chunk of dim {want}")
+HOLDS_FUSED = N_("holds its chunk of each of {held} fused parts (fused={held}), but the plan declares "
+                 "fused={declared!r}")
 
 
 def part_sizes(n: int, fused: int | tuple[int, ...]) -> list[int]:
     """Sizes of the fused parts of ``n`` features. Raises ValueError when they do not add up."""
     if isinstance(fused, tuple):
         if sum(fused) != n:
-            raise ValueError(f"fused part sizes {fused} add up to {sum(fused)}, not to the {n} features")
+            raise ValueError(_(FUSED_SIZES).format(sizes=fused, total=sum(fused), n=n))
         return list(fused)
     if n % fused:
-        raise ValueError(f"{n} features do not split into {fused} equal fused parts")
+        raise ValueError(_(FUSED_UNEVEN).format(n=n, fused=fused))
     return [n // fused] * fused
 
 
@@ -34,7 +44,7 @@ def chunk(t: torch.Tensor, dim: int, rank: int, size: int, fused: int | tuple[in
     out = []
     for p in parts:
         if p.shape[dim] % size:
-            raise ValueError(NOT_DIVISIBLE.format(what=f"dim {dim}", length=p.shape[dim], t=size))
+            raise ValueError(_(NOT_DIVISIBLE).format(what=f"dim {dim}", length=p.shape[dim], t=size))
         out.append(p.chunk(size, dim=dim)[rank])
     return torch.cat(out, dim=dim) if len(out) > 1 else out[0]
 
@@ -144,14 +154,14 @@ def what_is_held(local: torch.Tensor, dense: torch.Tensor, layer: Layer | None, 
     (another rank's chunk). None when nothing matches.
     """
     if close(local, dense, rtol, atol):
-        return "not-sharded", "holds the whole dense tensor: it was never split"
+        return "not-sharded", _(HOLDS_WHOLE)
     dims = [d for d in range(dense.dim()) if dense.shape[d] % size == 0]
     want = split_dim(layer, param, embedding) if layer is not None else None
     for d in dims:
         if d == want:
             continue
         if close(local, chunk(dense, d, rank, size), rtol, atol):
-            return "wrong-shard-dim", f"holds its chunk of dim {d}, not of dim {want}"
+            return "wrong-shard-dim", _(HOLDS_OTHER_DIM).format(held=d, want=want)
     if want is not None and layer is not None:
         n = dense.shape[want]
         declared = layer.fused
@@ -161,7 +171,7 @@ def what_is_held(local: torch.Tensor, dense: torch.Tensor, layer: Layer | None, 
                 return fused_fault(declared if f == 1 else f), held_layout(f, declared, n, rank, size)
         for other in range(size):
             if other != rank and close(local, chunk(dense, want, other, size, layer.fused), rtol, atol):
-                return "wrong-rank-shard", f"holds rank {other}'s chunk of dim {want}"
+                return "wrong-rank-shard", _(HOLDS_OTHER_RANK).format(other=other, want=want)
     return None
 
 
@@ -175,12 +185,14 @@ def fused_fault(fused: int | tuple[int, ...]) -> str:
 def held_layout(held: int, declared: int | tuple[int, ...], n: int, rank: int, size: int) -> str:
     """What a rank's fused column weight holds, said against what the plan declares."""
     if held != 1:
-        return (f"holds its chunk of each of {held} fused parts (fused={held}), but the plan declares "
-                f"fused={declared!r}")
+        return _(HOLDS_FUSED).format(held=held, declared=declared)
     sizes = part_sizes(n, declared)
     lo, hi = rank * n // size, (rank + 1) * n // size
     bounds = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
     covered = [i + 1 for i in range(len(sizes)) if bounds[i] < hi and bounds[i + 1] > lo]
-    return (f"holds rows {lo}..{hi - 1} of {n}, a contiguous chunk covering part{'s' if len(covered) > 1 else ''} "
-            f"{', '.join(map(str, covered))} of the {len(sizes)} fused parts only, but the plan declares "
-            f"fused={declared!r}: every rank needs its chunk of every part")
+    said = ngettext("holds rows {lo}..{hi} of {n}, a contiguous chunk covering part {parts} of the {k} fused parts "
+                    "only, but the plan declares fused={declared!r}: every rank needs its chunk of every part",
+                    "holds rows {lo}..{hi} of {n}, a contiguous chunk covering parts {parts} of the {k} fused parts "
+                    "only, but the plan declares fused={declared!r}: every rank needs its chunk of every part",
+                    len(covered))
+    return said.format(lo=lo, hi=hi - 1, n=n, parts=", ".join(map(str, covered)), k=len(sizes), declared=declared)
