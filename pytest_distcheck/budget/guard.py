@@ -52,6 +52,19 @@ UNKNOWN_RUN = N_("unknown run id {run!r}: no open row in {ledger} ({hint})")
 UNSETTLED_RUNS = N_("unsettled runs: {runs}")
 NO_UNSETTLED_RUNS = N_("it has no unsettled runs")
 NEGATIVE_SECONDS = N_("--seconds {seconds} is negative: give the billed seconds of pod {pod}; nothing written")
+NO_BUDGET_SECTION = N_("no [budget] section: set ledger and phase_ceiling_usd")
+RESERVATIONS_MALFORMED = N_("reservations file is malformed ({error}); delete it if no paid run is in progress (the "
+                            "ledger keeps what was spent)")
+BAD_RATE = N_("usd_per_gpu_hour must be a finite number >= 0, got {value!r}")
+BAD_GPU_COUNT = N_("gpu_count must be a whole number >= 1, got {value!r}")
+BAD_MAX_SECONDS = N_("max_seconds must be a finite number > 0, got {value!r}")
+NOTHING_RESERVED = N_("nothing was reserved, created or billed")
+RUN_ID_IN_USE = N_("run id {run!r} is already in use")
+NO_OPEN_ROW = N_("unknown run id {run!r}: no open row in {ledger}")
+ALREADY_HAS_POD = N_("run {run!r} already names pod {pod} or is settled (line {line}); nothing written")
+RESERVATION_SETTLED = N_("reservation {run} is already settled")
+RESERVATION_OTHER_POD = N_("reservation {run} already has pod {pod}, not {other}")
+RESERVATION_HAS_POD = N_("reservation {run} has pod {pod}: settle it with its seconds")
 
 
 def session_id_from_env() -> str:
@@ -184,7 +197,7 @@ class BudgetGuard:
         """
         cfg = budget_config(ws)
         if cfg is None:
-            raise ConfigError(ws.path, "budget", "no [budget] section: set ledger and phase_ceiling_usd")
+            raise ConfigError(ws.path, "budget", _(NO_BUDGET_SECTION))
         return cls.from_config(cfg, **kwargs)
 
     @property
@@ -213,8 +226,7 @@ class BudgetGuard:
             for e in entries.values():
                 int(e["pid"]), e["session"]  # noqa: B018 - shape check
         except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(self.state_path, "", f"reservations file is malformed ({exc}); delete it if no "
-                              "paid run is in progress (the ledger keeps what was spent)") from None
+            raise ConfigError(self.state_path, "", _(RESERVATIONS_MALFORMED).format(error=exc)) from None
         return entries
 
     def _save_held(self, held: dict[str, dict[str, Any]]) -> None:
@@ -267,7 +279,7 @@ class BudgetGuard:
                usd_per_gpu_hour: float | None) -> Price:
         if usd_per_gpu_hour is not None:
             if not usd_per_gpu_hour >= 0 or math.isinf(usd_per_gpu_hour):
-                raise BudgetRefused(f"usd_per_gpu_hour must be a finite number >= 0, got {usd_per_gpu_hour!r}")
+                raise BudgetRefused(_(BAD_RATE).format(value=usd_per_gpu_hour))
             self.prices.billing(provider)
             today = datetime.now(UTC).strftime("%Y-%m-%d")
             return Price(provider, gpu_type, gpu_type, cloud, Decimal(str(usd_per_gpu_hour)),
@@ -302,9 +314,9 @@ class BudgetGuard:
             LedgerError: the ledger is malformed (nothing is reserved).
         """
         if not isinstance(gpu_count, int) or isinstance(gpu_count, bool) or gpu_count < 1:
-            raise BudgetRefused(f"gpu_count must be a whole number >= 1, got {gpu_count!r}")
+            raise BudgetRefused(_(BAD_GPU_COUNT).format(value=gpu_count))
         if not max_seconds > 0 or math.isinf(max_seconds):
-            raise BudgetRefused(f"max_seconds must be a finite number > 0, got {max_seconds!r}")
+            raise BudgetRefused(_(BAD_MAX_SECONDS).format(value=max_seconds))
         self.check_experiment(experiment)
         est = self.estimate(provider, gpu_type, gpu_count, max_seconds, cloud, usd_per_gpu_hour)
         if est.price.warning:  # a paid pod is priced at the provider's live rate, never a table's guess
@@ -326,10 +338,10 @@ class BudgetGuard:
         amount = amount.quantize(Decimal("0.0001"), rounding=ROUND_CEILING)
         billed = int(math.ceil(billed_seconds(seconds, est.billing.granularity_s, est.billing.minimum_s)))
         rate = est.price.usd_per_gpu_hour * gpu_count
-        with self.ledger.locked(kept="nothing was reserved, created or billed"):
+        with self.ledger.locked(kept=_(NOTHING_RESERVED)):
             status = self._status()
             if any(r.run_id == run_id for r in status.rows):
-                raise BudgetRefused(f"run id {run_id!r} is already in use")
+                raise BudgetRefused(_(RUN_ID_IN_USE).format(run=run_id))
             limit = status.binding(experiment)
             if amount > limit.left + EPS:
                 raise BudgetRefused(
@@ -439,7 +451,7 @@ class BudgetGuard:
     def _run_rows(self, run_id: str) -> list[LedgerRow]:
         mine = [r for r in self.ledger.read() if r.run_id == run_id]
         if not mine:
-            raise SettleRefused(f"unknown run id {run_id!r}: no open row in {self.ledger.path}")
+            raise SettleRefused(_(NO_OPEN_ROW).format(run=run_id, ledger=self.ledger.path))
         return mine
 
     def record_event(self, run_id: str, status: str) -> LedgerRow:
@@ -467,8 +479,8 @@ class BudgetGuard:
             charge = accounting.Charge(tuple(mine))
             opened = mine[0]
             if charge.pod_row.has_pod or charge.settled:
-                raise SettleRefused(f"run {run_id!r} already names pod {charge.pod_row.resource_id} or is settled "
-                                    f"(line {charge.row.line}); nothing written")
+                raise SettleRefused(_(ALREADY_HAS_POD).format(run=run_id, pod=charge.pod_row.resource_id,
+                                                              line=charge.row.line))
             reported = _reported(usd_per_hour)
             rate = max(opened.rate_per_hour, reported or Decimal(0))
             billing = self.prices.billing(opened.provider)
@@ -571,9 +583,9 @@ class Reservation:
             LedgerError: the ledger is malformed.
         """
         if self.done:
-            raise DistcheckError(f"reservation {self.run_id} is already settled")
+            raise DistcheckError(_(RESERVATION_SETTLED).format(run=self.run_id))
         if self.pod_id is not None and self.pod_id != pod_id:
-            raise DistcheckError(f"reservation {self.run_id} already has pod {self.pod_id}, not {pod_id}")
+            raise DistcheckError(_(RESERVATION_OTHER_POD).format(run=self.run_id, pod=self.pod_id, other=pod_id))
         if self.started_row is not None:
             return self.started_row
         self.pod_id = str(pod_id)
@@ -656,7 +668,7 @@ class Reservation:
     def release(self) -> None:
         """Close the run at 0 s: only valid before a pod is recorded (after it, use :meth:`settle`)."""
         if self.started_row is not None and not self.done:
-            raise DistcheckError(f"reservation {self.run_id} has pod {self.pod_id}: settle it with its seconds")
+            raise DistcheckError(_(RESERVATION_HAS_POD).format(run=self.run_id, pod=self.pod_id))
         self.settle(0)
 
     def __enter__(self) -> Reservation:

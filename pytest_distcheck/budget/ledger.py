@@ -25,7 +25,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.errors import ConfigError, at_line
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.textfile import LEDGER, read_text
 
 COLUMNS = (
@@ -50,18 +51,85 @@ LOCK_NOTICE_S = 2.0  # a writer waiting this long says who holds the lock
 FREE_MARGIN = 4096  # bytes free beyond the row itself before an append is tried
 REPAIR_COMMAND = "distcheck budget --repair-torn-line"
 
-TORN = ("cut short: the last line has no line end and does not parse (a write interrupted by a kill or a "
-        "power cut); the {rows} row(s) above it are whole. Repair: `{command}` moves this line's bytes to "
-        "{where} and leaves every other row as it is")
-WRITE_FAILED = ("could not append to the ledger ({reason}; the disk holding {folder} has {free:,} bytes free, "
-                "{need:,} needed). The ledger is as it was: its {rows} row(s) are untouched and none of the new "
-                "row's bytes were kept")
-CUT_BACK_FAILED = ("could not append to the ledger ({reason}) and could not cut the partial row back ({cut}): "
-                   "its last line may be torn; `{command}` repairs it")
-LOCK_WAITING = "distcheck budget: waiting for the ledger lock {lock}, held by {holder}"
-LOCK_REFUSED = ("could not lock the ledger within {wait:g} s: it is held by {holder}; {kept}. Run again once that "
-                "process is done (or end it)")
-UNKNOWN_HOLDER = "another process (it recorded no pid)"
+TORN = N_("cut short: the last line has no line end and does not parse (a write interrupted by a kill or a "
+          "power cut); the {rows} row(s) above it are whole. Repair: `{command}` moves this line's bytes to "
+          "{where} and leaves every other row as it is")
+TORN_WHERE = N_("{name}.torn-<time>.txt beside the ledger lock")
+WRITE_FAILED = N_("could not append to the ledger ({reason}; the disk holding {folder} has {free:,} bytes free, "
+                  "{need:,} needed). The ledger is as it was: its {rows} row(s) are untouched and none of the new "
+                  "row's bytes were kept")
+DISK_FULL = N_("the disk is full")
+SHORT_WRITE = N_("only {done} of {size} bytes were written")
+READ_BACK_DIFFERS = N_("the row read back differs from the row written")
+CUT_BACK_FAILED = N_("could not append to the ledger ({reason}) and could not cut the partial row back ({cut}): "
+                     "its last line may be torn; `{command}` repairs it")
+LOCK_WAITING = N_("distcheck budget: waiting for the ledger lock {lock}, held by {holder}")
+LOCK_REFUSED = N_("could not lock the ledger within {wait:g} s: it is held by {holder}; {kept}. Run again once that "
+                  "process is done (or end it)")
+NOTHING_WRITTEN = N_("nothing was written")
+UNKNOWN_HOLDER = N_("another process (it recorded no pid)")
+
+# What a read finds wrong with a line: the column names and status keywords stay as they are.
+CELL_COUNT = N_("{cells} cells, expected {expected} ({columns}){missing}")
+MISSING_COLUMNS = N_("missing column(s) {columns}")
+BAD_TIME = N_("time_utc {value!r} is not YYYY-MM-DDTHH:MM:SSZ")
+INVALID_TIME = N_("time_utc {value!r} is not a valid date and time")
+FUTURE_TIME = N_("time_utc {value} is in the future (now {now}); rows are written when they happen")
+BAD_RUN_ID = N_("run_id {value!r} must be letters, digits, '.', '_', ':' or '-'")
+BAD_STATUS = N_("status {value!r} must be one of {statuses}")
+BAD_PROVIDER = N_("provider {value!r} must be one word")
+BAD_RESOURCE = N_("resource {value!r} must read '<gpu type> x <count>', e.g. 'RTX 4090 x 2'")
+NEGATIVE = N_("negative {name} {value!r}")
+NOT_WHOLE_SECONDS = N_("billed_s {value!r} is not a whole number of seconds (ASCII digits 0-9)")
+NOT_A_NUMBER = N_("{name} {value!r} is not a number (ASCII digits 0-9, at most {digits} before and after a '.' "
+                  "decimal point, no currency sign)")
+BAD_CURRENCY = N_("unknown currency {value!r} (this ledger records {currency} only)")
+BAD_EXPERIMENT = N_("experiment {value!r} must be an id or '-'")
+BAD_RESOURCE_ID = N_("resource_id {value!r} must be the provider's id or '-'")
+BAD_HASH = N_("{name} {value!r} is not 16 hex digits")
+COST_MISMATCH = N_("cost {cost} does not match rate_per_hour {rate} x billed_s {billed} / 3600 = {exact}")
+# A run's rows against each other; ROW_OF_RUN is the {what} of the messages after it.
+ROW_OF_RUN = N_("{status} row of run {run!r}")
+DUPLICATE_RUN = N_("duplicate run id {run!r} with status {status} (first on line {line})")
+NO_OPEN_ROW = N_("{what} has no open row before it (an open row is written before anything is created; "
+                 "was it deleted?)")
+DIFFERS_FROM_OPEN = N_("{what} has {field} {value!r}, its open row (line {line}) {opened!r}")
+STARTED_AFTER_SETTLED = N_("{what} comes after the run was settled (line {line})")
+STARTED_NO_POD = N_("{what} names no pod (resource_id '-')")
+OPEN_HAS_POD = N_("{what} follows an open row that already names pod {pod}")
+BELOW_PRICED_RATE = N_("{what} meters at {rate}/h, below its open row's priced rate {priced}/h (line {line}); the "
+                       "kit meters at the higher")
+WORST_ABOVE_OPEN = N_("{what}'s worst case {cost} is above its open row's {opened} (line {line})")
+OTHER_POD = N_("{what} names pod {pod}, line {line} names {other}")
+OTHER_RATE = N_("{what} has rate_per_hour {rate}, line {line} {other}")
+AFTER_OVERRUN = N_("{what} comes after its overrun row (line {line})")
+BILLS_ABOVE_RESERVED = N_("{what} bills {seconds} s, above the {reserved} s reserved (line {line}); the seconds "
+                          "beyond go in an overrun row")
+NO_SETTLED_ROW = N_("{what} has no settled row before it")
+SHORT_SETTLEMENT = N_("{what} follows a settlement of {seconds} s (line {line}), short of the {reserved} s reserved: "
+                      "an overrun only counts seconds beyond them")
+BILLS_ZERO = N_("{what} bills 0 s")
+NAMES_NO_POD = N_("{what} names no pod")
+EVENT_BILLS = N_("{what} bills {seconds} s: an event row records what happened and costs nothing")
+# The table's shape and its hash chain.
+BAD_HEADER = N_("table header must be | {columns} |, found {found!r} ({what})")
+COLUMNS_REORDERED = N_("columns in another order or extra")
+NO_SEPARATOR = N_("the header must be followed by a |---|---|... separator line")
+BLANK_LINE = N_("blank line in the table (rows after it would not join the table)")
+NOT_A_ROW = N_("not a table row: the table must be the last thing in the file")
+EDITED_ROW = N_("this row was edited after it was written (its row_hash does not match its cells)")
+CHAIN_START = N_("prev_hash does not start the chain: a row above it was deleted")
+CHAIN_MOVED = N_("prev_hash points at line {line}, not at the row above (line {above}): rows were moved or inserted")
+CHAIN_BROKEN = N_("prev_hash is not the row_hash of the row above (line {above}): a row between them was deleted, "
+                  "or line {above} was rewritten with a new hash")
+HEAD_GONE = N_("the row this machine appended last (line {line}, row_hash {hash}) is gone or changed: rows were "
+               "removed from the end of the ledger (this check's record: {record})")
+# A LedgerError's text: one problem, or each (at most 10) after its line.
+PROBLEMS = N_("{n} problems")
+AND_MORE = N_(" (and {n} more)")
+NOTHING_WRITTEN_TORN = N_(". Nothing was written to it")
+NOTHING_WRITTEN_RESTORE = N_(". Nothing was written to it; the kit only appends: restore those lines from git "
+                             "(git diff / git checkout) rather than editing them")
 
 _TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
@@ -146,12 +214,10 @@ class LedgerError(ConfigError):
     def __init__(self, path: Path, problems: list[tuple[int, str]], torn: int | None = None) -> None:
         self.problems = problems
         self.torn = torn
-        shown = "; ".join(f"line {n}: {p}" for n, p in problems[:10])
-        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
-        where = f"line {problems[0][0]}" if len(problems) == 1 else f"{len(problems)} problems"
-        advice = (". Nothing was written to it" if torn is not None else
-                  ". Nothing was written to it; the kit only appends: restore those lines from git "
-                  "(git diff / git checkout) rather than editing them")
+        shown = "; ".join(f"{at_line(n)}: {p}" for n, p in problems[:10])
+        more = _(AND_MORE).format(n=len(problems) - 10) if len(problems) > 10 else ""
+        where = at_line(problems[0][0]) if len(problems) == 1 else _(PROBLEMS).format(n=len(problems))
+        advice = _(NOTHING_WRITTEN_TORN) if torn is not None else _(NOTHING_WRITTEN_RESTORE)
         super().__init__(path, where, (problems[0][1] if len(problems) == 1 else shown + more) + advice)
 
 
@@ -217,10 +283,9 @@ def _raw_cells(line: str) -> list[str]:
 
 def _money(text: str, name: str) -> tuple[Decimal | None, str | None]:
     if _NEGATIVE.match(text):
-        return None, f"negative {name} {text!r}"
+        return None, _(NEGATIVE).format(name=name, value=text)
     if not _DECIMAL.match(text):
-        return None, (f"{name} {text!r} is not a number (ASCII digits 0-9, at most {MAX_DIGITS} before and after "
-                      "a '.' decimal point, no currency sign)")
+        return None, _(NOT_A_NUMBER).format(name=name, value=text, digits=MAX_DIGITS)
     return Decimal(text), None
 
 
@@ -229,37 +294,38 @@ def parse_row(cells: list[str], line: int, now: datetime | None = None) -> tuple
 
     ``now`` (default: the clock) is what "in the future" is measured against."""
     if len(cells) != len(COLUMNS):
-        missing = f", missing column(s) {', '.join(COLUMNS[len(cells):])}" if len(cells) < len(COLUMNS) else ""
-        return None, [f"{len(cells)} cells, expected {len(COLUMNS)} ({' | '.join(COLUMNS)}){missing}"]
+        missing = (", " + _(MISSING_COLUMNS).format(columns=", ".join(COLUMNS[len(cells):]))
+                   if len(cells) < len(COLUMNS) else "")
+        return None, [_(CELL_COUNT).format(cells=len(cells), expected=len(COLUMNS), columns=" | ".join(COLUMNS),
+                                           missing=missing)]
     c = dict(zip(COLUMNS, cells, strict=True))
     problems: list[str] = []
     when = None
     if not _TIME.match(c["time_utc"]):
-        problems.append(f"time_utc {c['time_utc']!r} is not YYYY-MM-DDTHH:MM:SSZ")
+        problems.append(_(BAD_TIME).format(value=c["time_utc"]))
     else:
         try:
             when = datetime.strptime(c["time_utc"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
         except ValueError:
-            problems.append(f"time_utc {c['time_utc']!r} is not a valid date and time")
+            problems.append(_(INVALID_TIME).format(value=c["time_utc"]))
     if when is not None:
         now = now or datetime.now(UTC)
         if when > now + FUTURE_TOLERANCE:
-            problems.append(f"time_utc {c['time_utc']} is in the future (now {now:%Y-%m-%dT%H:%M:%SZ}); rows are "
-                            "written when they happen")
+            problems.append(_(FUTURE_TIME).format(value=c["time_utc"], now=f"{now:%Y-%m-%dT%H:%M:%SZ}"))
     if not _ID.match(c["run_id"]):
-        problems.append(f"run_id {c['run_id']!r} must be letters, digits, '.', '_', ':' or '-'")
+        problems.append(_(BAD_RUN_ID).format(value=c["run_id"]))
     if c["status"] not in STATUSES:
-        problems.append(f"status {c['status']!r} must be one of {', '.join(STATUSES)}")
+        problems.append(_(BAD_STATUS).format(value=c["status"], statuses=", ".join(STATUSES)))
     if not _ID.match(c["provider"]):
-        problems.append(f"provider {c['provider']!r} must be one word")
+        problems.append(_(BAD_PROVIDER).format(value=c["provider"]))
     res = _RESOURCE.match(c["resource"])
     if res is None:
-        problems.append(f"resource {c['resource']!r} must read '<gpu type> x <count>', e.g. 'RTX 4090 x 2'")
+        problems.append(_(BAD_RESOURCE).format(value=c["resource"]))
     billed = None
     if _NEGATIVE.match(c["billed_s"]):
-        problems.append(f"negative billed_s {c['billed_s']!r}")
+        problems.append(_(NEGATIVE).format(name="billed_s", value=c["billed_s"]))
     elif not _WHOLE.match(c["billed_s"]):
-        problems.append(f"billed_s {c['billed_s']!r} is not a whole number of seconds (ASCII digits 0-9)")
+        problems.append(_(NOT_WHOLE_SECONDS).format(value=c["billed_s"]))
     else:
         billed = int(c["billed_s"])
     rate, err = _money(c["rate_per_hour"], "rate_per_hour")
@@ -269,14 +335,14 @@ def parse_row(cells: list[str], line: int, now: datetime | None = None) -> tuple
     if err:
         problems.append(err)
     if c["currency"] != CURRENCY:
-        problems.append(f"unknown currency {c['currency']!r} (this ledger records {CURRENCY} only)")
+        problems.append(_(BAD_CURRENCY).format(value=c["currency"], currency=CURRENCY))
     if c["experiment"] != "-" and not _ID.match(c["experiment"]):
-        problems.append(f"experiment {c['experiment']!r} must be an id or '-'")
+        problems.append(_(BAD_EXPERIMENT).format(value=c["experiment"]))
     if c["resource_id"] != "-" and not _ID.match(c["resource_id"]):
-        problems.append(f"resource_id {c['resource_id']!r} must be the provider's id or '-'")
+        problems.append(_(BAD_RESOURCE_ID).format(value=c["resource_id"]))
     for name in ("prev_hash", "row_hash"):
         if not _HASH.match(c[name]):
-            problems.append(f"{name} {c[name]!r} is not 16 hex digits")
+            problems.append(_(BAD_HASH).format(name=name, value=c[name]))
     if problems:
         return None, problems
     assert when is not None and res is not None and billed is not None and rate is not None and cost is not None
@@ -287,69 +353,67 @@ def parse_row(cells: list[str], line: int, now: datetime | None = None) -> tuple
     )
     if abs(row.cost - row.recomputed_cost) > COST_TOLERANCE:
         exact = row.recomputed_cost.quantize(COST_PLACES, rounding=ROUND_HALF_UP)
-        return None, [f"cost {c['cost']} does not match rate_per_hour {c['rate_per_hour']} x billed_s "
-                      f"{billed} / 3600 = {exact}"]
+        return None, [_(COST_MISMATCH).format(cost=c["cost"], rate=c["rate_per_hour"], billed=billed, exact=exact)]
     return row, []
 
 
 def _run_problems(row: LedgerRow, earlier: list[LedgerRow]) -> list[str]:
     """What is wrong with ``row`` given the earlier rows of its run (file order)."""
     by = {r.status: r for r in earlier}
-    what = f"{row.status} row of run {row.run_id!r}"
+    what = _(ROW_OF_RUN).format(status=row.status, run=row.run_id)
     if row.status in ONCE and row.status in by:
-        return [f"duplicate run id {row.run_id!r} with status {row.status} (first on line {by[row.status].line})"]
+        return [_(DUPLICATE_RUN).format(run=row.run_id, status=row.status, line=by[row.status].line)]
     opened = by.get("open")
     if opened is None:
         if row.status == "open":
             return []
-        return [f"{what} has no open row before it (an open row is written before anything is created; "
-                "was it deleted?)"]
+        return [_(NO_OPEN_ROW).format(what=what)]
     if row.status == "open":
         return []
     problems = []
     pod_row = by.get("started") or opened
     for field in ("provider", "resource", "experiment", "purpose"):
         if getattr(row, field) != getattr(opened, field):
-            problems.append(f"{what} has {field} {getattr(row, field) or '-'!r}, its open row (line {opened.line}) "
-                            f"{getattr(opened, field) or '-'!r}")
+            problems.append(_(DIFFERS_FROM_OPEN).format(what=what, field=field, value=getattr(row, field) or "-",
+                                                        line=opened.line, opened=getattr(opened, field) or "-"))
     if row.status == "started":
         if "settled" in by or "overrun" in by:
-            problems.append(f"{what} comes after the run was settled (line {by.get('settled', opened).line})")
+            problems.append(_(STARTED_AFTER_SETTLED).format(what=what, line=by.get("settled", opened).line))
         if not row.has_pod:
-            problems.append(f"{what} names no pod (resource_id '-')")
+            problems.append(_(STARTED_NO_POD).format(what=what))
         if opened.has_pod:
-            problems.append(f"{what} follows an open row that already names pod {opened.resource_id}")
+            problems.append(_(OPEN_HAS_POD).format(what=what, pod=opened.resource_id))
         if row.rate_per_hour < opened.rate_per_hour:
-            problems.append(f"{what} meters at {row.rate_per_hour}/h, below its open row's priced rate "
-                            f"{opened.rate_per_hour}/h (line {opened.line}); the kit meters at the higher")
+            problems.append(_(BELOW_PRICED_RATE).format(what=what, rate=row.rate_per_hour, priced=opened.rate_per_hour,
+                                                        line=opened.line))
         if row.recomputed_cost > opened.recomputed_cost + COST_TOLERANCE:
-            problems.append(f"{what}'s worst case {row.cost} is above its open row's {opened.cost} (line "
-                            f"{opened.line})")
+            problems.append(_(WORST_ABOVE_OPEN).format(what=what, cost=row.cost, opened=opened.cost, line=opened.line))
         return problems
     if row.resource_id != pod_row.resource_id:
-        problems.append(f"{what} names pod {row.resource_id}, line {pod_row.line} names {pod_row.resource_id}")
+        problems.append(_(OTHER_POD).format(what=what, pod=row.resource_id, line=pod_row.line,
+                                            other=pod_row.resource_id))
     if row.status in ("settled", "overrun") and row.rate_per_hour != pod_row.rate_per_hour:
-        problems.append(f"{what} has rate_per_hour {row.rate_per_hour}, line {pod_row.line} "
-                        f"{pod_row.rate_per_hour}")
+        problems.append(_(OTHER_RATE).format(what=what, rate=row.rate_per_hour, line=pod_row.line,
+                                             other=pod_row.rate_per_hour))
     if row.status == "settled":
         if "overrun" in by:
-            problems.append(f"{what} comes after its overrun row (line {by['overrun'].line})")
+            problems.append(_(AFTER_OVERRUN).format(what=what, line=by["overrun"].line))
         if row.billed_s > pod_row.billed_s:
-            problems.append(f"{what} bills {row.billed_s} s, above the {pod_row.billed_s} s reserved (line "
-                            f"{pod_row.line}); the seconds beyond go in an overrun row")
+            problems.append(_(BILLS_ABOVE_RESERVED).format(what=what, seconds=row.billed_s, reserved=pod_row.billed_s,
+                                                           line=pod_row.line))
     if row.status == "overrun":
         settled = by.get("settled")
         if settled is None:
-            problems.append(f"{what} has no settled row before it")
+            problems.append(_(NO_SETTLED_ROW).format(what=what))
         elif settled.billed_s != pod_row.billed_s:
-            problems.append(f"{what} follows a settlement of {settled.billed_s} s (line {settled.line}), short of "
-                            f"the {pod_row.billed_s} s reserved: an overrun only counts seconds beyond them")
+            problems.append(_(SHORT_SETTLEMENT).format(what=what, seconds=settled.billed_s, line=settled.line,
+                                                       reserved=pod_row.billed_s))
         if row.billed_s < 1:
-            problems.append(f"{what} bills 0 s")
+            problems.append(_(BILLS_ZERO).format(what=what))
     if row.status in ("reconciled", *EVENTS) and not row.has_pod:
-        problems.append(f"{what} names no pod")
+        problems.append(_(NAMES_NO_POD).format(what=what))
     if row.status in EVENTS and row.billed_s != 0:
-        problems.append(f"{what} bills {row.billed_s} s: an event row records what happened and costs nothing")
+        problems.append(_(EVENT_BILLS).format(what=what, seconds=row.billed_s))
     return problems
 
 
@@ -398,22 +462,22 @@ class _Table:
         if tuple(_split(lines[start])) != COLUMNS:
             header = _split(lines[start])
             missing = [c for c in COLUMNS if c not in header]
-            what = f"missing column(s) {', '.join(missing)}" if missing else "columns in another order or extra"
-            raise LedgerError(path, [(start + 1, f"table header must be | {' | '.join(COLUMNS)} |, found "
-                                      f"{lines[start].strip()!r} ({what})")])
+            what = _(MISSING_COLUMNS).format(columns=", ".join(missing)) if missing else _(COLUMNS_REORDERED)
+            raise LedgerError(path, [(start + 1, _(BAD_HEADER).format(columns=" | ".join(COLUMNS),
+                                                                      found=lines[start].strip(), what=what))])
         if start + 1 >= len(lines) or not all(_SEPARATOR_CELL.match(c) for c in _split(lines[start + 1])):
-            raise LedgerError(path, [(start + 2, "the header must be followed by a |---|---|... separator line")])
+            raise LedgerError(path, [(start + 2, _(NO_SEPARATOR))])
         table = cls(path, now, start + 3)
         problems: list[tuple[int, str]] = []
         for i in range(start + 2, len(lines)):
             problems.extend((i + 1, p) for p in table.add(lines[i]))
         last = len(lines)
         if problems and not text.endswith(("\n", "\r")) and problems[-1][0] == last > start + 2 \
-                and lines[-1].lstrip().startswith("|") and all(n == last for n, _ in problems):
+                and lines[-1].lstrip().startswith("|") and all(n == last for n, _p in problems):
             # Only the last line is wrong and it has no line end: a row whose write was interrupted.
-            where = f"{path.name}.torn-<time>.txt beside the ledger lock"
-            raise LedgerError(path, [(last, TORN.format(rows=len(table.rows), command=REPAIR_COMMAND, where=where))],
-                              torn=last)
+            where = _(TORN_WHERE).format(name=path.name)
+            raise LedgerError(path, [(last, _(TORN).format(rows=len(table.rows), command=REPAIR_COMMAND,
+                                                           where=where))], torn=last)
         if problems:
             raise LedgerError(path, problems)
         return table
@@ -424,9 +488,9 @@ class _Table:
         n = self.next_line
         self.next_line += 1
         if not text_line.strip():
-            return ["blank line in the table (rows after it would not join the table)"]
+            return [_(BLANK_LINE)]
         if not text_line.lstrip().startswith("|"):
-            return ["not a table row: the table must be the last thing in the file"]
+            return [_(NOT_A_ROW)]
         cells = _split(text_line)
         row, problems = parse_row(cells, n, self.now)
         if len(cells) == len(COLUMNS):
@@ -446,17 +510,15 @@ def _chain_problems(cells: list[str], prev: tuple[str, int] | None, hashes: dict
     written_prev, written_hash = cells[-2], cells[-1]
     problems = []
     if _HASH.match(written_prev) and _HASH.match(written_hash) and row_hash(written_prev, cells[:-2]) != written_hash:
-        problems.append("this row was edited after it was written (its row_hash does not match its cells)")
+        problems.append(_(EDITED_ROW))
     expected, above = (GENESIS, None) if prev is None else prev
     if written_prev != expected:
         if above is None:
-            problems.append("prev_hash does not start the chain: a row above it was deleted")
+            problems.append(_(CHAIN_START))
         elif written_prev in hashes:
-            problems.append(f"prev_hash points at line {hashes[written_prev]}, not at the row above (line {above}): "
-                            "rows were moved or inserted")
+            problems.append(_(CHAIN_MOVED).format(line=hashes[written_prev], above=above))
         else:
-            problems.append(f"prev_hash is not the row_hash of the row above (line {above}): a row between them was "
-                            "deleted, or line {above} was rewritten with a new hash".replace("{above}", str(above)))
+            problems.append(_(CHAIN_BROKEN).format(above=above))
     return problems
 
 
@@ -481,12 +543,13 @@ class Ledger:
         # One FileLock object per ledger: it is re-entrant in a thread, two objects on one file are not.
         self.lock = FileLock(str(self.lock_path), timeout=LOCK_WAIT_S)
 
-    def locked(self, wait_s: float | None = None, kept: str = "nothing was written"):
+    def locked(self, wait_s: float | None = None, kept: str | None = None):
         """Context manager holding the ledger lock, waiting with backoff up to ``wait_s`` seconds (default
         ``LOCK_WAIT_S``) and saying who holds it after ``LOCK_NOTICE_S``. Raises ConfigError naming the
-        holder's pid and command, ending in ``kept`` (what the refusal left as it was)."""
+        holder's pid and command, ending in ``kept`` (what the refusal left as it was, in the language in use;
+        default :data:`NOTHING_WRITTEN`)."""
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        return _Locked(self, LOCK_WAIT_S if wait_s is None else wait_s, kept)
+        return _Locked(self, LOCK_WAIT_S if wait_s is None else wait_s, _(NOTHING_WRITTEN) if kept is None else kept)
 
     @property
     def holder_path(self) -> Path:
@@ -521,14 +584,12 @@ class Ledger:
         """A chain cannot show that rows were cut from its end: the last row this machine wrote must still
         be there, with the same hash."""
         try:
-            line_text, _, want = self.head_path.read_text(encoding="utf-8").strip().partition(" ")
+            line_text, _sep, want = self.head_path.read_text(encoding="utf-8").strip().partition(" ")
             line = int(line_text)
         except (OSError, ValueError):
             return
         if not any(r.line == line and r.row_hash == want for r in rows):
-            raise LedgerError(self.path, [(line, f"the row this machine appended last (line {line}, row_hash {want}) "
-                                                 "is gone or changed: rows were removed from the end of the "
-                                                 f"ledger (this check's record: {self.head_path})")])
+            raise LedgerError(self.path, [(line, _(HEAD_GONE).format(line=line, hash=want, record=self.head_path))])
 
     def _write_head(self, row: LedgerRow) -> None:
         tmp = self.head_path.with_name(f".{self.head_path.name}.{os.getpid()}.tmp")
@@ -577,11 +638,11 @@ class Ledger:
         try:
             free = shutil.disk_usage(folder).free
         except OSError as exc:
-            raise LedgerWriteError(self.path, "", WRITE_FAILED.format(
+            raise LedgerWriteError(self.path, "", _(WRITE_FAILED).format(
                 reason=exc.strerror or exc, folder=folder, free=0, need=need, rows=rows)) from None
         if free < need:
-            raise LedgerWriteError(self.path, "", WRITE_FAILED.format(
-                reason="the disk is full", folder=folder, free=free, need=need, rows=rows))
+            raise LedgerWriteError(self.path, "", _(WRITE_FAILED).format(
+                reason=_(DISK_FULL), folder=folder, free=free, need=need, rows=rows))
         existed = self.path.exists()
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
@@ -589,21 +650,21 @@ class Ledger:
             try:
                 done = os.write(fd, data)
                 if done != len(data):
-                    raise OSError(errno.ENOSPC, f"only {done} of {len(data)} bytes were written")
+                    raise OSError(errno.ENOSPC, _(SHORT_WRITE).format(done=done, size=len(data)))
                 os.fsync(fd)
                 if os.pread(fd, len(data), start) != data:  # read back: a pod is only created once its row is in
-                    raise OSError(errno.EIO, "the row read back differs from the row written")
+                    raise OSError(errno.EIO, _(READ_BACK_DIFFERS))
             except OSError as exc:
                 reason = exc.strerror or str(exc)
                 try:
                     os.ftruncate(fd, start)
                     os.fsync(fd)
                 except OSError as cut:
-                    raise LedgerWriteError(self.path, "", CUT_BACK_FAILED.format(
+                    raise LedgerWriteError(self.path, "", _(CUT_BACK_FAILED).format(
                         reason=reason, cut=cut.strerror or cut, command=REPAIR_COMMAND)) from None
                 if not existed:
                     self.path.unlink(missing_ok=True)
-                raise LedgerWriteError(self.path, "", WRITE_FAILED.format(
+                raise LedgerWriteError(self.path, "", _(WRITE_FAILED).format(
                     reason=reason, folder=folder, free=_free(folder), need=need, rows=rows)) from None
         finally:
             os.close(fd)
@@ -658,8 +719,8 @@ def holder(ledger: Ledger) -> str:
         pid = int(pid_text)
         alive = abs(psutil.Process(pid).create_time() - float(started)) < 1.0
     except (OSError, ValueError, psutil.Error):
-        return UNKNOWN_HOLDER
-    return f"pid {pid} ({cmd})" if alive else UNKNOWN_HOLDER
+        return _(UNKNOWN_HOLDER)
+    return f"pid {pid} ({cmd})" if alive else _(UNKNOWN_HOLDER)
 
 
 class _Locked:
@@ -681,11 +742,12 @@ class _Locked:
             except Timeout:
                 waited = time.monotonic() - start
                 if waited >= self.wait_s:
-                    raise ConfigError(self.ledger.lock_path, "", LOCK_REFUSED.format(
+                    raise ConfigError(self.ledger.lock_path, "", _(LOCK_REFUSED).format(
                         wait=self.wait_s, holder=holder(self.ledger), kept=self.kept)) from None
                 if waited >= LOCK_NOTICE_S and not said:
                     said = True
-                    self.ledger.notify(LOCK_WAITING.format(lock=self.ledger.lock_path, holder=holder(self.ledger)))
+                    self.ledger.notify(_(LOCK_WAITING).format(lock=self.ledger.lock_path,
+                                                              holder=holder(self.ledger)))
                 time.sleep(min(delay, max(self.wait_s - waited, 0.0)))
                 delay = min(delay * 2, 1.0)
         if self.outer:

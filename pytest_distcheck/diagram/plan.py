@@ -11,7 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.tp.plan import validate_plan
+
+ALIAS_NOT_IN_PLAN = N_("alias entry {path!r}: not a module path of the plan ({paths})")
+FUSED_TOO_FEW = N_("fused entry {name!r}: needs two or more module paths of the plan, found {members}")
+FUSED_STYLES_DIFFER = N_("fused entry {name!r}: {members} do not share one style")
+RESIDUAL_NOT_IN_PLAN = N_("residual entry {parent!r}: no module path of the plan is inside it")
+NOT_A_NAME_MAP = N_("{name} must map str to a list of str")
+NOT_A_NAME_LIST = N_("{name} must be a list of str")
+NOT_PATH_STYLE = N_("plan entry {entry!r}: expected path=style, e.g. attn.qkv=colwise")
+GIVEN_TWICE = N_("plan entry {entry!r}: {path} given twice")
+NO_PLAN_ENTRIES = N_("no plan entries in {text!r}")
 
 
 @dataclass(frozen=True)
@@ -41,18 +52,16 @@ class LayerNames:
         """
         for path in self.aliases:
             if path not in plan:
-                raise ValueError(f"alias entry {path!r}: not a module path of the plan ({', '.join(plan)})")
+                raise ValueError(_(ALIAS_NOT_IN_PLAN).format(path=path, paths=", ".join(plan)))
         for name, members in self.fused.items():
             unknown = [m for m in members if m not in plan]
             if unknown or len(members) < 2:
-                raise ValueError(
-                    f"fused entry {name!r}: needs two or more module paths of the plan, found {list(members)}"
-                )
+                raise ValueError(_(FUSED_TOO_FEW).format(name=name, members=list(members)))
             if len({plan[m] for m in members}) > 1:
-                raise ValueError(f"fused entry {name!r}: {', '.join(members)} do not share one style")
+                raise ValueError(_(FUSED_STYLES_DIFFER).format(name=name, members=", ".join(members)))
         for parent in self.residual:
             if not any(p.startswith(parent + ".") for p in plan):
-                raise ValueError(f"residual entry {parent!r}: no module path of the plan is inside it")
+                raise ValueError(_(RESIDUAL_NOT_IN_PLAN).format(parent=parent))
         return self
 
 
@@ -76,9 +85,9 @@ def layer_names_of(values: Mapping[str, object], attr: str) -> LayerNames:
             isinstance(k, str) and isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v)
             for k, v in value.items()
         ):
-            raise ValueError(f"{name} must map str to a list of str")
+            raise ValueError(_(NOT_A_NAME_MAP).format(name=name))
     if not isinstance(residual, (list, tuple)) or not all(isinstance(x, str) for x in residual):
-        raise ValueError(f"{attr}_RESIDUAL must be a list of str")
+        raise ValueError(_(NOT_A_NAME_LIST).format(name=f"{attr}_RESIDUAL"))
     return LayerNames(
         {k: tuple(v) for k, v in aliases.items()}, {k: tuple(v) for k, v in fused.items()}, tuple(residual)
     )
@@ -96,11 +105,11 @@ def parse_inline(text: str) -> dict[str, str]:
     for entry in filter(None, (e.strip() for e in text.split(","))):
         path, eq, style = (s.strip() for s in entry.partition("="))
         if not eq or not path or not style:
-            raise ValueError(f"plan entry {entry!r}: expected path=style, e.g. attn.qkv=colwise")
+            raise ValueError(_(NOT_PATH_STYLE).format(entry=entry))
         if path in plan:
-            raise ValueError(f"plan entry {entry!r}: {path} given twice")
+            raise ValueError(_(GIVEN_TWICE).format(entry=entry, path=path))
         plan[path] = spellings.get(style.lower(), style)
     if not plan:
-        raise ValueError(f"no plan entries in {text!r}")
+        raise ValueError(_(NO_PLAN_ENTRIES).format(text=text))
     validate_plan(plan)
     return plan
