@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import math
 
+from pytest_distcheck.calc._checks import FINITE_NON_NEGATIVE, NON_NEGATIVE, RANKS_N, refuse
 from pytest_distcheck.calc._checks import positive as _positive
 from pytest_distcheck.calc._checks import whole as _whole
+from pytest_distcheck.i18n import N_, _
 
 GB = 1e9  # bytes; nccl-tests reports GB/s with 1.0E9
 
@@ -27,12 +29,15 @@ _FACTORS = {
     "reduce": lambda n: 1.0,
 }
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "alltoall", "broadcast", "reduce")
+UNKNOWN_COLLECTIVE = N_("unknown collective {collective!r}; known: {known}")
+NO_MODEL = N_("no alpha-beta model for {collective!r}; have: {known}")
+HYBRID_BYTES = N_("HYBRID_SHARD sends different bytes inside and across nodes: use hsdp_bytes_per_step")
 
 
 def _key(collective: str) -> str:
     key = collective.lower().replace("_", "").replace("-", "").replace(" ", "")
     if key not in _FACTORS:
-        raise ValueError(f"unknown collective {collective!r}; known: {', '.join(COLLECTIVES)}")
+        raise ValueError(_(UNKNOWN_COLLECTIVE).format(collective=collective, known=", ".join(COLLECTIVES)))
     return key
 
 
@@ -46,7 +51,7 @@ def busbw_factor(collective: str, n: int) -> float:
     Raises:
         ValueError: unknown collective, or n not a whole number >= 1.
     """
-    _whole("number of ranks n", n)
+    _whole(RANKS_N, n)
     return float(_FACTORS[_key(collective)](n))
 
 
@@ -57,7 +62,7 @@ def algbw_gbps(size_bytes: float, seconds: float) -> float:
         ValueError: size_bytes < 0 or seconds <= 0.
     """
     if size_bytes < 0:
-        raise ValueError(f"size_bytes must be >= 0, got {size_bytes!r}")
+        raise refuse(NON_NEGATIVE, "size_bytes", size_bytes)
     _positive("seconds", seconds)
     return size_bytes / seconds / GB
 
@@ -80,7 +85,7 @@ def ring_allreduce_seconds(size_bytes: float, n: int, alpha_s: float, bandwidth_
     Source: Patarasuk & Yuan 2009 (ring all-reduce = reduce-scatter + all-gather, each n-1 steps of
     S/n bytes). n = 1 costs 0 s.
     """
-    _whole("number of ranks n", n)
+    _whole(RANKS_N, n)
     _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     return 2 * (n - 1) * alpha_s + 2 * (n - 1) / n * size_bytes / bandwidth_bytes_per_s
 
@@ -92,7 +97,7 @@ def ring_reduce_scatter_seconds(
 
     Source: Thakur, Rabenseifner & Gropp 2005, sec. 4 (ring algorithm).
     """
-    _whole("number of ranks n", n)
+    _whole(RANKS_N, n)
     _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     return (n - 1) * alpha_s + (n - 1) / n * size_bytes / bandwidth_bytes_per_s
 
@@ -112,14 +117,14 @@ def binomial_broadcast_seconds(
 
     Source: Thakur, Rabenseifner & Gropp 2005, sec. 4 (short-message broadcast).
     """
-    _whole("number of ranks n", n)
+    _whole(RANKS_N, n)
     _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     return math.ceil(math.log2(n)) * (alpha_s + size_bytes / bandwidth_bytes_per_s)
 
 
 def ring_allreduce_latency_seconds(n: int, alpha_s: float) -> float:
     """The latency (alpha) term of ring all-reduce: 2(n-1) alpha seconds (Patarasuk & Yuan 2009)."""
-    _whole("number of ranks n", n)
+    _whole(RANKS_N, n)
     return 2 * (n - 1) * alpha_s
 
 
@@ -131,7 +136,7 @@ def tree_allreduce_latency_seconds(n: int, alpha_s: float) -> float:
     NVIDIA/nccl#919, #672), so n is the number of nodes there. The tree's bandwidth term depends on the
     implementation and is not modelled here.
     """
-    _whole("number of ranks n", n)
+    _whole(RANKS_N, n)
     return 2 * math.log2(n) * alpha_s
 
 
@@ -154,8 +159,8 @@ def collective_seconds(
         "broadcast": binomial_broadcast_seconds,
     }
     if key not in models:
-        raise ValueError(f"no alpha-beta model for {collective!r}; have: all_reduce, reduce_scatter, "
-                         "all_gather, alltoall, broadcast")
+        known = ", ".join(c for c in COLLECTIVES if c != "reduce")
+        raise ValueError(_(NO_MODEL).format(collective=collective, known=known))
     return models[key](size_bytes, n, alpha_s, bandwidth_bytes_per_s)
 
 
@@ -175,7 +180,7 @@ def tree_allreduce_seconds(size_bytes: float, n: int, alpha_s: float, bandwidth_
     Raises:
         ValueError: n not a whole number >= 1, bandwidth <= 0.
     """
-    _whole("number of ranks n", n)
+    _whole(RANKS_N, n)
     _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     if n == 1:
         return 0.0
@@ -195,7 +200,7 @@ def halving_doubling_allreduce_seconds(
     Raises:
         ValueError: n not a whole number >= 1, bandwidth <= 0.
     """
-    _whole("number of ranks n", n)
+    _whole(RANKS_N, n)
     _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     if n == 1:
         return 0.0
@@ -248,7 +253,7 @@ def in_network_allreduce_seconds(size_bytes: float, n: int, alpha_s: float, band
     Raises:
         ValueError: n not a whole number >= 1, bandwidth <= 0.
     """
-    _whole("number of ranks n", n)
+    _whole(RANKS_N, n)
     _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     if n == 1:
         return 0.0
@@ -264,7 +269,7 @@ def allreduce_bytes_sent_per_rank(size_bytes: float, n: int, in_network: bool = 
     Raises:
         ValueError: n not a whole number >= 1.
     """
-    _whole("number of ranks n", n)
+    _whole(RANKS_N, n)
     if n == 1:
         return 0.0
     return float(size_bytes) if in_network else 2 * (n - 1) / n * size_bytes
@@ -300,10 +305,10 @@ def dp_bytes_per_step(params: float, sharding: str, n: int, grad_bytes: int = 2,
     from pytest_distcheck.calc import precision
 
     if not (params >= 0 and math.isfinite(params)):
-        raise ValueError(f"params must be a finite number >= 0, got {params!r}")
-    _whole("number of ranks n", n)
+        raise refuse(FINITE_NON_NEGATIVE, "params", params)
+    _whole(RANKS_N, n)
     if "HYBRID" in sharding.upper():
-        raise ValueError("HYBRID_SHARD sends different bytes inside and across nodes: use hsdp_bytes_per_step")
+        raise ValueError(_(HYBRID_BYTES))
     gathers = 2 if precision.scheme(sharding) == "zero3" else 1
     return (n - 1) / n * params * (grad_bytes + gathers * param_bytes)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from pytest_distcheck.calc._checks import NON_NEGATIVE, POSITIVE, refuse
 from pytest_distcheck.calc._checks import whole as _whole
 
 PER_SECOND = (1.0, 0.0)        # (granularity_s, minimum_s): RunPod pods
@@ -49,11 +50,11 @@ def billed_seconds(runtime_s: float, granularity_s: float = 1.0, minimum_s: floa
         ValueError: runtime_s < 0, granularity_s <= 0 or minimum_s < 0 (naming the value).
     """
     if runtime_s < 0:
-        raise ValueError(f"runtime_s must be >= 0, got {runtime_s!r}")
+        raise refuse(NON_NEGATIVE, "runtime_s", runtime_s)
     if not granularity_s > 0:
-        raise ValueError(f"granularity_s must be > 0, got {granularity_s!r}")
+        raise refuse(POSITIVE, "granularity_s", granularity_s)
     if minimum_s < 0:
-        raise ValueError(f"minimum_s must be >= 0, got {minimum_s!r}")
+        raise refuse(NON_NEGATIVE, "minimum_s", minimum_s)
     increments = math.ceil(runtime_s / granularity_s - 1e-9)
     return max(float(minimum_s), increments * float(granularity_s))
 
@@ -73,7 +74,7 @@ def run_cost(
         ValueError: negative price, gpus not a whole number >= 1, or a bad billing value.
     """
     if price_per_gpu_hour_usd < 0:
-        raise ValueError(f"price_per_gpu_hour_usd must be >= 0, got {price_per_gpu_hour_usd!r}")
+        raise refuse(NON_NEGATIVE, "price_per_gpu_hour_usd", price_per_gpu_hour_usd)
     _whole("gpus", gpus)
     billed = billed_seconds(runtime_s, granularity_s, minimum_s)
     gpu_hours = gpus * billed / 3600.0
@@ -105,7 +106,7 @@ def max_runtime_s(
     price. Raises ValueError as :func:`run_cost`, or for a negative budget.
     """
     if budget_usd < 0:
-        raise ValueError(f"budget_usd must be >= 0, got {budget_usd!r}")
+        raise refuse(NON_NEGATIVE, "budget_usd", budget_usd)
     run_cost(price_per_gpu_hour_usd, gpus, 0.0, granularity_s, minimum_s)  # validates the arguments
     if price_per_gpu_hour_usd == 0:
         return math.inf

@@ -15,13 +15,15 @@ import math
 from dataclasses import dataclass
 
 from pytest_distcheck.calc import precision
+from pytest_distcheck.calc._checks import FINITE_NON_NEGATIVE, FINITE_POSITIVE, refuse
 from pytest_distcheck.calc._checks import whole as _whole
+from pytest_distcheck.i18n import N_, _
 
 GIB = 2**30  # bytes; DeepSpeed's estimators print bytes / 2**30 as "GB"
 BUFFER_FACTOR = 1.5  # DeepSpeed's additional_buffer_factor on host memory, "to be conservative" (memory.rst)
 DEVICES = ("none", "cpu", "nvme")
-LOWER_BOUND = ("model states only: a lower bound (activations, communication buffers, fragmentation and the "
-               "CUDA context come on top; DeepSpeed#4527 measured 29-42x DeepSpeed's own estimate of 0.49 GiB)")
+LOWER_BOUND = N_("model states only: a lower bound (activations, communication buffers, fragmentation and the "
+                 "CUDA context come on top; DeepSpeed#4527 measured 29-42x DeepSpeed's own estimate of 0.49 GiB)")
 
 DEEPSPEED_DOCS = "deepspeed-docs"
 DEEPSPEED_ESTIMATOR = "deepspeed-estimator"
@@ -36,6 +38,14 @@ SOURCES = {
     MEGATRON_DISTOPT: "Megatron-LM README, 'Distributed Optimizer' (theoretical bytes per parameter)",
 }
 VARIANTS = tuple(SOURCES)
+NOT_DEEPSPEED = N_("{function} follows {docs} or {estimator}, not {variant!r}")
+OFFLOAD_DEVICES = N_("offload devices are {devices}; got optimizer={optimizer!r}, param={param!r}")
+PARAM_OFFLOAD_STAGE = N_("parameter offload (ZeRO-Infinity) needs ZeRO-3, not {stage!r}")
+OPTIMIZER_OFFLOAD_STAGE = N_("optimizer offload (ZeRO-Offload) needs ZeRO-2 or ZeRO-3, not {stage!r}")
+PARAM_WITHOUT_OPTIMIZER = N_("parameter offload without optimizer offload is not a DeepSpeed configuration: offload "
+                             "the optimizer too")
+GPU_HOLDS = N_("GPU holds {held}")
+NOTHING = N_("nothing")
 
 
 @dataclass(frozen=True)
@@ -64,9 +74,9 @@ class Estimate:
 
 def _counts(params: float, gpus_per_node: int, nodes: int, largest_layer: float) -> None:
     if not (params > 0 and math.isfinite(params)):
-        raise ValueError(f"params must be a finite number > 0, got {params!r}")
+        raise refuse(FINITE_POSITIVE, "params", params)
     if not (largest_layer >= 0 and math.isfinite(largest_layer)):
-        raise ValueError(f"largest_layer must be a finite number >= 0, got {largest_layer!r}")
+        raise refuse(FINITE_NON_NEGATIVE, "largest_layer", largest_layer)
     _whole("gpus_per_node", gpus_per_node)
     _whole("nodes", nodes)
 
@@ -82,7 +92,8 @@ def deepspeed_zero2(params: float, gpus_per_node: int = 1, nodes: int = 1, varia
     """
     _counts(params, gpus_per_node, nodes, 0)
     if variant not in (DEEPSPEED_DOCS, DEEPSPEED_ESTIMATOR):
-        raise ValueError(f"deepspeed_zero2 follows {DEEPSPEED_DOCS} or {DEEPSPEED_ESTIMATOR}, not {variant!r}")
+        raise ValueError(_(NOT_DEEPSPEED).format(function="deepspeed_zero2", docs=DEEPSPEED_DOCS,
+                                                   estimator=DEEPSPEED_ESTIMATOR, variant=variant))
     total, n, f = nodes * gpus_per_node, gpus_per_node, buffer_factor
     whole, split = (4, 16) if variant == DEEPSPEED_DOCS else (2, 18)
     return [
@@ -104,7 +115,8 @@ def deepspeed_zero3(params: float, largest_layer: float, gpus_per_node: int = 1,
     """
     _counts(params, gpus_per_node, nodes, largest_layer)
     if variant not in (DEEPSPEED_DOCS, DEEPSPEED_ESTIMATOR):
-        raise ValueError(f"deepspeed_zero3 follows {DEEPSPEED_DOCS} or {DEEPSPEED_ESTIMATOR}, not {variant!r}")
+        raise ValueError(_(NOT_DEEPSPEED).format(function="deepspeed_zero3", docs=DEEPSPEED_DOCS,
+                                                   estimator=DEEPSPEED_ESTIMATOR, variant=variant))
     total, n, f, g = nodes * gpus_per_node, gpus_per_node, buffer_factor, 1 / nodes
     layer = 4 * largest_layer
     rows = []
@@ -164,24 +176,23 @@ def offload_placement(params: float, stage: str, dp: int, gpus_per_node: int, of
     _counts(params, gpus_per_node, 1, largest_layer)
     _whole("dp", dp)
     if offload_optimizer not in DEVICES or offload_param not in DEVICES:
-        raise ValueError(f"offload devices are {', '.join(DEVICES)}; got optimizer={offload_optimizer!r}, "
-                         f"param={offload_param!r}")
+        raise ValueError(_(OFFLOAD_DEVICES).format(devices=", ".join(DEVICES), optimizer=offload_optimizer,
+                                                   param=offload_param))
     key = precision.scheme(stage)
     if offload_param != "none" and key != "zero3":
-        raise ValueError(f"parameter offload (ZeRO-Infinity) needs ZeRO-3, not {stage!r}")
+        raise ValueError(_(PARAM_OFFLOAD_STAGE).format(stage=stage))
     if offload_optimizer != "none" and key not in ("zero2", "zero3"):
-        raise ValueError(f"optimizer offload (ZeRO-Offload) needs ZeRO-2 or ZeRO-3, not {stage!r}")
+        raise ValueError(_(OPTIMIZER_OFFLOAD_STAGE).format(stage=stage))
     if offload_param != "none" and offload_optimizer == "none":
-        raise ValueError("parameter offload without optimizer offload is not a DeepSpeed configuration: offload the "
-                         "optimizer too")
+        raise ValueError(_(PARAM_WITHOUT_OPTIMIZER))
     n_p, n_g, n_o = {"ddp": (1, 1, 1), "zero1": (1, 1, dp), "zero2": (1, dp, dp), "zero3": (dp, dp, dp)}[key]
     parts = {"params": (2 * params / n_p, offload_param), "grads": (2 * params / n_g, offload_optimizer),
              "optimizer": (k * params / n_o, offload_optimizer)}
     gpu = sum(b for b, where in parts.values() if where == "none") + (4 * largest_layer if key == "zero3" else 0)
     host = sum(b for b, where in parts.values() if where == "cpu") * gpus_per_node * buffer_factor
     nvme = sum(b for b, where in parts.values() if where == "nvme") * gpus_per_node
-    on = lambda where: "+".join(name for name, (_, w) in parts.items() if w == where) or "-"  # noqa: E731
+    on = lambda where: "+".join(name for name, (_bytes, w) in parts.items() if w == where) or "-"  # noqa: E731
     held = [x for x in (on("none"), "4L" if key == "zero3" else "-") if x != "-"]
     return Estimate(ZERO_PAPER, f"{key}, offload_optimizer={offload_optimizer}, offload_param={offload_param}",
-                    gpu, host, f"GPU holds {' + '.join(held) or 'nothing'}", f"{buffer_factor:g} x n x ({on('cpu')})",
-                    nvme)
+                    gpu, host, _(GPU_HOLDS).format(held=" + ".join(held) or _(NOTHING)),
+                    f"{buffer_factor:g} x n x ({on('cpu')})", nvme)

@@ -9,6 +9,7 @@ bandwidth; Shoeybi et al. 2019 sec. 3 for TP decode (2 all-reduces per layer in 
 
 from __future__ import annotations
 
+from pytest_distcheck.calc._checks import NON_NEGATIVE, refuse
 from pytest_distcheck.calc._checks import positive as _positive
 from pytest_distcheck.calc._checks import whole as _whole
 
@@ -111,7 +112,7 @@ def tp_decode_seconds_per_token(
     _whole("tp", tp)
     _whole("layers", layers)
     if allreduce_latency_s < 0:
-        raise ValueError(f"allreduce_latency_s must be >= 0, got {allreduce_latency_s!r}")
+        raise refuse(NON_NEGATIVE, "allreduce_latency_s", allreduce_latency_s)
     compute = decode_seconds_per_token_lower_bound(weight_bytes, memory_bandwidth_bytes_per_s) / tp
     comm = 0.0 if tp == 1 else layers * allreduces_per_layer * allreduce_latency_s
     return compute + comm

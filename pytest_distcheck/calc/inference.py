@@ -14,7 +14,13 @@ from __future__ import annotations
 import math
 
 from pytest_distcheck.calc import precision
+from pytest_distcheck.calc._checks import FINITE_POSITIVE, refuse
 from pytest_distcheck.calc._checks import whole as _whole
+from pytest_distcheck.i18n import N_, _
+
+HEADS_DIVIDE = N_("need heads % kv_heads == 0 and hidden % heads == 0; got hidden={hidden}, heads={heads}, "
+                  "kv_heads={kv_heads}")
+LAYERS_PP = N_("layers={layers} must be divisible by pp={pp}")
 
 
 def kv_cache_bytes(layers: int, batch: int, context: int, hidden: int, heads: int, kv_heads: int | None = None,
@@ -35,8 +41,7 @@ def kv_cache_bytes(layers: int, batch: int, context: int, hidden: int, heads: in
     kv = heads if kv_heads is None else kv_heads
     _whole("kv_heads", kv)
     if heads % kv or hidden % heads:
-        raise ValueError(f"need heads % kv_heads == 0 and hidden % heads == 0; got hidden={hidden}, "
-                         f"heads={heads}, kv_heads={kv}")
+        raise ValueError(_(HEADS_DIVIDE).format(hidden=hidden, heads=heads, kv_heads=kv))
     return 2.0 * layers * batch * context * kv * (hidden // heads) * precision.dtype_bytes(dtype)
 
 
@@ -52,11 +57,11 @@ def serving_bytes_per_gpu(params: float, layers: int, batch: int, context: int, 
         ValueError: as :func:`kv_cache_bytes`; params <= 0; tp/pp not whole numbers >= 1; layers % pp != 0.
     """
     if not (params > 0 and math.isfinite(params)):
-        raise ValueError(f"params must be a finite number > 0, got {params!r}")
+        raise refuse(FINITE_POSITIVE, "params", params)
     _whole("tp", tp)
     _whole("pp", pp)
     if layers % pp:
-        raise ValueError(f"layers={layers} must be divisible by pp={pp}")
+        raise ValueError(_(LAYERS_PP).format(layers=layers, pp=pp))
     kv = heads if kv_heads is None else kv_heads
     weights = params * precision.dtype_bytes(weight_dtype) / (tp * pp)
     cache = kv_cache_bytes(layers, batch, context, hidden, heads, kv, kv_dtype) / (min(tp, kv) * pp)

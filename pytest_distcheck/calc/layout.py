@@ -16,13 +16,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from pytest_distcheck.calc._checks import whole as _whole
+from pytest_distcheck.i18n import N_, _
 
-DP_NOT_WHOLE = "GPUs = {gpus} is not a multiple of TP x PP x CP = {model}: DP would be {dp}"
-M_NOT_WHOLE = "GBS = {gbs} is not a multiple of DP x MBS = {per_step}: {m} micro-batches per step"
-LAYERS_UNEVEN = ("layers = {layers} do not divide into PP x VP = {chunks} model chunks ({per} each): the stages "
-                 "are uneven (megatron-core needs its first/last-stage layer options or a pipeline layout)")
-INTERLEAVE_M = "interleaved 1F1B (VP = {vp}) runs micro-batches in groups of PP = {pp}: m = {m} is not a multiple"
-GA_DIFFERS = "the source's GA = {ga} is not the derived m = GBS / (DP x MBS) = {m}"
+DP_NOT_WHOLE = N_("GPUs = {gpus} is not a multiple of TP x PP x CP = {model}: DP would be {dp}")
+M_NOT_WHOLE = N_("GBS = {gbs} is not a multiple of DP x MBS = {per_step}: {m} micro-batches per step")
+LAYERS_UNEVEN = N_("layers = {layers} do not divide into PP x VP = {chunks} model chunks ({per} each): the stages "
+                   "are uneven (megatron-core needs its first/last-stage layer options or a pipeline layout)")
+INTERLEAVE_M = N_("interleaved 1F1B (VP = {vp}) runs micro-batches in groups of PP = {pp}: m = {m} is not a "
+                  "multiple")
+GA_DIFFERS = N_("the source's GA = {ga} is not the derived m = GBS / (DP x MBS) = {m}")
 
 
 @dataclass(frozen=True)
@@ -64,14 +66,14 @@ def derive_layout(gpus: int, tp: int, pp: int, mbs: int, gbs: int, cp: int = 1, 
     model = tp * pp * cp
     dp = Fraction(gpus, model)
     if dp.denominator != 1:
-        problems.append(DP_NOT_WHOLE.format(gpus=gpus, model=model, dp=_show(dp)))
+        problems.append(_(DP_NOT_WHOLE).format(gpus=gpus, model=model, dp=_show(dp)))
     m = Fraction(gbs) / (dp * mbs)
     if m.denominator != 1:
-        problems.append(M_NOT_WHOLE.format(gbs=gbs, per_step=_show(dp * mbs), m=_show(m)))
+        problems.append(_(M_NOT_WHOLE).format(gbs=gbs, per_step=_show(dp * mbs), m=_show(m)))
     if layers is not None and layers % (pp * vp):
-        problems.append(LAYERS_UNEVEN.format(layers=layers, chunks=pp * vp, per=f"{layers / (pp * vp):.4g}"))
+        problems.append(_(LAYERS_UNEVEN).format(layers=layers, chunks=pp * vp, per=f"{layers / (pp * vp):.4g}"))
     if vp > 1 and m.denominator == 1 and m % pp:
-        problems.append(INTERLEAVE_M.format(vp=vp, pp=pp, m=_show(m)))
+        problems.append(_(INTERLEAVE_M).format(vp=vp, pp=pp, m=_show(m)))
     if ga is not None and Fraction(ga) != m:
-        problems.append(GA_DIFFERS.format(ga=ga, m=_show(m)))
+        problems.append(_(GA_DIFFERS).format(ga=ga, m=_show(m)))
     return Layout(dp, m, tuple(problems))

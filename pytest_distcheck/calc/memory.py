@@ -14,11 +14,34 @@ import math
 from dataclasses import dataclass
 
 from pytest_distcheck.calc import precision
+from pytest_distcheck.calc._checks import FINITE_NON_NEGATIVE, FINITE_POSITIVE, NON_NEGATIVE, refuse
 from pytest_distcheck.calc._checks import whole as _whole
+from pytest_distcheck.i18n import N_, _
 
 GB = 1e9  # bytes (120 GB = 111.76 GiB)
 ADAM_K = 12  # ZeRO sec. 3.1: fp32 params, momentum, variance for mixed-precision Adam
-PRECISION_NOTE = "precision {name}: {bytes:g} bytes/parameter unsharded ({source})"
+PRECISION_NOTE = N_("precision {name}: {bytes:g} bytes/parameter unsharded ({source})")
+SHARDS_NOTE = N_("{strategy} shards over {shards} rank(s); each GPU holds Psi/(TP x PP) = {local:.4g} parameters")
+NO_ACTIVATIONS = N_("activations not counted: give layers, hidden, heads and seq_len")
+UNEVEN_STAGES = N_("uneven stages: the largest of the {pp} holds {largest} of the {layers} layers")
+ACTIVATIONS_NOTE = N_("activations: 16-bit, {recompute} recomputation, sequence parallel {sp}, L = {layers} layers' "
+                      "worth on the first stage (Korthikanti et al. 2022 Eq. (5)/(6)){split}")
+SP_ON = N_("on")
+SP_OFF = N_("off")
+SPLIT_OVER_CP = N_(", split over CP = {cp}")
+NO_GATHERED = N_("ZeRO-3/FSDP gathered unit not counted: give the largest layer (or hidden, or layers) to size it")
+GATHERED_NOTE = N_("ZeRO-3/FSDP: one gathered unit of {unit:.4g} parameters / TP (DeepSpeed estimator's "
+                   "largest-layer term)")
+UNKNOWN_STAGE = N_("unknown ZeRO stage {stage!r}; known: ddp (or 0), zero1, zero2, zero3")
+UNKNOWN_FSDP = N_("unknown FSDP sharding strategy {strategy!r}; known: {known}")
+HYBRID_NEEDS_NODE = N_("{strategy} shards within a node: give gpus_per_node")
+HYBRID_WORLD = N_("{strategy} needs world_size to be a multiple of gpus_per_node; got world_size={world_size}, "
+                  "gpus_per_node={gpus_per_node}")
+UNKNOWN_RECOMPUTE = N_("unknown recompute {recompute!r}; known: {known}")
+HYBRID_NEEDS_GROUP = N_("{sharding} shards within a node: give shard_group (GPUs per node in the data-parallel "
+                        "dimension)")
+GROUP_DIVIDES = N_("shard_group={group} must divide dp * cp = {product}")
+DP_DEGREE = N_("dp (data-parallel degree)")
 FP16_BYTES = 2
 
 ZERO_STAGES = ("ddp", "zero1", "zero2", "zero3")
@@ -66,7 +89,7 @@ def _stage_key(stage: str | int) -> str:
     aliases = {"0": "ddp", "zero0": "ddp", "1": "zero1", "2": "zero2", "3": "zero3"}
     key = aliases.get(key, key)
     if key not in ZERO_STAGES:
-        raise ValueError(f"unknown ZeRO stage {stage!r}; known: ddp (or 0), zero1, zero2, zero3")
+        raise ValueError(_(UNKNOWN_STAGE).format(stage=stage))
     return key
 
 
@@ -86,8 +109,8 @@ def zero_model_states(params: float, stage: str | int, dp: int, k: float = ADAM_
         ValueError: params < 0, dp not a whole number >= 1, unknown stage.
     """
     if params < 0:
-        raise ValueError(f"params must be >= 0, got {params!r}")
-    _whole("dp (data-parallel degree)", dp)
+        raise refuse(NON_NEGATIVE, "params", params)
+    _whole(DP_DEGREE, dp)
     key = _stage_key(stage)
     p16 = FP16_BYTES * params
     shards = {"ddp": (1, 1, 1), "zero1": (1, 1, dp), "zero2": (1, dp, dp), "zero3": (dp, dp, dp)}[key]
@@ -134,17 +157,15 @@ def fsdp_model_states(
     stage = {"NO_SHARD": "ddp", "SHARD_GRAD_OP": "zero2", "FULL_SHARD": "zero3",
              "HYBRID_SHARD": "zero3", "_HYBRID_SHARD_ZERO2": "zero2"}.get(key)
     if stage is None:
-        raise ValueError(f"unknown FSDP sharding strategy {sharding_strategy!r}; known: "
-                         f"{', '.join(FSDP_STRATEGIES)}")
+        raise ValueError(_(UNKNOWN_FSDP).format(strategy=sharding_strategy, known=", ".join(FSDP_STRATEGIES)))
     _whole("world_size", world_size)
     shards = world_size
     if "HYBRID" in key:
         if gpus_per_node is None:
-            raise ValueError(f"{key} shards within a node: give gpus_per_node")
+            raise ValueError(_(HYBRID_NEEDS_NODE).format(strategy=key))
         _whole("gpus_per_node", gpus_per_node)
         if world_size % gpus_per_node != 0:
-            raise ValueError(f"{key} needs world_size to be a multiple of gpus_per_node; got "
-                             f"world_size={world_size}, gpus_per_node={gpus_per_node}")
+            raise ValueError(_(HYBRID_WORLD).format(strategy=key, world_size=world_size, gpus_per_node=gpus_per_node))
         shards = gpus_per_node
     states = zero_model_states(params, stage, shards, k)
     return ModelStates(states.params_bytes, states.grads_bytes, states.optimizer_bytes, key,
@@ -189,7 +210,7 @@ def activation_bytes_per_layer(
                         ("heads", heads), ("tp", tp)):
         _whole(name, value)
     if recompute not in RECOMPUTE:
-        raise ValueError(f"unknown recompute {recompute!r}; known: {', '.join(RECOMPUTE)}")
+        raise ValueError(_(UNKNOWN_RECOMPUTE).format(recompute=recompute, known=", ".join(RECOMPUTE)))
     s, b, h, a, t = seq_len, micro_batch, hidden, heads, tp
     sbh = s * b * h
     attention = 5 * a * s / h  # the a*s^2*b terms: softmax, its dropout mask, QK^T (sec. 4.1)
@@ -280,19 +301,18 @@ def model_states(
             sharding, HYBRID_SHARD without shard_group, a shard group that does not divide dp * cp.
     """
     if not (params > 0 and math.isfinite(params)):
-        raise ValueError(f"params must be a finite number > 0, got {params!r}")
+        raise refuse(FINITE_POSITIVE, "params", params)
     for name, value in (("dp", dp), ("tp", tp), ("pp", pp), ("cp", cp)):
         _whole(name, value)
     r = precision.recipe(recipe)
     key = precision.scheme(sharding)
     hybrid = "HYBRID" in str(sharding).upper()
     if hybrid and shard_group is None:
-        raise ValueError(f"{sharding} shards within a node: give shard_group (GPUs per node in the "
-                         "data-parallel dimension)")
+        raise ValueError(_(HYBRID_NEEDS_GROUP).format(sharding=sharding))
     group = dp * cp if shard_group is None else shard_group
     _whole("shard_group", group)
     if (dp * cp) % group:
-        raise ValueError(f"shard_group={group} must divide dp * cp = {dp * cp}")
+        raise ValueError(_(GROUP_DIVIDES).format(group=group, product=dp * cp))
     local = params / (tp * pp)
     per = r.bytes_per_param()
     held = {part: per[part] * local / (group if sharded else 1)
@@ -316,7 +336,7 @@ def gathered_unit_bytes(unit_params: float, recipe: str | precision.Recipe = "ze
         ValueError: unit_params < 0 or not finite, tp not a whole number >= 1, an unknown recipe.
     """
     if not (unit_params >= 0 and math.isfinite(unit_params)):
-        raise ValueError(f"unit_params must be a finite number >= 0, got {unit_params!r}")
+        raise refuse(FINITE_NON_NEGATIVE, "unit_params", unit_params)
     _whole("tp", tp)
     return 2 * precision.recipe(recipe).compute_bytes * unit_params / tp
 
@@ -393,13 +413,12 @@ def plan_memory(
     r = precision.recipe(recipe)
     _whole("micro_batch", micro_batch)
     sp = tp > 1 if sequence_parallel is None else sequence_parallel
-    notes = [PRECISION_NOTE.format(name=r.name, bytes=r.total_bytes_per_param, source=r.source),
-             f"{states.strategy} shards over {states.shards} rank(s); each GPU holds Psi/(TP x PP) = "
-             f"{params / (tp * pp):.4g} parameters"]
+    notes = [_(PRECISION_NOTE).format(name=r.name, bytes=r.total_bytes_per_param, source=_(r.source)),
+             _(SHARDS_NOTE).format(strategy=states.strategy, shards=states.shards, local=params / (tp * pp))]
     arch = (layers, hidden, heads, seq_len)
     acts = 0.0
     if None in arch:
-        notes.append("activations not counted: give layers, hidden, heads and seq_len")
+        notes.append(_(NO_ACTIVATIONS))
     else:
         assert layers is not None and hidden is not None and heads is not None and seq_len is not None
         _whole("pp", pp)
@@ -407,19 +426,16 @@ def plan_memory(
         acts = first_stage_activation_bytes(seq_len, micro_batch, hidden, heads, worth, tp, sp, recompute, pp,
                                             interleaving_stages) / cp
         if worth != layers:
-            notes.append(f"uneven stages: the largest of the {pp} holds {worth // pp} of the {layers} layers")
-        notes.append(f"activations: 16-bit, {recompute} recomputation, sequence parallel {'on' if sp else 'off'}, "
-                     f"L = {layers} layers' worth on the first stage (Korthikanti et al. 2022 Eq. (5)/(6))"
-                     + (f", split over CP = {cp}" if cp > 1 else ""))
+            notes.append(_(UNEVEN_STAGES).format(pp=pp, largest=worth // pp, layers=layers))
+        notes.append(_(ACTIVATIONS_NOTE).format(recompute=recompute, sp=_(SP_ON) if sp else _(SP_OFF), layers=layers,
+                                                split=_(SPLIT_OVER_CP).format(cp=cp) if cp > 1 else ""))
     gathered = 0.0
     if precision.SHARDS[precision.scheme(sharding)][0]:
         if hidden is None and layers is None and largest_layer is None:
-            notes.append("ZeRO-3/FSDP gathered unit not counted: give the largest layer (or hidden, or layers) to "
-                         "size it")
+            notes.append(_(NO_GATHERED))
         else:
             unit = (largest_layer if largest_layer is not None else
                     layer_params(hidden) if hidden is not None else params / (layers or 1))
             gathered = gathered_unit_bytes(unit, r, tp)
-            notes.append(f"ZeRO-3/FSDP: one gathered unit of {unit:.4g} parameters / TP (DeepSpeed estimator's "
-                         "largest-layer term)")
+            notes.append(_(GATHERED_NOTE).format(unit=unit))
     return PlanMemory(states, acts, gathered, tuple(notes))

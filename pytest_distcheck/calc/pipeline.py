@@ -14,19 +14,24 @@ from __future__ import annotations
 import math
 
 from pytest_distcheck.calc._checks import whole as _whole
+from pytest_distcheck.i18n import N_, _
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
+STAGES = N_("p (pipeline stages)")
+MICROBATCHES = N_("m (micro-batches)")
+VIRTUAL = N_("v (virtual stages per device)")
+INTERLEAVED_M = N_("the interleaved schedule needs the number of micro-batches m to be a multiple of the number of "
+                   "stages p; got m={m}, p={p} (m % p = {remainder}) (Narayanan et al. 2021, sec. 2.2.2)")
+UNKNOWN_SCHEDULE = N_("unknown schedule {schedule!r}; known: {known}")
+TARGET_RANGE = N_("max_fraction_of_total must be in (0, 1), got {value!r}")
 
 
 def _check(p: int, m: int, v: int) -> None:
-    _whole("p (pipeline stages)", p)
-    _whole("m (micro-batches)", m)
-    _whole("v (virtual stages per device)", v)
+    _whole(STAGES, p)
+    _whole(MICROBATCHES, m)
+    _whole(VIRTUAL, v)
     if v > 1 and m % p != 0:
-        raise ValueError(
-            f"the interleaved schedule needs the number of micro-batches m to be a multiple of the "
-            f"number of stages p; got m={m}, p={p} (m % p = {m % p}) (Narayanan et al. 2021, sec. 2.2.2)"
-        )
+        raise ValueError(_(INTERLEAVED_M).format(m=m, p=p, remainder=m % p))
 
 
 def bubble_ratio_over_ideal(p: int, m: int, v: int = 1) -> float:
@@ -84,7 +89,7 @@ def microbatches_in_flight(schedule: str, p: int, m: int) -> int:
         return m
     if key in ("1f1b", "interleaved"):
         return min(p, m)
-    raise ValueError(f"unknown schedule {schedule!r}; known: {', '.join(SCHEDULES)}")
+    raise ValueError(_(UNKNOWN_SCHEDULE).format(schedule=schedule, known=", ".join(SCHEDULES)))
 
 
 def min_microbatches_for_bubble(p: int, max_fraction_of_total: float, v: int = 1) -> int:
@@ -96,10 +101,10 @@ def min_microbatches_for_bubble(p: int, max_fraction_of_total: float, v: int = 1
     Raises:
         ValueError: target not in (0, 1), or bad p, v.
     """
-    _whole("p (pipeline stages)", p)
-    _whole("v (virtual stages per device)", v)
+    _whole(STAGES, p)
+    _whole(VIRTUAL, v)
     if not 0 < max_fraction_of_total < 1:
-        raise ValueError(f"max_fraction_of_total must be in (0, 1), got {max_fraction_of_total!r}")
+        raise ValueError(_(TARGET_RANGE).format(value=max_fraction_of_total))
     step = p if v > 1 else 1
     f = max_fraction_of_total
     need = math.ceil((p - 1) / v * (1 - f) / f - 1e-9)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pytest_distcheck.i18n import N_, _
+
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 OPTIMIZER_STATES = {"adam": 2, "sgd_momentum": 1, "adafactor": 0, "sgd": 0}
 PARTS = ("weights", "grads", "main_grads", "master", "optimizer")
@@ -33,6 +35,11 @@ SCHEME_SOURCE = {
     "zero3": "Rajbhandari et al. 2019 (ZeRO) sec. 5.3",
     "megatron-distopt": "Megatron-LM README, 'Distributed Optimizer' (bytes per parameter table)",
 }
+UNKNOWN_DTYPE = N_("unknown dtype {dtype!r}; known: {known}")
+UNKNOWN_OPTIMIZER = N_("unknown optimizer {optimizer!r}; known: {known}")
+UNKNOWN_RECIPE = N_("unknown precision recipe {recipe!r}; known: {known}")
+UNKNOWN_SHARDING = N_("unknown sharding {sharding!r}; known: ddp (0), zero1, zero2, zero3, megatron-distopt, and FSDP "
+                      "{fsdp}")
 
 
 def dtype_bytes(dtype: str) -> int:
@@ -42,7 +49,7 @@ def dtype_bytes(dtype: str) -> int:
         ValueError: an unknown dtype, naming the known ones.
     """
     if dtype not in DTYPE_BYTES:
-        raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPE_BYTES)}")
+        raise ValueError(_(UNKNOWN_DTYPE).format(dtype=dtype, known=", ".join(DTYPE_BYTES)))
     return DTYPE_BYTES[dtype]
 
 
@@ -53,7 +60,8 @@ class Recipe:
     Attributes:
         name: preset name. weights, grads, compute: dtypes. main_grads, master: dtype or None (no copy).
         optimizer: ``adam``, ``sgd_momentum``, ``adafactor`` or ``sgd``; optimizer_dtype: its states' dtype.
-        source: where the recipe comes from (paper section, file or doc).
+        source: where the recipe comes from (paper section, file or doc); the presets' are catalog messages,
+            spoken translated in :func:`pytest_distcheck.calc.memory.plan_memory`'s notes.
     """
 
     name: str
@@ -72,7 +80,7 @@ class Recipe:
             if dtype is not None:
                 dtype_bytes(dtype)
         if self.optimizer not in OPTIMIZER_STATES:
-            raise ValueError(f"unknown optimizer {self.optimizer!r}; known: {', '.join(OPTIMIZER_STATES)}")
+            raise ValueError(_(UNKNOWN_OPTIMIZER).format(optimizer=self.optimizer, known=", ".join(OPTIMIZER_STATES)))
 
     def bytes_per_param(self) -> dict[str, float]:
         """Bytes per parameter of each part (keys: :data:`PARTS`)."""
@@ -103,33 +111,33 @@ class Recipe:
 
 PRESETS: dict[str, Recipe] = {r.name: r for r in (
     Recipe("zero", "fp16", "fp16", "fp32", "adam",
-           source="Rajbhandari et al. 2019 (ZeRO) sec. 3.1: 2 + 2 + K, K = 12 (fp32 params, momentum, variance)"),
+           source=N_("Rajbhandari et al. 2019 (ZeRO) sec. 3.1: 2 + 2 + K, K = 12 (fp32 params, momentum, variance)")),
     Recipe("megatron-bf16", "bf16", "fp32", "fp32", "adam",
-           source="Megatron-LM README, 'Distributed Optimizer': bf16 param, fp32 grads: 18 bytes, 6 + 12/d "
-                  "distributed"),
+           source=N_("Megatron-LM README, 'Distributed Optimizer': bf16 param, fp32 grads: 18 bytes, 6 + 12/d "
+                     "distributed")),
     Recipe("megatron-fp16", "fp16", "fp16", "fp32", "adam", main_grads="fp32",
-           source="Megatron-LM README, 'Distributed Optimizer': fp16 param, fp16 grads: 20 bytes, 4 + 16/d "
-                  "distributed"),
+           source=N_("Megatron-LM README, 'Distributed Optimizer': fp16 param, fp16 grads: 20 bytes, 4 + 16/d "
+                     "distributed")),
     Recipe("megatron-fp32", "fp32", "fp32", None, "adam",
-           source="Megatron-LM README, 'Distributed Optimizer': fp32 param, fp32 grads: 16 bytes, 8 + 8/d "
-                  "distributed"),
+           source=N_("Megatron-LM README, 'Distributed Optimizer': fp32 param, fp32 grads: 16 bytes, 8 + 8/d "
+                     "distributed")),
     Recipe("deepspeed-fp16", "fp16", "fp16", "fp32", "adam",
-           source="fp16 weights and grads with fp32 Adam, counted as the ZeRO paper's 2 + 2 + 12 (ZeRO sec. 3.1); "
-                  "DeepSpeed's own estimators count more (fp32 gradients too): calc/estimators.py, "
-                  "variants deepspeed-docs and deepspeed-estimator"),
+           source=N_("fp16 weights and grads with fp32 Adam, counted as the ZeRO paper's 2 + 2 + 12 (ZeRO sec. 3.1); "
+                     "DeepSpeed's own estimators count more (fp32 gradients too): calc/estimators.py, "
+                     "variants deepspeed-docs and deepspeed-estimator")),
     Recipe("deepspeed-bf16", "bf16", "bf16", "fp32", "adam",
-           source="DeepSpeed bf16 config: the fp16 recipe with bf16 weights and grads (2 + 2 + 12)"),
+           source=N_("DeepSpeed bf16 config: the fp16 recipe with bf16 weights and grads (2 + 2 + 12)")),
     Recipe("fsdp2-bf16", "fp32", "fp32", None, "adam", compute="bf16",
-           source="torch.distributed.fsdp MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): "
-                  "sharded parameters stay fp32 (no extra master copy), bf16 only when unsharded"),
-    Recipe("fp32-adam", "fp32", "fp32", None, "adam", source="plain fp32 Adam: 4 + 4 + 8"),
+           source=N_("torch.distributed.fsdp MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): "
+                     "sharded parameters stay fp32 (no extra master copy), bf16 only when unsharded")),
+    Recipe("fp32-adam", "fp32", "fp32", None, "adam", source=N_("plain fp32 Adam: 4 + 4 + 8")),
     Recipe("bf16-sgd-momentum", "bf16", "bf16", "fp32", "sgd_momentum",
-           source="mixed precision with SGD + momentum: 2 + 2 + 4 (master) + 4 (momentum)"),
+           source=N_("mixed precision with SGD + momentum: 2 + 2 + 4 (master) + 4 (momentum)")),
     Recipe("bf16-adafactor", "bf16", "bf16", "fp32", "adafactor",
-           source="mixed precision with Adafactor (Shazeer & Stern 2018, beta1 = 0): 2 + 2 + 4 (master)"),
+           source=N_("mixed precision with Adafactor (Shazeer & Stern 2018, beta1 = 0): 2 + 2 + 4 (master)")),
     Recipe("fp8-megatron", "bf16", "fp32", "fp32", "adam", compute="fp8",
-           source="FP8 training as in Micikevicius et al. 2022 (FP8 formats): fp8 only for GEMM inputs, "
-                  "weights and optimizer in higher precision; model states as megatron-bf16"),
+           source=N_("FP8 training as in Micikevicius et al. 2022 (FP8 formats): fp8 only for GEMM inputs, "
+                     "weights and optimizer in higher precision; model states as megatron-bf16")),
 )}
 
 
@@ -142,7 +150,7 @@ def recipe(name_or_recipe: str | Recipe) -> Recipe:
     if isinstance(name_or_recipe, Recipe):
         return name_or_recipe
     if name_or_recipe not in PRESETS:
-        raise ValueError(f"unknown precision recipe {name_or_recipe!r}; known: {', '.join(PRESETS)}")
+        raise ValueError(_(UNKNOWN_RECIPE).format(recipe=name_or_recipe, known=", ".join(PRESETS)))
     return PRESETS[name_or_recipe]
 
 
@@ -162,6 +170,5 @@ def scheme(name: str | int) -> str:
                "fsdp": "zero3", "hsdp": "zero3"}
     key = aliases.get(key, key)
     if key not in SHARDS:
-        raise ValueError(f"unknown sharding {name!r}; known: ddp (0), zero1, zero2, zero3, megatron-distopt, "
-                         f"and FSDP {', '.join(FSDP_TO_SCHEME)}")
+        raise ValueError(_(UNKNOWN_SHARDING).format(sharding=name, fsdp=", ".join(FSDP_TO_SCHEME)))
     return key

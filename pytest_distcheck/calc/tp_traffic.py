@@ -11,9 +11,13 @@ from __future__ import annotations
 
 from pytest_distcheck.calc._checks import whole as _whole
 from pytest_distcheck.calc.collectives import ring_allreduce_seconds
+from pytest_distcheck.calc.memory import UNKNOWN_RECOMPUTE
+from pytest_distcheck.i18n import N_, _
 
 RECOMPUTE = ("none", "selective", "full")
 COLUMN_PARALLEL_PER_LAYER = 2  # the fused QKV projection and the MLP's first GEMM (Shoeybi et al. 2019, sec. 3)
+REGATHER_NEEDS_SP = N_("regather_input counts sequence parallelism's backward all-gather: give sequence_parallel=True "
+                       "too")
 
 
 def tp_allreduces_per_layer(recompute: str = "none") -> tuple[int, int]:
@@ -28,7 +32,7 @@ def tp_allreduces_per_layer(recompute: str = "none") -> tuple[int, int]:
         ValueError: unknown recompute.
     """
     if recompute not in RECOMPUTE:
-        raise ValueError(f"unknown recompute {recompute!r}; known: {', '.join(RECOMPUTE)}")
+        raise ValueError(_(UNKNOWN_RECOMPUTE).format(recompute=recompute, known=", ".join(RECOMPUTE)))
     return (2, 4) if recompute == "full" else (2, 2)
 
 
@@ -52,8 +56,7 @@ def tp_collectives_per_layer(
     """
     count = sum(tp_allreduces_per_layer(recompute))
     if regather_input and not sequence_parallel:
-        raise ValueError("regather_input counts sequence parallelism's backward all-gather: give "
-                         "sequence_parallel=True too")
+        raise ValueError(_(REGATHER_NEEDS_SP))
     if sequence_parallel:
         extra = COLUMN_PARALLEL_PER_LAYER if regather_input else 0
         return {"reduce_scatter": count, "all_gather": count + extra}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from pytest_distcheck.commands._numbers import count, positive_int, real
+from pytest_distcheck.i18n import N_, _
 
 ZERO_CHOICES = ("ddp", "zero1", "zero2", "zero3", "megatron-distopt", "HYBRID_SHARD")
 UNITS = {"GB": 1e9, "GiB": 2**30}
@@ -27,17 +28,28 @@ OFFLOAD_LINE = ("  offload {options}: per GPU {gpu} ({gpu_formula}); per node CP
 PLAN_TOTAL = ("\nplan TP={tp} x PP={pp} x CP={cp} x DP={dp}, {zero}, recompute {recompute}: {total} per GPU = states "
               "{states} + activations {activations} + gathered unit {gathered} + margin {margin} (variant zero-paper)")
 UNIT_NOTE = {"GB": "GB = 1e9 bytes", "GiB": "GiB = 2^30 bytes, what DeepSpeed prints as \"GB\""}
-TP_HEADS = ("--tp {tp} does not divide --heads {heads}: TP gives each rank whole attention heads (megatron-core "
-            "TransformerConfig: num_attention_heads % tensor_model_parallel_size == 0); use a TP that divides {heads}")
-HIDDEN_HEADS = ("--hidden {hidden} is not a multiple of --heads {heads}: each head would get {dim:.4g} channels; "
-                "give the model's own head count")
-DEEPSPEED_SPLIT = ("DeepSpeed's estimators count data parallelism only: drop --tp/--pp/--cp (got TP = {tp}, "
-                   "PP = {pp}, CP = {cp})")
-DEEPSPEED_RECIPE = "DeepSpeed's estimators assume 16-bit weights with fp32 Adam: drop --k and --recipe {recipe}"
-OFFLOAD_VARIANT = ("--offload-optimizer/--offload-param place the ZeRO paper's states (--variant zero-paper); "
-                   "the DeepSpeed variants list every offload option already")
-OFFLOAD_RECIPE = "the offload placement counts the ZeRO paper's 2 + 2 + K bytes: use --recipe zero (or --k)"
-NODES = "--dp {dp} is not a multiple of --gpus-per-node {n}"
+TP_HEADS = N_("--tp {tp} does not divide --heads {heads}: TP gives each rank whole attention heads (megatron-core "
+              "TransformerConfig: num_attention_heads % tensor_model_parallel_size == 0); use a TP that divides "
+              "{heads}")
+HIDDEN_HEADS = N_("--hidden {hidden} is not a multiple of --heads {heads}: each head would get {dim:.4g} channels; "
+                  "give the model's own head count")
+DEEPSPEED_SPLIT = N_("DeepSpeed's estimators count data parallelism only: drop --tp/--pp/--cp (got TP = {tp}, "
+                     "PP = {pp}, CP = {cp})")
+DEEPSPEED_RECIPE = N_("DeepSpeed's estimators assume 16-bit weights with fp32 Adam: drop --k and --recipe {recipe}")
+OFFLOAD_VARIANT = N_("--offload-optimizer/--offload-param place the ZeRO paper's states (--variant zero-paper); "
+                     "the DeepSpeed variants list every offload option already")
+OFFLOAD_RECIPE = N_("the offload placement counts the ZeRO paper's 2 + 2 + K bytes: use --recipe zero (or --k)")
+NODES = N_("--dp {dp} is not a multiple of --gpus-per-node {n}")
+ACTIVATIONS_NEED = N_("activations need all of --layers, --hidden, --heads and --seq-len")
+HYBRID_NODE = N_("HYBRID_SHARD: --gpus-per-node {n} is not a multiple of TP x CP = {inner}")
+HYBRID_GROUP = N_("HYBRID_SHARD needs N_d = {group} to be a multiple of the {g} data-parallel ranks of a node")
+HYBRID_NEEDS_NODE = N_("--zero HYBRID_SHARD needs --gpus-per-node")
+K_WITH_DISTOPT = N_("--k describes the ZeRO paper's recipe; use --recipe with --zero megatron-distopt")
+K_NOTE = N_("precision: fp16 weights and gradients, K = {k:g} (ZeRO sec. 3.1)")
+OFFLOAD_NOTE = N_("states on the GPU after offload_optimizer={optimizer}, offload_param={param} (ZeRO-Offload / "
+                  "ZeRO-Infinity)")
+NOT_COUNTED = N_("not counted: embedding/loss activations, communication buffers, fragmentation, CUDA context "
+                 "(ZeRO sec. 3.2)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,11 +98,11 @@ def run(args: argparse.Namespace) -> int:
 
     arch = (args.layers, args.hidden, args.heads, args.seq_len)
     if any(a is not None for a in arch) and None in arch:
-        raise DistcheckError("activations need all of --layers, --hidden, --heads and --seq-len")
+        raise DistcheckError(_(ACTIVATIONS_NEED))
     if args.heads is not None and args.heads % args.tp:
-        raise DistcheckError(TP_HEADS.format(tp=args.tp, heads=args.heads))
+        raise DistcheckError(_(TP_HEADS).format(tp=args.tp, heads=args.heads))
     if args.heads is not None and args.hidden % args.heads:
-        raise DistcheckError(HIDDEN_HEADS.format(hidden=args.hidden, heads=args.heads, dim=args.hidden / args.heads))
+        raise DistcheckError(_(HIDDEN_HEADS).format(hidden=args.hidden, heads=args.heads, dim=args.hidden / args.heads))
     try:
         return _run(args, memory, precision)
     except ValueError as exc:
@@ -120,9 +132,9 @@ def _run(args: argparse.Namespace, memory, precision) -> int:
         _paper_rows(args, memory, precision, recipe, k, states)
     else:
         if args.offload_optimizer != "none" or args.offload_param != "none":
-            raise ValueError(OFFLOAD_VARIANT)
+            raise ValueError(_(OFFLOAD_VARIANT))
         _framework_rows(args, estimators, recipe, local, group)
-    print(estimators.LOWER_BOUND)
+    print(_(estimators.LOWER_BOUND))
     if None not in (args.layers, args.hidden, args.heads, args.seq_len):
         _activations(args)
     _plan(args, memory, precision, states, k)
@@ -172,7 +184,7 @@ def _placement(args: argparse.Namespace, k: float, recipe):
     from pytest_distcheck.calc.estimators import offload_placement
 
     if args.k is None and recipe.name != "zero":
-        raise ValueError(OFFLOAD_RECIPE)
+        raise ValueError(_(OFFLOAD_RECIPE))
     n = args.gpus_per_node or args.dp
     return offload_placement(args.params / (args.tp * args.pp), args.zero, args.dp * args.cp, n,
                              args.offload_optimizer, args.offload_param, args.largest_layer or 0.0, k)
@@ -188,12 +200,12 @@ def _framework_rows(args: argparse.Namespace, estimators, recipe, local: float, 
             print(f"  {r.options:<24} {r.gpu_formula:<16} {_fmt(args, r.gpu_bytes, 10)}")
         return
     if args.tp * args.pp * args.cp > 1:
-        raise ValueError(DEEPSPEED_SPLIT.format(tp=args.tp, pp=args.pp, cp=args.cp))
+        raise ValueError(_(DEEPSPEED_SPLIT).format(tp=args.tp, pp=args.pp, cp=args.cp))
     if args.k is not None or recipe.name not in ("zero", "deepspeed-fp16", "deepspeed-bf16"):
-        raise ValueError(DEEPSPEED_RECIPE.format(recipe=recipe.name))
+        raise ValueError(_(DEEPSPEED_RECIPE).format(recipe=recipe.name))
     n = args.gpus_per_node or args.dp
     if args.dp % n:
-        raise ValueError(NODES.format(dp=args.dp, n=n))
+        raise ValueError(_(NODES).format(dp=args.dp, n=n))
     nodes = args.dp // n
     largest = f", L = {args.largest_layer:.4g} (largest layer)" if args.largest_layer else ""
     print(f"{head}\n  Psi = {args.params:.4g}{largest}, {nodes} node(s) x {n} GPUs; N = {args.dp}")
@@ -213,10 +225,10 @@ def _node_group(args: argparse.Namespace, group: int) -> int:
     """G, the data-parallel ranks inside one node: GPUs per node / (TP x CP) (TP and CP stay in the node)."""
     inner = args.tp * args.cp
     if args.gpus_per_node % inner:
-        raise ValueError(f"HYBRID_SHARD: --gpus-per-node {args.gpus_per_node} is not a multiple of TP x CP = {inner}")
+        raise ValueError(_(HYBRID_NODE).format(n=args.gpus_per_node, inner=inner))
     g = args.gpus_per_node // inner
     if group % g:
-        raise ValueError(f"HYBRID_SHARD needs N_d = {group} to be a multiple of the {g} data-parallel ranks of a node")
+        raise ValueError(_(HYBRID_GROUP).format(group=group, g=g))
     return g
 
 
@@ -253,9 +265,9 @@ def _activations(args: argparse.Namespace) -> None:
 def _plan(args: argparse.Namespace, memory, precision, states, k: float) -> None:
     hybrid = args.zero == "HYBRID_SHARD"
     if hybrid and not args.gpus_per_node:
-        raise ValueError("--zero HYBRID_SHARD needs --gpus-per-node")
+        raise ValueError(_(HYBRID_NEEDS_NODE))
     if args.k is not None and precision.scheme(args.zero) == "megatron-distopt":
-        raise ValueError("--k describes the ZeRO paper's recipe; use --recipe with --zero megatron-distopt")
+        raise ValueError(_(K_WITH_DISTOPT))
     group = _node_group(args, args.dp * args.cp) if hybrid else None
     pm = memory.plan_memory(
         args.params, recipe=args.recipe, sharding=args.zero, dp=args.dp, tp=args.tp, pp=args.pp, cp=args.cp,
@@ -273,12 +285,10 @@ def _plan(args: argparse.Namespace, memory, precision, states, k: float) -> None
                             gathered=_fmt(args, gathered), margin=_fmt(args, args.margin_gb * 1e9)))
     notes = list(pm.assumptions)
     if args.k is not None:
-        notes[0] = f"precision: fp16 weights and gradients, K = {k:g} (ZeRO sec. 3.1)"
+        notes[0] = _(K_NOTE).format(k=k)
     if offload:
-        notes.append(f"states on the GPU after offload_optimizer={args.offload_optimizer}, "
-                     f"offload_param={args.offload_param} (ZeRO-Offload / ZeRO-Infinity)")
-    notes.append("not counted: embedding/loss activations, communication buffers, fragmentation, CUDA context "
-                 "(ZeRO sec. 3.2)")
+        notes.append(_(OFFLOAD_NOTE).format(optimizer=args.offload_optimizer, param=args.offload_param))
+    notes.append(_(NOT_COUNTED))
     print("assumed:")
     for note in notes:
         print(f"  - {note}")

@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 
 from pytest_distcheck.commands._numbers import count, positive_int, real
+from pytest_distcheck.i18n import N_, _
 
 CHECK_KEYS = ("tp", "pp", "dp", "cp", "zero", "recompute")
+GIVE = N_("give {missing} (or --rules for the decision table)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +81,7 @@ def print_rules() -> None:
 
     print("decision table of distcheck strategy, in its order of preference:")
     for rule, (text, source) in RULES.items():
-        print(f"  [{rule}] {text}\n        source: {source}")
+        print(f"  [{rule}] {_(text)}\n        source: {source}")
 
 
 def _model(args: argparse.Namespace):
@@ -103,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
               ("--gpus-per-node", args.gpus_per_node))
     missing = [flag for flag, value in needed if value is None]
     if missing:
-        raise ConfigError("distcheck strategy", "", f"give {', '.join(missing)} (or --rules for the decision table)")
+        raise ConfigError("distcheck strategy", "", _(GIVE).format(missing=", ".join(missing)))
     model = _model(args)
     cluster = Cluster(args.gpu_memory_gb, args.gpus_per_node, args.nodes, args.intra, args.inter)
     print(f"{cluster.gpus} GPUs ({cluster.nodes} node(s) x {cluster.gpus_per_node}, {cluster.gpu_memory_gb:g} GB, "

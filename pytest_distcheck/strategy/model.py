@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass, replace
 
 from pytest_distcheck.calc import precision
+from pytest_distcheck.calc._checks import FINITE_POSITIVE, refuse
+from pytest_distcheck.i18n import N_, _
 
 GB = 1e9
 INTRA_NODE = ("nvlink", "pcie")
@@ -16,39 +18,39 @@ ZERO3_MAX_DP = 512
 # The decision table, in the order the chooser prefers plans: rule id -> (when -> what, its public source).
 # `distcheck strategy --rules` prints it; theory 02, "Choosing a plan by topology", shows that output.
 RULES: dict[str, tuple[str, str]] = {
-    "R0": ("the whole model's states + activations fit on one GPU -> DDP (data parallelism only)",
+    "R0": (N_("the whole model's states + activations fit on one GPU -> DDP (data parallelism only)"),
            "HF Transformers docs, perf_train_gpu_many, 'Scalability strategy' (fits on a single GPU: DDP or ZeRO)"),
-    "R1": ("else ZeRO-1, then ZeRO-2, over all GPUs, when it fits -> the smallest such stage; its communication "
-           "equals DDP's. Not across a slow inter-node link (R2)",
+    "R1": (N_("else ZeRO-1, then ZeRO-2, over all GPUs, when it fits -> the smallest such stage; its communication "
+              "equals DDP's. Not across a slow inter-node link (R2)"),
            "Rajbhandari et al. 2019 (ZeRO) sec. 5.1-5.2 memory, sec. 7.2.1 communication = DDP's"),
-    "R2": ("several nodes -> FSDP HYBRID_SHARD (shard in a node, replicate across): after ZeRO-1/2 on fast links, "
-           "before any ZeRO stage over all GPUs on a slow inter-node link (only the all-reduce of each rank's 1/G "
-           "gradient shard crosses nodes), after the pipeline plans on PCIe nodes (R5)",
+    "R2": (N_("several nodes -> FSDP HYBRID_SHARD (shard in a node, replicate across): after ZeRO-1/2 on fast links, "
+              "before any ZeRO stage over all GPUs on a slow inter-node link (only the all-reduce of each rank's 1/G "
+              "gradient shard crosses nodes), after the pipeline plans on PCIe nodes (R5)"),
            "torch/distributed/fsdp/api.py ShardingStrategy.HYBRID_SHARD (fully_shard with a 2-D mesh: HSDP); NVIDIA, "
            "'Massively scale your deep learning training with NCCL 2.4' (2019): trees for all-reduce only"),
-    "R3": ("only full sharding fits -> ZeRO-3 / FSDP FULL_SHARD over all GPUs (1.5x DDP's communication); not over a "
-           "slow inter-node link, not on >= 512 GPUs",
+    "R3": (N_("only full sharding fits -> ZeRO-3 / FSDP FULL_SHARD over all GPUs (1.5x DDP's communication); not over "
+              "a slow inter-node link, not on >= 512 GPUs"),
            "Rajbhandari et al. 2019 (ZeRO) sec. 7.2.2; HF perf_train_gpu_many; Ultra-Scale Playbook"),
-    "R4": ("no data-parallel sharding fits -> TP x PP x DP: TP within a node (t <= GPUs per node, t divides the "
-           "heads), PP across nodes, the smallest t x p first, DP with ZeRO-1",
+    "R4": (N_("no data-parallel sharding fits -> TP x PP x DP: TP within a node (t <= GPUs per node, t divides the "
+              "heads), PP across nodes, the smallest t x p first, DP with ZeRO-1"),
            "Narayanan et al. 2021 sec. 3.2, Takeaways #1 and #2; Shoeybi et al. 2019 sec. 3 (heads split over TP); "
            "vLLM docs, parallelism_scaling (TP = GPUs per node, PP = nodes)"),
-    "R5": ("no NVLink/NVSwitch in a node (PCIe) -> no TP; pipeline plans are tried before ZeRO-3 (PP sends only "
-           "activations between GPUs)",
+    "R5": (N_("no NVLink/NVSwitch in a node (PCIe) -> no TP; pipeline plans are tried before ZeRO-3 (PP sends only "
+              "activations between GPUs)"),
            "HF Transformers docs v4.39, perf_train_gpu_many, 'Model doesn't fit onto a single GPU' (without NVLink, "
            "PP is faster than TP or ZeRO); vLLM docs, parallelism_scaling (no NVLink, e.g. L40S: PP instead of TP)"),
-    "R6": ("PP -> its data-parallel part uses ZeRO-1, not ZeRO-2/3",
+    "R6": (N_("PP -> its data-parallel part uses ZeRO-1, not ZeRO-2/3"),
            "HF perf_train_gpu_many (ZeRO-2/3 with PP); Ultra-Scale Playbook"),
-    "R7": ("TP -> with sequence parallelism (no extra communication in the paper's count)",
+    "R7": (N_("TP -> with sequence parallelism (no extra communication in the paper's count)"),
            "Korthikanti et al. 2022 sec. 4.2.2"),
-    "R8": ("nothing fits -> selective, then full activation recomputation; then context parallelism (CP, the "
-           "sequence split over ranks) the same way",
+    "R8": (N_("nothing fits -> selective, then full activation recomputation; then context parallelism (CP, the "
+              "sequence split over ranks) the same way"),
            "Korthikanti et al. 2022 sec. 5 (selective) and Table 2 (full recomputation); Megatron-Core context "
            "parallelism docs"),
-    "R9": ("PP -> m >= 4(p-1) micro-batches keep the bubble <= 1/5 of the iteration, (p-1)/(m+p-1)",
+    "R9": (N_("PP -> m >= 4(p-1) micro-batches keep the bubble <= 1/5 of the iteration, (p-1)/(m+p-1)"),
            "Huang et al. 2019 (GPipe) sec. 2.3; Narayanan et al. 2021 sec. 2.2.1"),
 }
-SOURCES = {rule: source for rule, (_, source) in RULES.items()} | {
+SOURCES = {rule: source for rule, (_when, source) in RULES.items()} | {
     "ACT": "Korthikanti et al. 2022 sec. 4.2.3, Eq. (5) and (6); shapes from Narayanan et al. 2021 Table 1",
     "FIT": "Rajbhandari et al. 2019 (ZeRO) sec. 3.2 (residual states)",
     "SIZE": "a plan uses every GPU: TP x PP x CP x DP = GPUs (Narayanan et al. 2021 sec. 3, n = p t d)",
@@ -126,6 +128,15 @@ class Rule:
 
 
 MAX_GPUS = 1_000_000
+MODEL_PARAMS = N_("model params must be a finite number > 0, got {value!r}")
+MODEL_WHOLE = N_("model {name} must be a whole number >= 1, got {value!r}")
+CLUSTER_WHOLE = N_("cluster {name} must be a whole number >= 1, got {value!r}")
+TOO_MANY_GPUS = N_("{gpus} GPUs ({nodes} nodes x {per_node}) is more than {max:,}; is there a typo?")
+ONE_OF = N_("{name} must be one of {choices}, got {value!r}")
+USABLE_FRACTION = N_("usable_fraction must be in (0, 1], got {value!r}")
+ASSUMED_SHAPE = N_("architecture not given: activations counted for the Megatron-LM {size:g}B shape (L = {layers} "
+                   "layers, h = {hidden}, a = {heads} heads, s = {seq_len} tokens, b = {micro_batch} sequence(s)); "
+                   "give --model or --layers, --hidden, --heads and --seq-len for your model")
 
 
 def divisors(n: int) -> list[int]:
@@ -135,27 +146,27 @@ def divisors(n: int) -> list[int]:
 
 def validate(model: Model, cluster: Cluster, usable_fraction: float) -> None:
     if not (model.params > 0 and math.isfinite(model.params)):
-        raise ValueError(f"model params must be a finite number > 0, got {model.params!r}")
+        raise ValueError(_(MODEL_PARAMS).format(value=model.params))
     for name in ("layers", "hidden", "heads", "seq_len", "micro_batch", "kv_heads"):
         value = getattr(model, name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            raise ValueError(f"model {name} must be a whole number >= 1, got {value!r}")
+            raise ValueError(_(MODEL_WHOLE).format(name=name, value=value))
     precision.recipe(model.recipe)
     if not (cluster.gpu_memory_gb > 0 and math.isfinite(cluster.gpu_memory_gb)):
-        raise ValueError(f"gpu_memory_gb must be a finite number > 0, got {cluster.gpu_memory_gb!r}")
+        raise refuse(FINITE_POSITIVE, "gpu_memory_gb", cluster.gpu_memory_gb)
     for name in ("gpus_per_node", "nodes"):
         value = getattr(cluster, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"cluster {name} must be a whole number >= 1, got {value!r}")
+            raise ValueError(_(CLUSTER_WHOLE).format(name=name, value=value))
     if cluster.gpus > MAX_GPUS:
-        raise ValueError(f"{cluster.gpus} GPUs ({cluster.nodes} nodes x {cluster.gpus_per_node}) is more than "
-                         f"{MAX_GPUS:,}; is there a typo?")
+        raise ValueError(_(TOO_MANY_GPUS).format(gpus=cluster.gpus, nodes=cluster.nodes,
+                                                 per_node=cluster.gpus_per_node, max=MAX_GPUS))
     if cluster.intra_node not in INTRA_NODE:
-        raise ValueError(f"intra_node must be one of {INTRA_NODE}, got {cluster.intra_node!r}")
+        raise ValueError(_(ONE_OF).format(name="intra_node", choices=INTRA_NODE, value=cluster.intra_node))
     if cluster.inter_node not in INTER_NODE:
-        raise ValueError(f"inter_node must be one of {INTER_NODE}, got {cluster.inter_node!r}")
+        raise ValueError(_(ONE_OF).format(name="inter_node", choices=INTER_NODE, value=cluster.inter_node))
     if not 0 < usable_fraction <= 1:
-        raise ValueError(f"usable_fraction must be in (0, 1], got {usable_fraction!r}")
+        raise ValueError(_(USABLE_FRACTION).format(value=usable_fraction))
 
 
 def with_architecture(model: Model) -> tuple[Model, Rule | None]:
@@ -167,9 +178,8 @@ def with_architecture(model: Model) -> tuple[Model, Rule | None]:
     size, heads, hidden, layers = row
     filled = replace(model, layers=model.layers or layers, hidden=model.hidden or hidden,
                      heads=model.heads or heads, seq_len=model.seq_len or 2048)
-    return filled, Rule("ACT", f"architecture not given: activations counted for the Megatron-LM {size / 1e9:g}B "
-                               f"shape (L = {filled.layers} layers, h = {filled.hidden}, a = {filled.heads} heads, "
-                               f"s = {filled.seq_len} tokens, b = {model.micro_batch} sequence(s)); give --model or "
-                               "--layers, --hidden, --heads and --seq-len for your model", SOURCES["ACT"])
+    text = _(ASSUMED_SHAPE).format(size=size / 1e9, layers=filled.layers, hidden=filled.hidden, heads=filled.heads,
+                                   seq_len=filled.seq_len, micro_batch=model.micro_batch)
+    return filled, Rule("ACT", text, SOURCES["ACT"])
 
 

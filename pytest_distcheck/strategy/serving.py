@@ -5,7 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from pytest_distcheck.calc import inference
+from pytest_distcheck.calc._checks import whole
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.strategy.model import GB, SOURCES, Cluster, Model, Rule, divisors, validate, with_architecture
+
+SERVING = N_("serving {batch} sequences x {context} tokens: weights ({weight_dtype}) + KV cache ({kv_dtype}, {kv} KV "
+             "heads) per GPU <= {usable:.1f} GB")
+TP_IN_NODE = N_("TP within a node")
+PP_ACROSS_NODES = N_(", PP={pp} across nodes")
+PP_ACROSS_GPUS = N_(", PP={pp} across GPUs")
+NO_NVLINK = N_("no NVLink within a node: no tensor parallelism")
+NO_NVLINK_PP = N_("no NVLink within a node: no tensor parallelism; pipeline stages instead")
+PLACED = N_("TP={tp} x PP={pp}: {where}; {replicas} replica(s) on {gpus} GPUs")
+REJECTED = N_("TP={tp} x PP={pp}: {total:.1f} GB per GPU (weights {weights:.1f} GB + KV cache {kv:.1f} GB) > "
+              "{usable:.1f} GB")
+NOTHING_FITS = N_("nothing fits: fewer sequences, a shorter context, a smaller KV dtype, or more GPUs")
 
 
 @dataclass(frozen=True)
@@ -48,8 +62,7 @@ def choose_inference(model: Model, cluster: Cluster, batch: int, context: int, w
     """
     validate(model, cluster, usable_fraction)
     for name, value in (("batch", batch), ("context", context)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        whole(name, value)
     model, assumed = with_architecture(replace(model, seq_len=model.seq_len or context))
     assert model.layers is not None and model.heads is not None and model.hidden is not None
     kv = model.kv_heads or model.heads
@@ -58,8 +71,8 @@ def choose_inference(model: Model, cluster: Cluster, batch: int, context: int, w
     tps = [1] if cluster.intra_node == "pcie" else [t for t in divisors(g) if model.heads % t == 0]
     shapes = [(t, 1) for t in tps] + [(tps[-1], p) for p in divisors(model.layers) if 1 < p
                                       and tps[-1] * p <= cluster.gpus]
-    rules = [Rule("INF", f"serving {batch} sequences x {context} tokens: weights ({weight_dtype}) + KV cache "
-                         f"({kv_dtype}, {kv} KV heads) per GPU <= {usable / GB:.1f} GB", SOURCES["INF"])]
+    rules = [Rule("INF", _(SERVING).format(batch=batch, context=context, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                                           kv=kv, usable=usable / GB), SOURCES["INF"])]
     if assumed:
         rules.append(assumed)
     rejected: list[str] = []
@@ -67,18 +80,17 @@ def choose_inference(model: Model, cluster: Cluster, batch: int, context: int, w
         w, c = inference.serving_bytes_per_gpu(model.params, model.layers, batch, context, model.hidden, model.heads,
                                                kv, t, p, weight_dtype, kv_dtype)
         if w + c <= usable:
-            where = "TP within a node" + (f", PP={p} across {'nodes' if t * p > g else 'GPUs'}" if p > 1 else "")
+            across = _(PP_ACROSS_NODES if t * p > g else PP_ACROSS_GPUS).format(pp=p) if p > 1 else ""
             if cluster.intra_node == "pcie":
-                rules.append(Rule("R5", "no NVLink within a node: no tensor parallelism; pipeline stages instead"
-                                  if p > 1 else "no NVLink within a node: no tensor parallelism", SOURCES["R5"]))
-            rules.append(Rule("INF", f"TP={t} x PP={p}: {where}; {cluster.gpus // (t * p)} replica(s) on "
-                                     f"{cluster.gpus} GPUs", SOURCES["INF"]))
+                rules.append(Rule("R5", _(NO_NVLINK_PP if p > 1 else NO_NVLINK), SOURCES["R5"]))
+            rules.append(Rule("INF", _(PLACED).format(tp=t, pp=p, where=_(TP_IN_NODE) + across,
+                                                      replicas=cluster.gpus // (t * p), gpus=cluster.gpus),
+                              SOURCES["INF"]))
             return InferencePlan(t, p, cluster.gpus // (t * p), w, c, usable, True, tuple(rules), tuple(rejected))
-        rejected.append(f"TP={t} x PP={p}: {(w + c) / GB:.1f} GB per GPU (weights {w / GB:.1f} GB + KV cache "
-                        f"{c / GB:.1f} GB) > {usable / GB:.1f} GB")
+        rejected.append(_(REJECTED).format(tp=t, pp=p, total=(w + c) / GB, weights=w / GB, kv=c / GB,
+                                           usable=usable / GB))
     t, p = shapes[-1]
     w, c = inference.serving_bytes_per_gpu(model.params, model.layers, batch, context, model.hidden, model.heads,
                                            kv, t, p, weight_dtype, kv_dtype)
-    rules.append(Rule("FIT", "nothing fits: fewer sequences, a shorter context, a smaller KV dtype, or more GPUs",
-                      SOURCES["FIT"]))
+    rules.append(Rule("FIT", _(NOTHING_FITS), SOURCES["FIT"]))
     return InferencePlan(t, p, max(cluster.gpus // (t * p), 0), w, c, usable, False, tuple(rules), tuple(rejected))
