@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What the language depends on, read before the whole command line is (argparse's own words stay English).
+_LANGUAGE_ONLY = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+_LANGUAGE_ONLY.add_argument(LANG.flag, dest="lang", default=None)
+_LANGUAGE_ONLY.add_argument("--config", default=None)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``distcheck`` console script. Returns the exit status.
 
@@ -58,13 +64,18 @@ def main(argv: list[str] | None = None) -> int:
     (:mod:`pytest_distcheck.i18n`). Errors of the kit (:class:`DistcheckError`) are printed as one line to
     stderr, exit status 2.
     """
-    args = build_parser().parse_args(argv)
-    resolve_config(args)
+    # The language first, so the argument types' errors that argparse prints while parsing speak it too.
+    pre, _rest = _LANGUAGE_ONLY.parse_known_args(argv)
     try:
-        use_from(args.lang, _workspace_lang(args))
+        use_from(pre.lang, _workspace_lang(pre))
+        bad_language = None
     except LanguageError as exc:
-        print(f"distcheck {args.command}: {exc}", file=sys.stderr)
+        bad_language = exc
+    args = build_parser().parse_args(argv)
+    if bad_language is not None:
+        print(f"distcheck {args.command}: {bad_language}", file=sys.stderr)
         return 2
+    resolve_config(args)
     try:
         return int(_load(args.command).run(args) or 0)
     except DistcheckError as exc:

@@ -67,6 +67,25 @@ def test_the_cli_refuses_an_unsupported_language_with_exit_status_2(capsys):
         source="command line --lang", value="fr", choices="en, es")
 
 
+@pytest.mark.parametrize("argv", [["bubble", "-p", "x", "-m", "8", "--lang", "es"],
+                                  ["bubble", "-p", "x", "-m", "8", "--lang=es"]])
+def test_the_cli_speaks_its_language_while_it_parses_the_command_line(argv, monkeypatch, capsys):
+    import argparse
+
+    from pytest_distcheck.commands import bubble
+
+    def spoken(text):  # an argument type's error, spoken when argparse calls it
+        raise argparse.ArgumentTypeError(f"lang={i18n.language()}")
+
+    monkeypatch.setattr(bubble, "positive_int", spoken)
+    try:
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+    finally:
+        i18n.use(i18n.DEFAULT)
+    assert exc.value.code == 2 and "lang=es" in capsys.readouterr().err
+
+
 def test_pytest_refuses_an_unsupported_language_as_a_usage_error(pytester):
     result = pytester.runpytest("--lang", "fr")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
