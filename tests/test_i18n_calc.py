@@ -147,7 +147,7 @@ def test_the_decision_table_prints_in_spanish_with_its_sources_as_published(caps
     strategy_command.print_rules()
     out = capsys.readouterr().out
     assert "[R6] PP -> su parte de paralelismo de datos usa ZeRO-1, no ZeRO-2/3" in out
-    assert "source: HF perf_train_gpu_many (ZeRO-2/3 with PP); Ultra-Scale Playbook" in out
+    assert "fuente: HF perf_train_gpu_many (ZeRO-2/3 with PP); Ultra-Scale Playbook" in out  # the label translated
 
 
 def test_the_commands_print_these_errors_in_spanish_with_lang_es(capsys):

@@ -9,6 +9,23 @@ from __future__ import annotations
 import argparse
 
 from pytest_distcheck.commands._numbers import positive_int
+from pytest_distcheck.i18n import N_, _, ngettext
+
+INTERLEAVED = N_("interleaved 1F1B, v = {v}")
+# The three rows' labels, padded after translation to the longest one (formulas and citations stay as they are).
+OVER_IDEAL = N_("bubble / ideal compute time")
+OVER_TOTAL = N_("bubble / total iteration")
+IN_FLIGHT = N_("activations in flight")
+NEEDS_M = N_("bubble <= 20% of the iteration needs m >= {need}")
+MULTIPLE_OF_P = N_("(a multiple of p)")
+FIRST_CAN_EXCEED = N_("The first number can exceed 1; only the second is a share of wall time.")
+
+
+def pipeline_line(p: int, m: int, schedule: str) -> str:
+    """The first line: stages, micro-batches and schedule (English keeps "1 stages"; Spanish says etapa/etapas)."""
+    line = ngettext("pipeline: p = {p} stages, m = {m} micro-batches ({schedule})",
+                    "pipeline: p = {p} stages, m = {m} micro-batches ({schedule})", p)
+    return line.format(p=p, m=m, schedule=schedule)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,17 +48,19 @@ def run(args: argparse.Namespace) -> int:
         frac = pipeline.bubble_fraction_of_total(p, m, v)
     except ValueError as exc:
         raise DistcheckError(str(exc)) from None
-    schedule = "GPipe / 1F1B" if v == 1 else f"interleaved 1F1B, v = {v}"
-    print(f"pipeline: p = {p} stages, m = {m} micro-batches ({schedule})")
-    print(f"  bubble / ideal compute time  (p-1)/(v*m)               = {Fraction(p - 1, v * m)} = {ratio:.4g}"
+    schedule = "GPipe / 1F1B" if v == 1 else _(INTERLEAVED).format(v=v)
+    print(pipeline_line(p, m, schedule))
+    labels = [_(OVER_IDEAL), _(OVER_TOTAL), _(IN_FLIGHT)]
+    w = max(len(label) for label in labels) + 2
+    print(f"  {labels[0]:<{w}}(p-1)/(v*m)               = {Fraction(p - 1, v * m)} = {ratio:.4g}"
           "    Narayanan et al. 2021 sec. 2.2.1-2.2.2")
-    print(f"  bubble / total iteration     ((p-1)/v)/(m+(p-1)/v)     = {Fraction(p - 1, v * m + p - 1)} = "
+    print(f"  {labels[1]:<{w}}((p-1)/v)/(m+(p-1)/v)     = {Fraction(p - 1, v * m + p - 1)} = "
           f"{frac:.4g} ({frac:.1%})    GPipe sec. 2.3; Narayanan Eq. (1)")
     in_flight = pipeline.microbatches_in_flight("1f1b", p, m)
-    print(f"  activations in flight        GPipe m = {m}; 1F1B min(p, m) = {in_flight}"
+    print(f"  {labels[2]:<{w}}GPipe m = {m}; 1F1B min(p, m) = {in_flight}"
           "    Narayanan et al. 2021 sec. 2.2.1")
     if p > 1:
         need = pipeline.min_microbatches_for_bubble(p, 0.2, v)
-        print(f"  bubble <= 20% of the iteration needs m >= {need}" + (" (a multiple of p)" if v > 1 else ""))
-    print("The first number can exceed 1; only the second is a share of wall time.")
+        print("  " + _(NEEDS_M).format(need=need) + (" " + _(MULTIPLE_OF_P) if v > 1 else ""))
+    print(_(FIRST_CAN_EXCEED))
     return 0

@@ -42,6 +42,9 @@ SETTLE_COMMAND = N_("  distcheck budget{config} --settle {run} --seconds S    # 
 POD = N_("pod {pod}")
 CONFIRMATION = N_("Ledger: {confirmation}")
 OVER_CEILING = N_("OVER a ceiling: the spend-within-budget item is broken")
+# The ledger table's column heads, each padded after translation to its column's width.
+COLUMNS = (N_("time (UTC)"), N_("run id"), N_("status"), N_("resource"), N_("billed s"), N_("USD/h"), N_("cost"),
+           N_("experiment"), N_("purpose / pod"))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
     rows = status.rows
     print(_(LEDGER_ROWS).format(path=guard.ledger.path, n=len(rows)) + ("" if rows else _(NOTHING_SPENT)))
     if rows:
-        print(f"  {'time (UTC)':<20} {'run id':<16} {'status':<7} {'resource':<20} {'billed s':>8} "
-              f"{'USD/h':>7} {'cost':>9}  {'experiment':<14} purpose / pod")
+        h = [_(c) for c in COLUMNS]
+        print(f"  {h[0]:<20} {h[1]:<16} {h[2]:<7} {h[3]:<20} {h[4]:>8} {h[5]:>7} {h[6]:>9}  {h[7]:<14} {h[8]}")
         for r in rows:
             print(f"  {r.time_utc:%Y-%m-%d %H:%M:%S} {r.run_id:<16} {r.status:<7} "
                   f"{r.provider + ' ' + r.resource:<20} {r.billed_s:>8} {r.rate_per_hour:>7} "

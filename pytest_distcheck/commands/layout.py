@@ -10,6 +10,17 @@ from __future__ import annotations
 import argparse
 
 from pytest_distcheck.commands._numbers import positive_int
+from pytest_distcheck.i18n import N_, _
+
+LAYOUT = N_("layout: {gpus} GPUs = TP {tp} x PP {pp} x CP {cp} x DP {dp}   DP = GPUs / (TP x PP x CP), "
+            "megatron-core parallel_state")
+# The rows' labels, padded after translation to the longest one.
+MICROBATCHES = N_("micro-batches per step")
+CHUNK_LAYERS = N_("layers per model chunk")
+BUBBLE = N_("bubble / ideal time")
+GA_COUNT = N_("the gradient-accumulation count")
+CONSISTENT = N_("consistent: every count divides")
+DOES_NOT_ADD_UP = N_("does not add up:")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,21 +45,22 @@ def run(args: argparse.Namespace) -> int:
                                args.ga)
     dp, m = out.dp, out.microbatches
     show = lambda x: str(x) if x.denominator == 1 else f"{float(x):.4g}"  # noqa: E731
-    print(f"layout: {args.gpus} GPUs = TP {args.tp} x PP {args.pp} x CP {args.cp} x DP {show(dp)}   "
-          "DP = GPUs / (TP x PP x CP), megatron-core parallel_state")
-    print(f"  micro-batches per step  m = GBS / (DP x MBS) = {args.gbs} / ({show(dp)} x {args.mbs}) = {show(m)}"
-          "   the gradient-accumulation count")
+    print(_(LAYOUT).format(gpus=args.gpus, tp=args.tp, pp=args.pp, cp=args.cp, dp=show(dp)))
+    labels = [_(MICROBATCHES), _(CHUNK_LAYERS), _(BUBBLE)]
+    w = max(len(label) for label in labels) + 2
+    print(f"  {labels[0]:<{w}}m = GBS / (DP x MBS) = {args.gbs} / ({show(dp)} x {args.mbs}) = {show(m)}"
+          + "   " + _(GA_COUNT))
     if args.layers is not None:
-        print(f"  layers per model chunk  L / (PP x VP) = {args.layers} / {args.pp * args.vp} = "
+        print(f"  {labels[1]:<{w}}L / (PP x VP) = {args.layers} / {args.pp * args.vp} = "
               f"{show(Fraction(args.layers, args.pp * args.vp))}")
     if args.pp > 1 and m.denominator == 1:
         ratio = pipeline.bubble_ratio_over_ideal(args.pp, int(m), 1) / args.vp
-        print(f"  bubble / ideal time     (p-1)/(v*m) = {Fraction(args.pp - 1, args.vp * int(m))} = {ratio:.4g}"
+        print(f"  {labels[2]:<{w}}(p-1)/(v*m) = {Fraction(args.pp - 1, args.vp * int(m))} = {ratio:.4g}"
               "   Narayanan et al. 2021 sec. 2.2.1-2.2.2")
     if not out.problems:
-        print("consistent: every count divides")
+        print(_(CONSISTENT))
         return 0
-    print("does not add up:")
+    print(_(DOES_NOT_ADD_UP))
     for problem in out.problems:
         print(f"  - {problem}")
     return 1

@@ -15,19 +15,42 @@ from __future__ import annotations
 import argparse
 
 from pytest_distcheck.commands._numbers import count, positive_int, real
-from pytest_distcheck.i18n import N_, _
+from pytest_distcheck.i18n import N_, _, ngettext
 
 ZERO_CHOICES = ("ddp", "zero1", "zero2", "zero3", "megatron-distopt", "HYBRID_SHARD")
 UNITS = {"GB": 1e9, "GiB": 2**30}
-STATES_HEADER = ("model states per GPU, Psi = {psi:.4g} parameters, N_d = {nd}{split}, {what}; variant {variant} "
-                 "(Rajbhandari et al. 2019); {unit_note}")
-STATES_ROW = ("  {name:<30} {formula:<24} {total}   (params {params}, grads {grads}, optimizer {optimizer})  "
-              "{section}")
-OFFLOAD_LINE = ("  offload {options}: per GPU {gpu} ({gpu_formula}); per node CPU {cpu} ({cpu_formula}){nvme}  "
-                "{source}")
-PLAN_TOTAL = ("\nplan TP={tp} x PP={pp} x CP={cp} x DP={dp}, {zero}, recompute {recompute}: {total} per GPU = states "
-              "{states} + activations {activations} + gathered unit {gathered} + margin {margin} (variant zero-paper)")
-UNIT_NOTE = {"GB": "GB = 1e9 bytes", "GiB": "GiB = 2^30 bytes, what DeepSpeed prints as \"GB\""}
+STATES_HEADER = N_("model states per GPU, Psi = {psi:.4g} parameters, N_d = {nd}{split}, {what}; variant {variant} "
+                    "(Rajbhandari et al. 2019); {unit_note}")
+SPLIT = N_(", TP = {tp}, PP = {pp} (Psi below = Psi/(TP x PP) = {local:.4g} per GPU)")
+RECIPE_BYTES = N_("recipe {name}, {bytes:g} B/param")
+# {name} comes padded to the width of the longest row name (30 in English): the columns stay aligned.
+STATES_ROW = N_("  {name:<30} {formula:<24} {total}   (params {params}, grads {grads}, optimizer {optimizer})  "
+                "{section}")
+HYBRID_ROW = N_("FULL_SHARD within a node (torch fsdp/api.py)")
+DISTOPT_NAME = N_("Megatron distributed optimizer")
+OFFLOAD_LINE = N_("  offload {options}: per GPU {gpu} ({gpu_formula}); per node CPU {cpu} ({cpu_formula}){nvme}  "
+                  "{source}")
+PLAN_TOTAL = N_("plan TP={tp} x PP={pp} x CP={cp} x DP={dp}, {zero}, recompute {recompute}: {total} per GPU = "
+                "states {states} + activations {activations} + gathered unit {gathered} + margin {margin} "
+                "(variant zero-paper)")
+UNIT_NOTE = {"GB": N_("GB = 1e9 bytes"), "GiB": N_("GiB = 2^30 bytes, what DeepSpeed prints as \"GB\"")}
+FRAMEWORK_HEADER = N_("model states, variant {variant} ({source}); {unit_note}")
+DISTOPT_GROUP = N_("  per GPU, d = N_d = {group}, Psi = {local:.4g} per GPU")
+LARGEST_LAYER = N_(", L = {largest:.4g} (largest layer)")
+DEEPSPEED_CLUSTER = N_("  Psi = {psi:.4g}{largest}, {nodes} x {n} GPUs; N = {dp}")
+DEEPSPEED_ROW = N_("per GPU {gpu} ({gpu_formula}); per node {host} ({host_formula})")
+ZERO3_NEEDS_LAYER = N_("  (ZeRO-3 rows need --largest-layer: DeepSpeed's 4L, the largest layer gathered)")
+ACTIVATIONS_HEADER = N_("activations, s = {s}, b = {b}, h = {h}, a = {a}, t = {t}, L = {L}, 16-bit "
+                        "(Korthikanti et al. 2022)")
+NO_RECOMPUTATION = N_("no recomputation")
+TP_SEQUENCE_PARALLEL = N_("TP + sequence parallel")
+TP_SELECTIVE = N_("TP + selective recompute")
+TP_SP_SELECTIVE = N_("TP + SP + selective")
+FULL_RECOMPUTATION = N_("full recomputation")
+TABLE_2 = N_("Table 2")
+ACTIVATIONS_ROW = N_("{per_layer}/layer  {total} for L layers")
+FIRST_STAGE = N_("  (under 1F1B the first pipeline stage holds L layers' worth whatever p: Eq. (5)/(6))")
+ASSUMED = N_("assumed:")
 TP_HEADS = N_("--tp {tp} does not divide --heads {heads}: TP gives each rank whole attention heads (megatron-core "
               "TransformerConfig: num_attention_heads % tensor_model_parallel_size == 0); use a TP that divides "
               "{heads}")
@@ -145,10 +168,11 @@ def _paper_rows(args: argparse.Namespace, memory, precision, recipe, k: float, s
     from pytest_distcheck.calc.estimators import SOURCES, ZERO_PAPER
 
     psi, t, p = args.params, args.tp, args.pp
-    split = f", TP = {t}, PP = {p} (Psi below = Psi/(TP x PP) = {psi / (t * p):.4g} per GPU)" if t * p > 1 else ""
-    what = f"K = {k:g}" if args.k is not None else f"recipe {recipe.name}, {recipe.total_bytes_per_param:g} B/param"
-    print(STATES_HEADER.format(psi=psi, nd=args.dp * args.cp, split=split, what=what, variant=ZERO_PAPER,
-                               unit_note=UNIT_NOTE[args.unit]))
+    split = _(SPLIT).format(tp=t, pp=p, local=psi / (t * p)) if t * p > 1 else ""
+    what = (f"K = {k:g}" if args.k is not None
+            else _(RECIPE_BYTES).format(name=recipe.name, bytes=recipe.total_bytes_per_param))
+    print(_(STATES_HEADER).format(psi=psi, nd=args.dp * args.cp, split=split, what=what, variant=ZERO_PAPER,
+                                  unit_note=_(UNIT_NOTE[args.unit])))
     rows = [
         ("DDP / FSDP NO_SHARD", "(2+2+K) Psi", "ddp", "sec. 3.1"),
         ("ZeRO-1", "4 Psi + K Psi/N_d", "zero1", "sec. 5.1"),
@@ -156,28 +180,31 @@ def _paper_rows(args: argparse.Namespace, memory, precision, recipe, k: float, s
         ("ZeRO-3 / FSDP FULL_SHARD", "(2+2+K) Psi/N_d", "zero3", "sec. 5.3"),
     ]
     symbolic = args.k is not None or recipe.name == "zero"
+    distopt = args.k is None and recipe.master
+    width = max(30, len(_(DISTOPT_NAME)) if distopt else 0)
     for name, formula, stage, sec in rows:
         s = states(stage)
         formula = formula if symbolic else _formula(recipe, stage, precision)
-        print(STATES_ROW.format(name=name, formula=formula, total=_fmt(args, s.total_bytes, 10),
-                                params=_fmt(args, s.params_bytes), grads=_fmt(args, s.grads_bytes + s.main_grads_bytes),
-                                optimizer=_fmt(args, s.optimizer_bytes + s.master_bytes), section=sec))
+        print(_(STATES_ROW).format(
+            name=name.ljust(width), formula=formula, total=_fmt(args, s.total_bytes, 10),
+            params=_fmt(args, s.params_bytes), grads=_fmt(args, s.grads_bytes + s.main_grads_bytes),
+            optimizer=_fmt(args, s.optimizer_bytes + s.master_bytes), section=sec))
     if args.gpus_per_node:
         g = _node_group(args, args.dp * args.cp)
         h = states("HYBRID_SHARD", g)
-        print(f"  {'FSDP HYBRID_SHARD':<30} {'(2+2+K) Psi/G, G=' + str(g):<24} {_fmt(args, h.total_bytes, 10)}"
-              "   FULL_SHARD within a node (torch fsdp/api.py)")
-    if args.k is None and recipe.master:
+        print(f"  {'FSDP HYBRID_SHARD':<{width}} {'(2+2+K) Psi/G, G=' + str(g):<24} {_fmt(args, h.total_bytes, 10)}"
+              f"   {_(HYBRID_ROW)}")
+    if distopt:
         d = states("megatron-distopt")
         formula = _formula(recipe, "megatron-distopt", precision)
-        print(f"  {'Megatron distributed optimizer':<30} {formula:<24} {_fmt(args, d.total_bytes, 10)}"
+        print(f"  {_(DISTOPT_NAME):<{width}} {formula:<24} {_fmt(args, d.total_bytes, 10)}"
               "   Megatron-LM README, 'Distributed Optimizer'")
     if args.offload_optimizer != "none" or args.offload_param != "none":
         pl = _placement(args, k, recipe)
         nvme = f", NVMe {_fmt(args, pl.nvme_bytes)}" if pl.nvme_bytes else ""
-        print(OFFLOAD_LINE.format(options=pl.options, gpu=_fmt(args, pl.gpu_bytes), gpu_formula=pl.gpu_formula,
-                                  cpu=_fmt(args, pl.host_bytes), cpu_formula=pl.host_formula, nvme=nvme,
-                                  source=SOURCES[ZERO_PAPER]))
+        print(_(OFFLOAD_LINE).format(options=pl.options, gpu=_fmt(args, pl.gpu_bytes), gpu_formula=pl.gpu_formula,
+                                     cpu=_fmt(args, pl.host_bytes), cpu_formula=pl.host_formula, nvme=nvme,
+                                     source=SOURCES[ZERO_PAPER]))
 
 
 def _placement(args: argparse.Namespace, k: float, recipe):
@@ -193,9 +220,10 @@ def _placement(args: argparse.Namespace, k: float, recipe):
 def _framework_rows(args: argparse.Namespace, estimators, recipe, local: float, group: int) -> None:
     """The tables of a framework's own estimator: DeepSpeed's (per CPU | per GPU | options, like DeepSpeed) or
     the Megatron-LM README's bytes per parameter."""
-    head = f"model states, variant {args.variant} ({estimators.SOURCES[args.variant]}); {UNIT_NOTE[args.unit]}"
+    head = _(FRAMEWORK_HEADER).format(variant=args.variant, source=estimators.SOURCES[args.variant],
+                                      unit_note=_(UNIT_NOTE[args.unit]))
     if args.variant == estimators.MEGATRON_DISTOPT:
-        print(f"{head}\n  per GPU, d = N_d = {group}, Psi = {local:.4g} per GPU")
+        print(head + "\n" + _(DISTOPT_GROUP).format(group=group, local=local))
         for r in estimators.megatron_distopt(local, group):
             print(f"  {r.options:<24} {r.gpu_formula:<16} {_fmt(args, r.gpu_bytes, 10)}")
         return
@@ -207,18 +235,21 @@ def _framework_rows(args: argparse.Namespace, estimators, recipe, local: float, 
     if args.dp % n:
         raise ValueError(_(NODES).format(dp=args.dp, n=n))
     nodes = args.dp // n
-    largest = f", L = {args.largest_layer:.4g} (largest layer)" if args.largest_layer else ""
-    print(f"{head}\n  Psi = {args.params:.4g}{largest}, {nodes} node(s) x {n} GPUs; N = {args.dp}")
+    largest = _(LARGEST_LAYER).format(largest=args.largest_layer) if args.largest_layer else ""
+    node_count = ngettext("{n} node(s)", "{n} node(s)", nodes).format(n=nodes)
+    print(head + "\n" + _(DEEPSPEED_CLUSTER).format(psi=args.params, largest=largest, nodes=node_count, n=n,
+                                                    dp=args.dp))
     rows = [("ZeRO-2", r) for r in estimators.deepspeed_zero2(args.params, n, nodes, args.variant)]
     if args.largest_layer:
         rows += [("ZeRO-3", r) for r in estimators.deepspeed_zero3(args.params, args.largest_layer, n, nodes,
                                                                     variant=args.variant)]
     u = UNITS[args.unit]
     for stage, r in rows:
-        print(f"  {stage} {r.options:<61} per GPU {r.gpu_bytes / u:7.2f} {args.unit} ({r.gpu_formula}); per node "
-              f"{r.host_bytes / u:7.2f} {args.unit} ({r.host_formula})")
+        print(f"  {stage} {r.options:<61} " + _(DEEPSPEED_ROW).format(
+            gpu=f"{r.gpu_bytes / u:7.2f} {args.unit}", gpu_formula=r.gpu_formula,
+            host=f"{r.host_bytes / u:7.2f} {args.unit}", host_formula=r.host_formula))
     if not args.largest_layer:
-        print("  (ZeRO-3 rows need --largest-layer: DeepSpeed's 4L, the largest layer gathered)")
+        print(_(ZERO3_NEEDS_LAYER))
 
 
 def _node_group(args: argparse.Namespace, group: int) -> int:
@@ -246,20 +277,22 @@ def _activations(args: argparse.Namespace) -> None:
     from pytest_distcheck.calc import memory
 
     s, b, h, a, t, L = args.seq_len, args.micro_batch, args.hidden, args.heads, args.tp, args.layers
-    print(f"\nactivations, s = {s}, b = {b}, h = {h}, a = {a}, t = {t}, L = {L}, 16-bit (Korthikanti et al. 2022)")
+    print("\n" + _(ACTIVATIONS_HEADER).format(s=s, b=b, h=h, a=a, t=t, L=L))
+    table = _(TABLE_2)
     configs = [
-        ("no recomputation" + (", TP" if t > 1 else ""), False, "none",
+        (_(NO_RECOMPUTATION) + (", TP" if t > 1 else ""), False, "none",
          "sbh(10 + 24/t + 5as/(ht))" if t > 1 else "sbh(34 + 5as/h)", "Eq. (2)" if t > 1 else "Eq. (1)"),
-        ("TP + sequence parallel", True, "none", "(sbh/t)(34 + 5as/h)", "Eq. (4)"),
-        ("TP + selective recompute", False, "selective", "sbh(10 + 24/t)", "Table 2"),
-        ("TP + SP + selective", True, "selective", "34 sbh/t", "Table 2"),
-        ("full recomputation", False, "full", "2 sbh", "Table 2"),
+        (_(TP_SEQUENCE_PARALLEL), True, "none", "(sbh/t)(34 + 5as/h)", "Eq. (4)"),
+        (_(TP_SELECTIVE), False, "selective", "sbh(10 + 24/t)", table),
+        (_(TP_SP_SELECTIVE), True, "selective", "34 sbh/t", table),
+        (_(FULL_RECOMPUTATION), False, "full", "2 sbh", table),
     ]
+    width = max(30, *(len(name) for name, *_rest in configs))
     for name, sp, rc, formula, where in configs:
         per_layer = memory.activation_bytes_per_layer(s, b, h, a, t, sp, rc)
-        print(f"  {name:<30} {formula:<26} {_fmt(args, per_layer, 9)}/layer  {_fmt(args, per_layer * L, 9)} "
-              f"for L layers  {where}")
-    print("  (under 1F1B the first pipeline stage holds L layers' worth whatever p: Eq. (5)/(6))")
+        row = _(ACTIVATIONS_ROW).format(per_layer=_fmt(args, per_layer, 9), total=_fmt(args, per_layer * L, 9))
+        print(f"  {name:<{width}} {formula:<26} {row}  {where}")
+    print(_(FIRST_STAGE))
 
 
 def _plan(args: argparse.Namespace, memory, precision, states, k: float) -> None:
@@ -280,15 +313,16 @@ def _plan(args: argparse.Namespace, memory, precision, states, k: float) -> None
     else:
         st = states(args.zero, group).total_bytes
     total = st + pm.activation_bytes + gathered + args.margin_gb * 1e9
-    print(PLAN_TOTAL.format(tp=args.tp, pp=args.pp, cp=args.cp, dp=args.dp, zero=args.zero, recompute=args.recompute,
-                            total=_fmt(args, total), states=_fmt(args, st), activations=_fmt(args, pm.activation_bytes),
-                            gathered=_fmt(args, gathered), margin=_fmt(args, args.margin_gb * 1e9)))
+    print("\n" + _(PLAN_TOTAL).format(
+        tp=args.tp, pp=args.pp, cp=args.cp, dp=args.dp, zero=args.zero, recompute=args.recompute,
+        total=_fmt(args, total), states=_fmt(args, st), activations=_fmt(args, pm.activation_bytes),
+        gathered=_fmt(args, gathered), margin=_fmt(args, args.margin_gb * 1e9)))
     notes = list(pm.assumptions)
     if args.k is not None:
         notes[0] = _(K_NOTE).format(k=k)
     if offload:
         notes.append(_(OFFLOAD_NOTE).format(optimizer=args.offload_optimizer, param=args.offload_param))
     notes.append(_(NOT_COUNTED))
-    print("assumed:")
+    print(_(ASSUMED))
     for note in notes:
         print(f"  - {note}")

@@ -16,6 +16,13 @@ import argparse
 from pathlib import Path
 
 from pytest_distcheck.commands import add_config_argument
+from pytest_distcheck.i18n import N_, _
+
+ALL_NEEDS_SWEEP = N_("--all only goes with --sweep")
+NO_PODS = N_("no pods in the RunPod account")
+ORPHAN = N_("ORPHAN: ")
+NOTHING_TO_SWEEP = N_("nothing to sweep")
+LEDGER_LINE = N_("ledger: {line}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,17 +39,17 @@ def run(args: argparse.Namespace) -> int:
     from pytest_distcheck.pods.timings import Timings
 
     if args.all and not args.sweep:
-        raise DistcheckError("--all only goes with --sweep")
+        raise DistcheckError(_(ALL_NEEDS_SWEEP))
     timings = Timings()
     provider = RunPodProvider(timings)
     pods = provider.list()
     scope = "all" if args.all else "manual"
     if not pods:
-        print("no pods in the RunPod account")
+        print(_(NO_PODS))
     for pod in pods:
         rate = f"${pod.usd_per_hour:.3f}/h" if pod.usd_per_hour is not None else "$?/h"
         kill, why = orphan_reason(pod, scope)
-        verdict = ("ORPHAN: " if kill else "") + why
+        verdict = (_(ORPHAN) if kill else "") + why
         print(f"{pod.id:<16} {pod.name:<48} {pod.status:<10} {rate:>10}  {verdict}")
     if not args.sweep:
         return 0
@@ -53,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     for line in report.lines():
         print(line)
     if not report.terminated:
-        print("nothing to sweep")
+        print(_(NOTHING_TO_SWEEP))
     return 1 if report.unconfirmed or unconfirmed else 0
 
 
@@ -71,5 +78,5 @@ def _recover(args: argparse.Namespace, provider, timings, pods) -> list[str] | N
         return None
     done = recover(BudgetGuard.from_config(cfg), provider, timings.confirm_timeout, pods)
     for line in done.lines:
-        print(f"ledger: {line}")
+        print(_(LEDGER_LINE).format(line=line))
     return done.unconfirmed

@@ -16,10 +16,58 @@ from __future__ import annotations
 import argparse
 
 from pytest_distcheck.commands._numbers import count, positive_int, real
-from pytest_distcheck.i18n import N_, _
+from pytest_distcheck.i18n import N_, _, ngettext
 
 CHECK_KEYS = ("tp", "pp", "dp", "cp", "zero", "recompute")
 GIVE = N_("give {missing} (or --rules for the decision table)")
+# --check's spec (argparse says them as "argument --check: ...")
+NOT_KEY_VALUE = N_("{item!r}: expected KEY=VALUE with KEY one of {keys}")
+RECOMPUTE_VALUES = N_("{item!r}: recompute is none, selective or full")
+SPEC_LACKS = N_("{text!r} lacks {missing} (e.g. tp=8,pp=4,dp=2)")
+# The frame of the output; plans' names, rules' texts and sources are built (and translated) by strategy/.
+RULES_HEADER = N_("decision table of distcheck strategy, in its order of preference:")
+RULE_LINE = N_("  [{rule}] {text}\n        source: {source}")
+CLUSTER = N_("{gpus} GPUs ({nodes} x {per_node}, {memory:g} GB, {intra}{inter}); model {params:.4g} parameters")
+INTER_NODE = N_(", {inter} inter-node")
+ARCHITECTURE = N_("architecture {name}: L = {layers} layers, h = {hidden}, a = {heads} heads ({kv_heads} KV heads), "
+                  "s = {seq_len} tokens; source: {source}")
+MORE = N_("... {n} more ...")
+RECOMMENDED = N_("recommended: {plan}")
+DOES_NOT_FIT = N_("(DOES NOT FIT)")
+SEQUENCE_PARALLEL = N_("sequence parallel")
+RECOMPUTATION = N_("{recompute} recomputation")
+MICROBATCHES = N_("m >= {m} micro-batches")
+MEMORY_PER_GPU = N_("  memory per GPU: {total:.1f} GB = model states {states:.1f} GB + activations {activations:.1f} GB"
+                    "{gathered} (usable {usable:.1f} GB)")
+GATHERED = N_(" + gathered unit {gathered:.1f} GB")
+RULES_FIRED = N_("rules that fired:")
+CHECKED_MEMORY = N_("plan {name}: {total:.1f} GB per GPU = states {states:.1f} GB + activations {activations:.1f} GB + "
+                    "gathered unit {gathered:.1f} GB ({recompute} recomputation)")
+BREAKS_NO_RULE = N_("plan {name} breaks no rule")
+SERVING = N_("serving: TP = {tp}, PP = {pp}, {replicas}")
+SERVING_MEMORY = N_("  memory per GPU: {total:.1f} GB = weights {weights:.1f} GB + KV cache {kv:.1f} GB "
+                    "(usable {usable:.1f} GB)")
+
+
+def nodes(n: int) -> str:
+    """``2 node(s)``: the count of nodes (English keeps its "(s)"; Spanish says nodo/nodos)."""
+    return ngettext("{n} node(s)", "{n} node(s)", n).format(n=n)
+
+
+def replicas(n: int) -> str:
+    """``4 replica(s)``: the count of model replicas when serving."""
+    return ngettext("{n} replica(s)", "{n} replica(s)", n).format(n=n)
+
+
+def rejected_first(n: int) -> str:
+    """The heading of the candidates rejected before the plan."""
+    return ngettext("rejected first ({n} candidates, in the order tried):",
+                    "rejected first ({n} candidates, in the order tried):", n).format(n=n)
+
+
+def breaks(name: str, n: int) -> str:
+    """The heading of the rules a checked plan breaks."""
+    return ngettext("plan {name} breaks {n} rule(s):", "plan {name} breaks {n} rule(s):", n).format(name=name, n=n)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,13 +113,13 @@ def _plan_spec(text: str) -> dict[str, object]:
         key, sep, value = item.partition("=")
         key = key.strip().lower()
         if not sep or key not in CHECK_KEYS:
-            raise argparse.ArgumentTypeError(f"{item!r}: expected KEY=VALUE with KEY one of {', '.join(CHECK_KEYS)}")
+            raise argparse.ArgumentTypeError(_(NOT_KEY_VALUE).format(item=item, keys=", ".join(CHECK_KEYS)))
         if key == "recompute" and value.strip() not in ("none", "selective", "full"):
-            raise argparse.ArgumentTypeError(f"{item!r}: recompute is none, selective or full")
+            raise argparse.ArgumentTypeError(_(RECOMPUTE_VALUES).format(item=item))
         spec[key] = value.strip() if key in ("zero", "recompute") else positive_int(value)
     missing = [k for k in ("tp", "pp", "dp") if k not in spec]
     if missing:
-        raise argparse.ArgumentTypeError(f"{text!r} lacks {', '.join(missing)} (e.g. tp=8,pp=4,dp=2)")
+        raise argparse.ArgumentTypeError(_(SPEC_LACKS).format(text=text, missing=", ".join(missing)))
     return spec
 
 
@@ -79,9 +127,9 @@ def print_rules() -> None:
     """The decision table, one rule per entry with its source (``distcheck strategy --rules``)."""
     from pytest_distcheck.strategy import RULES
 
-    print("decision table of distcheck strategy, in its order of preference:")
+    print(_(RULES_HEADER))
     for rule, (text, source) in RULES.items():
-        print(f"  [{rule}] {_(text)}\n        source: {source}")
+        print(_(RULE_LINE).format(rule=rule, text=_(text), source=source))
 
 
 def _model(args: argparse.Namespace):
@@ -108,13 +156,13 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("distcheck strategy", "", _(GIVE).format(missing=", ".join(missing)))
     model = _model(args)
     cluster = Cluster(args.gpu_memory_gb, args.gpus_per_node, args.nodes, args.intra, args.inter)
-    print(f"{cluster.gpus} GPUs ({cluster.nodes} node(s) x {cluster.gpus_per_node}, {cluster.gpu_memory_gb:g} GB, "
-          f"{cluster.intra_node}" + (f", {cluster.inter_node} inter-node" if cluster.nodes > 1 else "") +
-          f"); model {model.params:.4g} parameters")
+    inter = _(INTER_NODE).format(inter=cluster.inter_node) if cluster.nodes > 1 else ""
+    print(_(CLUSTER).format(gpus=cluster.gpus, nodes=nodes(cluster.nodes), per_node=cluster.gpus_per_node,
+                            memory=cluster.gpu_memory_gb, intra=cluster.intra_node, inter=inter, params=model.params))
     if args.model:
         arch = ARCHITECTURES[args.model]
-        print(f"architecture {args.model}: L = {model.layers} layers, h = {model.hidden}, a = {model.heads} heads "
-              f"({model.kv_heads} KV heads), s = {model.seq_len} tokens; source: {arch.source}")
+        print(_(ARCHITECTURE).format(name=args.model, layers=model.layers, hidden=model.hidden, heads=model.heads,
+                                     kv_heads=model.kv_heads, seq_len=model.seq_len, source=arch.source))
     try:
         if args.check:
             return _check(model, cluster, args)
@@ -127,15 +175,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _rules(rules) -> None:
     for rule in rules:
-        print(f"  [{rule.id}] {rule.text}\n        source: {rule.source}")
+        print(_(RULE_LINE).format(rule=rule.id, text=rule.text, source=rule.source))
 
 
 def _rejected(rejected) -> None:
     if rejected:
         shown = list(rejected)
         if len(shown) > 6:  # the simplest strategies and the nearest misses say the most
-            shown = [*shown[:3], f"... {len(shown) - 6} more ...", *shown[-3:]]
-        print(f"\nrejected first ({len(rejected)} candidates, in the order tried):")
+            shown = [*shown[:3], _(MORE).format(n=len(shown) - 6), *shown[-3:]]
+        print("\n" + rejected_first(len(rejected)))
         for line in shown:
             print(f"  - {line}")
 
@@ -144,17 +192,18 @@ def _choose(model, cluster, args: argparse.Namespace) -> int:
     from pytest_distcheck.strategy import choose
 
     plan = choose(model, cluster, args.usable_fraction)
-    print(f"\nrecommended: {plan.name}" + ("" if plan.fits else "   (DOES NOT FIT)"))
+    print("\n" + _(RECOMMENDED).format(plan=plan.name) + ("" if plan.fits else "   " + _(DOES_NOT_FIT)))
     zero = f", ZeRO-{plan.zero[-1]}" if plan.zero != "ddp" else ""
     print(f"  TP = {plan.tp}, PP = {plan.pp}, DP = {plan.dp}{zero}"
-          + (f", FSDP {plan.fsdp}" if plan.fsdp else "") + (", sequence parallel" if plan.sequence_parallel else "")
-          + (f", {plan.recompute} recomputation" if plan.recompute != "none" else "")
-          + (f", m >= {plan.microbatches} micro-batches" if plan.microbatches else ""))
-    print(f"  memory per GPU: {plan.total_bytes / 1e9:.1f} GB = model states {plan.model_state_bytes / 1e9:.1f} GB"
-          f" + activations {plan.activation_bytes / 1e9:.1f} GB"
-          + (f" + gathered unit {plan.gathered_bytes / 1e9:.1f} GB" if plan.gathered_bytes else "")
-          + f" (usable {plan.usable_bytes / 1e9:.1f} GB)")
-    print("\nrules that fired:")
+          + (f", FSDP {plan.fsdp}" if plan.fsdp else "")
+          + (", " + _(SEQUENCE_PARALLEL) if plan.sequence_parallel else "")
+          + (", " + _(RECOMPUTATION).format(recompute=plan.recompute) if plan.recompute != "none" else "")
+          + (", " + _(MICROBATCHES).format(m=plan.microbatches) if plan.microbatches else ""))
+    gathered = _(GATHERED).format(gathered=plan.gathered_bytes / 1e9) if plan.gathered_bytes else ""
+    print(_(MEMORY_PER_GPU).format(total=plan.total_bytes / 1e9, states=plan.model_state_bytes / 1e9,
+                                   activations=plan.activation_bytes / 1e9, gathered=gathered,
+                                   usable=plan.usable_bytes / 1e9))
+    print("\n" + _(RULES_FIRED))
     _rules(plan.rules)
     _rejected(plan.rejected)
     return 0 if plan.fits else 1
@@ -169,13 +218,13 @@ def _check(model, cluster, args: argparse.Namespace) -> int:
                         int(spec.get("cp", 1)), recompute, args.usable_fraction)
     name = ", ".join(f"{k}={v}" for k, v in spec.items())
     if mem is not None:
-        print(f"plan {name}: {mem.total_bytes / 1e9:.1f} GB per GPU = states {mem.states.total_bytes / 1e9:.1f} GB + "
-              f"activations {mem.activation_bytes / 1e9:.1f} GB + gathered unit {mem.gathered_bytes / 1e9:.1f} GB "
-              f"({recompute} recomputation)")
+        print(_(CHECKED_MEMORY).format(name=name, total=mem.total_bytes / 1e9, states=mem.states.total_bytes / 1e9,
+                                       activations=mem.activation_bytes / 1e9, gathered=mem.gathered_bytes / 1e9,
+                                       recompute=recompute))
     if not broken:
-        print(f"plan {name} breaks no rule")
+        print(_(BREAKS_NO_RULE).format(name=name))
         return 0
-    print(f"plan {name} breaks {len(broken)} rule(s):")
+    print(breaks(name, len(broken)))
     _rules(broken)
     return 1
 
@@ -184,11 +233,11 @@ def _inference(model, cluster, args: argparse.Namespace) -> int:
     from pytest_distcheck.strategy import choose_inference
 
     plan = choose_inference(model, cluster, args.batch, args.context, usable_fraction=args.usable_fraction)
-    print(f"\nserving: TP = {plan.tp}, PP = {plan.pp}, {plan.replicas} replica(s)" + ("" if plan.fits else
-                                                                                       "   (DOES NOT FIT)"))
-    print(f"  memory per GPU: {plan.total_bytes / 1e9:.1f} GB = weights {plan.weight_bytes / 1e9:.1f} GB + KV cache "
-          f"{plan.kv_bytes / 1e9:.1f} GB (usable {plan.usable_bytes / 1e9:.1f} GB)")
-    print("\nrules that fired:")
+    print("\n" + _(SERVING).format(tp=plan.tp, pp=plan.pp, replicas=replicas(plan.replicas))
+          + ("" if plan.fits else "   " + _(DOES_NOT_FIT)))
+    print(_(SERVING_MEMORY).format(total=plan.total_bytes / 1e9, weights=plan.weight_bytes / 1e9,
+                                   kv=plan.kv_bytes / 1e9, usable=plan.usable_bytes / 1e9))
+    print("\n" + _(RULES_FIRED))
     _rules(plan.rules)
     _rejected(plan.rejected)
     return 0 if plan.fits else 1
