@@ -18,14 +18,15 @@ from markdown_it import MarkdownIt
 from pytest_distcheck.cli import main
 
 CONSOLE = re.compile(r"```console\n\$ (distcheck [^\n]*)\n(.*?)```", re.S)
-INLINE = re.compile(r"`\$ (distcheck [^`]+)` → ((?:`[^`]+`(?:, | and )?)+)")
+INLINE = re.compile(r"`\$ (distcheck [^`]+)` →\s+((?:`[^`]+`(?:,\s+|\s+and\s+)?)+)")  # values may start a line
 VALUE = re.compile(r"`([^`]+)`")
 
 
-def run_command(command: str, capsys) -> str:
-    """The stdout of ``distcheck ARGS`` run in-process (``capsys``: pytest's fixture)."""
+def run_command(command: str, capsys, lang: str | None = None) -> str:
+    """The stdout of ``distcheck ARGS`` run in-process (``capsys``: pytest's fixture), with ``--lang lang`` when
+    given (a Spanish page shows the output the command prints in Spanish)."""
     capsys.readouterr()
-    main(shlex.split(command)[1:])
+    main(shlex.split(command)[1:] + (["--lang", lang] if lang else []))
     return capsys.readouterr().out
 
 
@@ -40,18 +41,19 @@ def doctest_failures(page: Path) -> tuple[int, int]:
     return result.attempted, result.failed
 
 
-def console_mismatches(text: str, capsys) -> list[str]:
-    """The commands of the page's ```console blocks whose output is no longer the block's."""
+def console_mismatches(text: str, capsys, lang: str | None = None) -> list[str]:
+    """The commands of the page's ```console blocks whose output (under ``--lang lang``) is no longer the block's."""
     return [command for command, expected in CONSOLE.findall(text)
-            if [line.rstrip() for line in run_command(command, capsys).splitlines()]
+            if [line.rstrip() for line in run_command(command, capsys, lang).splitlines()]
             != [line.rstrip() for line in expected.rstrip("\n").splitlines()]]
 
 
-def inline_mismatches(text: str, capsys) -> list[str]:
-    """"`command` no longer prints [values]" for each inline marker with a value the command does not print."""
+def inline_mismatches(text: str, capsys, lang: str | None = None) -> list[str]:
+    """"`command` no longer prints [values]" for each inline marker with a value the command does not print
+    (under ``--lang lang``)."""
     problems = []
     for command, values in inline_markers(text):
-        out = " ".join(run_command(command, capsys).split())
+        out = " ".join(run_command(command, capsys, lang).split())
         missing = [v for v in values if " ".join(v.split()) not in out]
         if missing:
             problems.append(f"`{command}` no longer prints {missing}")

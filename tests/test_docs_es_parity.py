@@ -17,9 +17,10 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from docs_support import console_mismatches, doctest_failures, inline_mismatches
+from docs_support import console_mismatches, doctest_failures, inline_markers, inline_mismatches
 from markdown_it import MarkdownIt
 
+from pytest_distcheck import i18n
 from pytest_distcheck.phase_pack import pack_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,10 +70,17 @@ def _inline_children(text: str):
 def code(text: str) -> tuple[list[str], list[str]]:
     """(code spans, code blocks): every span, and every fenced or indented block with the comment after ` #` on
     a doctest line (`>>> `, `... `) removed, since that comment may be translated. The commands of a page are
-    its spans and block lines that begin with `$ `, `distcheck`, `pytest`, `torchrun`, `git` or `[cite:`."""
+    its spans and block lines that begin with `$ `, `distcheck`, `pytest`, `torchrun`, `git` or `[cite:`. A
+    ```console block counts by its `$ ` lines only: its output is the command's in the page's language, checked
+    by re-running it (test_the_spanish_twin_reruns_its_numbers)."""
     spans = [c.content for c in _inline_children(text) if c.type == "code_inline"]
-    blocks = [DOCTEST_COMMENT.sub(r"\1", t.content) for t in _MD.parse(text) if t.type in ("fence", "code_block")]
+    blocks = [_console_commands(t.content) if t.info.strip() == "console" else DOCTEST_COMMENT.sub(r"\1", t.content)
+              for t in _MD.parse(text) if t.type in ("fence", "code_block")]
     return spans, blocks
+
+
+def _console_commands(block: str) -> str:
+    return "".join(line for line in block.splitlines(keepends=True) if line.startswith("$ "))
 
 
 def numbers(text: str) -> list[str]:
@@ -159,7 +167,10 @@ def parity_problems(en: Path, es: Path, docs: Path) -> list[str]:
                   for spans, blocks in ((en_spans, en_blocks), (es_spans, es_blocks))]
     if Counter(is_command[0]) != Counter(is_command[1]):
         problem("commands", _differ(*is_command))
-    others = [[s for s in spans if not COMMAND.match(s)] for spans in (en_spans, es_spans)]
+    # An inline marker's values are the command's output in the page's language (re-run under --lang).
+    shown = [{v for _, values in inline_markers(t) for v in values} for t in (en_text, es_text)]
+    others = [[s for s in spans if not COMMAND.match(s) and s not in values]
+              for spans, values in zip((en_spans, es_spans), shown, strict=True)]
     if Counter(others[0]) != Counter(others[1]):
         problem("code spans", _differ(*others))
     for n, (a, b) in enumerate(zip(en_blocks, es_blocks, strict=False)):
@@ -209,7 +220,8 @@ def test_the_spanish_twin_matches_its_english_page(page):
 
 @pytest.mark.parametrize("page", PAIRS)
 def test_the_spanish_twin_reruns_its_numbers(page, capsys, monkeypatch):
-    """Its doctests (as many as the English page's), console blocks and inline markers, as in English."""
+    """Its doctests (as many as the English page's), and its console blocks and inline markers as the commands
+    print them under --lang es."""
     monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
     monkeypatch.chdir(ROOT)
     twin = DOCS / ES / page
@@ -217,8 +229,11 @@ def test_the_spanish_twin_reruns_its_numbers(page, capsys, monkeypatch):
     if ">>> " in text:
         attempted, failed = doctest_failures(twin)
         assert (attempted, failed) == (doctest_failures(DOCS / page)[0], 0), f"es/{page}: {failed} failed"
-    assert console_mismatches(text, capsys) == [], f"es/{page}"
-    assert inline_mismatches(text, capsys) == [], f"es/{page}"
+    try:
+        assert console_mismatches(text, capsys, lang=ES) == [], f"es/{page}"
+        assert inline_mismatches(text, capsys, lang=ES) == [], f"es/{page}"
+    finally:
+        i18n.use(i18n.DEFAULT)
 
 
 def test_the_glossary_gives_the_english_form_of_the_field_s_standard_terms():
