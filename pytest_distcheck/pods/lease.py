@@ -288,7 +288,7 @@ class Lease:
                     res.settle(seconds)
                 except DistcheckError as exc:
                     raise PodError(_(NOT_SETTLED).format(pod=self.pod_id, seconds=seconds, run=res.run_id,
-                                                      problem=exc)) from None
+                                                         problem=exc)) from None
             else:
                 recorded = self._record_terminate_failed()
                 res.__exit__(None, None, None)  # the started row keeps counting the worst case

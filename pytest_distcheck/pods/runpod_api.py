@@ -169,8 +169,9 @@ def pod_bills(pod_ids: list[str], timeout: float = 30.0) -> dict[str, tuple[Deci
             usd = sum((Decimal(str(r["amount"])) for r in records if r.get("podId") == pod_id), Decimal(0))
             ms = sum(float(r.get("timeBilledMs") or 0) for r in records if r.get("podId") == pod_id)
         except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
+            # Redacted before it is cut short: a cut through the key would leave part of it.
             raise ProviderError("billing", redact(_(BILLING_FAILED).format(
-                pod=pod_id, error=f"{type(exc).__name__}: {exc}")[:300])) from None
+                pod=pod_id, error=f"{type(exc).__name__}: {exc}"))[:300]) from None
         if any(r.get("podId") == pod_id for r in records):
             out[pod_id] = (usd, ms / 1000.0)
     return out
