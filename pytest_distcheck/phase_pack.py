@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_distcheck.errors import DistcheckError
+from pytest_distcheck.i18n import N_, _
 
 # Globs, relative to the pack root, of the files a fresh workspace gets; results, notes and the reference solutions
 # (checks/solutions.toml, solutions/) are the learner's to make, and docs/kit (the kit's manual) and docs/ci are for
@@ -44,6 +45,8 @@ PACK_GLOBS = (
 )
 # Where a wheel keeps the pack, relative to the package folder.
 SHIPPED = "_phase"
+NO_PACK = N_("this install of pytest-distcheck has no phase pack ({folder} is missing); reinstall it from a wheel or a "
+             "source checkout")
 
 
 def pack_root() -> Path:
@@ -57,8 +60,7 @@ def pack_root() -> Path:
     for root in (kit / SHIPPED, kit.parent):
         if (root / "checks" / "distcheck.toml").is_file():
             return root
-    raise DistcheckError(f"this install of pytest-distcheck has no phase pack ({kit / SHIPPED} is missing); "
-                         f"reinstall it from a wheel or a source checkout")
+    raise DistcheckError(_(NO_PACK).format(folder=kit / SHIPPED))
 
 
 def pack_files(root: Path | None = None) -> list[str]:

@@ -64,6 +64,7 @@ NO_OPEN_ROW = N_("unknown run id {run!r}: no open row in {ledger}")
 ALREADY_HAS_POD = N_("run {run!r} already names pod {pod} or is settled (line {line}); nothing written")
 RESERVATION_SETTLED = N_("reservation {run} is already settled")
 RESERVATION_OTHER_POD = N_("reservation {run} already has pod {pod}, not {other}")
+ITS_RESERVATION = N_("its reservation {usd} (run {run}; {limit})")
 RESERVATION_HAS_POD = N_("reservation {run} has pod {pod}: settle it with its seconds")
 
 
@@ -563,7 +564,7 @@ class Reservation:
         return self.started_row.cost if self.started_row is not None else self.usd
 
     def describe_limit(self) -> str:
-        return f"its reservation {usd(self.limit_usd)} (run {self.run_id}; {self.limit.name})"
+        return _(ITS_RESERVATION).format(usd=usd(self.limit_usd), run=self.run_id, limit=self.limit.name)
 
     def record_pod(self, pod_id: str, usd_per_hour: float | None = None, started_at: float | None = None) -> LedgerRow:
         """Append the run's ``started`` row now that the pod exists (before waiting on it).

@@ -201,7 +201,7 @@ class PriceBook:
             if key in self._live_cache:
                 return self._live_cache[key]
             if not GPU_TYPE.match(gpu_id):
-                raise PriceUnknown(NOT_A_GPU_TYPE.format(where="GPU type", value=gpu_id) + _(NOTHING_SENT))
+                raise PriceUnknown(_(NOT_A_GPU_TYPE).format(where="GPU type", value=gpu_id) + _(NOTHING_SENT))
             try:
                 value = self.live_fetch(gpu_id, cloud, gpu_count)
             except Exception as exc:  # noqa: BLE001 - sorted below

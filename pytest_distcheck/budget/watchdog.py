@@ -20,6 +20,22 @@ from typing import Any
 
 from pytest_distcheck.budget.errors import BudgetExceeded, usd
 from pytest_distcheck.calc.cost import billed_seconds
+from pytest_distcheck.i18n import N_, _
+
+BAD_INTERVAL = N_("interval_s must be in (0, 1] to cut within 1 s, got {value!r}")
+NEGATIVE = N_("limit_usd, usd_per_hour and teardown_s must be >= 0, got {limit!r}, {rate!r}, {teardown!r}")
+THE_LIMIT = N_("the limit {usd}")
+# Why it fired (the cut's reason), and the cut's message with its pieces.
+COST_REACHED = N_("accrued cost reached {limit}")
+AT_EXIT = N_("interpreter exit")
+LEFT_BLOCK = N_("{error} left the guarded block")
+CUT = N_("paid run cut: {reason} after {accrued} accrued at {rate}/hour; terminate() was called")
+METERED_BY = N_(" (metered by the larger figure: {said})")
+TERMINATE_RAISED = N_(" and raised {error} (check the provider's console)")
+# disagreement(): the provider's figures above the priced rate.
+BILL_ABOVE = N_("the provider's bill comes to {bill}/hour, {ratio:.1f}x the priced {priced}/hour")
+BILL_IS = N_("the provider's bill comes to {bill}/hour")
+REPORTED_ABOVE = N_("the provider reports {reported}/hour, above the priced {priced}/hour")
 
 
 class Watchdog:
@@ -49,14 +65,13 @@ class Watchdog:
                  interval_s: float = 0.25, teardown_s: float = 0.0, granularity_s: float = 1,
                  minimum_s: float = 0, install_handlers: bool = True) -> None:
         if not 0 < interval_s <= 1:
-            raise ValueError(f"interval_s must be in (0, 1] to cut within 1 s, got {interval_s!r}")
+            raise ValueError(_(BAD_INTERVAL).format(value=interval_s))
         if limit_usd < 0 or usd_per_hour < 0 or teardown_s < 0:
-            raise ValueError(f"limit_usd, usd_per_hour and teardown_s must be >= 0, got {limit_usd!r}, "
-                             f"{usd_per_hour!r}, {teardown_s!r}")
+            raise ValueError(_(NEGATIVE).format(limit=limit_usd, rate=usd_per_hour, teardown=teardown_s))
         self.limit_usd = float(limit_usd)
         self.usd_per_hour = float(usd_per_hour)
         self.terminate = terminate
-        self.describe = describe or f"the limit {usd(limit_usd)}"
+        self.describe = describe or _(THE_LIMIT).format(usd=usd(limit_usd))
         self.clock = clock
         self.sleep = sleep
         self.start = start
@@ -112,11 +127,11 @@ class Watchdog:
         """In words, when the provider's figures are above the priced rate (or its bill is), else None."""
         bill, priced = self.billed_usd_per_hour, self.usd_per_hour
         if bill is not None and bill > priced * 1.01 + 1e-9:
-            return (f"the provider's bill comes to {usd(bill)}/hour, {bill / priced:.1f}x the priced "
-                    f"{usd(priced)}/hour" if priced > 0 else f"the provider's bill comes to {usd(bill)}/hour")
+            return (_(BILL_ABOVE).format(bill=usd(bill), ratio=bill / priced, priced=usd(priced)) if priced > 0
+                    else _(BILL_IS).format(bill=usd(bill)))
         rep = self.reported_usd_per_hour
         if rep is not None and rep > priced * 1.01 + 1e-9:
-            return f"the provider reports {usd(rep)}/hour, above the priced {usd(priced)}/hour"
+            return _(REPORTED_ABOVE).format(reported=usd(rep), priced=usd(priced))
         return None
 
     def check(self) -> bool:
@@ -128,7 +143,7 @@ class Watchdog:
         # Look one interval ahead: the next check may come too late to stay within the limit.
         if self.accrued(now + self.interval_s) + self.rate() * self.teardown_s / 3600 >= self.limit_usd:
             self._cut_by_cost = True
-            self.fire(f"accrued cost reached {self.describe}", now)
+            self.fire(_(COST_REACHED).format(limit=self.describe), now)
         return self.fired.is_set()
 
     def fire(self, reason: str, now: float | None = None) -> None:
@@ -148,13 +163,12 @@ class Watchdog:
 
     def message(self) -> str:
         """Why the run was cut, naming the limit (for BudgetExceeded and the test failure)."""
-        text = (f"paid run cut: {self.reason} after {usd(self.accrued_at_cut or 0)} accrued at "
-                f"{usd(self.rate())}/hour; terminate() was called")
+        text = _(CUT).format(reason=self.reason, accrued=usd(self.accrued_at_cut or 0), rate=usd(self.rate()))
         said = self.disagreement()
         if said:
-            text += f" (metered by the larger figure: {said})"
+            text += _(METERED_BY).format(said=said)
         if self.terminate_error is not None:
-            text += f" and raised {type(self.terminate_error).__name__} (check the provider's console)"
+            text += _(TERMINATE_RAISED).format(error=type(self.terminate_error).__name__)
         return text
 
     def _run(self) -> None:
@@ -170,7 +184,7 @@ class Watchdog:
             raise KeyboardInterrupt("SIGTERM")
 
     def _at_exit(self) -> None:
-        self.fire("interpreter exit")
+        self.fire(_(AT_EXIT))
 
     def __enter__(self) -> Watchdog:
         if self.start is None:
@@ -194,6 +208,6 @@ class Watchdog:
         if self.install_handlers:
             atexit.unregister(self._at_exit)
         if exc_type is not None and not self.fired.is_set():
-            self.fire(f"{exc_type.__name__} left the guarded block")
+            self.fire(_(LEFT_BLOCK).format(error=exc_type.__name__))
         if self._cut_by_cost and (exc_type is None or issubclass(exc_type, Exception)):
             raise BudgetExceeded(self.message()) from exc

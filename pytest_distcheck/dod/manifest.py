@@ -15,9 +15,22 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pytest_distcheck.i18n import N_, _
+
 FORMAT = "pytest-distcheck/dod-manifest"
 # Sections a learner may change without changing what "done" means: which GPU to rent.
 FREE_SECTIONS = frozenset({"pods"})
+# The problems, one sentence each (the report's ``canonical.problems``, the gate's reasons).
+SETTING_DIFFERS = N_("[{section}] {path} is {mine!r}, the shipped DoD has {canon!r}")
+MISSING = N_("<missing>")
+WORKSPACE_FILE = N_("the workspace file is {file}, the shipped DoD's is {shipped}")
+ITEM_MISSING = N_("item {item!r} of the shipped DoD is missing")
+ITEM_DIFFERS = N_("item {item!r} {key} {mine} differ from the shipped {canon}")
+EXTRA_ITEMS = N_("items not in the shipped DoD: {items}")
+CHECK_FILE_MISSING = N_("check file {file} is missing")
+CHECK_FILE_DIFFERS = N_("check file {file} differs from the shipped one")
+QUIZ_BANK_MISSING = N_("quiz bank {file} is missing")
+QUIZ_BANK_DIFFERS = N_("quiz bank {file} differs from the shipped one")
 
 
 def sha256_file(path: Path) -> str:
@@ -47,10 +60,11 @@ def shipped_phases() -> list[str]:
 
 def _diff(path: str, mine: Any, canon: Any, out: list[str]) -> None:
     if isinstance(mine, dict) and isinstance(canon, dict):
+        missing = _(MISSING)
         for key in sorted(set(mine) | set(canon)):
-            _diff(f"{path}.{key}" if path else key, mine.get(key, "<missing>"), canon.get(key, "<missing>"), out)
+            _diff(f"{path}.{key}" if path else key, mine.get(key, missing), canon.get(key, missing), out)
     elif mine != canon:
-        out.append(f"[{path.split('.', 1)[0]}] {path} is {mine!r}, the shipped DoD has {canon!r}")
+        out.append(_(SETTING_DIFFERS).format(section=path.split(".", 1)[0], path=path, mine=mine, canon=canon))
 
 
 def compare(ws_path: Path, root: Path, raw: dict[str, Any], canon: dict[str, Any]) -> dict[str, Any]:
@@ -63,32 +77,32 @@ def compare(ws_path: Path, root: Path, raw: dict[str, Any], canon: dict[str, Any
     problems: list[str] = []
     rel = _rel(ws_path, root)
     if rel != canon["workspace"]:
-        problems.append(f"the workspace file is {rel}, the shipped DoD's is {canon['workspace']}")
+        problems.append(_(WORKSPACE_FILE).format(file=rel, shipped=canon["workspace"]))
     mine = {it["id"]: it for it in raw.get("items", []) if isinstance(it, dict) and "id" in it}
     for it in canon["items"]:
         got = mine.get(it["id"])
         if got is None:
-            problems.append(f"item {it['id']!r} of the shipped DoD is missing")
+            problems.append(_(ITEM_MISSING).format(item=it["id"]))
             continue
         for key in ("requires", "checks"):
             if list(got.get(key, [])) != it[key]:
-                problems.append(f"item {it['id']!r} {key} {list(got.get(key, []))} differ from the shipped {it[key]}")
+                problems.append(_(ITEM_DIFFERS).format(item=it["id"], key=key, mine=list(got.get(key, [])),
+                                                       canon=it[key]))
     extra = sorted(set(mine) - {it["id"] for it in canon["items"]})
     if extra:
-        problems.append(f"items not in the shipped DoD: {', '.join(extra)}")
+        problems.append(_(EXTRA_ITEMS).format(items=", ".join(extra)))
     checks = []
     for f, want in canon["check_files"].items():
         path = root / f
         got_hash = sha256_file(path) if path.is_file() else None
         checks.append({"path": f, "sha256": got_hash, "shipped": want})
         if got_hash != want:
-            problems.append(f"check file {f} {'is missing' if got_hash is None else 'differs from the shipped one'}")
+            problems.append(_(CHECK_FILE_MISSING if got_hash is None else CHECK_FILE_DIFFERS).format(file=f))
     bank = canon.get("quiz_bank")
     if bank:
         path = root / bank["path"]
         if not path.is_file() or sha256_file(path) != bank["sha256"]:
-            how = "is missing" if not path.is_file() else "differs from the shipped one"
-            problems.append(f"quiz bank {bank['path']} {how}")
+            problems.append(_(QUIZ_BANK_MISSING if not path.is_file() else QUIZ_BANK_DIFFERS).format(file=bank["path"]))
     _diff("", settings_of(raw), canon["settings"], problems)
     return {"phase": canon["phase"], "kit_version": canon["kit_version"], "trusted": not problems,
             "problems": problems, "items": [it["id"] for it in canon["items"]], "check_files": checks}

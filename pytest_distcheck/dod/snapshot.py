@@ -22,11 +22,14 @@ from typing import Any
 
 from pytest_distcheck.errors import DistcheckError
 from pytest_distcheck.git import run_git, said
+from pytest_distcheck.i18n import N_, _
 
-NO_REPOSITORY = ("{root} is not in a git repository, and the gate judges a commit: "
-                 "git init && git add -A && git commit -m 'my work'")
-NO_COMMIT = "the repository at {root} has no commit yet, and the gate judges one: git add -A && git commit -m 'my work'"
-NOT_IN_COMMIT = "the workspace folder {prefix} is not in commit {commit}: git add -A && git commit -m 'my work'"
+NO_REPOSITORY = N_("{root} is not in a git repository, and the gate judges a commit: "
+                   "git init && git add -A && git commit -m 'my work'")
+NO_COMMIT = N_("the repository at {root} has no commit yet, and the gate judges one: git add -A && git commit -m "
+               "'my work'")
+NOT_IN_COMMIT = N_("the workspace folder {prefix} is not in commit {commit}: git add -A && git commit -m 'my work'")
+NO_GIT = N_("git could not be run at {root} ({error})")
 
 
 class SnapshotError(DistcheckError):
@@ -55,10 +58,10 @@ def _git(root: Path, *args: str, text: bool = True, data: bytes | None = None) -
     try:
         proc = run_git(root, *args, text=text, data=data, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SnapshotError(f"git could not be run at {root} ({exc})") from None
+        raise SnapshotError(_(NO_GIT).format(root=root, error=exc)) from None
     if proc.returncode != 0:
         err = proc.stderr if isinstance(proc.stderr, str) else proc.stderr.decode("utf-8", "replace")
-        raise SnapshotError(NO_REPOSITORY.format(root=root) if "not a git repository" in err else said(proc, root))
+        raise SnapshotError(_(NO_REPOSITORY).format(root=root) if "not a git repository" in err else said(proc, root))
     return proc.stdout.strip() if text and data is None else proc.stdout
 
 
@@ -74,11 +77,11 @@ def tree(root: Path) -> tuple[str, Path, list[tuple[str, str, str]]]:
     try:
         commit = _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     except SnapshotError:
-        raise SnapshotError(NO_COMMIT.format(root=root)) from None
+        raise SnapshotError(_(NO_COMMIT).format(root=root)) from None
     try:
         listing = _git(top, "ls-tree", "-r", "-z", f"{commit}:{prefix}", text=False)
     except SnapshotError:
-        raise SnapshotError(NOT_IN_COMMIT.format(prefix=prefix or ".", commit=commit[:12])) from None
+        raise SnapshotError(_(NOT_IN_COMMIT).format(prefix=prefix or ".", commit=commit[:12])) from None
     entries = []
     for entry in listing.split(b"\0"):
         if entry:
@@ -92,7 +95,7 @@ def tree(root: Path) -> tuple[str, Path, list[tuple[str, str, str]]]:
 def _blobs(top: Path, oids: list[str]) -> Iterator[bytes]:
     """The raw content of each blob, in order (``git cat-file --batch``)."""
     out, at = _git(top, "cat-file", "--batch", data="".join(f"{o}\n" for o in oids).encode()), 0
-    for _ in oids:
+    for _oid in oids:
         header_end = out.index(b"\n", at)
         size = int(out[at:header_end].split()[2])
         yield out[header_end + 1:header_end + 1 + size]
@@ -115,7 +118,7 @@ def write(root: Path, dest: Path) -> tuple[str, int]:
     commit, top, entries = tree(root)
     keep = [e for e in entries if not _bytecode(e[2])]
     written = 0
-    for (mode, _, path), data in zip(keep, _blobs(top, [e[1] for e in keep]), strict=True):
+    for (mode, _oid, path), data in zip(keep, _blobs(top, [e[1] for e in keep]), strict=True):
         target = dest / path
         target.parent.mkdir(parents=True, exist_ok=True)
         if mode == "120000":

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pytest_distcheck.errors import DistcheckError
 from pytest_distcheck.gpu_types import CLOUDS, check_gpu_type
+from pytest_distcheck.i18n import N_, _
 
 # Statuses a pod can report (RunPod's desiredStatus values, plus GONE for "the API no longer knows it").
 RUNNING, EXITED, TERMINATED, GONE = "RUNNING", "EXITED", "TERMINATED", "GONE"
@@ -66,6 +67,12 @@ class PodLost(PodError):
 # Container images reach the provider's API text too (the runpod SDK pastes them into GraphQL unescaped):
 # "runpod/pytorch:2.8.0-py3.11".
 IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$")
+# A request's refusals (shown as the [pods] section's or the pod marker's problem).
+NOT_A_CUDA_VERSION = N_("allowed_cuda_versions: {value!r} is not a CUDA version such as \"12.8\"")
+BAD_GPUS = N_("gpus must be a whole number >= 1, got {value!r}")
+BAD_SECONDS = N_("seconds must be > 0, got {value!r}")
+BAD_CLOUD = N_("cloud must be 'secure' or 'community', got {value!r}")
+NOT_AN_IMAGE = N_("image {value!r} is not a container image name (letters, digits and ._/:@+- only)")
 
 
 @dataclass(frozen=True)
@@ -94,16 +101,16 @@ class GpuRequest:
         for v in self.cuda_versions:  # pasted into GraphQL by the SDK: digits and one dot only
             parts = v.split(".") if isinstance(v, str) else []
             if len(parts) != 2 or not all(p.isascii() and p.isdigit() and len(p) <= 2 for p in parts):
-                raise ValueError(f"allowed_cuda_versions: {v!r} is not a CUDA version such as \"12.8\"")
+                raise ValueError(_(NOT_A_CUDA_VERSION).format(value=v))
         if not isinstance(self.gpus, int) or isinstance(self.gpus, bool) or self.gpus < 1:
-            raise ValueError(f"gpus must be a whole number >= 1, got {self.gpus!r}")
+            raise ValueError(_(BAD_GPUS).format(value=self.gpus))
         if not self.seconds > 0:
-            raise ValueError(f"seconds must be > 0, got {self.seconds!r}")
+            raise ValueError(_(BAD_SECONDS).format(value=self.seconds))
         if self.cloud not in CLOUDS:
-            raise ValueError(f"cloud must be 'secure' or 'community', got {self.cloud!r}")
+            raise ValueError(_(BAD_CLOUD).format(value=self.cloud))
         check_gpu_type(self.gpu_type)
         if self.image and not IMAGE.match(self.image):
-            raise ValueError(f"image {self.image!r} is not a container image name (letters, digits and ._/:@+- only)")
+            raise ValueError(_(NOT_AN_IMAGE).format(value=self.image))
 
 
 @dataclass(frozen=True)

@@ -43,14 +43,31 @@ Reserve = Callable[[float, float | None], Any]
 CREATING = N_("creating {name}")
 WAITING = N_("waiting for {pod}")
 LOOKING_FOR = N_("create answer lost; looking for {name}")
-NOT_SETTLED = ("pod {pod} is terminated ({seconds:.0f} s from the create call), but its settled row was not written: "
-               "{problem}. Its worst case keeps counting; once the ledger can be written: "
-               "`distcheck budget --settle {run} --seconds {seconds:.0f}` (or `distcheck budget --reconcile`)")
-TERMINATE_FAILED = (
+NOT_SETTLED = N_("pod {pod} is terminated ({seconds:.0f} s from the create call), but its settled row was not written: "
+                  "{problem}. Its worst case keeps counting; once the ledger can be written: "
+                  "`distcheck budget --settle {run} --seconds {seconds:.0f}` (or `distcheck budget --reconcile`)")
+TERMINATE_FAILED = N_(
     "terminate failed, pod {pod} ({name}) may still be billing: termination was not confirmed after {attempts} "
     "attempts over {timeout:g} s (last: {last}). See it and end it by hand{console}; its dead-man switch ends it "
     "by {deadline} at the latest. The next session's start (and `distcheck pods --sweep`) retries it first; the "
     "ledger keeps its worst-case cost{recorded}.")
+CONSOLE_AT = N_(" at {console}")
+RECORDED_AT = N_("; recorded in {ledger}, line {line}")
+NOT_RECORDED = N_("; the ledger could not record it ({error})")
+CREATE_LOST = N_("{error}; no pod named {name} showed up within {seconds:g} s. If it appears later, this session's "
+                 "final sweep terminates it, and its own dead-man switch ends it when no heartbeat comes.")
+LIVE_PRICE_ABOVE = N_("{gpus} x {gpu} ({cloud}) costs {live}/GPU-hour now, above the {reserved} it was reserved at "
+                      "(run {run}); nothing was created")
+RATE_UNKNOWN = N_("{provider} reports no rate for pod {pod} (costPerHr {rate}): rate unknown, metered at the larger of "
+                  "the priced ${priced}/h and the provider's bill (ledger: rate-unknown row)")
+RATE_MISSING = N_("missing")
+METERED_LARGER = N_("pod {pod}: {said}; metered by the larger figure")
+# What a test sees once the watchdog (or the reservation's end) has ended its pod.
+CUT_BY_WATCHDOG = N_("pod {pod} was terminated by the budget watchdog ({reason})")
+BUDGET_WATCHDOG = N_("budget watchdog")
+TIME_USED_UP = N_("pod {pod}: its reserved time is used up (run {run})")
+INTERRUPTED_CONFIRMED = N_("interrupted while terminating; the pod's termination was confirmed first")
+INTERRUPTED = N_("interrupted while terminating")
 
 
 class Lease:
@@ -131,10 +148,8 @@ class Lease:
             found = self._find_lost(self.name)
             if found is None:
                 self.lost_name = self.name
-                raise ProviderError("create", f"{exc}; no pod named {self.name} showed up within "
-                                    f"{t.create_grace:g} s. If it appears later, this session's final sweep "
-                                    "terminates it, and its own dead-man switch ends it when no heartbeat "
-                                    "comes.") from None
+                raise ProviderError("create", _(CREATE_LOST).format(error=exc, name=self.name,
+                                                                   seconds=t.create_grace)) from None
             self.pod_id = found.id
         self.reaper.add(self.provider, self.pod_id)
         if float(res.usd_per_hour) > 0:  # a free pod (own GPUs at $0) has no cost to cut at
@@ -150,10 +165,9 @@ class Lease:
             self._watchdog.limit_usd = float(res.limit_usd)  # the started row's worst case, within the reservation
             self._watchdog.observe(self.usd_per_hour)
             if res.rate_unknown:
-                self._note(f"{self.provider.name} reports no rate for pod {self.pod_id} (costPerHr "
-                           f"{self.usd_per_hour if self.usd_per_hour is not None else 'missing'}): rate unknown, "
-                           f"metered at the larger of the priced ${res.usd_per_hour}/h and the provider's bill "
-                           f"(ledger: rate-unknown row)")
+                rate = self.usd_per_hour if self.usd_per_hour is not None else _(RATE_MISSING)
+                self._note(_(RATE_UNKNOWN).format(provider=self.provider.name, pod=self.pod_id, rate=rate,
+                                                  priced=res.usd_per_hour))
             self._meter = threading.Thread(target=self._read_meter, name="distcheck-meter", daemon=True)
             self._meter.start()
         self._status(_(WAITING).format(pod=self.pod_id))
@@ -176,9 +190,9 @@ class Lease:
         res = self.reservation
         live = self.provider.live_rate(self.request)
         if live is not None and Decimal(str(live)) * self.request.gpus > res.usd_per_hour + Decimal("0.000001"):
-            raise BudgetRefused(f"{self.request.gpus} x {self.request.gpu_type} ({self.request.cloud}) costs "
-                                f"{usd(live)}/GPU-hour now, above the {usd(res.usd_per_hour / self.request.gpus)} "
-                                f"it was reserved at (run {res.run_id}); nothing was created")
+            raise BudgetRefused(_(LIVE_PRICE_ABOVE).format(
+                gpus=self.request.gpus, gpu=self.request.gpu_type, cloud=self.request.cloud, live=usd(live),
+                reserved=usd(res.usd_per_hour / self.request.gpus), run=res.run_id))
 
     def _find_lost(self, name: str) -> PodInfo | None:
         """After an ambiguous create: look for the pod by its unique name for ``create_grace`` seconds."""
@@ -230,13 +244,13 @@ class Lease:
             wd.observe(rate, bill)
             said = wd.disagreement()
             if said:
-                self._note(f"pod {pod_id}: {said}; metered by the larger figure")
+                self._note(_(METERED_LARGER).format(pod=pod_id, said=said))
             if self._beat_stop.wait(self.timings.meter_every):
                 return
 
     def _cut(self) -> None:
         """The watchdog's terminate: runs on its thread, in a signal handler or at exit."""
-        self.cut_reason = getattr(self._watchdog, "reason", None) or "budget watchdog"
+        self.cut_reason = getattr(self._watchdog, "reason", None) or _(BUDGET_WATCHDOG)
         if self.pod_id is not None:
             self.termination = self.reaper.terminate(self.pod_id)
         if self.pod is not None:
@@ -273,17 +287,16 @@ class Lease:
                 try:
                     res.settle(seconds)
                 except DistcheckError as exc:
-                    raise PodError(NOT_SETTLED.format(pod=self.pod_id, seconds=seconds, run=res.run_id,
-                                                      problem=exc)) from None
+                    raise PodError(_(NOT_SETTLED).format(pod=self.pod_id, seconds=seconds, run=res.run_id,
+                                                         problem=exc)) from None
             else:
                 recorded = self._record_terminate_failed()
                 res.__exit__(None, None, None)  # the started row keeps counting the worst case
         if term is not None and term.interrupted:
-            raise KeyboardInterrupt("interrupted while terminating; the pod's termination was confirmed first"
-                                    if term.confirmed else "interrupted while terminating")
+            raise KeyboardInterrupt(_(INTERRUPTED_CONFIRMED if term.confirmed else INTERRUPTED))
         if term is not None and not term.confirmed:
-            console = f" at {self.provider.console}" if self.provider.console else ""
-            raise PodError(TERMINATE_FAILED.format(
+            console = _(CONSOLE_AT).format(console=self.provider.console) if self.provider.console else ""
+            raise PodError(_(TERMINATE_FAILED).format(
                 pod=self.pod_id, name=self.name, attempts=term.attempts, timeout=self.timings.confirm_timeout,
                 last=term.last_error, console=console, deadline=utc(self.deadline), recorded=recorded))
         if budget_error is not None and exc_type is None:
@@ -294,8 +307,10 @@ class Lease:
         try:
             row = self.reservation.record_terminate_failed()
         except Exception as exc:  # noqa: BLE001 - the pod matters more than the row; say it was not written
-            return f"; the ledger could not record it ({exc})"
-        return f"; recorded in {self.reservation.guard.ledger.path}, line {row.line}" if row is not None else ""
+            return _(NOT_RECORDED).format(error=exc)
+        if row is None:
+            return ""
+        return _(RECORDED_AT).format(ledger=self.reservation.guard.ledger.path, line=row.line)
 
     def _billed_seconds(self, term: Termination) -> float:
         """Create call to confirmed termination, on the monotonic clock: a wall-clock jump on this
@@ -345,13 +360,12 @@ class LeasedPod(Pod):
 
     def _lost(self, exc: BaseException) -> BaseException:
         if self._lease.cut_reason:
-            return PodLost(f"pod {self.id} was terminated by the budget watchdog ({self._lease.cut_reason}); "
-                           f"{exc}")
+            return PodLost(f"{_(CUT_BY_WATCHDOG).format(pod=self.id, reason=self._lease.cut_reason)}; {exc}")
         return exc
 
     def _guard(self, fn: Callable[[], Any]) -> Any:
         if self._lease.cut_reason:
-            raise PodLost(f"pod {self.id} was terminated by the budget watchdog ({self._lease.cut_reason})")
+            raise PodLost(_(CUT_BY_WATCHDOG).format(pod=self.id, reason=self._lease.cut_reason))
         try:
             return fn()
         except PodError as exc:
@@ -367,7 +381,7 @@ class LeasedPod(Pod):
         """As :meth:`Pod.run`, with ``timeout`` cut to :meth:`seconds_left`."""
         left = self.seconds_left()
         if left <= 1:
-            raise PodLost(f"pod {self.id}: its reserved time is used up (run {self.run_id})")
+            raise PodLost(_(TIME_USED_UP).format(pod=self.id, run=self.run_id))
         return self._guard(lambda: self.inner.run(command, min(timeout, left), on_output or self.echo))
 
     def heartbeat(self) -> None:

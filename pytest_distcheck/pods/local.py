@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.pods.base import (
     GONE,
     RUNNING,
@@ -35,6 +36,13 @@ from pytest_distcheck.pods.base import (
 )
 
 TAIL_LINES = 40
+LEAVES_WORKDIR = N_("remote path {remote!r} leaves the pod's work folder")
+RELEASED = N_("local pod {pod} has been released")
+TIMED_OUT = N_("command on local pod {pod} ran past its limit of {seconds:g} s and was killed: {command}")
+RELEASED_WHILE_RUNNING = N_("local pod {pod} was released while the command ran")
+TOO_FEW_GPUS = N_("needs {gpus} GPU(s); this machine has {count} (nvidia-smi -L); use --gpu-provider runpod to rent "
+                   "them")
+POD_GONE = N_("local pod {pod} is gone")
 
 
 def list_gpus() -> list[str]:
@@ -64,12 +72,12 @@ class LocalPod(Pod):
     def _path(self, remote: str) -> Path:
         path = (self.workdir / remote).resolve()
         if not path.is_relative_to(self.workdir.resolve()):
-            raise ValueError(f"remote path {remote!r} leaves the pod's work folder")
+            raise ValueError(_(LEAVES_WORKDIR).format(remote=remote))
         return path
 
     def put(self, local: Path, remote: str) -> None:
         if self.ended:
-            raise PodLost(f"local pod {self.id} has been released")
+            raise PodLost(_(RELEASED).format(pod=self.id))
         dst = self._path(remote)
         dst.parent.mkdir(parents=True, exist_ok=True)
         if Path(local).is_dir():
@@ -79,7 +87,7 @@ class LocalPod(Pod):
 
     def get(self, remote: str, local: Path) -> None:
         if self.ended:
-            raise PodLost(f"local pod {self.id} has been released")
+            raise PodLost(_(RELEASED).format(pod=self.id))
         src = self._path(remote)
         Path(local).parent.mkdir(parents=True, exist_ok=True)
         if src.is_dir():
@@ -89,7 +97,7 @@ class LocalPod(Pod):
 
     def run(self, command: str, timeout: float, on_output: OutputSink | None = None) -> RunResult:
         if self.ended:
-            raise PodLost(f"local pod {self.id} has been released")
+            raise PodLost(_(RELEASED).format(pod=self.id))
         # The kit's own interpreter first on PATH, so `python` and `torchrun` are this environment's.
         path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
         env = {**os.environ, "PATH": path, "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(self.gpus))}
@@ -120,10 +128,9 @@ class LocalPod(Pod):
             self._procs.discard(proc)
         seconds = time.monotonic() - t0
         if timed_out.is_set():
-            raise RunTimeout(f"command on local pod {self.id} ran past its limit of {timeout:g} s and was "
-                             f"killed: {command[:200]}")
+            raise RunTimeout(_(TIMED_OUT).format(pod=self.id, seconds=timeout, command=command[:200]))
         if self.ended:
-            raise PodLost(f"local pod {self.id} was released while the command ran")
+            raise PodLost(_(RELEASED_WHILE_RUNNING).format(pod=self.id))
         return RunResult(code if code >= 0 else 128 - code, seconds, list(tail))
 
     def release(self) -> None:
@@ -162,8 +169,7 @@ class LocalProvider(Provider):
 
     def rate(self, request: GpuRequest) -> float:
         if self.gpu_count < request.gpus:
-            raise Unavailable(f"needs {request.gpus} GPU(s); this machine has {self.gpu_count} "
-                              "(nvidia-smi -L); use --gpu-provider runpod to rent them")
+            raise Unavailable(_(TOO_FEW_GPUS).format(gpus=request.gpus, count=self.gpu_count))
         return self.usd_per_gpu_hour
 
     def create(self, request: GpuRequest, name: str, limit_s: float, budget_usd: float, margin_s: float) -> str:
@@ -184,7 +190,7 @@ class LocalProvider(Provider):
     def wait_ready(self, pod_id: str, timeout: float, on_status: Callable[[str], object] | None = None) -> Pod:
         pod = self._pods.get(pod_id)
         if pod is None or pod.ended:
-            raise PodLost(f"local pod {pod_id} is gone")
+            raise PodLost(_(POD_GONE).format(pod=pod_id))
         return pod
 
     def terminate(self, pod_id: str) -> None:

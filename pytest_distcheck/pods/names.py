@@ -15,7 +15,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_distcheck.i18n import N_, _
+
 PREFIX = "distcheck-"
+NOT_A_RUN_ID = N_("run id {run!r} is not '<8 hex digits>-<hex digits>'")
 _NAME = re.compile(r"^distcheck-(?P<session>[0-9a-f]{8})-(?P<run>[0-9a-f]+)-(?P<deadline>\d{9,11})$")
 
 
@@ -36,7 +39,7 @@ def pod_name(run_id: str, deadline_epoch: float) -> str:
     """
     name = f"{PREFIX}{run_id}-{int(deadline_epoch)}"
     if parse(name) is None:
-        raise ValueError(f"run id {run_id!r} is not '<8 hex digits>-<hex digits>'")
+        raise ValueError(_(NOT_A_RUN_ID).format(run=run_id))
     return name
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_distcheck.i18n import N_, _
-from pytest_distcheck.settings import Setting
+from pytest_distcheck.settings import FROM_INI, Setting
 from pytest_distcheck.workspace import get_workspace
 
 GPU_PROVIDER = Setting(
@@ -63,6 +63,7 @@ NOT_RECONCILED = N_("distcheck budget: not reconciled with RunPod ({problem}); r
                     "later")
 RECONCILED = N_("distcheck budget: reconciled {finding}")
 NO_FINAL_SWEEP = N_("distcheck pods: no final sweep ({problem})")
+CUDA_NOT_A_LIST = N_("allowed_cuda_versions must be a list such as [\"12.8\", \"12.9\"], got {value!r}")
 # The pod's status line (pods/progress.py) as the fixture starts and ends it.
 NOT_STARTED = N_("not started ({reason})")
 FAILED_BEFORE_READY = N_("failed before it was ready; {ending}")
@@ -104,7 +105,7 @@ def _timings(config: pytest.Config):
     from pytest_distcheck.pods.timings import Timings
 
     try:
-        return Timings.parse(str(config.getini(TIMINGS_INI)), f"ini key {TIMINGS_INI}")
+        return Timings.parse(str(config.getini(TIMINGS_INI)), _(FROM_INI).format(ini=TIMINGS_INI))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -211,7 +212,7 @@ def _request(item: pytest.Item, config: pytest.Config):
                                                                            value=minutes))
     try:
         if not isinstance(cuda, list):
-            raise ValueError(f"allowed_cuda_versions must be a list such as [\"12.8\", \"12.9\"], got {cuda!r}")
+            raise ValueError(_(CUDA_NOT_A_LIST).format(value=cuda))
         request = GpuRequest(gpus=pick("gpus", 1), gpu_type=str(pick("gpu_type", DEFAULT_GPU_TYPE)),
                              seconds=float(minutes) * 60, image=str(pick("image", DEFAULT_IMAGE)),
                              cloud=str(pick("cloud", "secure")), cuda_versions=tuple(cuda))

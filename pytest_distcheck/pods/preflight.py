@@ -15,11 +15,17 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.pods.base import Pod, PodError
 
 MARKER = "DISTCHECK-PREFLIGHT "
 TIMEOUT_S = 120.0  # the probe imports torch, then 2 more processes do for the all-reduce
 GIB = 1024**3
+# The probe's own words in its facts: recorded in English, spoken through the catalog (:func:`_probe_said`).
+NO_SMI = N_("nvidia-smi not found")
+NO_CUDA_DEVICE = N_("no CUDA device usable by torch")
+RANK_TIMED_OUT = N_("timed out after 90 s")  # the probe's wait for each all-reduce rank
+PROBE_SAID = (NO_SMI, NO_CUDA_DEVICE, RANK_TIMED_OUT)
 
 # Runs in a child process per rank: NCCL init with device_id (guarded: added in torch 2.3), an
 # all-reduce of 4 floats, checked. argv: rank, world size, TCP port.
@@ -45,11 +51,12 @@ dist.destroy_process_group()
 PROBE = r"""
 import json, os, re, shutil, socket, subprocess, sys
 MARKER, CHILD = %(marker)r, %(child)r
+NO_SMI, NO_CUDA_DEVICE, RANK_TIMED_OUT = %(no_smi)r, %(no_cuda)r, %(timed_out)r
 wanted = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 facts = {"python": sys.version.split()[0], "host": socket.gethostname()}
 smi = shutil.which("nvidia-smi")
 if smi is None:
-    facts["nvidia_smi"] = {"error": "nvidia-smi not found"}
+    facts["nvidia_smi"] = {"error": NO_SMI}
 else:
     try:
         q = subprocess.run([smi, "--query-gpu=index,name,driver_version,memory.total,memory.free",
@@ -83,7 +90,7 @@ except Exception as exc:
     t = {}
 world = min(2, wanted, t.get("count", 0))
 if world < 1:
-    facts["allreduce"] = {"skipped": "no CUDA device usable by torch"}
+    facts["allreduce"] = {"skipped": NO_CUDA_DEVICE}
 else:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -97,7 +104,7 @@ else:
             outs.append(p.communicate(timeout=90)[0])
         except subprocess.TimeoutExpired:
             p.kill()
-            outs.append("timed out after 90 s")
+            outs.append(RANK_TIMED_OUT)
         codes.append(p.returncode)
     ok = all(c == 0 for c in codes)
     facts["allreduce"] = {"backend": "nccl", "ranks": world, "ok": ok}
@@ -115,31 +122,43 @@ if t.get("available"):
             devices.append({"index": i, "error": repr(exc)[-300:]})
     t["devices"] = devices
 print(MARKER + json.dumps(facts), flush=True)
-""" % {"marker": MARKER, "child": _CHILD}
+""" % {"marker": MARKER, "child": _CHILD, "no_smi": NO_SMI, "no_cuda": NO_CUDA_DEVICE, "timed_out": RANK_TIMED_OUT}
 
 
-# The misses are recorded in the result (``preflight.problems``) as well as raised, so they stay English, as
-# the result's other fields do.
-FAILED_PREFLIGHT = ("pod {pod} failed its preflight, so the experiment was not started; the pod is terminated and its "
-                    "ledger row settled now:\n{misses}\nThese are facts about the pod's host or image, not about your "
-                    "code.")
+# The misses, in the language in use: raised (a paid run stops at the first miss, so its result records none) or,
+# in a rehearsal, recorded in the result (``preflight.problems``) for its summary to show.
+FAILED_PREFLIGHT = N_("pod {pod} failed its preflight, so the experiment was not started; the pod is terminated and "
+                      "its ledger row settled now:\n{misses}\nThese are facts about the pod's host or image, not "
+                      "about your code.")
 MISS = "  - {miss}"
-NOT_REPORTED = "not reported"
-NO_GPU_VISIBLE = "no GPU visible: nvidia-smi: {error}"
-TOO_FEW_GPUS = "{n} GPU(s) visible ({names}); the experiment needs {gpus}"
-TORCH_NOT_IMPORTED = "torch does not import on the pod: {error}"
-TORCH_TOO_OLD = ("torch {version} on the pod; the experiment needs torch >= {min} (an image whose pip install fell "
-                 "back can ship an older torch than its tag says: runpod/containers#114)")
-CUDA_NOT_AVAILABLE = ("torch.cuda.is_available() is False (torch {version} built for CUDA {cuda}{driver}): a run here "
-                      "would not use the GPUs")
-DRIVER_SUPPORTS = "; the driver supports CUDA {cuda}"
-TORCH_DEVICES = "torch sees {n} CUDA device(s); the experiment needs {gpus}"
-NO_ALLREDUCE = "no NCCL all-reduce was tried: {why}"
-ALLREDUCE_FAILED = "a {ranks}-rank NCCL all-reduce of 4 floats failed (NCCL {nccl}): {error}"
-FREE_UNKNOWN = "GPU {index}: free memory unknown ({error})"
-TOO_LITTLE_FREE = ("GPU {index} ({name}) has {free:.1f} GiB free; the experiment needs about {need_gib:.1f} GiB "
-                   "({need})")
-NO_FACTS = "the probe gave no facts (exit {status}): {tail}"
+NOT_REPORTED = N_("not reported")
+NO_GPU_VISIBLE = N_("no GPU visible: nvidia-smi: {error}")
+TOO_FEW_GPUS = N_("{n} GPU(s) visible ({names}); the experiment needs {gpus}")
+NO_GPU_NAMES = N_("none")
+TORCH_NOT_IMPORTED = N_("torch does not import on the pod: {error}")
+TORCH_TOO_OLD = N_("torch {version} on the pod; the experiment needs torch >= {min} (an image whose pip install fell "
+                   "back can ship an older torch than its tag says: runpod/containers#114)")
+CUDA_NOT_AVAILABLE = N_("torch.cuda.is_available() is False (torch {version} built for CUDA {cuda}{driver}): a run "
+                        "here would not use the GPUs")
+DRIVER_SUPPORTS = N_("; the driver supports CUDA {cuda}")
+TORCH_DEVICES = N_("torch sees {n} CUDA device(s); the experiment needs {gpus}")
+NO_ALLREDUCE = N_("no NCCL all-reduce was tried: {why}")
+ALLREDUCE_FAILED = N_("a {ranks}-rank NCCL all-reduce of 4 floats failed (NCCL {nccl}): {error}")
+FREE_UNKNOWN = N_("GPU {index}: free memory unknown ({error})")
+TOO_LITTLE_FREE = N_("GPU {index} ({name}) has {free:.1f} GiB free; the experiment needs about {need_gib:.1f} GiB "
+                     "({need})")
+ITS_ESTIMATE = N_("its estimate")
+NO_FACTS = N_("the probe gave no facts (exit {status}): {tail}")
+NO_OUTPUT = N_("no output")
+# summary()'s pieces.
+SUMMARY_GPUS = N_("{n} x {name}, driver {driver} (CUDA {cuda})")
+SUMMARY_NO_GPU = N_("no GPU visible")
+SUMMARY_TORCH = N_("torch {version} (CUDA {cuda}, {usable})")
+AVAILABLE = N_("available")
+NOT_AVAILABLE = N_("NOT available")
+ALLREDUCE_OK = N_("all-reduce ok")
+ALLREDUCE_SKIPPED = N_("all-reduce skipped")
+ALLREDUCE_NOT_OK = N_("all-reduce FAILED")
 
 
 @dataclass(frozen=True)
@@ -165,7 +184,16 @@ class PreflightFailed(PodError):
     def __init__(self, pod_id: str, problems: list[str], facts: dict[str, Any]) -> None:
         self.facts = facts
         self.problems = problems
-        super().__init__(FAILED_PREFLIGHT.format(pod=pod_id, misses="\n".join(MISS.format(miss=p) for p in problems)))
+        misses = "\n".join(MISS.format(miss=p) for p in problems)
+        super().__init__(_(FAILED_PREFLIGHT).format(pod=pod_id, misses=misses))
+
+
+def _probe_said(text: str) -> str:
+    """What the probe wrote (a fact's error or reason): its own words (:data:`PROBE_SAID`, and
+    :data:`NOT_REPORTED` for a missing fact) in the language in use, anything else (a rank's last line, a
+    Python repr) as it is."""
+    known = (*PROBE_SAID, NOT_REPORTED)
+    return " | ".join(_(part) if part in known else part for part in str(text).split(" | "))
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -173,7 +201,7 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def problems(facts: dict[str, Any], expect: Expect) -> list[str]:
-    """What about the pod does not fit ``expect``, one sentence each; ``[]`` when it fits.
+    """What about the pod does not fit ``expect``, one sentence each in the language in use; ``[]`` when it fits.
 
     Args:
         facts: the probe's JSON (see :data:`PROBE`); missing parts count as misses.
@@ -182,36 +210,36 @@ def problems(facts: dict[str, Any], expect: Expect) -> list[str]:
     smi = facts.get("nvidia_smi") or {"error": NOT_REPORTED}
     gpus = smi.get("gpus") or []
     if "error" in smi:
-        out.append(NO_GPU_VISIBLE.format(error=smi["error"]))
+        out.append(_(NO_GPU_VISIBLE).format(error=_probe_said(smi["error"])))
     elif len(gpus) < expect.gpus:
-        names = ", ".join(g["name"] for g in gpus) or "none"
-        out.append(TOO_FEW_GPUS.format(n=len(gpus), names=names, gpus=expect.gpus))
+        names = ", ".join(g["name"] for g in gpus) or _(NO_GPU_NAMES)
+        out.append(_(TOO_FEW_GPUS).format(n=len(gpus), names=names, gpus=expect.gpus))
     t = facts.get("torch") or {"error": NOT_REPORTED}
     if "error" in t:
-        out.append(TORCH_NOT_IMPORTED.format(error=t["error"]))
+        out.append(_(TORCH_NOT_IMPORTED).format(error=_probe_said(t["error"])))
         return out
     if _version(t["version"]) < _version(expect.min_torch):
-        out.append(TORCH_TOO_OLD.format(version=t["version"], min=expect.min_torch))
+        out.append(_(TORCH_TOO_OLD).format(version=t["version"], min=expect.min_torch))
     if not t.get("available"):
-        driver = DRIVER_SUPPORTS.format(cuda=smi["driver_cuda"]) if smi.get("driver_cuda") else ""
-        out.append(CUDA_NOT_AVAILABLE.format(version=t["version"], cuda=t.get("cuda"), driver=driver))
+        driver = _(DRIVER_SUPPORTS).format(cuda=smi["driver_cuda"]) if smi.get("driver_cuda") else ""
+        out.append(_(CUDA_NOT_AVAILABLE).format(version=t["version"], cuda=t.get("cuda"), driver=driver))
         return out
     if t.get("count", 0) < expect.gpus:
-        out.append(TORCH_DEVICES.format(n=t.get("count", 0), gpus=expect.gpus))
+        out.append(_(TORCH_DEVICES).format(n=t.get("count", 0), gpus=expect.gpus))
     ar = facts.get("allreduce") or {}
     if ar.get("skipped"):
-        out.append(NO_ALLREDUCE.format(why=ar["skipped"]))
+        out.append(_(NO_ALLREDUCE).format(why=_probe_said(ar["skipped"])))
     elif not ar.get("ok"):
-        out.append(ALLREDUCE_FAILED.format(ranks=ar.get("ranks", "?"), nccl=t.get("nccl"),
-                                           error=ar.get("error", NOT_REPORTED)))
+        out.append(_(ALLREDUCE_FAILED).format(ranks=ar.get("ranks", "?"), nccl=t.get("nccl"),
+                                              error=_probe_said(ar.get("error", NOT_REPORTED))))
     if expect.min_free_bytes > 0:
         for d in (t.get("devices") or [])[:expect.gpus]:
             if "error" in d:
-                out.append(FREE_UNKNOWN.format(index=d["index"], error=d["error"]))
+                out.append(_(FREE_UNKNOWN).format(index=d["index"], error=d["error"]))
             elif d["free_bytes"] < expect.min_free_bytes:
-                out.append(TOO_LITTLE_FREE.format(index=d["index"], name=d["name"], free=d["free_bytes"] / GIB,
-                                                  need_gib=expect.min_free_bytes / GIB,
-                                                  need=expect.need or "its estimate"))
+                out.append(_(TOO_LITTLE_FREE).format(index=d["index"], name=d["name"], free=d["free_bytes"] / GIB,
+                                                     need_gib=expect.min_free_bytes / GIB,
+                                                     need=expect.need or _(ITS_ESTIMATE)))
     return out
 
 
@@ -220,14 +248,14 @@ def summary(facts: dict[str, Any]) -> str:
     2.8.0+cu128 (CUDA 12.8, available), NCCL 2.27.3, all-reduce ok``."""
     smi, t, ar = facts.get("nvidia_smi") or {}, facts.get("torch") or {}, facts.get("allreduce") or {}
     gpus = smi.get("gpus") or []
-    parts = [f"{len(gpus)} x {gpus[0]['name']}, driver {gpus[0]['driver']} (CUDA {smi.get('driver_cuda')})"
-             if gpus else "no GPU visible"]
+    parts = [_(SUMMARY_GPUS).format(n=len(gpus), name=gpus[0]["name"], driver=gpus[0]["driver"],
+                                    cuda=smi.get("driver_cuda")) if gpus else _(SUMMARY_NO_GPU)]
     if "version" in t:
-        usable = "available" if t.get("available") else "NOT available"
-        parts.append(f"torch {t['version']} (CUDA {t.get('cuda')}, {usable})")
+        usable = _(AVAILABLE if t.get("available") else NOT_AVAILABLE)
+        parts.append(_(SUMMARY_TORCH).format(version=t["version"], cuda=t.get("cuda"), usable=usable))
         if t.get("nccl"):
             parts.append(f"NCCL {t['nccl']}")
-    parts.append("all-reduce " + ("ok" if ar.get("ok") else "skipped" if ar.get("skipped") else "FAILED"))
+    parts.append(_(ALLREDUCE_OK if ar.get("ok") else ALLREDUCE_SKIPPED if ar.get("skipped") else ALLREDUCE_NOT_OK))
     return ", ".join(parts)
 
 
@@ -262,8 +290,8 @@ def run_preflight(pod: Pod, expect: Expect, rehearsal: bool = False) -> dict[str
     result = pod.run(probe_command(expect.gpus), TIMEOUT_S, on_output=lines.append)
     facts = parse([ln.rstrip("\n") for ln in lines])
     if facts is None:
-        tail = "".join(lines[-5:]).strip() or "no output"
-        raise PreflightFailed(pod.id, [NO_FACTS.format(status=result.exit_status, tail=tail)], {})
+        tail = "".join(lines[-5:]).strip() or _(NO_OUTPUT)
+        raise PreflightFailed(pod.id, [_(NO_FACTS).format(status=result.exit_status, tail=tail)], {})
     found = problems(facts, expect)
     facts["problems"], facts["rehearsal"] = found, rehearsal
     if found and not rehearsal:

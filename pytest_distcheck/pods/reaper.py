@@ -20,8 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.pods.base import Provider
 from pytest_distcheck.pods.runpod_api import redact
+
+# How a termination went, in the sweeps' and the recovery's lines.
+TERMINATED = N_("terminated")
+NOT_CONFIRMED = N_("terminate NOT confirmed ({error})")
+STATUS_STILL = N_("status still {status}")
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,7 @@ def terminate_and_confirm(provider: Provider, pod_id: str, timeout: float,
             info = provider.status(pod_id)
             if info.ended:
                 return Termination(pod_id, True, clock(), attempts, last, interrupted)
-            last = last or f"status still {info.status}"
+            last = last or _(STATUS_STILL).format(status=info.status)
         except KeyboardInterrupt:
             interrupted = True
         except Exception as exc:  # noqa: BLE001 - retry on any error, JSONDecodeError included
@@ -81,6 +87,11 @@ def terminate_and_confirm(provider: Provider, pod_id: str, timeout: float,
         except KeyboardInterrupt:
             interrupted = True
         delay = min(delay * 2, 5.0)
+
+
+def outcome(term: Termination) -> str:
+    """``terminated``, or that the termination was not confirmed and its last error, in the language in use."""
+    return _(TERMINATED) if term.confirmed else _(NOT_CONFIRMED).format(error=term.last_error)
 
 
 class Reaper:

@@ -14,14 +14,23 @@ from dataclasses import dataclass, field
 
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.errors import DistcheckError
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.pods import names
 from pytest_distcheck.pods.base import PodInfo, Provider, ProviderError
-from pytest_distcheck.pods.reaper import terminate_and_confirm
+from pytest_distcheck.pods.reaper import outcome, terminate_and_confirm
 from pytest_distcheck.pods.sweep import orphan_reason
 
-RETRIED = "pod {pod} of run {run} ({why}): {outcome}"
-ADOPTED = ("pod {pod} of run {run} was created but never recorded (its process died first): its started row is "
-           "now line {line}")
+RETRIED = N_("pod {pod} of run {run} ({why}): {outcome}")
+ADOPTED = N_("pod {pod} of run {run} was created but never recorded (its process died first): its started row is "
+             "now line {line}")
+NOT_ADOPTED = N_("pod {pod} of run {run} could not be recorded ({error})")
+UNSETTLED = N_("unsettled")
+NOT_CHECKED = N_("not checked ({error}); run `distcheck pods --sweep` later")
+FAILED_EARLIER = N_("terminate failed earlier, may be billing")
+PROCESS_GONE = N_("its process is gone")
+NOT_LISTED = N_("run {run} has no pod recorded and the pods could not be listed ({error})")
+BILL_NOT_READ = N_("the bill of pods {pods} was not read ({error}); `distcheck budget --reconcile` later")
+RECONCILED = N_("reconciled {finding}")
 
 
 @dataclass
@@ -58,29 +67,27 @@ def recover(guard, provider: Provider, confirm_timeout: float, pods: list[PodInf
             try:
                 row = guard.adopt_pod(ch.run_id, found.id, found.usd_per_hour)[0]
             except DistcheckError as exc:
-                out.lines.append(f"pod {found.id} of run {ch.run_id} could not be recorded ({exc})")
+                out.lines.append(_(NOT_ADOPTED).format(pod=found.id, run=ch.run_id, error=exc))
             else:
-                out.lines.append(ADOPTED.format(pod=found.id, run=ch.run_id, line=row.line))
+                out.lines.append(_(ADOPTED).format(pod=found.id, run=ch.run_id, line=row.line))
             pod_id = found.id
         else:
             try:
                 info = provider.status(pod_id)
             except ProviderError as exc:
-                out.lines.append(RETRIED.format(pod=pod_id, run=ch.run_id, why="unsettled",
-                                                outcome=f"not checked ({exc}); run `distcheck pods --sweep` later"))
+                out.lines.append(_(RETRIED).format(pod=pod_id, run=ch.run_id, why=_(UNSETTLED),
+                                                   outcome=_(NOT_CHECKED).format(error=exc)))
                 out.unconfirmed.append(pod_id)
                 continue
             if info.ended:
                 touched.append(pod_id)
                 continue
-            kill, why = (True, "terminate failed earlier, may be billing") if ch.terminate_failed else \
-                orphan_reason(info, "manual")
+            kill, why = (True, _(FAILED_EARLIER)) if ch.terminate_failed else orphan_reason(info, "manual")
             if not kill:
                 continue
         term = terminate_and_confirm(provider, pod_id, confirm_timeout)
-        why = "terminate failed earlier, may be billing" if ch.terminate_failed else "its process is gone"
-        outcome = "terminated" if term.confirmed else f"terminate NOT confirmed ({term.last_error})"
-        out.lines.append(RETRIED.format(pod=pod_id, run=ch.run_id, why=why, outcome=outcome))
+        why = _(FAILED_EARLIER if ch.terminate_failed else PROCESS_GONE)
+        out.lines.append(_(RETRIED).format(pod=pod_id, run=ch.run_id, why=why, outcome=outcome(term)))
         (touched if term.confirmed else out.unconfirmed).append(pod_id)
     if touched:
         out.lines += _reconcile(guard, provider, touched)
@@ -93,7 +100,7 @@ def _named_for(run_id: str, provider: Provider, pods: list[PodInfo] | None, out:
         try:
             pods = provider.list()
         except ProviderError as exc:
-            out.lines.append(f"run {run_id} has no pod recorded and the pods could not be listed ({exc})")
+            out.lines.append(_(NOT_LISTED).format(run=run_id, error=exc))
             return None
     for info in pods:
         parsed = names.parse(info.name)
@@ -115,6 +122,7 @@ def _reconcile(guard, provider: Provider, pod_ids: list[str]) -> list[str]:
     try:
         findings = guard.reconcile(fetch, provider.name)
     except (DistcheckError, ProviderError) as exc:
-        return [f"the bill of pods {', '.join(pod_ids)} was not read ({exc}); `distcheck budget --reconcile` later"]
-    return [f"reconciled {f.line()}" for f in findings if f.pod_id in pod_ids and f.provider_usd is not None]
+        return [_(BILL_NOT_READ).format(pods=", ".join(pod_ids), error=exc)]
+    return [_(RECONCILED).format(finding=f.line()) for f in findings
+            if f.pod_id in pod_ids and f.provider_usd is not None]
 

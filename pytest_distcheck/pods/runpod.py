@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.pods import deadman, runpod_api
 from pytest_distcheck.pods.base import (
     EXITED,
@@ -38,6 +39,24 @@ CONTAINER_DISK_GB = 20
 # Words in lastStatusChange that mean the container will not start (e.g. "nvidia-container-cli: requirement
 # error: unsatisfied condition: cuda>=12.8", runpod/containers issue 98); "Rented by User: ..." is normal.
 HOST_FAILURE = re.compile(r"error|unsatisfied|failed|cannot|exited", re.IGNORECASE)
+NO_POD_ID = N_("RunPod's answer has no pod id: {answer}")
+NOT_USABLE = N_("pod {pod} not usable after {seconds:g} s (last seen: {last}). This is RunPod's host, not your code: "
+                "pods can get stuck provisioning (skypilot#7321). The pod is terminated and its ledger row settled; "
+                "run again to get another host")
+ENDED_WHILE_WAITING = N_("pod {pod} is {status} while waiting for it to start")
+CANNOT_START = N_("pod {pod} cannot start on its host: {said} (status {status}). This is the host (e.g. a driver older "
+                  "than the image's CUDA, runpod/containers#98), not your code. The pod is terminated and its ledger "
+                  "row settled; run again to get another host ([pods] allowed_cuda_versions keeps such hosts out)")
+RUNPOD_SAYS = N_("RunPod says {detail!r}")
+RUNPOD_EXITED = N_("RunPod reports it EXITED")
+# The wait's steps, on the pod's status line and in NOT_USABLE's last seen.
+CREATED = N_("created")
+STATUS_UNKNOWN = N_("status unknown ({error})")
+NO_STATUS = N_("no status")
+PORT_NOT_MAPPED = N_("{status}, port 22 not mapped yet")
+SSH_NOT_ANSWERING = N_("RUNNING, SSH {host}:{port} not answering yet")
+SSH_NOT_ANSWERING_BECAUSE = N_("RUNNING, SSH {host}:{port} not answering yet ({error})")
+SSH_READY = N_("ready: SSH {host}:{port}")
 
 
 def pod_info(raw: dict[str, Any]) -> PodInfo:
@@ -128,7 +147,7 @@ class RunPodProvider(Provider):
         except ValueError as exc:  # the SDK's own check: unknown GPU type id
             raise ProviderError("create", f"{exc} (gpu_type {request.gpu_type!r})") from None
         if not isinstance(pod, dict) or not pod.get("id"):
-            raise ProviderError("create", f"RunPod's answer has no pod id: {str(pod)[:200]}", ambiguous=True)
+            raise ProviderError("create", _(NO_POD_ID).format(answer=str(pod)[:200]), ambiguous=True)
         return str(pod["id"])
 
     def find(self, name: str) -> PodInfo | None:
@@ -161,41 +180,36 @@ class RunPodProvider(Provider):
     def wait_ready(self, pod_id: str, timeout: float, on_status: Callable[[str], object] | None = None) -> Pod:
         t = self.timings
         end = time.monotonic() + timeout
-        last = "created"
+        last = _(CREATED)
         errors = 0
         while True:
             left = end - time.monotonic()
             if left <= 0:
-                raise NotReady(f"pod {pod_id} not usable after {timeout:g} s (last seen: {last}). This is RunPod's "
-                               "host, not your code: pods can get stuck provisioning (skypilot#7321). The pod is "
-                               "terminated and its ledger row settled; run again to get another host")
+                raise NotReady(_(NOT_USABLE).format(pod=pod_id, seconds=timeout, last=last))
             try:
                 info = self.status(pod_id)
             except ProviderError as exc:
                 errors += 1
-                last = f"status unknown ({exc})"
+                last = _(STATUS_UNKNOWN).format(error=exc)
                 info = None
             if info is not None:
                 if info.ended:
-                    raise PodLost(f"pod {pod_id} is {info.status} while waiting for it to start")
+                    raise PodLost(_(ENDED_WHILE_WAITING).format(pod=pod_id, status=info.status))
                 if info.ssh is None and (HOST_FAILURE.search(info.detail) or info.status == EXITED):
-                    said = f"RunPod says {info.detail[:300]!r}" if info.detail else "RunPod reports it EXITED"
-                    raise NotReady(f"pod {pod_id} cannot start on its host: {said} (status {info.status}). This "
-                                   "is the host (e.g. a driver older than the image's CUDA, runpod/containers#98), "
-                                   "not your code. The pod is terminated and its ledger row settled; run again to "
-                                   "get another host ([pods] allowed_cuda_versions keeps such hosts out)")
+                    said = (_(RUNPOD_SAYS).format(detail=info.detail[:300]) if info.detail else _(RUNPOD_EXITED))
+                    raise NotReady(_(CANNOT_START).format(pod=pod_id, said=said, status=info.status))
                 if info.status != "RUNNING" or info.ssh is None:
-                    last = f"{info.status or 'no status'}, port 22 not mapped yet"
+                    last = _(PORT_NOT_MAPPED).format(status=info.status or _(NO_STATUS))
                 else:
                     host, port = info.ssh
-                    last = f"RUNNING, SSH {host}:{port} not answering yet"
+                    last = _(SSH_NOT_ANSWERING).format(host=host, port=port)
                     try:
                         session = SSHSession.connect(host, port, self._ssh_key, timeout=min(left, 20.0))
                     except Exception as exc:  # noqa: BLE001 - sshd may still be starting; keep polling
-                        last = f"RUNNING, SSH {host}:{port} not answering yet ({type(exc).__name__})"
+                        last = _(SSH_NOT_ANSWERING_BECAUSE).format(host=host, port=port, error=type(exc).__name__)
                     else:
                         if on_status:
-                            on_status(f"ready: SSH {host}:{port}")
+                            on_status(_(SSH_READY).format(host=host, port=port))
                         return RunPodPod(pod_id, info.name, session, t)
             if on_status:
                 on_status(last)

@@ -17,20 +17,36 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.pods.base import NoCapacity, ProviderError, Unavailable
 
 API_KEY_ENV = "RUNPOD_API_KEY"
 SDK_VERSION = "1.12.0"
-_UNSAFE = {'"': "a double quote", "\\": "a backslash", "\n": "a line break", "\r": "a carriage return"}
-_NO_CAPACITY = "no longer any instances available"
+_UNSAFE = {'"': N_("a double quote"), "\\": N_("a backslash"), "\n": N_("a line break"),
+           "\r": N_("a carriage return")}
+_NO_CAPACITY = "no longer any instances available"  # RunPod's words, matched in its answer
+NO_API_KEY = N_("{env} is not set: export your RunPod API key (runpod.io > Settings > API Keys) to run paid GPU tests "
+                "on RunPod")
+WRONG_SDK = N_("runpod SDK {installed} is installed; the kit is tested against {version} only "
+               "(pip install 'runpod=={version}')")
+UNSAFE_VALUE = N_("{field} contains {what}; the runpod SDK {version} puts values into GraphQL unescaped, so it would "
+                  "corrupt the request. Use single quotes or drop it.")
+NO_MACHINE_FREE = N_("RunPod has no machine free for this request ({message})")
+ANSWERED_ERROR = N_("RunPod answered with an error: {message}")
+KEY_REFUSED = N_("RunPod refused the API key in ${env} (HTTP 401)")
+NOT_JSON = N_("RunPod answered with a body that is not JSON (an HTML error page such as 502 Bad Gateway?)")
+NO_ANSWER = N_("no answer from RunPod ({error})")
+ODD_SHAPE = N_("RunPod's answer had an unexpected shape ({error})")
+NO_ANSWER_WITHIN = N_("no answer from RunPod within {seconds:g} s")
+NOT_A_POD_ID = N_("pod id {pod!r} is not letters and digits")
+BILLING_FAILED = N_("RunPod's billing answer for pod {pod} failed ({error})")
 
 
 def api_key() -> str:
     """The key from ``$RUNPOD_API_KEY``. Raises Unavailable (a skip reason) when it is not set."""
     key = os.environ.get(API_KEY_ENV, "").strip()
     if not key:
-        raise Unavailable(f"{API_KEY_ENV} is not set: export your RunPod API key (runpod.io > Settings > "
-                          "API Keys) to run paid GPU tests on RunPod")
+        raise Unavailable(_(NO_API_KEY).format(env=API_KEY_ENV))
     return key
 
 
@@ -46,8 +62,7 @@ def sdk() -> Any:
     import runpod
 
     if runpod.__version__ != SDK_VERSION:
-        raise Unavailable(f"runpod SDK {runpod.__version__} is installed; the kit is tested against "
-                          f"{SDK_VERSION} only (pip install 'runpod=={SDK_VERSION}')")
+        raise Unavailable(_(WRONG_SDK).format(installed=runpod.__version__, version=SDK_VERSION))
     runpod.api_key = key
     return runpod
 
@@ -56,8 +71,7 @@ def check_value(field: str, value: str) -> str:
     """``value`` if it is safe to paste into the SDK's GraphQL text. Raises ValueError naming the field."""
     for ch, what in _UNSAFE.items():
         if ch in value:
-            raise ValueError(f"{field} contains {what}; the runpod SDK {SDK_VERSION} puts values into GraphQL "
-                             "unescaped, so it would corrupt the request. Use single quotes or drop it.")
+            raise ValueError(_(UNSAFE_VALUE).format(field=field, what=_(what), version=SDK_VERSION))
     return value
 
 
@@ -68,19 +82,17 @@ def _translate(operation: str, exc: BaseException) -> ProviderError:
     if isinstance(exc, runpod.error.QueryError):
         message = exc.message or ""
         if _NO_CAPACITY in message.lower():
-            return NoCapacity(operation, f"RunPod has no machine free for this request ({message})")
+            return NoCapacity(operation, _(NO_MACHINE_FREE).format(message=message))
         # INTERNAL_SERVER_ERROR and other server-side failures: the call may have taken effect.
-        return ProviderError(operation, f"RunPod answered with an error: {message}", ambiguous=True)
+        return ProviderError(operation, _(ANSWERED_ERROR).format(message=message), ambiguous=True)
     if isinstance(exc, runpod.error.AuthenticationError):
-        return ProviderError(operation, f"RunPod refused the API key in ${API_KEY_ENV} (HTTP 401)")
+        return ProviderError(operation, _(KEY_REFUSED).format(env=API_KEY_ENV))
     if isinstance(exc, requests.exceptions.JSONDecodeError):
-        return ProviderError(operation, "RunPod answered with a body that is not JSON (an HTML error page such "
-                                        "as 502 Bad Gateway?)", ambiguous=True)
+        return ProviderError(operation, _(NOT_JSON), ambiguous=True)
     if isinstance(exc, requests.exceptions.RequestException):
-        return ProviderError(operation, f"no answer from RunPod ({type(exc).__name__})", ambiguous=True)
+        return ProviderError(operation, _(NO_ANSWER).format(error=type(exc).__name__), ambiguous=True)
     if isinstance(exc, (KeyError, TypeError, IndexError)):
-        return ProviderError(operation, f"RunPod's answer had an unexpected shape ({type(exc).__name__}: {exc})",
-                             ambiguous=True)
+        return ProviderError(operation, _(ODD_SHAPE).format(error=f"{type(exc).__name__}: {exc}"), ambiguous=True)
     return ProviderError(operation, f"{type(exc).__name__}: {exc}", ambiguous=True)
 
 
@@ -106,7 +118,7 @@ def call(operation: str, fn: Callable[..., Any], *args: Any, timeout: float, **k
     try:
         ok, value = box.get(timeout=timeout)
     except queue.Empty:
-        raise ProviderError(operation, f"no answer from RunPod within {timeout:g} s", ambiguous=True) from None
+        raise ProviderError(operation, _(NO_ANSWER_WITHIN).format(seconds=timeout), ambiguous=True) from None
     if ok:
         return value
     if isinstance(value, ValueError) and not _is_json_error(value):
@@ -147,7 +159,7 @@ def pod_bills(pod_ids: list[str], timeout: float = 30.0) -> dict[str, tuple[Deci
     out: dict[str, tuple[Decimal, float]] = {}
     for pod_id in pod_ids:
         if not _POD_ID.match(pod_id):
-            raise ValueError(f"pod id {pod_id!r} is not letters and digits")
+            raise ValueError(_(NOT_A_POD_ID).format(pod=pod_id))
         try:
             resp = requests.get(f"{base}/billing/pods", params={"podId": pod_id, "grouping": "podId",
                                                                  "bucketSize": "day"},
@@ -157,8 +169,9 @@ def pod_bills(pod_ids: list[str], timeout: float = 30.0) -> dict[str, tuple[Deci
             usd = sum((Decimal(str(r["amount"])) for r in records if r.get("podId") == pod_id), Decimal(0))
             ms = sum(float(r.get("timeBilledMs") or 0) for r in records if r.get("podId") == pod_id)
         except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
-            raise ProviderError("billing", redact(f"RunPod's billing answer for pod {pod_id} failed "
-                                                  f"({type(exc).__name__}: {exc})"[:300])) from None
+            # Redacted before it is cut short: a cut through the key would leave part of it.
+            raise ProviderError("billing", redact(_(BILLING_FAILED).format(
+                pod=pod_id, error=f"{type(exc).__name__}: {exc}"))[:300]) from None
         if any(r.get("podId") == pod_id for r in records):
             out[pod_id] = (usd, ms / 1000.0)
     return out

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.pods.base import GpuRequest, Provider, ProviderError, Unavailable
 from pytest_distcheck.pods.lease import Lease, Reserve
 from pytest_distcheck.pods.names import SessionLock
-from pytest_distcheck.pods.reaper import Reaper
+from pytest_distcheck.pods.reaper import Reaper, outcome
 from pytest_distcheck.pods.sweep import sweep
 from pytest_distcheck.pods.timings import Timings
 
@@ -23,6 +24,23 @@ PROVIDERS = ("runpod", "local")
 DEFAULT_GPU_TYPE = "NVIDIA GeForce RTX 4090"
 # RunPod's PyTorch image: torch 2.8 + CUDA 12.8, sshd started by /start.sh from PUBLIC_KEY.
 DEFAULT_IMAGE = "runpod/pytorch:2.8.0-py3.11-cuda12.8.1-cudnn-devel-ubuntu22.04"
+# The session's lines on the terminal.
+NOT_RECOVERED = N_("distcheck pods: the ledger's pods were not checked at start ({error})")
+RECOVERED = N_("distcheck pods: start: {line}")
+# Per sweep scope: its lines, and why it did nothing.
+SWEEP_LINE = {"start": N_("distcheck pods: start sweep: {line}"), "finish": N_("distcheck pods: finish sweep: {line}")}
+SWEEP_NOT_LISTED = {
+    "start": N_("distcheck pods: start sweep could not list pods ({error}); orphans, if any, are left to their "
+                "dead-man switch; run `distcheck pods --sweep` later"),
+    "finish": N_("distcheck pods: finish sweep could not list pods ({error}); orphans, if any, are left to their "
+                 "dead-man switch; run `distcheck pods --sweep` later"),
+}
+LEFT_AT_END = N_("distcheck pods: pod {pod} left at session end: {outcome}")
+FINAL_NOT_LISTED = N_("distcheck pods: final sweep could not list pods ({error})")
+LOST_TURNED_UP = N_("distcheck pods: pod {pod} ({name}) whose create answer was lost turned up; terminated and settled "
+                    "in the ledger")
+LOST_NOT_CONFIRMED = N_("distcheck pods: pod {pod} ({name}) whose create answer was lost turned up; NOT confirmed and "
+                        "settled in the ledger")
 
 
 def make_provider(name: str, timings: Timings, local_rate: float) -> Provider:
@@ -106,10 +124,10 @@ class PodsSession:
                 return
             done = recover(guard, self._provider, self.timings.confirm_timeout)
         except DistcheckError as exc:
-            self.report(f"distcheck pods: the ledger's pods were not checked at start ({exc})")
+            self.report(_(NOT_RECOVERED).format(error=exc))
             return
         for line in done.lines:
-            self.report(f"distcheck pods: start: {line}")
+            self.report(_(RECOVERED).format(line=line))
 
     def start(self) -> None:
         """Once per process before the first pod: hold the session lock, install the reaper's exit and
@@ -137,11 +155,10 @@ class PodsSession:
             rep = sweep(self._provider, scope, session=self.session_id, runs=runs,
                         confirm_timeout=self.timings.confirm_timeout, pods=pods)
         except ProviderError as exc:
-            self.report(f"distcheck pods: {scope} sweep could not list pods ({exc}); orphans, if any, are left "
-                        "to their dead-man switch; run `distcheck pods --sweep` later")
+            self.report(_(SWEEP_NOT_LISTED[scope]).format(error=exc))
             return
         for line in rep.lines():
-            self.report(f"distcheck pods: {scope} sweep: {line}")
+            self.report(_(SWEEP_LINE[scope]).format(line=line))
 
     def sweep_session(self) -> None:
         """The xdist controller's final sweep: every leftover pod of this session (its workers are done).
@@ -155,24 +172,22 @@ class PodsSession:
             return
         try:
             for term in self.reaper.terminate_all():
-                state = "terminated" if term.confirmed else f"terminate NOT confirmed ({term.last_error})"
-                self.report(f"distcheck pods: pod {term.pod_id} left at session end: {state}")
+                self.report(_(LEFT_AT_END).format(pod=term.pod_id, outcome=outcome(term)))
             provider = self._provider
             if provider is not None and provider.remote:
                 runs = {lease.reservation.run_id for lease in self.leases if lease.reservation is not None}
                 try:
                     pods = provider.list()
                 except ProviderError as exc:
-                    self.report(f"distcheck pods: final sweep could not list pods ({exc})")
+                    self.report(_(FINAL_NOT_LISTED).format(error=exc))
                     pods = None
                 if pods is not None:
                     for lease in self.leases:
                         for info in pods:
                             if lease.lost_name and info.name == lease.lost_name and not info.ended:
                                 term = lease.adopt(info)
-                                self.report(f"distcheck pods: pod {info.id} ({info.name}) whose create answer was "
-                                            f"lost turned up; {'terminated' if term.confirmed else 'NOT confirmed'}"
-                                            " and settled in the ledger")
+                                said = LOST_TURNED_UP if term.confirmed else LOST_NOT_CONFIRMED
+                                self.report(_(said).format(pod=info.id, name=info.name))
                 self._sweep("finish", runs if self.worker else None)
         finally:
             self.reaper.uninstall()

@@ -22,10 +22,17 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.pods.base import OutputSink, PodLost, RunResult, RunTimeout
 
 WORKDIR = "distcheck"  # relative to the pod's home folder (/root on RunPod)
 TAIL_LINES = 40
+CLOSED = N_("the SSH connection was closed")
+NO_ANSWER = N_("no answer within {seconds:g} s")
+LOST = N_("SSH connection to {where} lost ({error}); the pod may have been terminated")
+STILL_RUNNING = N_("command on {where} still running after {seconds:g} s (+{grace:g} s grace); its channel was closed: "
+                   "{command}")
+STOPPED_BY_TIMEOUT = N_("command on {where} ran past its limit of {seconds} s and was stopped by `timeout`: {command}")
 
 
 def _quiet() -> None:
@@ -68,9 +75,9 @@ class _Loop:
                     if fut.done():
                         raise
                     if not self.loop.is_running():
-                        raise ConnectionError("the SSH connection was closed") from None
+                        raise ConnectionError(_(CLOSED)) from None
                     if end is not None and time.monotonic() >= end:
-                        raise TimeoutError(f"no answer within {timeout:g} s") from None
+                        raise TimeoutError(_(NO_ANSWER).format(seconds=timeout)) from None
         except BaseException:
             fut.cancel()
             raise
@@ -113,8 +120,7 @@ class SSHSession:
         return cls(loop, conn, f"{username}@{host}:{port}")
 
     def _lost(self, exc: BaseException) -> PodLost:
-        return PodLost(f"SSH connection to {self.where} lost ({type(exc).__name__}: {exc}); the pod may have "
-                       "been terminated")
+        return PodLost(_(LOST).format(where=self.where, error=f"{type(exc).__name__}: {exc}"))
 
     def put(self, local: Path, remote: str) -> None:
         import asyncssh
@@ -183,14 +189,13 @@ class SSHSession:
         try:
             code = self._loop.call(go())
         except asyncio.TimeoutError:
-            raise RunTimeout(f"command on {self.where} still running after {timeout:g} s (+{grace:g} s grace); "
-                             f"its channel was closed: {command[:200]}") from None
+            raise RunTimeout(_(STILL_RUNNING).format(where=self.where, seconds=timeout, grace=grace,
+                                                     command=command[:200])) from None
         except (OSError, asyncssh.Error) as exc:
             raise self._lost(exc) from None
         seconds = time.monotonic() - t0
         if code == 124:
-            raise RunTimeout(f"command on {self.where} ran past its limit of {limit} s and was stopped by "
-                             f"`timeout`: {command[:200]}")
+            raise RunTimeout(_(STOPPED_BY_TIMEOUT).format(where=self.where, seconds=limit, command=command[:200]))
         return RunResult(code, seconds, list(tail))
 
     def touch(self, remote: str, timeout: float, text: str = "") -> None:

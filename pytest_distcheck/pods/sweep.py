@@ -13,13 +13,27 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.pods import names
 from pytest_distcheck.pods.base import PodInfo, Provider
-from pytest_distcheck.pods.reaper import Termination, terminate_and_confirm
+from pytest_distcheck.pods.reaper import Termination, outcome, terminate_and_confirm
 
 DEADLINE_GRACE_S = 60.0
 FOREIGN_CLOCK_GRACE_S = 3 * 3600.0  # a client clock hours off must not get a live pod swept elsewhere
 SCOPES = ("start", "finish", "manual", "all")
+# Why a pod is terminated or left (orphan_reason), and a sweep's lines.
+NOT_OURS = N_("not a pytest-distcheck pod")
+ALREADY = N_("already {status}")
+EVERY_POD = N_("--all: every pytest-distcheck pod")
+LEFT_OVER = N_("left over by this session (a lost create reply or an unconfirmed terminate)")
+IN_USE = N_("belongs to this session, still in use")
+TIME_ENDED = N_("its reserved time ended at {deadline}")
+SESSION_ENDED = N_("its pytest session {session} has ended (no process holds its lock)")
+SESSION_RUNNING = N_("its pytest session {session} is still running")
+SESSION_UNKNOWN = N_("session {session} is not known on this machine; its dead-man switch ends it by {deadline} (or "
+                     "run `distcheck pods --sweep --all`)")
+SWEPT = N_("{pod} {name}: {outcome}; {why}")
+LEFT_RUNNING = N_("{pod} {name}: left running; {why}")
 
 
 def utc(epoch: float) -> str:
@@ -41,25 +55,24 @@ def orphan_reason(pod: PodInfo, scope: str, *, session: str | None = None, runs:
         raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
     parsed = names.parse(pod.name)
     if parsed is None:
-        return False, "not a pytest-distcheck pod"
+        return False, _(NOT_OURS)
     if pod.ended:
-        return False, f"already {pod.status}"
+        return False, _(ALREADY).format(status=pod.status)
     now = time.time() if now is None else now
     if scope == "all":
-        return True, "--all: every pytest-distcheck pod"
+        return True, _(EVERY_POD)
     if parsed.session == session:
         if scope == "finish" and (runs is None or parsed.run_id in runs):
-            return True, "left over by this session (a lost create reply or an unconfirmed terminate)"
-        return False, "belongs to this session, still in use"
+            return True, _(LEFT_OVER)
+        return False, _(IN_USE)
     live = state(parsed.session)
     if parsed.deadline + (FOREIGN_CLOCK_GRACE_S if live == "unknown" else DEADLINE_GRACE_S) < now:
-        return True, f"its reserved time ended at {utc(parsed.deadline)}"
+        return True, _(TIME_ENDED).format(deadline=utc(parsed.deadline))
     if live == "ended":
-        return True, f"its pytest session {parsed.session} has ended (no process holds its lock)"
+        return True, _(SESSION_ENDED).format(session=parsed.session)
     if live == "alive":
-        return False, f"its pytest session {parsed.session} is still running"
-    return False, (f"session {parsed.session} is not known on this machine; its dead-man switch ends it by "
-                   f"{utc(parsed.deadline)} (or run `distcheck pods --sweep --all`)")
+        return False, _(SESSION_RUNNING).format(session=parsed.session)
+    return False, _(SESSION_UNKNOWN).format(session=parsed.session, deadline=utc(parsed.deadline))
 
 
 @dataclass
@@ -76,11 +89,10 @@ class SweepReport:
     def lines(self) -> list[str]:
         out = []
         for pod, why, term in self.terminated:
-            done = "terminated" if term.confirmed else f"terminate NOT confirmed ({term.last_error})"
-            out.append(f"{pod.id} {pod.name}: {done}; {why}")
+            out.append(_(SWEPT).format(pod=pod.id, name=pod.name, outcome=outcome(term), why=why))
         for pod, why in self.left:
             if names.parse(pod.name) is not None:
-                out.append(f"{pod.id} {pod.name}: left running; {why}")
+                out.append(_(LEFT_RUNNING).format(pod=pod.id, name=pod.name, why=why))
         return out
 
 

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from pytest_distcheck.i18n import N_, _
+
 MAX_S = 86400.0  # a day: a longer wait is a typo (and inf or nan is never a wait)
+NOT_A_WAIT = N_("{name} must be a number of seconds > 0 and at most {max:g} (a day), got {value!r}")
+STALE_BEFORE_READY = N_("heartbeat_stale ({stale:g}) must exceed ready_timeout ({ready:g}): the first heartbeat comes "
+                        "only once SSH answers, so the pod would end itself while the client still waits for it")
+STALE_BEFORE_BEAT = N_("heartbeat_stale ({stale:g}) must exceed heartbeat_every ({every:g}), or the pod ends itself "
+                       "while the client is alive")
+NOT_A_PAIR = N_("{source}: {pair!r} is not name=seconds with a name among {names}")
+NOT_SECONDS = N_("{source}: {name}={raw!r} is not a number of seconds")
 
 
 @dataclass(frozen=True)
@@ -51,15 +60,11 @@ class Timings:
         for f in fields(self):
             value = getattr(self, f.name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= MAX_S:
-                raise ValueError(f"{f.name} must be a number of seconds > 0 and at most {MAX_S:g} (a day), "
-                                 f"got {value!r}")
+                raise ValueError(_(NOT_A_WAIT).format(name=f.name, max=MAX_S, value=value))
         if self.heartbeat_stale <= self.ready_timeout:
-            raise ValueError(f"heartbeat_stale ({self.heartbeat_stale:g}) must exceed ready_timeout "
-                             f"({self.ready_timeout:g}): the first heartbeat comes only once SSH answers, so the "
-                             "pod would end itself while the client still waits for it")
+            raise ValueError(_(STALE_BEFORE_READY).format(stale=self.heartbeat_stale, ready=self.ready_timeout))
         if self.heartbeat_stale <= self.heartbeat_every:
-            raise ValueError(f"heartbeat_stale ({self.heartbeat_stale:g}) must exceed heartbeat_every "
-                             f"({self.heartbeat_every:g}), or the pod ends itself while the client is alive")
+            raise ValueError(_(STALE_BEFORE_BEAT).format(stale=self.heartbeat_stale, every=self.heartbeat_every))
 
     def reserved_seconds(self, run_seconds: float) -> float:
         """Seconds of pod time a lease reserves for ``run_seconds`` of work: the run, plus up to
@@ -78,11 +83,11 @@ class Timings:
         for pair in text.replace(",", " ").split():
             name, sep, raw = pair.partition("=")
             if not sep or name not in known:
-                raise ValueError(f"{source}: {pair!r} is not name=seconds with a name among {sorted(known)}")
+                raise ValueError(_(NOT_A_PAIR).format(source=source, pair=pair, names=sorted(known)))
             try:
                 values[name] = float(raw)
             except ValueError:
-                raise ValueError(f"{source}: {name}={raw!r} is not a number of seconds") from None
+                raise ValueError(_(NOT_SECONDS).format(source=source, name=name, raw=raw)) from None
         try:
             return replace(cls(), **values)
         except ValueError as exc:
