@@ -133,3 +133,23 @@ def test_pytest_from_a_subfolder_with_its_own_tests_collects_them(workspace_dir,
     result = workspace_dir.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     assert result.stdout.str().count("was not checked in this run") == 1
+
+
+def test_pytest_gate_speaks_the_learners_language_in_the_gates_process(workspace_dir, monkeypatch):
+    from pytest_distcheck import i18n
+    from pytest_distcheck.dod.gate import HEADER
+    from pytest_distcheck.dod.options import HANDED_OVER
+    from pytest_distcheck.i18n import _
+
+    write_checks(workspace_dir, "pass", "pass")
+    workspace_dir.makeini("[pytest]\n")
+    git_commit_all(workspace_dir.path)
+    monkeypatch.setenv(i18n.ENV, "es")  # the gate's process reads no DISTCHECK_* variable: it gets --lang
+    try:
+        result = workspace_dir.runpytest("-p", "no:cacheprovider", "--gate")
+        i18n.use("es")
+        handed_over, judging = _(HANDED_OVER), _(HEADER).split("{")[0]
+    finally:
+        i18n.use(i18n.DEFAULT)
+    assert handed_over != HANDED_OVER and judging.strip() not in (HEADER.split("{")[0].strip(), "")
+    result.stdout.fnmatch_lines([handed_over + "*", "*" + judging + "*"])

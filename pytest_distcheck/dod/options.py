@@ -11,9 +11,13 @@ from pathlib import Path
 import pytest
 
 from pytest_distcheck.dod import gate, snapshot
+from pytest_distcheck.i18n import FLAG, N_, _, language
 
-# The learner's options the gate passes on (paths made absolute); every other argument is not passed on.
-CARRIED = ("--gate", "--dod-json", "--dod-markdown", "--color")
+# The learner's options the gate passes on (paths made absolute; the language as chosen); every other argument
+# is not passed on.
+CARRIED = ("--gate", "--dod-json", "--dod-markdown", "--color", FLAG)
+HANDED_OVER = N_("pytest --gate: runs `distcheck gate`")
+NOT_PASSED_ON = N_("; not passed on: {args}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,7 +54,8 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         return None
     here = Path(config.invocation_params.dir)
     color = {"yes": "yes", "no": "no"}.get(getattr(opt, "color", "auto"), "auto")
-    args = ["--root", str(here), f"--color={color}"]
+    # The gate's process reads no DISTCHECK_* variable and no ini file: the language travels as --lang.
+    args = ["--root", str(here), f"--color={color}", f"{FLAG}={language()}"]
     for flag, path in (("--dod-json", opt.distcheck_dod_json), ("--dod-markdown", opt.distcheck_dod_markdown)):
         if path:
             args.append(f"{flag}={here / path}")
@@ -60,5 +65,5 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    write("pytest --gate: runs `distcheck gate`" + (f"; not passed on: {' '.join(ignored)}" if ignored else "") + "\n")
+    write(_(HANDED_OVER) + (_(NOT_PASSED_ON).format(args=" ".join(ignored)) if ignored else "") + "\n")
     return gate.relay(args, write)
