@@ -265,5 +265,5 @@ def test_the_check_spec_refuses_in_spanish():
     assert _type_error(spec, "foo=1").startswith("'foo=1': se esperaba CLAVE=VALOR")
     assert _type_error(spec, "tp=8,pp=4,dp=2,recompute=x") == "'recompute=x': recompute es none, selective o full"
     assert _type_error(spec, "tp=8") == _(strategy_command.SPEC_LACKS).format(text="tp=8", missing="pp, dp")
-    assert _type_error(spec, "tp=8") == "a 'tp=8' le falta pp, dp (p. ej., tp=8,pp=4,dp=2)"
+    assert _type_error(spec, "tp=8") == "a 'tp=8' le falta: pp, dp (p. ej., tp=8,pp=4,dp=2)"
     assert _type_error(spec, "tp=0,pp=1,dp=1") == "'0' debe ser >= 1"

@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 
 from pytest_distcheck.citations.decision import decision_problem
 from pytest_distcheck.citations.quote import MAX_QUOTE_CHARS, MIN_QUOTE_CHARS, nearest, normalise
-from pytest_distcheck.citations.resolver import Installed, Problem, Resolver
+from pytest_distcheck.citations.resolver import DID_YOU_MEAN, Installed, Problem, Resolver
 from pytest_distcheck.citations.symbols import SourceFile, Span
 from pytest_distcheck.citations.syntax import Citation, Malformed, github_path, parse_note
 from pytest_distcheck.i18n import N_, _
@@ -30,6 +30,8 @@ __all__ = ["CitationResult", "NoteReport", "Place", "Status", "check_citation", 
 
 TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 NEAR_MISS_FIRST = 0.8  # a near-miss this close (difflib ratio) is named before an exact match elsewhere
+DEFINED_THERE = N_("{head}; did you mean {files}? {name} is defined there (lines {start}-{end})")
+OR = N_(" or ")
 UNKNOWN_PACKAGE = N_("unknown package {package!r} (the notes cite: {packages})")
 NO_QUOTE = N_("has no quote, so it proves no place in the symbol")
 QUOTE_LENGTH = N_("quote is {n} characters; {low} to {high} pin a place")
@@ -223,10 +225,10 @@ def _more_hint(resolver: Resolver, dist: Installed, cit: Citation, exc: Problem)
     ][:3]
     if not found:
         return exc.message
-    head = exc.message.split("; did you mean")[0]
-    files = " or ".join(dict.fromkeys(f.path for f in found))
+    head = exc.message.split(_(DID_YOU_MEAN).split("{")[0])[0]
+    files = _(OR).join(dict.fromkeys(f.path for f in found))
     span = found[0].span
-    return f"{head}; did you mean {files}? {span.name} is defined there (lines {span.start}-{span.end})"
+    return _(DEFINED_THERE).format(head=head, files=files, name=span.name, start=span.start, end=span.end)
 
 
 def _url_symbol(resolver: Resolver, dist: Installed, url: str) -> str:
