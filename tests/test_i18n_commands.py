@@ -267,3 +267,11 @@ def test_the_check_spec_refuses_in_spanish():
     assert _type_error(spec, "tp=8") == _(strategy_command.SPEC_LACKS).format(text="tp=8", missing="pp, dp")
     assert _type_error(spec, "tp=8") == "a 'tp=8' le falta: pp, dp (p. ej., tp=8,pp=4,dp=2)"
     assert _type_error(spec, "tp=0,pp=1,dp=1") == "'0' debe ser >= 1"
+
+
+def test_estimate_says_a_prices_confidence_in_spanish(capsys):
+    from pytest_distcheck.commands.estimate import CONFIDENCE
+
+    assert main(["estimate", "--gpu", "RTX 4090", "--count", "2", "--minutes", "25", "--pod", "--lang", "es"]) == 0
+    out = capsys.readouterr().out
+    assert "confianza media)" in out and _(CONFIDENCE["medium"]) == "media"

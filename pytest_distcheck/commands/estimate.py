@@ -26,6 +26,8 @@ RESERVED_AS_POD = N_(", reserved as gpu_pod does: {minutes:g} min run + {ready:g
                      "to terminate = {total:g} min")
 LIVE_WARNING = N_("warning: {warning}; using the shipped table")
 HEADLINE = N_("{count} x {gpu} on {where}{span}: {cost}")
+# A price's confidence (prices.json's field, or "high" for a live price), as the price line says it.
+CONFIDENCE = {"low": N_("low"), "medium": N_("medium"), "high": N_("high")}
 PRICE_LINE = N_("  price    {rate}/GPU-hour ({origin}; source: {source}; {date}; recorded {recorded}; confidence "
                 "{confidence})")
 LIVE = N_("live")
@@ -82,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     print(_(HEADLINE).format(count=args.count, gpu=p.gpu, where=where, span=span, cost=usd(est.usd)))
     date = _(UNDATED) if p.date == "undated" else _(DATED).format(date=p.date)
     print(_(PRICE_LINE).format(rate=usd(p.usd_per_gpu_hour), origin=_(LIVE) if p.live else _(SHIPPED_TABLE),
-                               source=p.source, date=date, recorded=p.recorded, confidence=p.confidence))
+                               source=p.source, date=date, recorded=p.recorded,
+                               confidence=_(CONFIDENCE.get(p.confidence, p.confidence))))
     print(_(BILLING_LINE).format(granularity=b.granularity_s, minimum=b.minimum_s, billed=est.billed_s,
                                  source=b.source))
     if args.provider == "runpod":
