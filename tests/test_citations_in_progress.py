@@ -50,6 +50,14 @@ def test_a_failing_citation_in_a_short_note_is_still_broken(tmp_path):
     assert verdict.state == "broken" and "1 citation(s) do not resolve" in verdict.reason
 
 
+def test_a_broken_note_still_says_which_note_is_missing(tmp_path):
+    bad = '- The layer does something else entirely, as this quote claims nowhere in the code\n  ' \
+          '`[cite: toyparallel toyparallel/layers.py::divide "a quote that is not in the function"]`.\n'
+    verdict = notes_verdict([note(tmp_path, "megatron.md", 5, bad)], minimum=5, missing=["docs/notes/fsdp.md"])
+    assert verdict.state == "broken"
+    assert NO_NOTE_YET.format(label="docs/notes/fsdp.md", minimum=5) in verdict.reason.splitlines()[0]
+
+
 def test_enough_statements_everywhere_is_done(tmp_path):
     verdict = notes_verdict([note(tmp_path, "megatron.md", 5), note(tmp_path, "fsdp.md", 5)], minimum=5)
     assert verdict.state == "done"

@@ -58,8 +58,8 @@ def notes_verdict(reports: list[NoteReport], minimum: int, missing: Sequence[str
 
     - pending: a cited package is not installed (nothing can be checked against it); the reason
       still lists every other failing citation, so installing is not the only fix a person sees;
-    - broken: a citation fails or is malformed (wrong evidence); the reason lists each, and what a
-      short note did not count;
+    - broken: a citation fails or is malformed (wrong evidence); the reason lists each, what a short note
+      did not count, and (first line) each note still missing;
     - pending (``distcheck cite``): every citation resolves but a note has fewer than ``minimum``
       cited statements or is missing (a note in progress); the first line gives every note's count,
       then why each citation of a short note that was not counted (hidden, filler) did not count;
@@ -91,6 +91,7 @@ def notes_verdict(reports: list[NoteReport], minimum: int, missing: Sequence[str
     if failures:
         heads = [_(TOO_FEW).format(label=rep.label, statements=cited_statements(rep.cited_statements), minimum=minimum)
                  for rep in short]
+        heads += [_(NO_NOTE_YET).format(label=label, minimum=minimum) for label in missing]
         heads.append(_(DO_NOT_RESOLVE).format(n=len(failures)))
         lines = ["; ".join(heads), *version_lines(reports), *failures, *uncounted, counts]
         return Verdict("broken", "\n".join(lines))
