@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.errors import ConfigError, at_line
 from pytest_distcheck.i18n import N_, _, language
 from pytest_distcheck.schemas import validate
 from pytest_distcheck.textfile import WORKSPACE_FILE, read_text
@@ -186,7 +186,7 @@ def load_workspace(path: Path, root: Path | None = None) -> Workspace:
     except tomllib.TOMLDecodeError as exc:
         # Python < 3.14 has no exc.lineno; the message ends "(at line N, column M)".
         where = re.search(r"at line (\d+)", str(exc))
-        raise ConfigError(path, _("line {n}").format(n=where.group(1)) if where else "",
+        raise ConfigError(path, at_line(int(where.group(1))) if where else "",
                           _("not valid TOML: {error}").format(error=exc)) from None
     validate(raw, "workspace.schema.json", path)
     items = tuple(

@@ -25,7 +25,7 @@ def whole(name: str, value: int, minimum: int = 1) -> None:
 def positive(name: str, value: float) -> None:
     """Raise ValueError unless ``value`` > 0 (NaN fails too)."""
     if not value > 0:
-        raise ValueError(_(POSITIVE).format(name=_(name), value=value))
+        raise refuse(POSITIVE, name, value)
 
 
 def refuse(message: str, name: str, value: object) -> ValueError:
