@@ -23,6 +23,15 @@ NOT_FINITE = N_("must be a finite number of USD, got {value!r}")
 ABSURD_CEILING = N_("{value} USD is above {max} USD, more than a course phase costs: a typo? (amounts are in USD, "
                     "e.g. 5 or 0.5)")
 CURRENCY_SIGN = N_("{text!r} is not a number of USD: write {plain} (no currency sign or unit)")
+NOT_USD = N_("must be a number of USD, found {value!r}")
+NOT_POSITIVE = N_("must be > 0 USD, found {value!r}")
+NOT_LEDGER_PATH = N_("must be the ledger's path relative to the root, found {value!r}")
+NO_PHASE_CEILING = N_("missing: the most the phase may spend, in USD")
+NOT_CEILING_TABLE = N_("must be a table of experiment id = USD")
+ABOVE_PHASE = N_("{usd} USD is more than the phase ceiling {phase} USD")
+NOT_ID_LIST = N_("must be a list of experiment ids (letters, digits, '.', '_', ':' or '-'), found {value!r}")
+BAD_ID = N_("an experiment id is letters, digits, '.', '_', ':' or '-'")
+CAPPED_TOO = N_("{id!r} also has a ceiling; declare it once")
 STATE_DIR = ".distcheck"  # gitignored: reservations and the lock live here, never in the ledger
 LOCK_FILE = "budget.lock"
 
@@ -68,9 +77,9 @@ def ceiling_problem(value: Decimal, shown: str | None = None) -> str | None:
 
 def _amount(path: Path, where: str, value: Any) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(path, where, f"must be a number of USD, found {value!r}")
+        raise ConfigError(path, where, _(NOT_USD).format(value=value))
     if not value > 0:
-        raise ConfigError(path, where, f"must be > 0 USD, found {value!r}")
+        raise ConfigError(path, where, _(NOT_POSITIVE).format(value=value))
     amount = Decimal(str(value))
     problem = ceiling_problem(amount)
     if problem:
@@ -83,7 +92,8 @@ def budget_config(ws) -> BudgetConfig | None:
 
     Raises:
         ConfigError: naming the field (``budget.ledger``, ``budget.phase_ceiling_usd``,
-            ``budget.experiment_ceilings_usd.<id>``) when a value is missing or of the wrong kind.
+            ``budget.experiment_ceilings_usd.<id>``) when a value is missing or of the wrong kind. (An unknown
+            key is the workspace schema's error, at load.)
     """
     section = ws.section("budget")
     if not section:
@@ -91,32 +101,26 @@ def budget_config(ws) -> BudgetConfig | None:
     path = ws.path
     ledger = section.get("ledger")
     if not isinstance(ledger, str) or not ledger.strip():
-        raise ConfigError(path, "budget.ledger", f"must be the ledger's path relative to the root, found {ledger!r}")
+        raise ConfigError(path, "budget.ledger", _(NOT_LEDGER_PATH).format(value=ledger))
     if "phase_ceiling_usd" not in section:
-        raise ConfigError(path, "budget.phase_ceiling_usd", "missing: the most the phase may spend, in USD")
+        raise ConfigError(path, "budget.phase_ceiling_usd", _(NO_PHASE_CEILING))
     phase = _amount(path, "budget.phase_ceiling_usd", section["phase_ceiling_usd"])
     exp_raw = section.get("experiment_ceilings_usd", {})
     if not isinstance(exp_raw, dict):
-        raise ConfigError(path, "budget.experiment_ceilings_usd", "must be a table of experiment id = USD")
+        raise ConfigError(path, "budget.experiment_ceilings_usd", _(NOT_CEILING_TABLE))
     experiments = {k: _amount(path, f"budget.experiment_ceilings_usd.{k}", v) for k, v in exp_raw.items()}
     for k, v in experiments.items():
         if v > phase:
             raise ConfigError(path, f"budget.experiment_ceilings_usd.{k}",
-                              f"{v} USD is more than the phase ceiling {phase} USD")
+                              _(ABOVE_PHASE).format(usd=v, phase=phase))
     uncapped = section.get("uncapped_experiments", [])
     if not isinstance(uncapped, list) or not all(isinstance(u, str) and _EXPERIMENT.match(u) for u in uncapped):
-        raise ConfigError(path, "budget.uncapped_experiments", "must be a list of experiment ids (letters, digits, "
-                          f"'.', '_', ':' or '-'), found {uncapped!r}")
+        raise ConfigError(path, "budget.uncapped_experiments", _(NOT_ID_LIST).format(value=uncapped))
     for k in [*experiments, *uncapped]:
         if not _EXPERIMENT.match(k):
-            raise ConfigError(path, f"budget.experiment_ceilings_usd.{k}", "an experiment id is letters, digits, "
-                              "'.', '_', ':' or '-'")
+            raise ConfigError(path, f"budget.experiment_ceilings_usd.{k}", _(BAD_ID))
     both = sorted(set(experiments) & set(uncapped))
     if both:
-        raise ConfigError(path, "budget.uncapped_experiments", f"{both[0]!r} also has a ceiling; declare it once")
-    unknown = sorted(set(section) - {"ledger", "phase_ceiling_usd", "experiment_ceilings_usd", "uncapped_experiments"})
-    if unknown:
-        raise ConfigError(path, f"budget.{unknown[0]}", "unknown key (known: ledger, phase_ceiling_usd, "
-                          "experiment_ceilings_usd, uncapped_experiments)")
+        raise ConfigError(path, "budget.uncapped_experiments", _(CAPPED_TOO).format(id=both[0]))
     return BudgetConfig(ws.resolve(ledger, "budget.ledger"), ledger, phase, experiments, tuple(uncapped),
                         ws.root / STATE_DIR, path)

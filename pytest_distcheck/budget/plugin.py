@@ -35,6 +35,9 @@ NO_WORKSPACE = N_("paid tests need a workspace file with a [budget] section ({la
 PAID_ON = N_("paid GPU tests on, --max-usd {usd} this session")
 PAID_OFF = N_("paid GPU tests off (give --max-usd USD to run tests marked gpu)")
 HEADER = N_("distcheck budget: {paid}; {left} left of {ceiling} phase ceiling ({spent} in {ledger}{held})")
+MARKER_ARGS = N_("@pytest.mark.budget takes one amount, usd=X; got args {args!r} kwargs {kwargs!r}")
+MARKER_NOT_POSITIVE = N_("@pytest.mark.budget(usd=X) needs X > 0 USD, got {value!r}")
+MARKER_PROBLEM = N_("@pytest.mark.budget(usd=X): X {problem}")  # {problem}: budget.config.ceiling_problem's words
 HEADER_HELD = N_(", {n} run(s) in progress at their worst case")
 HEADER_NO_SECTION = N_("distcheck budget: {paid}; no [budget] section in the workspace, paid tests will be refused")
 HEADER_PROBLEM = N_("distcheck budget: {paid}; {problem} (paid tests will be refused)")
@@ -113,15 +116,14 @@ def _marker_cap(item: pytest.Item) -> Decimal | None:
     value = marker.kwargs.get("usd", marker.args[0] if marker.args else None)
     extra = set(marker.kwargs) - {"usd"}
     if extra or len(marker.args) > 1 or (marker.args and "usd" in marker.kwargs):
-        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.budget takes one amount, usd=X; "
-                                f"got args {marker.args!r} kwargs {marker.kwargs!r}")
+        raise pytest.UsageError(f"{item.nodeid}: " + _(MARKER_ARGS).format(args=marker.args, kwargs=marker.kwargs))
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.budget(usd=X) needs X > 0 USD, got {value!r}")
+        raise pytest.UsageError(f"{item.nodeid}: " + _(MARKER_NOT_POSITIVE).format(value=value))
     from pytest_distcheck.budget.config import ceiling_problem
 
     problem = ceiling_problem(Decimal(str(value)))
     if problem:
-        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.budget(usd=X): X {problem}")
+        raise pytest.UsageError(f"{item.nodeid}: " + _(MARKER_PROBLEM).format(problem=problem))
     return Decimal(str(value))
 
 

@@ -18,12 +18,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from pytest_distcheck.budget.errors import PriceUnknown
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.gpu_types import CLOUDS, GPU_TYPE, NOT_A_GPU_TYPE, check_gpu_type
 from pytest_distcheck.i18n import N_, _
+from pytest_distcheck.schemas import load_json, validate
 
 API_KEY_ENV = "RUNPOD_API_KEY"
 NO_BILLING_RULE = N_("no billing rule for provider {provider!r} in {path} (known: {known})")
@@ -37,6 +36,9 @@ NOT_OFFERED = N_("RunPod gives no {cloud} cloud price for {gpu!r} now (not offer
 NO_PRICE = N_("no {cloud} price for GPU type {gpu!r} on {provider} in {path} (priced: {known}); {hint}, or add it to "
               "the table")
 LIVE_HINT = N_("set {env} for live prices")
+PRICED_TWICE = N_("{name!r} on {provider} {cloud} is already priced by {first}")
+NO_RULE = N_("no billing rule for {provider!r}")  # a price whose provider's billing is not in the table
+SCHEMA = "prices.schema.json"
 
 
 @dataclass(frozen=True)
@@ -122,34 +124,25 @@ class PriceBook:
 
     @classmethod
     def load(cls, path: Path | str, live_fetch: LiveFetch | None = None) -> PriceBook:
-        """Read and validate a price table. Raises ConfigError naming the file and field."""
-        path = Path(path)
-        try:
-            table = json.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(path, "", "price table not found") from None
-        except json.JSONDecodeError as exc:
-            raise ConfigError(path, f"line {exc.lineno}", f"not JSON: {exc.msg}") from None
-        return cls.from_table(table, path, live_fetch)
+        """Read and validate a price table. Raises ConfigError naming the file and the line or field."""
+        return cls.from_table(load_json(path, SCHEMA), path, live_fetch)
 
     @classmethod
     def from_table(cls, table: Any, path: Path | str, live_fetch: LiveFetch | None = None) -> PriceBook:
-        schema = json.loads(resources.files("pytest_distcheck.schemas").joinpath("prices.schema.json").read_text())
-        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(table), key=lambda e: list(e.path))
-        if errors:
-            err = errors[0]
-            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
-            raise ConfigError(path, where or "(top level)", err.message)
+        """A price book of ``table`` (read from ``path``). Raises ConfigError naming the file and the field:
+        the table breaks ``schemas/prices.schema.json``, a GPU name is priced twice for one provider and cloud,
+        or a provider has no billing rule."""
+        validate(table, SCHEMA, path)
         seen: dict[tuple[str, str, str], int] = {}
         for n, entry in enumerate(table["prices"]):
             for name in {n.casefold() for n in (entry["gpu"], entry["provider_gpu_id"], *entry.get("aliases", []))}:
                 key = (entry["provider"], entry["cloud"], name)
                 if key in seen:
-                    raise ConfigError(path, f"prices[{n}]", f"{name!r} on {entry['provider']} {entry['cloud']} is "
-                                      f"already priced by prices[{seen[key]}]")
+                    raise ConfigError(path, f"prices[{n}]", _(PRICED_TWICE).format(
+                        name=name, provider=entry["provider"], cloud=entry["cloud"], first=f"prices[{seen[key]}]"))
                 seen[key] = n
             if entry["provider"] not in table["billing"]:
-                raise ConfigError(path, f"prices[{n}].provider", f"no billing rule for {entry['provider']!r}")
+                raise ConfigError(path, f"prices[{n}].provider", _(NO_RULE).format(provider=entry["provider"]))
         return cls(table, path, live_fetch)
 
     @classmethod

@@ -14,7 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.workspace import Workspace
+
+NO_SECTION = N_("no [notes] section (paths = [...], min_cited_decisions = N)")
+NOT_NAMES = N_("must be a list of non-empty strings, found {value!r}")
+NOT_TEXT = N_("must be a string, found {value!r}")
+NOT_A_COUNT = N_("must be a whole number >= 1, found {value!r}")
 
 
 @dataclass(frozen=True)
@@ -35,20 +41,20 @@ def notes_config(ws: Workspace) -> NotesConfig:
     """
     raw = ws.section("notes")
     if not raw:
-        raise ConfigError(ws.path, "notes", "no [notes] section (paths = [...], min_cited_decisions = N)")
+        raise ConfigError(ws.path, "notes", _(NO_SECTION))
 
     def str_list(name: str, required: bool) -> tuple[str, ...]:
         value = raw.get(name, None if required else [])
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value) or (
             required and not value
         ):
-            raise ConfigError(ws.path, f"notes.{name}", f"must be a list of non-empty strings, found {value!r}")
+            raise ConfigError(ws.path, f"notes.{name}", _(NOT_NAMES).format(value=value))
         return tuple(value)
 
     minimum = raw.get("min_cited_decisions", 5)
     if not isinstance(minimum, int) or isinstance(minimum, bool) or minimum < 1:
-        raise ConfigError(ws.path, "notes.min_cited_decisions", f"must be a whole number >= 1, found {minimum!r}")
+        raise ConfigError(ws.path, "notes.min_cited_decisions", _(NOT_A_COUNT).format(value=minimum))
     install = raw.get("install", "pip install " + " ".join(str_list("packages", False)))
     if not isinstance(install, str):
-        raise ConfigError(ws.path, "notes.install", f"must be a string, found {install!r}")
+        raise ConfigError(ws.path, "notes.install", _(NOT_TEXT).format(value=install))
     return NotesConfig(str_list("paths", True), minimum, str_list("packages", False), install)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pytest_distcheck.citations.blocks import Block, blocks
 from pytest_distcheck.citations.quote import unescape
-from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.errors import ConfigError, at_line
 from pytest_distcheck.i18n import N_, _
 
 FORM = '[cite: PACKAGE PATH::SYMBOL "QUOTE"]'
@@ -32,6 +32,8 @@ _OPEN_QUOTE = re.compile(r'\[cite:\s+\S+\s+\S+::[A-Za-z_][\w.]*\s+"(?:[^"\\]|\\.
 WRAP_LINES = 5
 _CURLY = "\u201c\u201d\u2018\u2019"
 _URL = re.compile(r"https?://|(?:www\.)?github\.com/")
+UNCLOSED_FRONT_MATTER = N_("front matter opened with '---' is never closed by a '---' line")
+NOT_PACKAGE_VERSION = N_("checked-against entry {entry!r} is not 'PACKAGE VERSION'")
 _BLOB = re.compile(r"/(?:blob|tree)/[^/]+/(?P<path>[^#\s\]]+)(?:#L(?P<line>\d+))?")
 
 __all__ = ["CITATION", "FORM", "Block", "Citation", "Malformed", "ParsedNote", "parse_note"]
@@ -93,7 +95,7 @@ def front_matter(lines: list[str], path: Path) -> tuple[dict[str, str], int]:
                 if sep:
                     pairs[key.strip()] = value.strip()
             return pairs, end + 1
-    raise ConfigError(path, "line 1", "front matter opened with '---' is never closed by a '---' line")
+    raise ConfigError(path, at_line(1), _(UNCLOSED_FRONT_MATTER))
 
 
 def parse_versions(value: str, path: Path, line: int) -> dict[str, str]:
@@ -106,7 +108,7 @@ def parse_versions(value: str, path: Path, line: int) -> dict[str, str]:
     for entry in filter(None, (e.strip() for e in value.split(","))):
         parts = entry.split()
         if len(parts) != 2:
-            raise ConfigError(path, f"line {line}", f"checked-against entry {entry!r} is not 'PACKAGE VERSION'")
+            raise ConfigError(path, at_line(line), _(NOT_PACKAGE_VERSION).format(entry=entry))
         out[parts[0]] = parts[1]
     return out
 

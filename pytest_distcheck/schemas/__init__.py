@@ -11,7 +11,16 @@ from typing import Any
 
 import jsonschema
 
-from pytest_distcheck.errors import ConfigError
+from pytest_distcheck.errors import ConfigError, at_line
+from pytest_distcheck.i18n import N_, _
+
+NEEDS_TIME = N_("needs a date and a time, e.g. 2026-11-29T18:52:10+00:00")
+NEEDS_OFFSET = N_("needs a UTC offset, e.g. +00:00 or Z")
+TOP_LEVEL = N_("(top level)")  # the field path of the document itself
+CANNOT_READ = N_("cannot read: {error}")
+NOT_JSON = N_("not valid JSON: {error}")  # {error}: Python's json module's words
+KNOWN_KEYS = N_("{problem} (known: {keys})")  # {problem}: jsonschema's words
+WHY = N_("{problem}: {why}")  # a format check's reason after jsonschema's "... is not a 'date-time'"
 
 # jsonschema checks "date-time" only with an optional extra installed; check it ourselves, always.
 _FORMATS = jsonschema.FormatChecker(formats=())
@@ -23,10 +32,10 @@ def _is_date_time(value: object) -> bool:
     if not isinstance(value, str):
         return True
     if "T" not in value.upper():
-        raise ValueError("needs a date and a time, e.g. 2026-11-29T18:52:10+00:00")
+        raise ValueError(_(NEEDS_TIME))
     parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     if parsed.tzinfo is None:
-        raise ValueError("needs a UTC offset, e.g. +00:00 or Z")
+        raise ValueError(_(NEEDS_OFFSET))
     return True
 
 
@@ -41,7 +50,7 @@ def field_path(error: jsonschema.ValidationError) -> str:
     out = ""
     for part in error.absolute_path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
+    return out or _(TOP_LEVEL)
 
 
 def validate(data: Any, schema_name: str, path: Path | str) -> None:
@@ -57,10 +66,13 @@ def validate(data: Any, schema_name: str, path: Path | str) -> None:
 
 
 def _problem(error: jsonschema.ValidationError) -> str:
-    """The error's message; an unexpected key also gets the keys that are allowed there (typos show)."""
+    """The error's message; an unexpected key also gets the keys that are allowed there (typos show), and a
+    value of the wrong format the reason the format check gave."""
+    if error.validator == "format" and error.cause is not None:
+        return _(WHY).format(problem=error.message, why=error.cause)
     known = error.schema.get("properties") if error.validator == "additionalProperties" else None
     if isinstance(known, dict) and known:
-        return f"{error.message} (known: {', '.join(known)})"
+        return _(KNOWN_KEYS).format(problem=error.message, keys=', '.join(known))
     return error.message
 
 
@@ -73,10 +85,10 @@ def load_json(path: Path | str, schema_name: str) -> Any:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(path, "", f"cannot read: {exc.strerror}") from None
+        raise ConfigError(path, "", _(CANNOT_READ).format(error=exc.strerror)) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(path, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+        raise ConfigError(path, at_line(exc.lineno), _(NOT_JSON).format(error=exc.msg)) from None
     validate(data, schema_name, path)
     return data
