@@ -51,7 +51,7 @@ def busbw_factor(collective: str, n: int) -> float:
     Raises:
         ValueError: unknown collective, or n not a whole number >= 1.
     """
-    _whole(RANKS_N, n)
+    _whole(_(RANKS_N), n)
     return float(_FACTORS[_key(collective)](n))
 
 
@@ -85,7 +85,7 @@ def ring_allreduce_seconds(size_bytes: float, n: int, alpha_s: float, bandwidth_
     Source: Patarasuk & Yuan 2009 (ring all-reduce = reduce-scatter + all-gather, each n-1 steps of
     S/n bytes). n = 1 costs 0 s.
     """
-    _whole(RANKS_N, n)
+    _whole(_(RANKS_N), n)
     _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     return 2 * (n - 1) * alpha_s + 2 * (n - 1) / n * size_bytes / bandwidth_bytes_per_s
 
@@ -97,7 +97,7 @@ def ring_reduce_scatter_seconds(
 
     Source: Thakur, Rabenseifner & Gropp 2005, sec. 4 (ring algorithm).
     """
-    _whole(RANKS_N, n)
+    _whole(_(RANKS_N), n)
     _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     return (n - 1) * alpha_s + (n - 1) / n * size_bytes / bandwidth_bytes_per_s
 
@@ -117,14 +117,14 @@ def binomial_broadcast_seconds(
 
     Source: Thakur, Rabenseifner & Gropp 2005, sec. 4 (short-message broadcast).
     """
-    _whole(RANKS_N, n)
+    _whole(_(RANKS_N), n)
     _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     return math.ceil(math.log2(n)) * (alpha_s + size_bytes / bandwidth_bytes_per_s)
 
 
 def ring_allreduce_latency_seconds(n: int, alpha_s: float) -> float:
     """The latency (alpha) term of ring all-reduce: 2(n-1) alpha seconds (Patarasuk & Yuan 2009)."""
-    _whole(RANKS_N, n)
+    _whole(_(RANKS_N), n)
     return 2 * (n - 1) * alpha_s
 
 
@@ -136,7 +136,7 @@ def tree_allreduce_latency_seconds(n: int, alpha_s: float) -> float:
     NVIDIA/nccl#919, #672), so n is the number of nodes there. The tree's bandwidth term depends on the
     implementation and is not modelled here.
     """
-    _whole(RANKS_N, n)
+    _whole(_(RANKS_N), n)
     return 2 * math.log2(n) * alpha_s
 
 
@@ -180,7 +180,7 @@ def tree_allreduce_seconds(size_bytes: float, n: int, alpha_s: float, bandwidth_
     Raises:
         ValueError: n not a whole number >= 1, bandwidth <= 0.
     """
-    _whole(RANKS_N, n)
+    _whole(_(RANKS_N), n)
     _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     if n == 1:
         return 0.0
@@ -200,7 +200,7 @@ def halving_doubling_allreduce_seconds(
     Raises:
         ValueError: n not a whole number >= 1, bandwidth <= 0.
     """
-    _whole(RANKS_N, n)
+    _whole(_(RANKS_N), n)
     _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     if n == 1:
         return 0.0
@@ -253,7 +253,7 @@ def in_network_allreduce_seconds(size_bytes: float, n: int, alpha_s: float, band
     Raises:
         ValueError: n not a whole number >= 1, bandwidth <= 0.
     """
-    _whole(RANKS_N, n)
+    _whole(_(RANKS_N), n)
     _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     if n == 1:
         return 0.0
@@ -269,7 +269,7 @@ def allreduce_bytes_sent_per_rank(size_bytes: float, n: int, in_network: bool = 
     Raises:
         ValueError: n not a whole number >= 1.
     """
-    _whole(RANKS_N, n)
+    _whole(_(RANKS_N), n)
     if n == 1:
         return 0.0
     return float(size_bytes) if in_network else 2 * (n - 1) / n * size_bytes
@@ -306,7 +306,7 @@ def dp_bytes_per_step(params: float, sharding: str, n: int, grad_bytes: int = 2,
 
     if not (params >= 0 and math.isfinite(params)):
         raise refuse(FINITE_NON_NEGATIVE, "params", params)
-    _whole(RANKS_N, n)
+    _whole(_(RANKS_N), n)
     if "HYBRID" in sharding.upper():
         raise ValueError(_(HYBRID_BYTES))
     gathers = 2 if precision.scheme(sharding) == "zero3" else 1

@@ -110,7 +110,7 @@ def zero_model_states(params: float, stage: str | int, dp: int, k: float = ADAM_
     """
     if params < 0:
         raise refuse(NON_NEGATIVE, "params", params)
-    _whole(DP_DEGREE, dp)
+    _whole(_(DP_DEGREE), dp)
     key = _stage_key(stage)
     p16 = FP16_BYTES * params
     shards = {"ddp": (1, 1, 1), "zero1": (1, 1, dp), "zero2": (1, dp, dp), "zero3": (dp, dp, dp)}[key]

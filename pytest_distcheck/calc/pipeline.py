@@ -27,9 +27,9 @@ TARGET_RANGE = N_("max_fraction_of_total must be in (0, 1), got {value!r}")
 
 
 def _check(p: int, m: int, v: int) -> None:
-    _whole(STAGES, p)
-    _whole(MICROBATCHES, m)
-    _whole(VIRTUAL, v)
+    _whole(_(STAGES), p)
+    _whole(_(MICROBATCHES), m)
+    _whole(_(VIRTUAL), v)
     if v > 1 and m % p != 0:
         raise ValueError(_(INTERLEAVED_M).format(m=m, p=p, remainder=m % p))
 
@@ -101,8 +101,8 @@ def min_microbatches_for_bubble(p: int, max_fraction_of_total: float, v: int = 1
     Raises:
         ValueError: target not in (0, 1), or bad p, v.
     """
-    _whole(STAGES, p)
-    _whole(VIRTUAL, v)
+    _whole(_(STAGES), p)
+    _whole(_(VIRTUAL), v)
     if not 0 < max_fraction_of_total < 1:
         raise ValueError(_(TARGET_RANGE).format(value=max_fraction_of_total))
     step = p if v > 1 else 1
