@@ -336,21 +336,19 @@ class DodPlugin:
             except OSError as exc:
                 self.write_errors.append(_(CANNOT_WRITE).format(path=path, error=exc.strerror or exc))
 
-    def pytest_terminal_summary(self, terminalreporter, exitstatus) -> None:
+    def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.results is None or self.workspace is None:
             return
         from pytest_distcheck.dod import table
 
         tr = terminalreporter
-        # After a usage error (a path that does not exist, say) pytest's own error says it all.
-        if exitstatus != pytest.ExitCode.USAGE_ERROR:
-            for nodeid, title, text in self.logs:
-                tr.write_sep("-", f"{title} ({nodeid})")
-                tr.write_line(text)
-            instead = self.config.stash.get(table_instead_key, "")
-            if instead:
-                tr.write_line(instead, yellow=True, bold=True)
-            else:
-                table.write(tr, self.workspace, self.results, self.gate, self.verdict)
+        for nodeid, title, text in self.logs:
+            tr.write_sep("-", f"{title} ({nodeid})")
+            tr.write_line(text)
+        instead = self.config.stash.get(table_instead_key, "")
+        if instead:
+            tr.write_line(instead, yellow=True, bold=True)
+        else:
+            table.write(tr, self.workspace, self.results, self.gate, self.verdict)
         for problem in self.write_errors:
             tr.write_line(f"distcheck: {problem}", red=True, bold=True)
