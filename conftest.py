@@ -1,10 +1,16 @@
-"""Workspace-wide pytest configuration for Phase 35.
+"""A workspace's conftest.py (distcheck init writes this one). A pytest that has not loaded the kit
+(pytest-distcheck), e.g. one from outside the venv, stops here with one line instead of an error about an
+option or a module it does not know. Nothing else: the gate (pytest --gate) checks in a process that never
+loads this file, and trusts no DoD check that takes a fixture from it (docs/ci/gate.md)."""
 
-The kit itself is the installed plugin ``pytest_distcheck`` (markers, options, fixtures); the phase's
-settings and DoD items are in ``checks/distcheck.toml``, and ``experiments/`` imports from the
-repository root (``pythonpath`` in ``pyproject.toml``). Nothing else is needed here.
+import sys
 
-Put fixtures for your own experiments' tests here if you like, but not for DoD checks: the gate
-trusts a check only with fixtures from pytest, the kit, ``checks/`` or installed packages, and marks
-an item *untrusted* when a check uses a fixture from this file (see "The phase gate" in README.md).
-"""
+# At import, not in a hook: an ini file's addopts (--dist) fails pytest's argument parsing before any hook.
+# The kit's entry point (or -p pytest_distcheck.plugin) has imported its plugin by now, when installed.
+if "pytest_distcheck.plugin" not in sys.modules:
+    sys.stderr.write(
+        f"ERROR: pytest-distcheck: this Python ({sys.executable}) lacks the kit (pytest-distcheck): this pytest is "
+        "not the kit's. Activate the venv you installed the kit in (source .venv/bin/activate) or run "
+        ".venv/bin/pytest; to use this Python instead: "
+        f"{sys.executable} -m pip install '/path/to/pytest-distcheck[notes,gpu]'\n")
+    raise SystemExit(4)  # pytest's exit code for a usage error

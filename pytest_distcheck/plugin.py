@@ -40,6 +40,9 @@ HEADER = N_("distcheck: backend gloo, world size {world_size} (default), timeout
 NO_WORKSPACE_FILE = N_("no workspace file (checks/distcheck.toml is not in this folder or above)")
 GATE_ON, GATE_OFF = N_("gate on"), N_("gate off")
 SUBFOLDER = N_("; started in a subfolder without paths: collecting {path}")
+# A second header line when this folder holds the kit's source but the kit that runs is another copy (the venv
+# of another clone, an install of a release): its edits here would not run.
+OTHER_KIT = N_("distcheck: the kit running is {kit}, not this folder's {here}")
 NO_WORKSPACE_SKIP = N_("no workspace file {label!r}")
 
 
@@ -112,8 +115,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ws_paths = config.stash.get(SUBFOLDER_CHECKS, None)
     if ws_paths:
         gate += _(SUBFOLDER).format(path=display_path(Path(ws_paths[0]), config.rootpath))
-    return [_(HEADER).format(world_size=DEFAULT_WORLD_SIZE, timeout=TIMEOUT.positive_float(config), where=where,
-                             gate=gate)]
+    lines = [_(HEADER).format(world_size=DEFAULT_WORLD_SIZE, timeout=TIMEOUT.positive_float(config), where=where,
+                              gate=gate)]
+    kit, here = Path(__file__).resolve().parent, config.rootpath / "pytest_distcheck"
+    if (here / "plugin.py").is_file() and kit != here.resolve():
+        lines.append(_(OTHER_KIT).format(kit=kit, here=display_path(here, config.rootpath)))
+    return lines
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

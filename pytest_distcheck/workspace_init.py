@@ -19,23 +19,22 @@ from pytest_distcheck.phase_pack import pack_files, pack_root
 GITIGNORE_LINES = ("/.distcheck/", ".venv/", "__pycache__/", "*.pyc", ".pytest_cache/")
 # Runs under any pytest, kit or not, so it imports only pytest and the standard library.
 CONFTEST = """\
-\"\"\"Written by distcheck init. A pytest without the kit (pytest-distcheck) installed, e.g. one from outside
-the venv, stops here with one line instead of a ModuleNotFoundError per check file. Nothing else: the
-gate (pytest --gate) never loads this file, and trusts no DoD check that takes a fixture from it.\"\"\"
+\"\"\"A workspace's conftest.py (distcheck init writes this one). A pytest that has not loaded the kit
+(pytest-distcheck), e.g. one from outside the venv, stops here with one line instead of an error about an
+option or a module it does not know. Nothing else: the gate (pytest --gate) checks in a process that never
+loads this file, and trusts no DoD check that takes a fixture from it (docs/ci/gate.md).\"\"\"
 
-import importlib.util
 import sys
 
-import pytest
-
-
-def pytest_configure(config):
-    if importlib.util.find_spec("pytest_distcheck") is None:
-        raise pytest.UsageError(
-            f"pytest-distcheck: this Python ({sys.executable}) lacks the kit (pytest-distcheck): this pytest is "
-            "not the kit's. Activate the venv you installed the kit in (source .venv/bin/activate) or run "
-            ".venv/bin/pytest; to use this Python instead: "
-            f"{sys.executable} -m pip install '/path/to/pytest-distcheck[notes,gpu]'")
+# At import, not in a hook: an ini file's addopts (--dist) fails pytest's argument parsing before any hook.
+# The kit's entry point (or -p pytest_distcheck.plugin) has imported its plugin by now, when installed.
+if "pytest_distcheck.plugin" not in sys.modules:
+    sys.stderr.write(
+        f"ERROR: pytest-distcheck: this Python ({sys.executable}) lacks the kit (pytest-distcheck): this pytest is "
+        "not the kit's. Activate the venv you installed the kit in (source .venv/bin/activate) or run "
+        ".venv/bin/pytest; to use this Python instead: "
+        f"{sys.executable} -m pip install '/path/to/pytest-distcheck[notes,gpu]'\\n")
+    raise SystemExit(4)  # pytest's exit code for a usage error
 """
 PYTEST_INI = """\
 [pytest]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -14,7 +15,7 @@ import pytest
 from pytest_distcheck.cli import main
 from pytest_distcheck.commands.init import HERE, READY
 from pytest_distcheck.phase_pack import pack_files, pack_root
-from pytest_distcheck.workspace_init import PYTEST_INI, init_workspace
+from pytest_distcheck.workspace_init import CONFTEST, PYTEST_INI, init_workspace
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -127,11 +128,23 @@ def _pytest_without_the_kit(tmp_path: Path) -> list[str]:
             "sys.exit(pytest.console_main())"]
 
 
-def test_a_pytest_outside_the_venv_stops_with_one_line(tmp_path):
-    """README: "A `pytest` from outside the venv stops with a message saying so", also in a workspace made by
-    init (before: one ModuleNotFoundError traceback per check file)."""
+def test_this_repository_has_the_conftest_init_writes():
+    assert (REPO / "conftest.py").read_text(encoding="utf-8") == CONFTEST
+
+
+@pytest.mark.parametrize("made_by", ["init", "a clone of this repository"])
+def test_a_pytest_outside_the_venv_stops_with_one_line(tmp_path, made_by):
+    """README: "A `pytest` from outside the venv stops with a message saying so", in a workspace made by init
+    (before: one ModuleNotFoundError traceback per check file) and in this one, whose addopts name xdist's
+    --dist (before: "unrecognized arguments: --dist")."""
     ws = tmp_path / "ws"
-    assert init_workspace(ws).conflicts == []
+    if made_by == "init":
+        assert init_workspace(ws).conflicts == []
+    else:
+        ws.mkdir()
+        for name in ("conftest.py", "pyproject.toml"):
+            shutil.copy(REPO / name, ws / name)
+        shutil.copytree(REPO / "checks", ws / "checks", ignore=shutil.ignore_patterns("__pycache__"))
     proc = subprocess.run([*_pytest_without_the_kit(tmp_path), "-m", "local", "-p", "no:cacheprovider"], cwd=ws,
                           capture_output=True, text=True, timeout=120)
     out = proc.stdout + proc.stderr

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+from pytest_distcheck import plugin
+from pytest_distcheck.i18n import _
+from pytest_distcheck.plugin import OTHER_KIT
 
 
 def test_all_markers_pass_strict_markers(workspace_dir):
@@ -39,6 +45,15 @@ def test_header_names_workspace_and_settings(workspace_dir):
     result.stdout.fnmatch_lines(["distcheck: backend gloo, world size 2 (default), timeout 12 s; "
                                  "workspace checks/distcheck.toml (phase t1, 2 DoD items); gate off"])
 
+    assert "the kit running is" not in result.stdout.str()
+
+
+def test_header_says_when_the_kit_running_is_not_this_folders(workspace_dir):
+    """A clone of the kit run with another clone's venv: its own edits would not run, so the header says so."""
+    workspace_dir.makepyfile(**{"pytest_distcheck/plugin": "", "test_x": "def test_x(): pass"})
+    result = workspace_dir.runpytest("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([_(OTHER_KIT).format(kit=Path(plugin.__file__).resolve().parent,
+                                                     here="pytest_distcheck")])
 
 @pytest.mark.parametrize(
     ("args", "env", "ini", "message"),
