@@ -3,7 +3,7 @@
 Re-grades every attempt in the workspace's quiz log against the bank; a stored score is never trusted.
 Only graded, complete attempts on a seed the log has not seen before count (practice ``--seed``
 attempts and abandoned ones do not). The log is typed on the learner's machine, so a pass is
-*self-reported* evidence; an implausibly fast attempt is flagged in the table. A passing log must be
+*self-reported* evidence; an attempt under 5 s per item passes, noted as fast for a grader. A passing log must be
 committed as it is (the CI gate sees only commits): one with a newer attempt not yet committed is pending.
 """
 

@@ -10,7 +10,9 @@ import pytest
 from dod_support import gate_run, write_checks
 
 from pytest_distcheck.copies import IS_REFERENCE
+from pytest_distcheck.dod.markdown import NOTED as MD_NOTED
 from pytest_distcheck.dod.state import COPIED
+from pytest_distcheck.dod.table import NOTED
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.i18n import _
 from pytest_distcheck.schemas import load_schema, validate
@@ -43,7 +45,7 @@ def test_json_report_of_a_gate_with_every_item_done(workspace_dir):
     doc = load(workspace_dir)
     commit = doc["run"]["git_commit"]
     assert doc["gate"] == {"requested": True, "passed": False, "verdict": "unverified", "failing": [],
-                           "flagged": [], "commit": commit} and len(commit) == 40
+                           "flagged": [], "noted": [], "commit": commit} and len(commit) == 40
     assert doc["workspace"]["root"] == str(workspace_dir.path)  # the folder whose commit was judged
     assert doc["summary"]["done"] == doc["summary"]["ran"] == doc["summary"]["total"] == 2
     assert doc["phase"] == {"id": "t1", "title": "test phase"}
@@ -125,7 +127,7 @@ def test_colour_only_when_asked(workspace_dir):
 
 
 def test_the_gate_passes_only_with_every_item_done_and_none_flagged_on_the_shipped_dod():
-    from pytest_distcheck.dod.report import flagged, gate_verdict
+    from pytest_distcheck.dod.report import flagged, gate_verdict, noted
     from pytest_distcheck.dod.state import CheckOutcome, ItemResult, State
 
     done = [ItemResult("a", "A", State.DONE, "evidence checked", "make a")]
@@ -137,7 +139,30 @@ def test_the_gate_passes_only_with_every_item_done_and_none_flagged_on_the_shipp
     assert gate_verdict([], {"trusted": True}) == "failed"
     fast = [ItemResult("a", "A", State.DONE, "evidence checked", "make a",
                        outcomes=(CheckOutcome("a", "n", State.DONE, "ok", flags=("self-reported", "fast-quiz")),))]
-    assert flagged(fast) == ["a (fast-quiz)"] and gate_verdict(fast, {"trusted": True}) == "failed"
+    # An honest learner can be fast: the gate shows it to a grader and passes.
+    assert flagged(fast) == [] and noted(fast) == ["a (fast-quiz)"]
+    assert gate_verdict(fast, {"trusted": True}) == "passed"
+    copied = [ItemResult("a", "A", State.DONE, "evidence checked", "make a",
+                         outcomes=(CheckOutcome("a", "n", State.DONE, "ok", flags=("self-reported", "copied")),))]
+    assert flagged(copied) == ["a (copied)"] and noted(copied) == []
+    assert gate_verdict(copied, {"trusted": True}) == "failed"
+
+
+def test_a_note_for_a_grader_is_in_the_gate_line_the_report_and_the_summary(workspace_dir):
+    workspace_dir.makepyfile(**{"checks/test_checks": """
+        import pytest
+        @pytest.mark.dod("alpha")
+        def test_alpha(distcheck_evidence):
+            distcheck_evidence(flags=["self-reported", "fast-quiz"])
+        @pytest.mark.dod("beta")
+        def test_beta():
+            pass
+        """})
+    result = gate_run(workspace_dir, report="out/dod.json", markdown="out/summary.md")
+    result.stdout.fnmatch_lines(["gate: UNVERIFIED (2/2 items done" + _(NOTED).format(items="alpha (fast-quiz)") + "*"])
+    doc = load(workspace_dir)
+    assert doc["gate"]["noted"] == ["alpha (fast-quiz)"] and doc["gate"]["flagged"] == []
+    assert _(MD_NOTED).format(noted="alpha (fast-quiz)") in (workspace_dir.path / "out" / "summary.md").read_text()
 
 
 def test_the_report_carries_each_items_evidence_and_flags(workspace_dir):

@@ -26,6 +26,7 @@ NO_SHIPPED = N_("no DoD ships for this phase")
 IS_SHIPPED = N_("the workspace is the shipped DoD")
 NOT_SHIPPED = N_("the workspace is **not** the shipped DoD ({problems})")
 FLAGGED = N_("; flagged: {flagged}")
+NOTED = N_("; for a grader to look at: {noted}")
 CHECKS_RAN = N_("Checks ran {where}; {shipped}{flagged}.")
 NOT_GATED = N_("**Not gated** (run with `--gate` to require every item): {counts}.")
 TABLE_HEAD = N_("| | Item | State | Why |")
@@ -63,6 +64,8 @@ def render(doc: dict[str, Any]) -> str:
         shipped = (_(NO_SHIPPED) if canon is None else _(IS_SHIPPED) if canon["trusted"] else
                    _(NOT_SHIPPED).format(problems=_cell("; ".join(canon["problems"][:3]))))
         flagged = _(FLAGGED).format(flagged=_cell(", ".join(gate["flagged"]))) if gate.get("flagged") else ""
+        if gate.get("noted"):
+            flagged += _(NOTED).format(noted=_cell(", ".join(gate["noted"])))
         lines.append(_(CHECKS_RAN).format(where=where, shipped=shipped, flagged=flagged))
     else:
         lines.append(_(NOT_GATED).format(counts=counts))

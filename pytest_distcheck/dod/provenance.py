@@ -24,8 +24,12 @@ CONFIRMED, SELF_REPORTED = "confirmed", "self-reported"
 # Their words in a reason (the report keeps the flags above as identifiers).
 SELF_REPORTED_WORD = N_("self-reported")
 RECONCILED_ROW = N_("self-reported (reconciled row in the ledger, not re-checked in this run)")
-# How far an item's evidence can be believed; any other flag of an item (copied, fast-quiz) fails the gate.
+FAST_QUIZ = "fast-quiz"
+# How far an item's evidence can be believed; any other flag of an item (copied) fails the gate.
 LABELS = (CONFIRMED, SELF_REPORTED)
+# Flags for a grader to look at that never fail the gate: a fast quiz attempt (an honest learner can be fast;
+# answers computed from the shipped bank and typed at reading pace pass anyway: docs/ci/known-limitations.md).
+NOTES = (FAST_QUIZ,)
 MARKER = "SYNTHETIC"
 # The bundled fake RunPod's pod ids (pytest_distcheck/pods/fake/state.py): "fake" + 4 digits + 6 hex digits.
 FAKE_POD_ID = re.compile(r"fake\d{4}[0-9a-f]{6}")

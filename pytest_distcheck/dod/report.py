@@ -25,7 +25,9 @@ from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.workspace import Workspace
 
 FORMAT = "pytest-distcheck/dod-report"
-VERSION = 4  # 3: gate.verdict, items' evidence and flags; 4: gate.commit and gate.flagged, no isolation section
+# 3: gate.verdict, items' evidence and flags; 4: gate.commit and gate.flagged, no isolation section;
+# 5: gate.noted (fast-quiz passes)
+VERSION = 5
 PASSED, FAILED, UNVERIFIED = "passed", "failed", "unverified"
 UNVERIFIED_WHY = N_("no DoD shipped with the kit for phase {phase}; --gate only vouches for phases whose DoD ships "
                     "with the kit: {phases}")
@@ -37,17 +39,28 @@ def sha256_file(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def flagged(results: list[ItemResult]) -> list[str]:
-    """``item (flag, ...)`` for each item whose evidence carries a flag other than its label (confirmed,
-    self-reported): copied, fast-quiz. A flagged item never passes the gate."""
-    from pytest_distcheck.dod.provenance import LABELS
-
+def _with_flags(results: list[ItemResult], keep) -> list[str]:
     out = []
     for r in results:
-        flags = [f for f in dict.fromkeys(f for o in r.outcomes for f in o.flags) if f not in LABELS]
+        flags = [f for f in dict.fromkeys(f for o in r.outcomes for f in o.flags) if keep(f)]
         if flags:
             out.append(f"{r.item_id} ({', '.join(flags)})")
     return out
+
+
+def flagged(results: list[ItemResult]) -> list[str]:
+    """``item (flag, ...)`` for each item whose evidence carries a flag that is neither a label (confirmed,
+    self-reported) nor a note (:func:`noted`): copied. A flagged item never passes the gate."""
+    from pytest_distcheck.dod.provenance import LABELS, NOTES
+
+    return _with_flags(results, lambda f: f not in LABELS and f not in NOTES)
+
+
+def noted(results: list[ItemResult]) -> list[str]:
+    """``item (flag, ...)`` for each item whose evidence carries a note for a grader (fast-quiz); it passes."""
+    from pytest_distcheck.dod.provenance import NOTES
+
+    return _with_flags(results, lambda f: f in NOTES)
 
 
 def gate_verdict(results: list[ItemResult], canonical: dict[str, Any] | None) -> str:
@@ -121,6 +134,7 @@ def build(ws: Workspace, results: list[ItemResult], config: pytest.Config, canon
             "verdict": verdict,
             "failing": [r.item_id for r in results if r.state is not State.DONE],
             "flagged": flagged(results),
+            "noted": noted(results),
             "commit": snap.commit if snap is not None else None,
         },
         "summary": {

@@ -7,7 +7,7 @@ text with no escape codes.
 from __future__ import annotations
 
 from pytest_distcheck.dod.collection import NOT_COLLECTED
-from pytest_distcheck.dod.report import FAILED, PASSED, UNVERIFIED, flagged, unverified_reason
+from pytest_distcheck.dod.report import FAILED, PASSED, UNVERIFIED, flagged, noted, unverified_reason
 from pytest_distcheck.dod.state import NEEDS_EVIDENCE, ItemResult, State
 from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.workspace import Workspace
@@ -20,6 +20,7 @@ RERUN = N_("rerun: {command}")
 ITEMS_DONE = N_("{done}/{total} items done")
 NOT_CHECKED_HERE = N_(", {n} not checked in this run")
 FLAGGED = N_("; flagged, never a pass: {items}")
+NOTED = N_("; for a grader to look at: {items}")
 GATE_LINE = N_("gate: {verdict} ({summary})")
 # The gate's verdict as the table's last line says it; the reports keep the identifiers (report.PASSED, ...).
 VERDICTS = {PASSED: N_("PASSED"), FAILED: N_("FAILED"), UNVERIFIED: N_("UNVERIFIED")}
@@ -82,6 +83,8 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
         marked = flagged(results)
         if marked:
             summary += _(FLAGGED).format(items=", ".join(marked))
+        if noted(results):
+            summary += _(NOTED).format(items=", ".join(noted(results)))
         if verdict == UNVERIFIED:
             summary += f"; {unverified_reason(ws.phase_id)}"
         tr.write_line(_(GATE_LINE).format(verdict=_(VERDICTS[verdict]), summary=summary), green=ok, red=not ok,

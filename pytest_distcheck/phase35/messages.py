@@ -78,7 +78,7 @@ NOT_COUNTED = N_("; {n} not counted ({attempts}{more})")
 NO_GRADED_ATTEMPT = N_("no graded attempt in {log} yet (expected one scoring at least the {mark}){not_counted}")
 BELOW_PASS_MARK = N_("{n} graded attempt(s) in {log}; the best, line {line} (seed {seed}), re-grades to "
                      "{correct}/{total} ({score}), below the {mark}{not_counted}")
-TOO_FAST = N_("; flagged: implausibly fast ({seconds} s for {total} items, under {minimum} s each)")
+TOO_FAST = N_("; fast ({seconds} s for {total} items, under {minimum} s each): shown to a grader, not refused")
 QUIZ_DONE = N_("evidence checked, self-reported: line {line} re-grades to {correct}/{total} ({score}){fast}")
 
 SETTLED, OPEN = N_("settled"), N_("open")

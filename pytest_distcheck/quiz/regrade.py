@@ -3,7 +3,7 @@
 Only a graded, complete attempt on a seed not seen earlier in the log counts: practice
 attempts chose their seed (``--seed``), so their draw could be previewed; abandoned ones are partial;
 a seed that appears twice was seen before it was graded. An attempt whose answers took less than
-:data:`MIN_SECONDS_PER_ITEM` per item on average is flagged as implausibly fast (counted, but said so).
+:data:`MIN_SECONDS_PER_ITEM` per item on average is noted as fast for a grader (counted, and said so).
 """
 
 from __future__ import annotations
