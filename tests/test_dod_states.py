@@ -105,6 +105,15 @@ def test_collecting_only_other_tests_says_the_dod_was_not_checked(workspace_dir)
     result.stdout.fnmatch_lines(["distcheck: the DoD of phase t1 was not checked in this run*"])
 
 
+def test_a_path_that_does_not_exist_gets_pytests_error_without_a_dod_table(workspace_dir):
+    checks(workspace_dir)
+    result = run(workspace_dir, "test_nowhere.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: file or directory not found: test_nowhere.py"])
+    assert "Definition of Done" not in result.stdout.str() and "NOT RUN" not in result.stdout.str()
+    assert "was not checked in this run" not in result.stdout.str()
+
+
 def test_collect_only_runs_nothing(workspace_dir):
     checks(workspace_dir)
     result = run(workspace_dir, "--collect-only")

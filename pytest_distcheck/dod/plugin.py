@@ -336,10 +336,15 @@ class DodPlugin:
             except OSError as exc:
                 self.write_errors.append(_(CANNOT_WRITE).format(path=path, error=exc.strerror or exc))
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter, exitstatus: int) -> None:
         if self.results is None or self.workspace is None:
             return
+        from pytest_distcheck.cmdline import bad_markexpr
         from pytest_distcheck.dod import table
+
+        if (exitstatus == pytest.ExitCode.USAGE_ERROR and not any(r.outcomes for r in self.results)
+                and not bad_markexpr(self.config)):
+            return  # pytest's own usage error (a path that does not exist) says it all: no table of NOT RUN rows
 
         tr = terminalreporter
         for nodeid, title, text in self.logs:
