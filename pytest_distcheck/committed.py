@@ -1,9 +1,10 @@
 """Is a deliverable committed? For DoD items whose docs say "committed" (a curve, a diagram, a log).
 
-A check calls :func:`require_committed` once its evidence is right: a file that is untracked, only staged,
-changed since its last commit, ignored by git, or in a workspace outside any git repository leaves the item
-pending (never broken: the evidence is right, only the step that publishes it is missing), with the git
-command that commits it. Under the gate the checks run on the commit itself
+A check calls :func:`require_committed` once its evidence is right: a file that is untracked, only staged, changed
+since its last commit, ignored by git, or in a workspace outside any git repository leaves the item pending (never
+broken: the evidence is right, only the step that publishes it is missing), with the git command that commits it. A
+file staged as it is (a ``pre-commit`` hook running the checks sees every file of the commit in progress so) is said
+to be staged, and its command is ``git commit`` alone. Under the gate the checks run on the commit itself
 (:mod:`pytest_distcheck.dod.snapshot`), where everything is committed. git refusing the repository ("dubious
 ownership") is a reason that names the fix, never a traceback.
 """
@@ -27,6 +28,7 @@ GIT_FAILED = N_("git failed at {root}: {said}")
 IGNORED = N_("{path} is ignored by git (see .gitignore), so it cannot be committed")
 NOT_COMMITTED = N_("{path} is not committed")
 CHANGED = N_("{path} has uncommitted changes")
+STAGED = N_("{path} is staged but not committed yet: it counts once the commit is made")
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -48,29 +50,35 @@ def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
         root: the workspace root (git is asked there); reasons name paths relative to it.
 
     Returns:
-        One reason per path not committed: ``"<path> is not committed"`` (untracked, or staged but
-        never committed), ``"<path> has uncommitted changes"``, ``"<path> is ignored by git"``; or a
-        single reason for all: ``"<root> is not in a git repository"``, or what git said when it
-        could not be run. Never raises.
+        One reason per path not committed: ``"<path> is not committed"`` (untracked, or staged with changes
+        since), ``"<path> is staged but not committed yet: ..."`` (the index holds it as it is, ``HEAD`` does
+        not), ``"<path> has uncommitted changes"``, ``"<path> is ignored by git"``; or a single reason for
+        all: ``"<root> is not in a git repository"``, or what git said when it could not be run. Never raises.
     """
+    return [reason for _path, reason, _staged in _findings(paths, root)]
+
+
+def _findings(paths: Sequence[Path | str], root: Path) -> list[tuple[Path | None, str, bool]]:
+    """:func:`uncommitted`'s reasons as ``(file, reason, staged)``: ``staged`` when committing the index as
+    it is would commit ``file``; ``file`` is ``None`` for a reason about the whole repository."""
     root = Path(root)
     files = [(root / p).resolve() for p in paths]
     try:
         top = _git(root, "rev-parse", "--show-toplevel")
         if top.returncode != 0:
             if "not a git repository" in top.stderr:
-                return [_(NOT_A_REPOSITORY).format(root=root)]
-            return [_(CANNOT_READ).format(root=root, said=said(top, root))]
+                return [(None, _(NOT_A_REPOSITORY).format(root=root), False)]
+            return [(None, _(CANNOT_READ).format(root=root, said=said(top, root)), False)]
         toplevel = Path(top.stdout.strip()).resolve()
         names = [str(f) for f in files]
         tracked = _git(root, "ls-files", "-s", "-z", "--full-name", "--", *names)
         status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--",
                       *names)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return [_(NOT_RUN).format(error=exc)]
+        return [(None, _(NOT_RUN).format(error=exc), False)]
     for proc in (tracked, status):
         if proc.returncode != 0:
-            return [_(GIT_FAILED).format(root=root, said=said(proc, root))]
+            return [(None, _(GIT_FAILED).format(root=root, said=said(proc, root)), False)]
     blobs = {}  # path -> (mode, blob id) as the index holds it
     for entry in tracked.stdout.split("\0"):
         if entry:
@@ -87,16 +95,19 @@ def uncommitted(paths: Sequence[Path | str], root: Path) -> list[str]:
         if code[0] in "RC":  # a rename or copy names its source next
             next(entries, None)
         changed[(toplevel / name).resolve()] = code
-    reasons = []
+    found: list[tuple[Path | None, str, bool]] = []
     for f in files:
         code, rel = changed.get(f), _rel(f, root)
         if code == "!!":
-            reasons.append(_(IGNORED).format(path=rel))
+            found.append((f, _(IGNORED).format(path=rel), False))
+        elif code is not None and code[0] in "AMRCT" and code[1] == " " and f in committed:
+            # index == working tree, HEAD differs: what a pre-commit hook sees of the commit in progress
+            found.append((f, _(STAGED).format(path=rel), True))
         elif code == "??" or code is not None and code[0] == "A" or f not in committed:
-            reasons.append(_(NOT_COMMITTED).format(path=rel))
+            found.append((f, _(NOT_COMMITTED).format(path=rel), False))
         elif code is not None:
-            reasons.append(_(CHANGED).format(path=rel))
-    return reasons
+            found.append((f, _(CHANGED).format(path=rel), False))
+    return found
 
 
 def commit_command(paths: Sequence[str], message: str, cwd: Path | str = ".") -> str:
@@ -120,16 +131,23 @@ def require_committed(paths: Sequence[Path | str], root: Path) -> None:
     gate, whose ``root`` is a commit's files, they are).
 
     The reason lists :func:`uncommitted`'s findings; the command is ``git add <paths> && git commit``
-    (preceded by ``git init`` outside a repository).
+    (preceded by ``git init`` outside a repository), with the paths already staged as they are left out of
+    ``git add``: ``git commit`` alone when every path not committed is staged.
 
     Raises:
         pytest_distcheck.Pending: some path is not committed.
     """
-    reasons = [] if snapshot.exported(root) else uncommitted(paths, root)
-    if not reasons:
+    found = [] if snapshot.exported(root) else _findings(paths, root)
+    if not found:
         return
-    rels = " ".join(shlex.quote(_rel((Path(root) / p).resolve(), Path(root))) for p in paths)
-    command = f"git add {rels} && git commit"
+    reasons = [reason for _path, reason, _staged in found]
+    staged = {f for f, _reason, is_staged in found if is_staged}
+    if all(is_staged for _f, _reason, is_staged in found):
+        command = "git commit"
+    else:
+        files = [(Path(root) / p).resolve() for p in paths]
+        rels = " ".join(shlex.quote(_rel(f, Path(root))) for f in files if f not in staged)
+        command = f"git add {rels} && git commit"
     if reasons[0] == _(NOT_A_REPOSITORY).format(root=Path(root)):
         command = "git init && " + command
     pending("; ".join(reasons), command)

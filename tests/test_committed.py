@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 import pytest_distcheck
-from pytest_distcheck.committed import require_committed, uncommitted
+from pytest_distcheck.committed import NOT_COMMITTED, STAGED, require_committed, uncommitted
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -31,12 +33,16 @@ def test_each_state_is_named(tmp_path):
     git(tmp_path / "repo", "add", "ws/docs/staged.md")
     (ws / "docs" / "edited.md").write_text("changed")
     got = uncommitted(["docs/done.md", "docs/edited.md", "docs/staged.md", "docs/new.md", "docs/skip.log"], ws)
-    assert got == ["docs/edited.md has uncommitted changes", "docs/staged.md is not committed",
+    assert got == ["docs/edited.md has uncommitted changes", STAGED.format(path="docs/staged.md"),
                    "docs/new.md is not committed",
                    "docs/skip.log is ignored by git (see .gitignore), so it cannot be committed"]
     assert uncommitted([ws / "docs" / "done.md"], ws) == []
-    git(ws, "add", "docs/edited.md")  # staged, still not committed as it is
+    git(ws, "add", "docs/edited.md")  # staged as it is: the next commit holds it
+    assert uncommitted(["docs/edited.md"], ws) == [STAGED.format(path="docs/edited.md")]
+    (ws / "docs" / "edited.md").write_text("changed again")  # staged, then changed: the commit would not hold it
     assert uncommitted(["docs/edited.md"], ws) == ["docs/edited.md has uncommitted changes"]
+    (ws / "docs" / "staged.md").write_text("changed after add")
+    assert uncommitted(["docs/staged.md"], ws) == ["docs/staged.md is not committed"]
 
 
 def test_outside_a_repository_the_item_is_pending_with_git_init(tmp_path, monkeypatch):
@@ -58,6 +64,66 @@ def test_untracked_is_pending_with_the_git_command(tmp_path):
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-qm", "c")
     require_committed(["a b.md"], tmp_path)  # returns: committed as it is
+
+
+def test_staged_as_it_is_is_pending_with_git_commit_alone(tmp_path):
+    """A file the index holds as it is (what a pre-commit hook sees) is said to be staged, and nothing is to be
+    added; beside a file that is not staged, only that one is."""
+    git(tmp_path, "init", "-q")
+    (tmp_path / "a b.md").write_text("a")
+    (tmp_path / "log.json").write_text("{}")
+    git(tmp_path, "add", "a b.md")
+    assert STAGED.format(path="a b.md") == "a b.md is staged but not committed yet: it counts once the commit is made"
+    with pytest.raises(pytest_distcheck.Pending) as info:
+        require_committed(["a b.md"], tmp_path)
+    assert info.value.reason == STAGED.format(path="a b.md")
+    assert info.value.command == "git commit"
+    with pytest.raises(pytest_distcheck.Pending) as info:
+        require_committed(["a b.md", "log.json"], tmp_path)
+    assert info.value.reason == STAGED.format(path="a b.md") + "; " + NOT_COMMITTED.format(path="log.json")
+    assert info.value.command == "git add log.json && git commit"
+    git(tmp_path, "add", "log.json")
+    git(tmp_path, "commit", "-qm", "c")
+    require_committed(["a b.md", "log.json"], tmp_path)
+
+
+HOOK_CHECK = """
+from pathlib import Path
+
+import pytest
+
+from pytest_distcheck.committed import require_committed
+
+
+@pytest.mark.local
+@pytest.mark.dod("alpha")
+def test_alpha():
+    require_committed(["evidence.md"], Path(__file__).resolve().parents[1])
+"""
+
+
+def test_a_pre_commit_hook_sees_its_staged_evidence_as_staged(workspace_dir):
+    """`pytest -m local` run by .git/hooks/pre-commit during `git commit`: the evidence staged for that commit
+    is said to be staged (still pending: the gate judges a commit), with `git commit` and no `git add`."""
+    ws = workspace_dir.path
+    (ws / "checks" / "test_checks.py").write_text(HOOK_CHECK)
+    (ws / "evidence.md").write_text("done\n")
+    out = ws.parent / "hook-output.txt"
+    hook = ws / ".git" / "hooks" / "pre-commit"
+    git(ws, "init", "-q")
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        "{sys.executable}" -m pytest -m local -p no:cacheprovider > "{out}" 2>&1
+        """))
+    hook.chmod(0o755)
+    git(ws, "add", "-A")
+    git(ws, "commit", "-qm", "evidence")  # the hook ends 0: the commit is made
+    text = out.read_text()
+    assert "PENDING  alpha  " + STAGED.format(path="evidence.md") in text, text
+    assert "-> git commit\n" in text, text
+    assert "git add" not in text, text
+    require_committed(["evidence.md"], ws)  # once the commit is made, it counts
 
 
 

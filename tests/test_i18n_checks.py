@@ -10,7 +10,7 @@ from dod_support import git_commit_all
 
 from pytest_distcheck import i18n
 from pytest_distcheck.budget.accounting import NOTHING_SPENT
-from pytest_distcheck.committed import NOT_A_REPOSITORY, NOT_COMMITTED, uncommitted
+from pytest_distcheck.committed import NOT_A_REPOSITORY, NOT_COMMITTED, STAGED, uncommitted
 from pytest_distcheck.dod.provenance import SELF_REPORTED_WORD
 from pytest_distcheck.i18n import _
 from pytest_distcheck.phase35 import messages as m
@@ -68,3 +68,6 @@ def test_why_a_deliverable_is_not_committed_is_said_in_spanish(tmp_path):
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     assert uncommitted(["log.json"], tmp_path) == [_(NOT_COMMITTED).format(path="log.json")]
     assert _(NOT_COMMITTED) != NOT_COMMITTED
+    subprocess.run(["git", "add", "log.json"], cwd=tmp_path, check=True)
+    assert uncommitted(["log.json"], tmp_path) == [_(STAGED).format(path="log.json")]
+    assert _(STAGED) != STAGED
