@@ -94,13 +94,13 @@ def not_checked_next_step(config: Any, root: Path) -> str:
     """The next step for a run that collected none of the DoD's checks: :data:`FROM_THE_ROOT` when it started
     without paths in a subfolder of the workspace ``root`` (which :func:`subfolder_checks` left alone, as it
     holds tests), else :data:`CHECK_IT`."""
-    import os
-
     import pytest
+
+    from pytest_distcheck.workspace import way_to_root
 
     here, root = Path(config.invocation_params.dir).resolve(), Path(root).resolve()
     if config.args_source is pytest.Config.ArgsSource.INVOCATION_DIR and root in here.parents:
-        return _(FROM_THE_ROOT).format(here=here.relative_to(root).as_posix(), up=os.path.relpath(root, here))
+        return _(FROM_THE_ROOT).format(here=here.relative_to(root).as_posix(), up=way_to_root(root, here))
     return _(CHECK_IT)
 
 

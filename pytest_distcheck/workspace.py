@@ -343,3 +343,22 @@ def display_path(path: Path, base: Path) -> str:
         return Path(path).resolve().relative_to(Path(base).resolve()).as_posix()
     except ValueError:
         return str(path)
+
+
+def way_to_root(root: Path, here: Path | None = None) -> str | None:
+    """What ``cd`` takes to go from ``here`` (default: the current folder), a subfolder of the workspace ``root``,
+    to ``root``: relative (``../..``), quoted for the shell; ``None`` when ``here`` is ``root`` or not under it
+    (a run outside the workspace, e.g. the gate's on its snapshot, says nothing of where the learner is)."""
+    import shlex
+
+    here, root = Path(Path.cwd() if here is None else here).resolve(), Path(root).resolve()
+    return shlex.quote(os.path.relpath(root, here)) if root in here.parents else None
+
+
+def at_root(command: str, root: Path, here: Path | None = None) -> str:
+    """``command``, written to run from the workspace ``root`` (root-relative paths, ``torchrun -m``), as it
+    must be typed in ``here`` (default: the current folder): ``cd UP && command`` (UP: :func:`way_to_root`),
+    or ``command`` itself at the root (or outside it). The commands the kit prints for a learner to copy whose
+    paths are the workspace's (the DoD table's, ``distcheck gate``'s, ``distcheck diagram``'s) go through it."""
+    up = way_to_root(root, here)
+    return command if up is None else f"cd {up} && {command}"

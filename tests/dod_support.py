@@ -67,21 +67,25 @@ def write_checks(pytester: pytest.Pytester, alpha: str = "pass", beta: str = "pa
 
 
 def gate_run(pytester: pytest.Pytester, *args: str, report: str = "report.json",
-             markdown: str | None = None) -> pytest.RunResult:
+             markdown: str | None = None, invoked_in: str = "") -> pytest.RunResult:
     """The gate's own pytest session (:func:`pytest_distcheck.dod.gate.pytest_args`) on the commit of everything in
     ``pytester.path`` (committed first), run in this process: what ``distcheck gate`` runs after its re-exec, for the
     tests of what the gate decides. ``args`` are added (the real gate takes none of the learner's); the JSON report
-    goes to ``pytester.path / report`` (``result.report``)."""
+    goes to ``pytester.path / report`` (``result.report``). With ``invoked_in`` (the subfolder the gate started in)
+    it runs in the snapshot's folder, as the real gate does."""
+    from contextlib import chdir, nullcontext
+
     from pytest_distcheck.dod import gate, snapshot
 
     git_commit_all(pytester.path)
     with snapshot.export(pytester.path) as snap:
         argv = gate.pytest_args(snap, "checks/distcheck.toml", str(pytester.path / report),
-                                str(pytester.path / markdown) if markdown else None, "no")
+                                str(pytester.path / markdown) if markdown else None, "no", invoked_in)
         plugin = argv.index("pytest_distcheck.plugin")  # registered already in this process (its entry point)
         del argv[plugin - 1:plugin + 1]
         sep = argv.index("--")
-        result = pytester.runpytest(*argv[:sep], *args, *argv[sep:])
+        with chdir(snap.folder) if invoked_in else nullcontext():
+            result = pytester.runpytest(*argv[:sep], *args, *argv[sep:])
     result.report = pytester.path / report
     return result
 

@@ -226,7 +226,7 @@ def test_a_page_named_without_md_points_at_the_markdown_page(phase, monkeypatch,
         hint = PAGE_WITHOUT_MD.format(page="docs/tp-sharding", mode=mode)
         assert capsys.readouterr().err == f"distcheck diagram: docs/tp-sharding: {hint}\n"
     assert main(["diagram", "--check", "docs/other"]) == 2
-    assert PAGE_MISSING.format(page="docs/other") in capsys.readouterr().err
+    assert PAGE_MISSING.format(command="distcheck diagram > docs/other") in capsys.readouterr().err
 
 
 def test_check_of_a_wrong_page_exits_1_with_file_and_line(phase, monkeypatch, capsys):

@@ -44,7 +44,7 @@ def test_a_missing_layer_is_named_in_spanish_with_its_lesson(capsys):
 def test_a_missing_page_is_a_spanish_error(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["diagram", "--check", "nope.md", "--plan", BLOCK, "--lang", "es"]) == 2
-    assert _(PAGE_MISSING).format(page="nope.md") in capsys.readouterr().err
+    assert _(PAGE_MISSING).format(command="distcheck diagram > nope.md") in capsys.readouterr().err
 
 
 def test_the_lessons_and_the_undrawn_skeleton_speak_the_language_in_use():

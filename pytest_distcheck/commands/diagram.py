@@ -13,19 +13,24 @@ Exit status: 0 right, 1 the diagram differs from the plan or does not parse, 2 b
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_distcheck.commands import add_config_argument
 from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.textfile import DIAGRAM_PAGE, PAGE_BYTES, read_text
+from pytest_distcheck.workspace import at_root
 
 WORLD_SIZE_BELOW_1 = N_("must be >= 1, found {n}")
 INLINE_PLAN = N_("the plan given inline")
 PLAN_NEEDS_PAGE = N_("with --plan give the page too: distcheck diagram --check PAGE --plan ...")
 WORLD_SIZE_WITHOUT_PLAN = N_("only with --plan (the workspace's [diagram] world_size applies)")
-PAGE_MISSING = N_("page not found (start one with: distcheck diagram > {page})")
+# {command}: distcheck diagram > PAGE, as typed where the learner is (workspace.at_root for the workspace's page).
+PAGE_MISSING = N_("page not found (start one with: {command})")
 PAGE_WITHOUT_MD = N_("page not found; {page}.md is there: distcheck diagram {mode} {page}.md")
 RANKS = N_("{n} ranks")
 RANKS_IT_DRAWS = N_("the ranks it draws")
@@ -84,32 +89,36 @@ def run(args: argparse.Namespace) -> int:
             return _print_start(cfg, cfg.world_size or 2, "diagram.svg")
         if not page_arg:
             raise ConfigError("--plan", "", _(PLAN_NEEDS_PAGE))
-        page, shown = Path(page_arg), page_arg
+        page, shown, shell = Path(page_arg), page_arg, str
     else:
         from pytest_distcheck.diagram.config import diagram_config
         from pytest_distcheck.workspace import load_workspace
 
         if args.world_size is not None:
             raise ConfigError("--world-size", "", _(WORLD_SIZE_WITHOUT_PLAN))
-        cfg = diagram_config(load_workspace(Path(args.config)))
+        ws = load_workspace(Path(args.config))
+        cfg = diagram_config(ws)
         if args.check is None and args.render is None:
             return _print_start(cfg, cfg.world_size, cfg.svg.name)
         page_arg = args.check if args.check is not None else args.render
         page = Path(page_arg) if page_arg else cfg.page
         shown = page_arg or cfg.page_rel  # as the user would type it, for messages
+        # A page given runs from here; the workspace's page is relative to its root, where its command runs.
+        shell = str if page_arg else functools.partial(at_root, root=ws.root)
     if not page.is_file():
-        raise ConfigError(shown, "", _not_found(page, shown, "--check" if args.check is not None else "--render"))
+        raise ConfigError(shown, "", _not_found(page, shown, "--check" if args.check is not None else "--render",
+                                                shell))
     if args.check is not None:
         return _check(page, shown, cfg, svg=args.plan is None)
     return _render(page, shown, cfg)
 
 
-def _not_found(page: Path, shown: str, mode: str) -> str:
+def _not_found(page: Path, shown: str, mode: str, shell: Callable[[str], str] = str) -> str:
     """What to do about a page that is not there: the Markdown page of that name when there is one (the
-    ``.md`` left out), else how to start it."""
+    ``.md`` left out), else how to start it (``shell``: that command as the learner types it here)."""
     if page.suffix != ".md" and page.with_name(page.name + ".md").is_file():
         return _(PAGE_WITHOUT_MD).format(page=shown, mode=mode)
-    return _(PAGE_MISSING).format(page=shown)
+    return _(PAGE_MISSING).format(command=shell(f"distcheck diagram > {shlex.quote(shown)}"))
 
 
 def _print_start(cfg, world_size: int, svg_name: str) -> int:

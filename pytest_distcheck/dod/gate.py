@@ -21,17 +21,28 @@ import pytest_distcheck
 from pytest_distcheck.dod import snapshot
 from pytest_distcheck.errors import ConfigError, DistcheckError
 from pytest_distcheck.i18n import N_, _, language
-from pytest_distcheck.workspace import DEFAULT_PATH, NOT_FOUND_HINT, find_workspace_file, load_workspace, workspace_root
+from pytest_distcheck.workspace import (
+    DEFAULT_PATH,
+    NOT_FOUND_HINT,
+    at_root,
+    find_workspace_file,
+    load_workspace,
+    workspace_root,
+)
 
 # The fixtures through which a check runs the learner's code: such checks run last under the gate.
 LEARNER_CODE = ("dist_world",)
 INI = "# written by pytest-distcheck for the gate\n[pytest]\ndistcheck_config = {ws}\naddopts =\n"
+# The gate's ini key: the subfolder of the workspace `distcheck gate` started in, relative to its root, so that the
+# DoD table's commands suit the learner's folder, not the snapshot's root (dod/table.py).
+INVOKED_IN_INI = "distcheck_invoked_in"
 HEADER = N_("distcheck gate: judging commit {commit} of {root} ({files} files; what is not committed is not part of "
              "it), in a process of its own: python -I, no conftest.py, plugins, ini file or PYTEST_*/PYTHON* "
              "variables\n")
 EDITABLE = N_("distcheck gate: note: the kit runs from {kit}, inside this workspace (an editable install): a grader "
               "runs the gate with the course's pinned kit installed (docs/ci/known-limitations.md)\n")
-NOT_COMMITTED = N_("{path} is not in commit {commit}: git add {path} && git commit")
+# {command}: git add {path} && git commit, as typed in the folder the gate started in (workspace.at_root).
+NOT_COMMITTED = N_("{path} is not in commit {commit}: {command}")
 
 
 def clean_env(environ: dict[str, str]) -> dict[str, str]:
@@ -95,10 +106,12 @@ def drop_package_inits(folder: Path, targets: list[str]) -> None:
 
 
 def pytest_args(snap: snapshot.Snapshot, ws_rel: str, json_path: str | None, md_path: str | None,
-                color: str) -> list[str]:
-    """The gate's pytest command line on the snapshot (its registered checks, the kit's ini file in its parent)."""
+                color: str, invoked_in: str = "") -> list[str]:
+    """The gate's pytest command line on the snapshot (its registered checks, the kit's ini file in its parent);
+    ``invoked_in``: the subfolder of the workspace the gate started in (``""``: its root)."""
     ini = snap.folder.parent / "distcheck-gate.ini"
-    ini.write_text(INI.format(ws=ws_rel), encoding="utf-8")
+    ini.write_text(INI.format(ws=ws_rel) + (f"{INVOKED_IN_INI} = {invoked_in}\n" if invoked_in else ""),
+                   encoding="utf-8")
     found = targets(snap.folder, ws_rel)
     drop_package_inits(snap.folder, found)
     args = ["-c", str(ini), "--rootdir", str(snap.folder), "--noconftest", "-p", "pytest_distcheck.plugin",
@@ -124,9 +137,13 @@ def run(start: Path, json_path: str | None, md_path: str | None, color: str, wri
     note = kit_note(root)
     with snapshot.export(root) as snap:
         if not (snap.folder / ws_rel).is_file():
-            raise DistcheckError(_(NOT_COMMITTED).format(path=ws_rel, commit=snap.commit[:12]))
+            raise DistcheckError(_(NOT_COMMITTED).format(path=ws_rel, commit=snap.commit[:12],
+                                                         command=at_root(f"git add {ws_rel} && git commit", root)))
         write(_(HEADER).format(commit=snap.commit[:12], root=root, files=snap.files) + (note or ""))
-        args, cwd = pytest_args(snap, ws_rel, json_path, md_path, color), os.getcwd()
+        cwd = os.getcwd()
+        here = Path(cwd).resolve()
+        sub = here.relative_to(root.resolve()).as_posix() if root.resolve() in here.parents else ""
+        args = pytest_args(snap, ws_rel, json_path, md_path, color, sub)
         os.chdir(snap.folder)
         try:
             return int(pytest.main(args))

@@ -28,6 +28,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write the DoD report as JSON (schema: pytest_distcheck/schemas/dod-report.schema.json)")
     group.addoption("--dod-markdown", dest="distcheck_dod_markdown", metavar="PATH", default=None,
                     help="write the DoD report as Markdown, e.g. to $GITHUB_STEP_SUMMARY")
+    parser.addini(gate.INVOKED_IN_INI, "set by distcheck gate: the subfolder of the workspace it started in",
+                  default="")
 
 
 def ignored_args(args: list[str]) -> list[str]:

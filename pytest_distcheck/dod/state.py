@@ -4,6 +4,7 @@ per item: the one place that decides an item's state and trust, each with its re
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pytest_distcheck.dod.collection import (
@@ -280,13 +281,26 @@ def _untrusted_by_gate(own: ItemResult, whys: list[str]) -> ItemResult:
     return ItemResult(own.item_id, own.title, State.UNTRUSTED, reason, own.command, own.checks)
 
 
-def _unblock(blocker: ItemResult) -> str:
-    """What to do first: produce the blocker's evidence, or fix it as its reason says and recheck it."""
+def _unblock(blocker: ItemResult, shell: Callable[[str], str] = str) -> str:
+    """What to do first: produce the blocker's evidence, or fix it as its reason says and recheck it;
+    ``shell`` turns the command in it into what the learner types (:func:`next_step`)."""
     if blocker.state in NEEDS_EVIDENCE:
-        return blocker.command
+        return shell(blocker.command)
     if blocker.state is State.NOT_RUN:
-        return _(FIRST_CHECK).format(item=blocker.item_id, rerun=blocker.rerun)
-    return _(FIRST_FIX).format(item=blocker.item_id, state=blocker.state.word, rerun=blocker.rerun)
+        return _(FIRST_CHECK).format(item=blocker.item_id, rerun=shell(blocker.rerun))
+    return _(FIRST_FIX).format(item=blocker.item_id, state=blocker.state.word, rerun=shell(blocker.rerun))
+
+
+def next_step(result: ItemResult, results: dict[str, ItemResult], shell: Callable[[str], str] = str) -> str:
+    """``result.command`` with ``shell`` applied to the command in it: to the whole step, or for an item
+    blocked by one that is not run or to fix, to that blocker's rerun only (``first check X: COMMAND``).
+    With the default ``shell`` it is ``result.command`` itself; ``results``: every item's result, by id."""
+    if result.state is State.BLOCKED and result.blocked_by:  # its command is _unblock's (see combine)
+        blocker = results[result.blocked_by[0]]
+        if blocker.state in NEEDS_EVIDENCE:
+            return next_step(blocker, results, shell)
+        return _unblock(blocker, shell)
+    return shell(result.command)
 
 
 def _topological(ws: Workspace):

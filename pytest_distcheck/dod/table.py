@@ -6,17 +6,22 @@ text with no escape codes.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pytest_distcheck.dod.collection import NOT_COLLECTED
 from pytest_distcheck.dod.report import FAILED, PASSED, UNVERIFIED, flagged, noted, unverified_reason
-from pytest_distcheck.dod.state import NEEDS_EVIDENCE, ItemResult, State
+from pytest_distcheck.dod.state import NEEDS_EVIDENCE, ItemResult, State, next_step
 from pytest_distcheck.i18n import N_, _
-from pytest_distcheck.workspace import Workspace
+from pytest_distcheck.workspace import Workspace, at_root, display_path, way_to_root
 
 NOT_CHECKED_GATE = N_("gate: FAILED (the DoD was not checked)")
 NOT_CHECKED = N_("distcheck: the DoD of phase {phase} was not checked in this run (none of its checks under {checks}/ "
                  "was collected); {next}")
 HEADING = N_("Definition of Done: phase {phase}")
 RERUN = N_("rerun: {command}")
+# Under the heading of a run started in a subfolder ({here}/) of the workspace; {up}: cd's way to its root.
+FROM_SUBFOLDER = N_("started in {here}: the paths below are relative to the workspace root, and each command starts "
+                    "with cd {up} && to run there")
 ITEMS_DONE = N_("{done}/{total} items done")
 NOT_CHECKED_HERE = N_(", {n} not checked in this run")
 FLAGGED = N_("; flagged, never a pass: {items}")
@@ -60,7 +65,15 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
                                             next=not_checked_next_step(tr.config, ws.root)))
         return
     tr.write_sep("=", _(HEADING).format(phase=ws.phase_id))
+    here = invoked_in(tr.config)
+    up = way_to_root(ws.root, here)
+    if up is not None:
+        tr.write_line(_(FROM_SUBFOLDER).format(here=display_path(here, ws.root) + "/", up=up))
     named = workspace_option(ws)
+    by_id = {r.item_id: r for r in results}
+
+    def shell(command: str) -> str:
+        return at_root(command, ws.root, here)
     state_w = max(7, *(len(r.state.label) for r in results))
     width = max(len(r.item_id) for r in results)
     for r in results:
@@ -70,9 +83,9 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
         for line in more:  # a reason of several lines (one per failing citation) stays in its column
             tr.write_line(f"{'':<{state_w}}  {'':<{width}}  {line}")
         if r.state in NEEDS_EVIDENCE:
-            tr.write_line(f"{'':<{state_w}}  {'':<{width}}  -> {r.command}")
+            tr.write_line(f"{'':<{state_w}}  {'':<{width}}  -> {next_step(r, by_id, shell)}")
         if r.state is not State.DONE:
-            tr.write_line(f"{'':<{state_w}}  {'':<{width}}  " + _(RERUN).format(command=r.rerun + named))
+            tr.write_line(f"{'':<{state_w}}  {'':<{width}}  " + _(RERUN).format(command=shell(r.rerun + named)))
     done = sum(r.state is State.DONE for r in results)
     ran = sum(r.ran for r in results)
     summary = _(ITEMS_DONE).format(done=done, total=len(results))
@@ -102,10 +115,23 @@ def not_checked_at_all(results: list[ItemResult]) -> bool:
             and all(reason.startswith(_(NOT_COLLECTED)) for reason in reasons))
 
 
+def invoked_in(config) -> Path:
+    """The folder the learner typed the command in, which the printed commands must suit: pytest's invocation
+    folder, or under ``distcheck gate`` (pytest started in its snapshot of the commit) the subfolder of the
+    workspace the gate started in (ini :data:`~pytest_distcheck.dod.gate.INVOKED_IN_INI`)."""
+    from pytest_distcheck.dod.gate import INVOKED_IN_INI
+
+    base = Path(config.invocation_params.dir)
+    sub = config.getini(INVOKED_IN_INI) if config.getoption("distcheck_gate", False) else ""
+    return base / sub if sub else base
+
+
 def workspace_option(ws: Workspace) -> str:
     """`` --workspace FILE`` for a workspace file that is not found by default (not ``checks/distcheck.toml``
     under its root, e.g. ``checks/solutions.toml``), so the rerun lines check the same workspace; else ``""``."""
-    from pytest_distcheck.workspace import DEFAULT_PATH, display_path
+    import shlex
+
+    from pytest_distcheck.workspace import DEFAULT_PATH
 
     rel = display_path(ws.path, ws.root)
-    return "" if rel == DEFAULT_PATH else f" --workspace {rel}"
+    return "" if rel == DEFAULT_PATH else f" --workspace {shlex.quote(rel)}"
