@@ -3,6 +3,8 @@
 The variables git sets for its hooks (``GIT_DIR``, ``GIT_INDEX_FILE``, ...: a ``pre-commit`` hook running the
 checks) would point git at another repository or index, so every ``GIT_*`` variable but the ``GIT_CONFIG*``
 ones is removed; the user's and the system's config are read as git reads them (``safe.directory`` included).
+One is kept: a ``GIT_INDEX_FILE`` beside the repository's own ``index`` (``git commit -a`` or ``git commit PATH``
+commit from a temporary index there, which is what that hook's commit will hold).
 The gate's own calls (:mod:`pytest_distcheck.dod.snapshot`) are ``rev-parse``, ``ls-tree`` and ``cat-file
 --batch``, which run no filter, hook or other program a config names.
 """
@@ -21,8 +23,12 @@ DUBIOUS = "detected dubious ownership"
 TRUST = "git config --global --add safe.directory {path}"
 
 
-def _env() -> dict[str, str]:
+def _env(root: Path | str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
+    index = os.environ.get("GIT_INDEX_FILE")
+    git_dir = Path(index).resolve().parent if index else None
+    if git_dir is not None and git_dir.name == ".git" and Path(root).resolve().is_relative_to(git_dir.parent):
+        env["GIT_INDEX_FILE"] = str(Path(index).resolve())
     env.update(GIT_NO_REPLACE_OBJECTS="1", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
     return env
 
@@ -41,7 +47,7 @@ def run_git(root: Path | str, *args: str, timeout: float = 60, data: bytes | Non
         subprocess.TimeoutExpired: git ran past ``timeout`` seconds.
     """
     return subprocess.run([GIT, "--no-replace-objects", "--no-pager", "-C", str(root), *args], capture_output=True,
-                          timeout=timeout, check=False, env=_env(), input=data,
+                          timeout=timeout, check=False, env=_env(root), input=data,
                           stdin=subprocess.DEVNULL if data is None else None, text=text and data is None)
 
 

@@ -102,9 +102,11 @@ def test_alpha():
 """
 
 
-def test_a_pre_commit_hook_sees_its_staged_evidence_as_staged(workspace_dir):
+@pytest.mark.parametrize("commit", [["commit"], ["commit", "-a"], ["commit", "evidence.md"]])
+def test_a_pre_commit_hook_sees_its_staged_evidence_as_staged(workspace_dir, commit):
     """`pytest -m local` run by .git/hooks/pre-commit during `git commit`: the evidence staged for that commit
-    is said to be staged (still pending: the gate judges a commit), with `git commit` and no `git add`."""
+    is said to be staged (still pending: the gate judges a commit), with `git commit` and no `git add`. With -a
+    or a path, git commits from a temporary index (GIT_INDEX_FILE), which the kit reads then."""
     ws = workspace_dir.path
     (ws / "checks" / "test_checks.py").write_text(HOOK_CHECK)
     (ws / "evidence.md").write_text("done\n")
@@ -118,7 +120,10 @@ def test_a_pre_commit_hook_sees_its_staged_evidence_as_staged(workspace_dir):
         """))
     hook.chmod(0o755)
     git(ws, "add", "-A")
-    git(ws, "commit", "-qm", "evidence")  # the hook ends 0: the commit is made
+    if commit != ["commit"]:  # tracked before, changed now: only the commit's own index has it staged
+        git(ws, "commit", "-qm", "first", "--no-verify")
+        (ws / "evidence.md").write_text("done, again\n")
+    git(ws, *commit, "-qm", "evidence")  # the hook ends 0: the commit is made
     text = out.read_text()
     assert "PENDING  alpha  " + STAGED.format(path="evidence.md") in text, text
     assert "-> git commit\n" in text, text
