@@ -51,8 +51,9 @@ def test_quiz_passed(distcheck_workspace, distcheck_evidence):
     best = max(counted, key=lambda a: a.score)
     if not passes(best.correct, best.total, cfg.pass_mark):
         pytest_distcheck.pending(_(m.BELOW_PASS_MARK).format(
-            n=len(counted), log=cfg.log_rel, line=best.line, seed=best.seed, correct=best.correct, total=best.total,
-            score=f"{best.score:.0%}", mark=mark, not_counted=not_counted), item.how)
+            attempts=m.graded_attempts(len(counted)), log=cfg.log_rel, line=best.line, seed=best.seed,
+            correct=best.correct, total=best.total, score=f"{best.score:.0%}", mark=mark, not_counted=not_counted),
+            item.how)
     require_committed([cfg.log_path], distcheck_workspace.root)
     distcheck_evidence(flags=["self-reported", *(["fast-quiz"] if best.too_fast else [])])
     fast = _(m.TOO_FAST).format(seconds=f"{best.seconds:.0f}", total=best.total,

@@ -18,6 +18,8 @@ import pytest
 import pytest_distcheck
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.budget.config import budget_config
+from pytest_distcheck.budget.errors import rows as count_rows
+from pytest_distcheck.budget.errors import runs as count_runs
 from pytest_distcheck.budget.errors import usd
 from pytest_distcheck.committed import require_committed
 from pytest_distcheck.dod import provenance
@@ -62,7 +64,7 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log, distcheck_evide
     # Totals from each row's recomputed cost; nothing written in the file as a total is read.
     charges = accounting.charges(rows)
     total = sum((c.usd for c in charges), Decimal(0))
-    lines = [_(m.SPEND_SUMMARY).format(rows=len(rows), runs=len(charges), total=usd(total),
+    lines = [_(m.SPEND_SUMMARY).format(rows=count_rows(len(rows)), runs=count_runs(len(charges)), total=usd(total),
                                        ceiling=usd(cfg.phase_ceiling_usd))]
     over = []
     if total > cfg.phase_ceiling_usd:

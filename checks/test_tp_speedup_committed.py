@@ -151,4 +151,5 @@ def test_tp_speedup_committed(distcheck_workspace, distcheck_log, distcheck_evid
     distcheck_log(_(m.TP_TITLE), "\n".join(summaries))
     labels = sorted({s.split(":", 1)[0] for s in summaries})
     distcheck_evidence(flags=[provenance.SELF_REPORTED])
-    pytest_distcheck.done(_(m.TP_DONE).format(labels=f" {_(m.AND)} ".join(labels), n=len(summaries)))
+    pytest_distcheck.done(_(m.TP_DONE).format(labels=f" {_(m.AND)} ".join(labels),
+                                               results=m.gpu_results(len(summaries))))

@@ -20,9 +20,10 @@ GITIGNORE_LINES = ("/.distcheck/", ".venv/", "__pycache__/", "*.pyc", ".pytest_c
 # Runs under any pytest, kit or not, so it imports only pytest and the standard library.
 CONFTEST = """\
 \"\"\"A workspace's conftest.py (distcheck init writes this one). A pytest that has not loaded the kit
-(pytest-distcheck), e.g. one from outside the venv, stops here with one line instead of an error about an
-option or a module it does not know. Nothing else: the gate (pytest --gate) checks in a process that never
-loads this file, and trusts no DoD check that takes a fixture from it (docs/ci/gate.md).\"\"\"
+(pytest-distcheck), or loaded it without its dependencies (from outside the venv, through this folder's
+egg-info), stops here with one line instead of an error about an option or a module it does not know.
+Nothing else: the gate (pytest --gate) checks in a process that never loads this file, and trusts no DoD
+check that takes a fixture from it (docs/ci/gate.md).\"\"\"
 
 import sys
 
@@ -35,6 +36,11 @@ if "pytest_distcheck.plugin" not in sys.modules:
         ".venv/bin/pytest; to use this Python instead: "
         f"{sys.executable} -m pip install '/path/to/pytest-distcheck[notes,gpu]'\\n")
     raise SystemExit(4)  # pytest's exit code for a usage error
+from pytest_distcheck.deps import missing_dependencies, missing_message  # noqa: E402
+
+if missing_dependencies():
+    sys.stderr.write(f"ERROR: {missing_message(missing_dependencies())}\\n")
+    raise SystemExit(4)
 """
 PYTEST_INI = """\
 [pytest]

@@ -76,7 +76,7 @@ def test_within_budget_ignores_a_written_total_and_counts_open_runs(phase: pytes
     use(phase, "ledger-within.md")
     git_commit_all(phase.path)
     result = run_check(phase)
-    result.stdout.fnmatch_lines(["*8 row(s), 3 run(s); total $0.69 of $5.00*", "*tp-inference: $0.59 of $3.00*",
+    result.stdout.fnmatch_lines(["*8 rows, 3 runs; total $0.69 of $5.00*", "*tp-inference: $0.59 of $3.00*",
                                  "*open runs counted at their worst case: cccc3333-01*",
                                  "DONE*spend-within-budget*"])
 

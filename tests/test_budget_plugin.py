@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from pytest_distcheck.budget.errors import paid_runs
 from pytest_distcheck.budget.plugin import (
     HEADER,
     HEADER_PROBLEM,
@@ -179,7 +180,7 @@ def test_session_ceiling_holds_across_xdist_workers(ws: pytest.Pytester):
     result = ws.runpytest_subprocess("-n", "2", "--max-usd", "2.5", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*BudgetRefused*would cost up to $1.11; $0.28 left of $2.50 (session ceiling*"])
-    result.stdout.fnmatch_lines([SPENT.format(spent="$2.22", runs=2, unsettled=SPENT_UNSETTLED.format(n=2),
+    result.stdout.fnmatch_lines([SPENT.format(spent="$2.22", runs=paid_runs(2), unsettled=SPENT_UNSETTLED.format(n=2),
                                               left="$2.78", ceiling="$5.00")])
     from pytest_distcheck.budget.ledger import Ledger
 

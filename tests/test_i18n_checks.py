@@ -10,6 +10,8 @@ from dod_support import git_commit_all
 
 from pytest_distcheck import i18n
 from pytest_distcheck.budget.accounting import NOTHING_SPENT
+from pytest_distcheck.budget.errors import rows as count_rows
+from pytest_distcheck.budget.errors import runs as count_runs
 from pytest_distcheck.committed import NOT_A_REPOSITORY, NOT_COMMITTED, STAGED, uncommitted
 from pytest_distcheck.dod.provenance import SELF_REPORTED_WORD
 from pytest_distcheck.i18n import _
@@ -38,7 +40,8 @@ def test_a_fresh_workspace_under_lang_es_gives_the_checks_reasons_in_spanish(pyt
     reasons = {c["nodeid"]: c["reason"]
                for item in json.loads((pytester.path / "dod.json").read_text())["items"] for c in item["checks"]}
     i18n.use("es")
-    summary = _(m.SPEND_SUMMARY).format(rows=0, runs=0, total="$0.00", ceiling="$5.00")
+    summary = _(m.SPEND_SUMMARY).format(rows=count_rows(0), runs=count_runs(0), total="$0.00", ceiling="$5.00")
+    assert summary == "0 filas, 0 ejecuciones; total $0.00 de $5.00"
     expected = {
         "test_ddp_allreduce_logged.py::test_committed_allreduce_log_is_valid": _(m.NO_DDP_LOG).format(
             rel="experiments/ddp_cpu/results/allreduce-cpu.json"),

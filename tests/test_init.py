@@ -112,14 +112,14 @@ def test_init_in_a_repository_prints_the_commit_of_what_it_wrote_and_that_line_c
     assert uncommitted(["experiments/35-cloud-budget.md", "checks/distcheck.toml", ".gitignore"], tmp_path) == []
 
 
-def _pytest_without_the_kit(tmp_path: Path) -> list[str]:
+def _pytest_without_the_kit(tmp_path: Path, *also: str) -> list[str]:
     """A command line for a pytest that has never heard of the kit (as a system pytest): this pytest's own
-    distributions only, linked into a folder, run with ``-S`` (no site-packages)."""
+    distributions only (and ``also``), linked into a folder, run with ``-S`` (no site-packages)."""
     from importlib.metadata import distribution
 
     bare = tmp_path / "bare"
     bare.mkdir()
-    for name in ("pytest", "pluggy", "iniconfig", "packaging", "pygments"):
+    for name in ("pytest", "pluggy", "iniconfig", "packaging", "pygments", *also):
         dist = distribution(name)
         for top in {f.parts[0] for f in dist.files or () if f.parts[0] != ".."}:
             if not (bare / top).exists():
@@ -132,11 +132,12 @@ def test_this_repository_has_the_conftest_init_writes():
     assert (REPO / "conftest.py").read_text(encoding="utf-8") == CONFTEST
 
 
-@pytest.mark.parametrize("made_by", ["init", "a clone of this repository"])
+@pytest.mark.parametrize("made_by", ["init", "a clone of this repository", "a clone with its egg-info"])
 def test_a_pytest_outside_the_venv_stops_with_one_line(tmp_path, made_by):
     """README: "A `pytest` from outside the venv stops with a message saying so", in a workspace made by init
     (before: one ModuleNotFoundError traceback per check file) and in this one, whose addopts name xdist's
-    --dist (before: "unrecognized arguments: --dist")."""
+    --dist (before: "unrecognized arguments: --dist"), also when the clone's egg-info (an editable install in
+    another Python) lets that pytest load the plugin from the clone without its dependencies."""
     ws = tmp_path / "ws"
     if made_by == "init":
         assert init_workspace(ws).conflicts == []
@@ -145,12 +146,23 @@ def test_a_pytest_outside_the_venv_stops_with_one_line(tmp_path, made_by):
         for name in ("conftest.py", "pyproject.toml"):
             shutil.copy(REPO / name, ws / name)
         shutil.copytree(REPO / "checks", ws / "checks", ignore=shutil.ignore_patterns("__pycache__"))
-    proc = subprocess.run([*_pytest_without_the_kit(tmp_path), "-m", "local", "-p", "no:cacheprovider"], cwd=ws,
-                          capture_output=True, text=True, timeout=120)
+    if made_by == "a clone with its egg-info":
+        (ws / "pytest_distcheck").symlink_to(REPO / "pytest_distcheck")
+        info = ws / "pytest_distcheck.egg-info"
+        info.mkdir()
+        (info / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: pytest-distcheck\nVersion: 0.1.0\n"
+                                       "Requires-Dist: pytest>=8\nRequires-Dist: pytest-xdist>=3.5\n")
+        (info / "entry_points.txt").write_text("[pytest11]\ndistcheck = pytest_distcheck.plugin\n")
+    # A system Python with some of the kit's dependencies: enough for the plugin to import, not xdist's --dist.
+    some = (("jsonschema", "attrs", "referencing", "rpds-py", "jsonschema-specifications", "typing-extensions")
+            if "egg-info" in made_by else ())
+    proc = subprocess.run([*_pytest_without_the_kit(tmp_path, *some), "-m", "local", "-p", "no:cacheprovider"],
+                          cwd=ws, capture_output=True, text=True, timeout=120)
     out = proc.stdout + proc.stderr
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, out
     assert "Traceback" not in out and "ModuleNotFoundError" not in out, out
-    assert f"pytest-distcheck: this Python ({sys.executable}) lacks the kit (pytest-distcheck)" in out, out
+    lacks = "the kit's dependencies pytest-xdist:" if "egg-info" in made_by else "the kit (pytest-distcheck)"
+    assert f"pytest-distcheck: this Python ({sys.executable}) lacks {lacks}" in out, out
     assert "source .venv/bin/activate" in out
 
 

@@ -102,7 +102,7 @@ def test_a_committed_2gpu_result_within_the_ceiling_is_done(workspace, good):
     result.stdout.fnmatch_lines([
         "*results/synthetic-cuda-2gpu.json: 2 x TEST GPU (nccl), run r0learner-0001 cost $0.6950 of $3.0 "
         "(settled); best decode speedup 1.60x at TP 2, batch 1, prompt 128*",
-        "DONE     tp-speedup-committed  evidence checked, self-reported: 1 GPU result(s) tied to their ledger rows "
+        "DONE     tp-speedup-committed  evidence checked, self-reported: 1 GPU result tied to their ledger rows "
         "by run id and pod",
     ])
     assert result.ret == 0
@@ -246,5 +246,5 @@ def test_a_reconciled_row_read_from_the_ledger_is_not_confirmed(workspace, good,
                                 "tests/test_tp.py::test_speedup | pod-learner |\n"))
     result = workspace(good)
     result.stdout.fnmatch_lines(["DONE     tp-speedup-committed  evidence checked, self-reported (reconciled row in "
-                                 "the ledger, not re-checked in this run): 1 GPU result(s)*"])
+                                 "the ledger, not re-checked in this run): 1 GPU result tied*"])
     assert "checked, confirmed" not in result.stdout.str()

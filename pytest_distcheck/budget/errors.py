@@ -1,14 +1,31 @@
-"""Errors of the budget guard: a refused launch (with its figures) and a cut run."""
+"""Errors of the budget guard (a refused launch, with its figures, and a cut run) and its words for amounts and
+counts."""
 
 from __future__ import annotations
 
 from pytest_distcheck.errors import DistcheckError
+from pytest_distcheck.i18n import ngettext
 
 
 def usd(value: float) -> str:
     """A USD amount for people: ``$0.59``, or 4 places below a cent (``$0.0042``)."""
     value = float(value)
     return f"${value:.2f}" if value == 0 or abs(value) >= 0.01 else f"${value:.4f}"
+
+
+def rows(n: int) -> str:
+    """``1 row`` / ``3 rows`` of the spend ledger."""
+    return ngettext("{n} row", "{n} rows", n).format(n=n)
+
+
+def runs(n: int) -> str:
+    """``1 run`` / ``3 runs``: paid runs, by run id."""
+    return ngettext("{n} run", "{n} runs", n).format(n=n)
+
+
+def paid_runs(n: int) -> str:
+    """``1 paid run`` / ``2 paid runs``."""
+    return ngettext("{n} paid run", "{n} paid runs", n).format(n=n)
 
 
 class BudgetRefused(DistcheckError):

@@ -15,6 +15,8 @@ from decimal import Decimal, InvalidOperation
 
 import pytest
 
+from pytest_distcheck.budget.errors import paid_runs
+from pytest_distcheck.budget.errors import runs as count_runs
 from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.settings import Setting
 from pytest_distcheck.workspace import get_workspace, workspace_label
@@ -38,16 +40,18 @@ HEADER = N_("distcheck budget: {paid}; {left} left of {ceiling} phase ceiling ({
 MARKER_ARGS = N_("@pytest.mark.budget takes one amount, usd=X; got args {args!r} kwargs {kwargs!r}")
 MARKER_NOT_POSITIVE = N_("@pytest.mark.budget(usd=X) needs X > 0 USD, got {value!r}")
 MARKER_PROBLEM = N_("@pytest.mark.budget(usd=X): X {problem}")  # {problem}: budget.config.ceiling_problem's words
-HEADER_HELD = N_(", {n} run(s) in progress at their worst case")
+# {runs}: budget.errors.runs(n); SPENT's: paid_runs(n)
+HEADER_HELD = N_(", {runs} in progress at their worst case")
 HEADER_NO_SECTION = N_("distcheck budget: {paid}; no [budget] section in the workspace, paid tests will be refused")
 HEADER_PROBLEM = N_("distcheck budget: {paid}; {problem} (paid tests will be refused)")
-SPENT = N_("distcheck budget: this session spent {spent} in {runs} paid run(s){unsettled}; {left} left of {ceiling} "
+SPENT = N_("distcheck budget: this session spent {spent} in {runs}{unsettled}; {left} left of {ceiling} "
            "phase ceiling")
 SPENT_UNSETTLED = N_(", {n} not settled (counted at worst case)")
 NO_TIME_LIMIT = N_("{purpose}: no time limit to price the worst case; pass max_seconds or mark the test "
                    "@pytest.mark.timeout(SECONDS)")
 _session_key = pytest.StashKey[str]()
 _max_usd_key = pytest.StashKey["Decimal | None"]()
+
 
 
 def enable_hint() -> str:
@@ -186,7 +190,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         return [_(HEADER_PROBLEM).format(paid=paid, problem=exc)]
     phase = status.limits["phase"]
     n = len(status.in_progress)
-    held = _(HEADER_HELD).format(n=n) if n else ""
+    held = _(HEADER_HELD).format(runs=count_runs(n)) if n else ""
     return [_(HEADER).format(paid=paid, left=usd(max(phase.left, Decimal(0))), ceiling=usd(phase.ceiling),
                              spent=usd(phase.spent), ledger=cfg.ledger_rel, held=held)]
 
@@ -204,11 +208,11 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     except (DistcheckError, pytest.UsageError):
         return
     mine = accounting.totals(status.rows, run_prefix=f"{session_id(config)}-")
-    runs = len({r.run_id for r in status.rows if r.run_id.startswith(f"{session_id(config)}-")})
-    if runs:
+    n_runs = len({r.run_id for r in status.rows if r.run_id.startswith(f"{session_id(config)}-")})
+    if n_runs:
         phase = status.limits["phase"]
         unsettled = _(SPENT_UNSETTLED).format(n=len(mine.unsettled)) if mine.unsettled else ""
-        terminalreporter.write_line(_(SPENT).format(spent=usd(mine.total), runs=runs, unsettled=unsettled,
+        terminalreporter.write_line(_(SPENT).format(spent=usd(mine.total), runs=paid_runs(n_runs), unsettled=unsettled,
                                                     left=usd(max(phase.left, Decimal(0))), ceiling=usd(phase.ceiling)))
 
 

@@ -2,12 +2,13 @@
 
 The check files are workspace files that the catalog's extraction does not read, so their messages live here
 (marked ``N_``) and a check speaks one as ``_(CONSTANT).format(...)``; the tests import the same constants.
-Placeholders name paths, ids, commands and figures, never prose.
+Placeholders name paths, ids, commands and figures, never prose; a count with its noun comes from one of the
+functions at the end (``gpu_results(3)``: "3 GPU results"), whose singular and plural the catalog holds as one entry.
 """
 
 from __future__ import annotations
 
-from pytest_distcheck.i18n import N_
+from pytest_distcheck.i18n import N_, ngettext
 
 # checks/test_ddp_allreduce_logged.py
 NO_DDP_LOG = N_("no committed all-reduce log at {rel}")
@@ -22,7 +23,8 @@ NOT_RECONCILED = N_("not reconciled with the provider (RUNPOD_API_KEY not set): 
 RECONCILE_FAILED = N_("reconciliation with RunPod failed ({error}); amounts are self-reported")
 NO_BUDGET_SECTION = N_("{path}: no [budget] section (expected ledger and phase_ceiling_usd)")
 NO_LEDGER = N_("no spend ledger at {ledger} (it records every paid run, or that there was none)")
-SPEND_SUMMARY = N_("{rows} row(s), {runs} run(s); total {total} of {ceiling}")
+# {rows}, {runs}: budget.errors.rows(n), runs(n)
+SPEND_SUMMARY = N_("{rows}, {runs}; total {total} of {ceiling}")
 OVER_PHASE = N_("total {total} > phase ceiling {ceiling}")
 OVER_EXPERIMENT = N_("{experiment} rows (lines {lines}) total {spent} > its ceiling {ceiling}")
 OVERSPENT = N_("{ledger}: {over} (amounts recomputed from rate x billed seconds of each row; a reconciled run "
@@ -43,7 +45,8 @@ NEEDS_RESULTS_DIR = N_("{path}: [tp_inference] needs results_dir")
 NO_TP_RESULT = N_("no result in {dir}")
 NO_GPU_RESULT = N_("no result produced on CUDA with >= 2 GPUs yet (found: {found})")
 FOUND_RESULT = N_("{path} ({ranks} ranks on {count} x {device}, {backend})")
-TP_DONE = N_("evidence checked, {labels}: {n} GPU result(s) tied to their ledger rows by run id and pod")
+# {results}: gpu_results(n)
+TP_DONE = N_("evidence checked, {labels}: {results} tied to their ledger rows by run id and pod")
 TP_NOT_EVIDENCE = N_("{rel}: not evidence: {why}; a GPU result must come from your own paid run ({how})")
 TP_IN_THE_FUTURE = N_("{rel}: dated in the future ({key} {when}); a result is stamped when it is measured")
 TP_DEGREES = N_("{rel}: measures TP degrees {degrees}; expected at least 1 and 2")
@@ -76,7 +79,8 @@ QUIZ_IN_THE_FUTURE = N_("{log} line {line}: dated in the future (finished {when}
 NOT_COUNTED_ONE = N_("line {line}: {why}")
 NOT_COUNTED = N_("; {n} not counted ({attempts}{more})")
 NO_GRADED_ATTEMPT = N_("no graded attempt in {log} yet (expected one scoring at least the {mark}){not_counted}")
-BELOW_PASS_MARK = N_("{n} graded attempt(s) in {log}; the best, line {line} (seed {seed}), re-grades to "
+# {attempts}: graded_attempts(n)
+BELOW_PASS_MARK = N_("{attempts} in {log}; the best, line {line} (seed {seed}), re-grades to "
                      "{correct}/{total} ({score}), below the {mark}{not_counted}")
 TOO_FAST = N_("; fast ({seconds} s for {total} items, under {minimum} s each): shown to a grader, not refused")
 QUIZ_DONE = N_("evidence checked, self-reported: line {line} re-grades to {correct}/{total} ({score}){fast}")
@@ -99,3 +103,13 @@ LEDGER_LINE = N_("ledger: {confirmation}")
 DIAGRAM_TITLE = N_("TP sharding diagram")
 DIAGRAM_MATCHES = N_("{page}:{line} matches {plan} ({layers}) on {n} ranks; {svg} is current")
 TP_TITLE = N_("TP inference speedup, committed GPU result(s)")
+
+
+def gpu_results(n: int) -> str:
+    """``1 GPU result`` / ``2 GPU results`` under experiments/."""
+    return ngettext("{n} GPU result", "{n} GPU results", n).format(n=n)
+
+
+def graded_attempts(n: int) -> str:
+    """``1 graded attempt`` / ``2 graded attempts`` in the quiz log."""
+    return ngettext("{n} graded attempt", "{n} graded attempts", n).format(n=n)
