@@ -8,7 +8,15 @@ import pytest
 
 from pytest_distcheck import i18n
 from pytest_distcheck.citations.report import LABELS, note_lines
-from pytest_distcheck.citations.resolver import NOT_INSTALLED, Problem, Resolver
+from pytest_distcheck.citations.resolver import (
+    DID_YOU_MEAN,
+    NOT_IN_PACKAGE,
+    NOT_INSTALLED,
+    NOT_SHIPPED,
+    Problem,
+    Resolver,
+    suggestible,
+)
 from pytest_distcheck.citations.verifier import (
     BACKSLASH_N,
     LOST_BACKTICKS,
@@ -92,3 +100,54 @@ def test_eaten_backticks_and_a_written_newline_are_explained_in_spanish(toy_site
                            "línea incluidos, se reducen a un espacio, así que escribe un salto de línea como un "
                            "espacio"), reason
     assert _(BACKSLASH_N) != BACKSLASH_N and _(LOST_BACKTICKS) != LOST_BACKTICKS
+
+
+@pytest.mark.parametrize(("path", "spanish"), [
+    ("toyparallel/layer.py", "toyparallel/layer.py no es un fichero de toyparallel 1.2.0; ¿querías decir "
+                             "toyparallel/layers.py o toyparallel/sharding.py?"),
+    ("toyparallel/training/x.py", "toyparallel/training/x.py no es un fichero de toyparallel 1.2.0: ningún fichero "
+                                  "suyo está bajo toyparallel/training/ (instala toyparallel/testing/); la ruta puede "
+                                  "venir del repositorio de código fuente del proyecto, que tiene más que esta "
+                                  "distribución"),
+])
+def test_a_path_not_in_the_package_is_hinted_in_spanish(toy_site, path, spanish):
+    i18n.use("es")
+    with pytest.raises(Problem) as info:
+        Resolver().file("toyparallel", path)
+    assert (info.value.code, info.value.message) == ("not-in-package", spanish)
+    assert _(DID_YOU_MEAN) != DID_YOU_MEAN and _(NOT_SHIPPED) != NOT_SHIPPED
+
+
+@pytest.mark.parametrize("lang", i18n.SUPPORTED)
+def test_no_test_code_is_suggested_for_a_path_not_in_the_package(toy_site, lang):
+    """toyparallel/testing/helpers.py has the same name and is one letter off: a citation of it would
+    not count (test code), so the hint names the library's files or none."""
+    i18n.use(lang)
+    messages = {}
+    for path in ("toyparallel/helpers.py", "toyparallel/testing/helper.py"):
+        with pytest.raises(Problem) as info:
+            Resolver().file("toyparallel", path)
+        assert info.value.code == "not-in-package"
+        messages[path] = info.value.message
+    head = _(NOT_IN_PACKAGE).format(rel="toyparallel/helpers.py", name="toyparallel", version="1.2.0")
+    assert messages["toyparallel/helpers.py"] == head + _(DID_YOU_MEAN).format(names="toyparallel/layers.py")
+    assert messages["toyparallel/testing/helper.py"] == _(NOT_IN_PACKAGE).format(
+        rel="toyparallel/testing/helper.py", name="toyparallel", version="1.2.0")
+
+
+@pytest.mark.parametrize(("rel", "suggested"), [
+    ("megatron/core/tensor_parallel/layers.py", True), ("megatron/core/tests/test_layers.py", False),
+    ("torch/testing/_internal/common_fsdp.py", False), ("pkg/test/x.py", False), ("pkg/fixtures/data.py", False),
+    ("tests.py", True), ("pkg/contest/x.py", True),
+])
+def test_only_library_code_is_suggestible(rel, suggested):
+    assert suggestible(rel) is suggested
+
+
+def test_a_symbol_defined_only_in_test_code_is_not_pointed_to(toy_site, tmp_path):
+    note = tmp_path / "n.md"
+    note.write_text("A statement of a decision made in the code, with enough words to count\n"
+                    '[cite: toyparallel toyparallel/layers.py::make_batch "build a fake batch for the unit tests"].\n')
+    (res,) = verify_note(note, Resolver()).failures
+    assert res.code == "symbol-not-found"
+    assert res.reason == "make_batch is not defined in toyparallel/layers.py; did you mean make_pair?"

@@ -20,7 +20,15 @@ from packaging.utils import canonicalize_name
 
 from pytest_distcheck.citations.decision import decision_problem
 from pytest_distcheck.citations.quote import MAX_QUOTE_CHARS, MIN_QUOTE_CHARS, nearest, normalise
-from pytest_distcheck.citations.resolver import DID_YOU_MEAN, Installed, Problem, Resolver
+from pytest_distcheck.citations.resolver import (
+    DID_YOU_MEAN,
+    OR,
+    Installed,
+    Problem,
+    Resolver,
+    is_test_code,
+    suggestible,
+)
 from pytest_distcheck.citations.symbols import SourceFile, Span
 from pytest_distcheck.citations.syntax import Citation, Malformed, github_path, parse_note
 from pytest_distcheck.i18n import N_, _
@@ -28,10 +36,8 @@ from pytest_distcheck.textfile import NOTE, PAGE_BYTES, read_text
 
 __all__ = ["CitationResult", "NoteReport", "Place", "Status", "check_citation", "verify_note"]
 
-TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 NEAR_MISS_FIRST = 0.8  # a near-miss this close (difflib ratio) is named before an exact match elsewhere
 DEFINED_THERE = N_("{head}; did you mean {files}? {name} is defined there (lines {start}-{end})")
-OR = N_(" or ")
 UNKNOWN_PACKAGE = N_("unknown package {package!r} (the notes cite: {packages})")
 NO_QUOTE = N_("has no quote, so it proves no place in the symbol")
 QUOTE_LENGTH = N_("quote is {n} characters; {low} to {high} pin a place")
@@ -201,7 +207,7 @@ def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] 
     def uncounted(code: str, reason: str) -> CitationResult:
         return CitationResult(cit, Status.UNCOUNTED, code, reason, span, version, place, key)
 
-    if TEST_FOLDERS & set(PurePosixPath(rel).parts[:-1]):
+    if is_test_code(rel):
         return uncounted("test-code", _(TEST_CODE).format(path=rel))
     from pytest_distcheck.citations.find import quote_places
 
@@ -234,7 +240,7 @@ def _more_hint(resolver: Resolver, dist: Installed, cit: Citation, exc: Problem)
     # Only the exact dotted name: a suffix match (any ``X.forward`` for ``forward``) would mislead.
     found = [
         f for f in find_symbol(resolver, cit.symbol, cit.package, limit=20)
-        if f.path != cited and f.span.name == cit.symbol
+        if f.path != cited and f.span.name == cit.symbol and suggestible(f.path)
     ][:3]
     if not found:
         return exc.message
