@@ -10,7 +10,9 @@ from pytest_distcheck import i18n
 from pytest_distcheck.cli import main
 from pytest_distcheck.commands.diagram import INLINE_PLAN, MATCHES, PAGE_MISSING, RANKS_IT_DRAWS
 from pytest_distcheck.diagram import concepts
-from pytest_distcheck.diagram.compare import MISSING
+from pytest_distcheck.diagram.compare import MISSING, compare
+from pytest_distcheck.diagram.flow import INTO_NODE, INTO_NODE_RANK
+from pytest_distcheck.diagram.mermaid import Edge, Flowchart, Subgraph, Vertex
 from pytest_distcheck.diagram.skeleton import LESSON, UNDRAWN
 from pytest_distcheck.i18n import _
 
@@ -53,3 +55,42 @@ def test_the_lessons_and_the_undrawn_skeleton_speak_the_language_in_use():
     i18n.use("es")
     assert all(c.lesson != c.text for c in concepts.ALL)
     assert "docs/es/lab/02-tp-inference-cloud.md" in _(UNDRAWN)
+
+
+def test_the_edges_a_finding_names_are_aristas_in_spanish(capsys):
+    page = str(FIXTURES / "row-parallel-reads-ln2.md")
+    assert main(["diagram", "--check", page, "--plan", BLOCK, "--world-size", "2", "--lang", "es"]) == 1
+    out = capsys.readouterr().out
+    assert (f"{page}:7: mlp.down (row-parallel) recibe el tensor replicado, sin dividir, por las aristas "
+            "ln2 --> down0, ln2 --> down1: ") in out, out
+    assert " edge" not in out, out
+
+
+def _fed_by(extra: Edge) -> str:
+    """The input finding of attn.out when rank 1's attn.out reads ``extra`` instead of its attention."""
+    v = [Vertex("x", "x"), Vertex("ar", "all-reduce"), Vertex("y", "y")]
+    e, subs = [], []
+    for r in range(2):
+        v += [Vertex(f"q{r}", "attn.qkv column-parallel"), Vertex(f"att{r}", "attention"),
+              Vertex(f"o{r}", "attn.out row-parallel")]
+        e += [Edge("x", f"q{r}"), Edge(f"q{r}", f"att{r}"), Edge(f"o{r}", "ar")]
+        e += [Edge(f"att{r}", f"o{r}")] if r == 0 else []
+        subs.append(Subgraph(f"s{r}", f"rank {r}", (f"q{r}", f"att{r}", f"o{r}")))
+    fc = Flowchart({x.id: x for x in v}, (*e, Edge("ar", "y"), extra), tuple(subs))
+    (found,) = [d.message for d in compare(fc, {"attn.qkv": "colwise", "attn.out": "rowwise"}, 2)
+                if d.message.startswith("attn.out")]
+    return found
+
+
+@pytest.mark.parametrize(("extra", "spanish"), [
+    (Edge("x", "o1"), "por la arista x --> o1: "),
+    (Edge("x", "s1"), "por la arista x --> s1 (hasta el nodo o1, rank 1): "),
+])
+def test_one_edge_is_la_arista_and_says_where_it_ends_in_spanish(extra, spanish):
+    i18n.use("es")
+    assert "attn.out (row-parallel) recibe el tensor replicado, sin dividir, " + spanish in _fed_by(extra)
+    assert (_(INTO_NODE), _(INTO_NODE_RANK)) == (" (hasta el nodo {node})", " (hasta el nodo {node}, rank {rank})")
+
+
+def test_one_edge_is_an_edge_in_english():
+    assert " by edge x --> s1 (into node o1, rank 1): " in _fed_by(Edge("x", "s1"))
