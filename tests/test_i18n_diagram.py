@@ -11,9 +11,19 @@ from pytest_distcheck.cli import main
 from pytest_distcheck.commands.diagram import INLINE_PLAN, MATCHES, PAGE_MISSING, RANKS_IT_DRAWS
 from pytest_distcheck.diagram import concepts
 from pytest_distcheck.diagram.compare import MISSING, compare
+from pytest_distcheck.diagram.config import load_plan_names
 from pytest_distcheck.diagram.flow import INTO_NODE, INTO_NODE_RANK
 from pytest_distcheck.diagram.mermaid import Edge, Flowchart, Subgraph, Vertex
 from pytest_distcheck.diagram.skeleton import LESSON, UNDRAWN
+from pytest_distcheck.diagram.source import (
+    CANNOT_BUILD,
+    CANNOT_READ,
+    NOT_A_LITERAL,
+    NOT_ONLY_LITERAL,
+    NOT_PYTHON,
+    SourceError,
+)
+from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.i18n import _
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "diagrams"
@@ -94,3 +104,38 @@ def test_one_edge_is_la_arista_and_says_where_it_ends_in_spanish(extra, spanish)
 
 def test_one_edge_is_an_edge_in_english():
     assert " by edge x --> s1 (into node o1, rank 1): " in _fed_by(Edge("x", "s1"))
+
+
+def _plan_error(tmp_path, source: str) -> ConfigError:
+    (tmp_path / "p.py").write_text(source)
+    with pytest.raises(ConfigError) as info:
+        load_plan_names("p:PLAN", tmp_path, Path("checks/distcheck.toml"), "diagram.plan")
+    return info.value
+
+
+@pytest.mark.parametrize(("source", "spanish"), [
+    ("BASE = {}\nPLAN = BASE\n", "p.py:2: PLAN no es un literal (un nombre donde hay que escribir el valor tal cual): "
+                                 "escríbelo como un literal (dict, list, tuple, str) para que el kit pueda leerlo sin "
+                                 "ejecutar código"),
+    ('PLAN = {f"l{i}": "colwise" for i in range(2)}\n', "p.py:1: PLAN no es un literal (una comprensión donde hay que "
+                                                        "escribir el valor tal cual): escríbelo como un literal (dict, "
+                                                        "list, tuple, str) para que el kit pueda leerlo sin ejecutar "
+                                                        "código"),
+    ('PLAN = {"attn.qkv": "colwise"}\ndel PLAN\n', "p.py:2: PLAN se asigna o se modifica aquí de otra forma que con "
+                                                   "una asignación literal en el nivel superior: el kit lo lee sin "
+                                                   "ejecutar código, así que no puede haber nada más"),
+    ("PLAN = {[1]: 'colwise'}\n", "p.py:1: PLAN no se puede construir a partir de su literal: "),
+    ("PLAN = (\n", "p.py:1: no es Python válido: "),
+])
+def test_a_plan_source_that_cannot_be_read_as_literals_is_said_in_spanish(tmp_path, source, spanish):
+    i18n.use("es")
+    problem = _plan_error(tmp_path, source).problem
+    # Python's own words (the SyntaxError, the TypeError) follow ": " as they are.
+    assert problem.startswith(spanish) if spanish.endswith(": ") else problem == spanish, problem
+
+
+def test_the_source_errors_are_catalog_messages():
+    i18n.use("es")
+    assert all(_(m) != m for m in (NOT_A_LITERAL, NOT_ONLY_LITERAL, CANNOT_BUILD, NOT_PYTHON, CANNOT_READ))
+    assert str(SourceError(3, "x")) == "línea 3: x" and str(SourceError(0, "x")) == "x"
+    assert _(CANNOT_READ).format(error="e") == "no se puede leer: e"
