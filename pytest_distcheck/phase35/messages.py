@@ -38,6 +38,14 @@ NO_DIAGRAM_PAGE = N_("{page} not found: expected a page with a Mermaid flowchart
 DRAW_IT = N_("draw it in {page}, then distcheck diagram --check")
 DIAGRAM_DONE = N_("evidence checked, confirmed: the diagram matches the plan")
 
+# checks/test_tp_speedup_gpu.py: the log a paid run (or its rehearsal) leaves in the summary
+PAID_TITLE = N_("TP speedup on {gpus} GPUs")
+PAID_WROTE = N_("run {run} on {provider} pod {pod} wrote {files}\npod preflight: {preflight}\ncommit them: git add "
+                "{files} && git commit")
+REHEARSAL_TITLE = N_("REHEARSAL of the paid TP run")
+REHEARSAL_WROTE = N_("run {run} on the fake RunPod pod {pod} (nothing paid) wrote {files} in the rehearsal's scratch "
+                     "copy: not evidence, not to commit.\npod preflight: {preflight}; not covered here: {problems}")
+
 # checks/test_tp_speedup_committed.py
 NEEDS_RESULTS_DIR = N_("{path}: [tp_inference] needs results_dir")
 NO_TP_RESULT = N_("no result in {dir}")
