@@ -13,8 +13,10 @@ from pytest_distcheck.i18n import N_
 NO_DDP_LOG = N_("no committed all-reduce log at {rel}")
 
 # checks/test_reading_notes_cited.py
+# The lab page is written out, so that the Spanish catalog names the Spanish page (docs/es/lab/), as
+# diagram.skeleton.UNDRAWN does.
 NO_NOTE = N_("no note at {paths}: write at least {n} design decisions (what, why, cost), each with a "
-             "[cite: PACKAGE PATH::SYMBOL \"QUOTE\"] (how: {lab})")
+             "[cite: PACKAGE PATH::SYMBOL \"QUOTE\"] (how: docs/lab/03-megatron-fsdp-reading.md)")
 NOTES_DONE = N_("evidence checked, confirmed: every citation resolved in the installed sources")
 
 # checks/test_spend_within_budget.py
