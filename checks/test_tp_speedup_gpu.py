@@ -39,6 +39,8 @@ from unittest import mock
 import pytest
 
 import pytest_distcheck
+from pytest_distcheck.i18n import _
+from pytest_distcheck.phase35.messages import PAID_TITLE, PAID_WROTE, REHEARSAL_TITLE, REHEARSAL_WROTE
 
 EXPERIMENT = "tp-inference"
 RUN_SECONDS = 20 * 60  # the sweep's time limit on the pod (the gpu preset takes a few minutes)
@@ -165,10 +167,9 @@ def test_tp_speedup_on_two_gpus(gpu_pod, distcheck_workspace, distcheck_log, dis
     write_new(wrote[1], png.read_bytes())
     rel = " ".join(str(p.relative_to(ws.root)) if p.is_relative_to(ws.root) else str(p) for p in wrote)
     if rehearsal:
-        distcheck_log("REHEARSAL of the paid TP run", f"run {gpu_pod.run_id} on the fake RunPod pod {gpu_pod.id} "
-                      f"(nothing paid) wrote {rel} in the rehearsal's scratch copy: not evidence, not to commit.\n"
-                      f"pod preflight: {summary(facts)}; not covered here: "
-                      + "; ".join(facts["problems"]))
+        distcheck_log(_(REHEARSAL_TITLE), _(REHEARSAL_WROTE).format(run=gpu_pod.run_id, pod=gpu_pod.id, files=rel,
+                                                                    preflight=summary(facts),
+                                                                    problems="; ".join(facts["problems"])))
     else:
-        distcheck_log("TP speedup on 2 GPUs", f"run {gpu_pod.run_id} on {gpu_pod.provider} pod {gpu_pod.id} wrote "
-                      f"{rel}\npod preflight: {summary(facts)}\ncommit them: git add {rel} && git commit")
+        distcheck_log(_(PAID_TITLE).format(gpus=GPUS), _(PAID_WROTE).format(
+            run=gpu_pod.run_id, provider=gpu_pod.provider, pod=gpu_pod.id, files=rel, preflight=summary(facts)))

@@ -37,6 +37,7 @@ SWITCH_EN = "English · [Español]({})"
 SWITCH_ES = "[English]({}) · Español"
 PROBLEM = "{pair}: {what}: {detail}"
 COMMAND = re.compile(r"^(?:\$ |(?:distcheck|pytest|torchrun|git)\b|\[cite:)")
+SHELL = ("bash", "sh", "shell")  # fences whose comments are prose (translated), not code
 DOCTEST_COMMENT = re.compile(r"^((?:>>>|\.\.\.) .*?)\s+#.*$", re.M)
 NUMBER = re.compile(r"\d+(?:[.,\u00a0\u202f]\d+)*")
 GROUPED = re.compile(r"[1-9]\d{0,2}(?:[,\u00a0\u202f]\d{3})+")
@@ -69,14 +70,35 @@ def _inline_children(text: str):
 
 def code(text: str) -> tuple[list[str], list[str]]:
     """(code spans, code blocks): every span, and every fenced or indented block with the comment after ` #` on
-    a doctest line (`>>> `, `... `) removed, since that comment may be translated. The commands of a page are
-    its spans and block lines that begin with `$ `, `distcheck`, `pytest`, `torchrun`, `git` or `[cite:`. A
-    ```console block counts by its `$ ` lines only: its output is the command's in the page's language, checked
-    by re-running it (test_the_spanish_twin_reruns_its_numbers)."""
+    a doctest line (`>>> `, `... `) removed, since that comment may be translated; so are the comments of a
+    ```bash block (:func:`_shell_code`). The commands of a page are its spans and block lines that begin with
+    `$ `, `distcheck`, `pytest`, `torchrun`, `git` or `[cite:`. A ```console block counts by its `$ ` lines
+    only: its output is the command's in the page's language, checked by re-running it
+    (test_the_spanish_twin_reruns_its_numbers)."""
     spans = [c.content for c in _inline_children(text) if c.type == "code_inline"]
-    blocks = [_console_commands(t.content) if t.info.strip() == "console" else DOCTEST_COMMENT.sub(r"\1", t.content)
+    blocks = [_console_commands(t.content) if t.info.strip() == "console"
+              else _shell_code(t.content) if t.info.strip() in SHELL
+              else DOCTEST_COMMENT.sub(r"\1", t.content)
               for t in _MD.parse(text) if t.type in ("fence", "code_block")]
     return spans, blocks
+
+
+def _shell_code(block: str) -> str:
+    """``block`` without its shell comments: a ``#`` that starts a word outside quotes, to the end of its line
+    (the blanks before it go too; a line that was only a comment is left empty)."""
+    out = []
+    for line in block.splitlines(keepends=True):
+        quote, cut = "", None
+        for i, ch in enumerate(line):
+            if quote:
+                quote = "" if ch == quote else quote
+            elif ch in "'\"":
+                quote = ch
+            elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+                cut = i
+                break
+        out.append(line if cut is None else line[:cut].rstrip() + ("\n" if line.endswith("\n") else ""))
+    return "".join(out)
 
 
 def _console_commands(block: str) -> str:
@@ -266,6 +288,12 @@ Run `distcheck bubble -p 4 -m 8`: 3 of 8 slots idle, 0.375 of the time ([b](b.md
 2
 
 ```
+
+```bash
+# first, the bubble
+distcheck bubble -p 4 -m 8   # 3 of 8 idle
+echo "a # b" 'c # d'
+```
 """
 ES_PAGE = """# Un título
 
@@ -281,6 +309,12 @@ Ejecuta `distcheck bubble -p 4 -m 8`: 3 de 8 huecos libres, 0.375 del tiempo ([b
 2
 
 ```
+
+```bash
+# primero, la burbuja
+distcheck bubble -p 4 -m 8   # 3 de 8 libres
+echo "a # b" 'c # d'
+```
 """
 
 
@@ -295,7 +329,7 @@ def docs(tmp_path) -> Path:
     return root
 
 
-def test_a_faithful_twin_with_translated_prose_and_doctest_comments_has_no_problem(docs):
+def test_a_faithful_twin_with_translated_prose_doctest_and_shell_comments_has_no_problem(docs):
     assert parity_problems(*_write_pair(docs, EN_PAGE, ES_PAGE), docs) == []
 
 
@@ -318,6 +352,9 @@ def test_a_heading_command_number_link_or_block_added_on_one_side_only_is_named(
     ("b.md#la-parte", "../../theory/b.md#the-part", "links"),          # the twin exists: link it
     ("b.md#la-parte", "b.md#otra", "links"),                          # an anchor that is no heading
     (">>> 1 + 1   # dos", ">>> 1 + 2   # dos", "code blocks"),         # only the comment may change
+    ("-m 8   # 3 de", "-m 9   # 3 de", "commands"),                   # a shell line's command, before its comment
+    ("echo \"a # b\" 'c # d'", "echo \"a # c\" 'c # d'", "code blocks"),  # a quoted # is no comment
+    ("'c # d'", "'c # e'", "code blocks"),
     ("[English](../../theory/a.md) · Español", "Español", "language switch"),
 ])
 def test_a_twin_that_drifts_inside_its_lines_is_named(docs, old, new, what):
@@ -327,3 +364,16 @@ def test_a_twin_that_drifts_inside_its_lines_is_named(docs, old, new, what):
 
 def test_thousands_grouped_either_way_read_as_the_same_number():
     assert numbers("51,200 tokens, 0.5 s") == numbers("51\u202f200 tókenes, 0.5 s") == ["51200", "0.5"]
+
+
+def test_the_budget_lab_s_shell_comments_are_spanish_and_its_commands_the_english_ones():
+    page = "lab/00-cloud-budget-and-tooling.md"
+    en_blocks, es_blocks = (code((DOCS / rel).read_text(encoding="utf-8"))[1] for rel in (page, f"{ES}/{page}"))
+    (es_block,) = [t.content for t in _MD.parse((DOCS / ES / page).read_text(encoding="utf-8"))
+                   if t.type == "fence" and t.info.strip() == "bash"]
+    comments = [line.split("   # ", 1)[1] for line in es_block.splitlines()]
+    assert comments == ["primero, el precio del peor caso de la comprobación de TP",
+                        "solo del entorno, nunca de un fichero del repositorio",
+                        "o DISTCHECK_MAX_USD=3, o distcheck_max_usd = 3 en el ini",
+                        "lo que se ha gastado y lo que queda"]
+    assert _shell_code(es_block) in en_blocks and en_blocks == es_blocks

@@ -46,7 +46,7 @@ def test_a_fresh_workspace_under_lang_es_gives_the_checks_reasons_in_spanish(pyt
         "test_ddp_allreduce_logged.py::test_committed_allreduce_log_is_valid": _(m.NO_DDP_LOG).format(
             rel="experiments/ddp_cpu/results/allreduce-cpu.json"),
         "test_reading_notes_cited.py::test_reading_notes_cite_design_decisions": _(m.NO_NOTE).format(
-            paths="docs/notes/megatron.md, docs/notes/fsdp.md", n=5, lab="docs/lab/03-megatron-fsdp-reading.md"),
+            paths="docs/notes/megatron.md, docs/notes/fsdp.md", n=5),
         "test_spend_within_budget.py::test_spend_within_budget": _(m.SPEND_DONE).format(
             label=_(SELF_REPORTED_WORD), summary=summary),
         "test_tp_diagram_committed.py::test_tp_diagram_matches_the_plan": _(m.NO_DIAGRAM_PAGE).format(
@@ -74,3 +74,18 @@ def test_why_a_deliverable_is_not_committed_is_said_in_spanish(tmp_path):
     subprocess.run(["git", "add", "log.json"], cwd=tmp_path, check=True)
     assert uncommitted(["log.json"], tmp_path) == [_(STAGED).format(path="log.json")]
     assert _(STAGED) != STAGED
+
+
+def test_the_missing_notes_point_to_the_lab_page_in_the_language_in_use():
+    """Under es the Spanish page, which docs/es/lab holds under the English page's name."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    english = m.NO_NOTE.format(paths="docs/notes/megatron.md", n=5)
+    assert english.endswith("(how: docs/lab/03-megatron-fsdp-reading.md)")
+    i18n.use("es")
+    assert _(m.NO_NOTE).format(paths="docs/notes/megatron.md", n=5) == (
+        "no hay ninguna nota en docs/notes/megatron.md: escribe al menos 5 decisiones de diseño (qué, por qué, coste), "
+        "cada una con un [cite: PACKAGE PATH::SYMBOL \"QUOTE\"] (cómo: docs/es/lab/03-megatron-fsdp-reading.md)")
+    assert (repo / "docs" / "lab" / "03-megatron-fsdp-reading.md").is_file()
+    assert (repo / "docs" / "es" / "lab" / "03-megatron-fsdp-reading.md").is_file()

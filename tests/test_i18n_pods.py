@@ -263,3 +263,20 @@ def test_the_shipped_dods_problems_the_snapshot_and_the_phase_pack_are_spanish(t
     monkeypatch.setattr(phase_pack, "__file__", str(tmp_path / "kit" / "phase_pack.py"))
     with pytest.raises(phase_pack.DistcheckError, match="no trae el paquete de la fase"):
         phase_pack.pack_root()
+
+
+def test_a_reconciliation_is_said_in_spanish():
+    from decimal import Decimal
+    from types import SimpleNamespace
+
+    from pytest_distcheck.budget.reconcile import AT_LINE, CONFIRMED, DIFFERENCE, NO_BILL_YET, Finding
+
+    row = SimpleNamespace(line=10)
+    assert Finding("r1", "p1", "confirmed", Decimal("0.5"), Decimal("0.5"), row).line() == (
+        "r1 (pod p1): confirmado por el proveedor, $0.50 (línea 10)")
+    assert Finding("r1", "p1", "difference", Decimal("0.5"), Decimal("1.68"), row).line() == (
+        "r1 (pod p1): DIFERENCIA: el proveedor facturó $1.68, el kit registró $0.50 ($1.18) (línea 10); cuenta la "
+        "factura del proveedor")
+    assert Finding("r1", "p1", "no bill yet", Decimal("0.5"), None).line() == (
+        "r1 (pod p1): el proveedor aún no ha facturado; vuelve a ejecutar --reconcile más tarde")
+    assert all(_(m) != m for m in (AT_LINE, CONFIRMED, DIFFERENCE, NO_BILL_YET))

@@ -16,8 +16,15 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.budget.ledger import LedgerRow, make_row
+from pytest_distcheck.i18n import N_, _
 
 RATE_PLACES = Decimal("0.00000001")
+# Finding.line: one run's reconciliation, for a person.
+NO_BILL_YET = N_("{run} (pod {pod}): no bill from the provider yet; run --reconcile again later")
+CONFIRMED = N_("{run} (pod {pod}): confirmed by the provider, {bill}{where}")
+DIFFERENCE = N_("{run} (pod {pod}): DIFFERENCE: the provider billed {bill}, the kit recorded {kit} ({delta}){where}; "
+                "the provider's bill counts")
+AT_LINE = N_(" (line {line})")
 
 # pod ids -> {pod id: (USD, billed seconds)}; pods the provider has not billed are left out.
 BillFetch = Callable[[list[str]], "dict[str, tuple[Decimal, float]]"]
@@ -43,14 +50,12 @@ class Finding:
         from pytest_distcheck.budget.errors import usd
 
         if self.provider_usd is None:
-            return f"{self.run_id} (pod {self.pod_id}): no bill from the provider yet; run --reconcile again later"
-        where = f" (line {self.row.line})" if self.row is not None and self.row.line else ""
+            return _(NO_BILL_YET).format(run=self.run_id, pod=self.pod_id)
+        where = _(AT_LINE).format(line=self.row.line) if self.row is not None and self.row.line else ""
         if self.state == "confirmed":
-            return (f"{self.run_id} (pod {self.pod_id}): confirmed by the provider, {usd(self.provider_usd)}"
-                    f"{where}")
-        return (f"{self.run_id} (pod {self.pod_id}): DIFFERENCE: the provider billed {usd(self.provider_usd)}, "
-                f"the kit recorded {usd(self.kit_usd)} ({usd(self.provider_usd - self.kit_usd)}){where}; the "
-                "provider's bill counts")
+            return _(CONFIRMED).format(run=self.run_id, pod=self.pod_id, bill=usd(self.provider_usd), where=where)
+        return _(DIFFERENCE).format(run=self.run_id, pod=self.pod_id, bill=usd(self.provider_usd),
+                                    kit=usd(self.kit_usd), delta=usd(self.provider_usd - self.kit_usd), where=where)
 
 
 def reconciled_row(pod_row: LedgerRow, bill_usd: Decimal, bill_s: float) -> LedgerRow:

@@ -16,6 +16,8 @@ FAILURE = "{label}:{line} {text}: {reason}"
 UNCOUNTED = N_("{label}:{line} {text}: not counted: {reason}")
 UNSEEN = N_("{label}: {n} [cite: ...] in HTML comments or code blocks not counted: a reader of the rendered note does "
             "not see them")
+# The listing's word for each status (a Status value is an identifier; these are for the reader).
+LABELS = {Status.COUNTED: N_("ok"), Status.UNCOUNTED: N_("not counted"), Status.FAILED: N_("FAILED")}
 
 
 def cited_statements(n: int) -> str:
@@ -45,10 +47,10 @@ def note_lines(report: NoteReport) -> list[str]:
                 else _(NO_VERSIONS))
     out = [NOTE_HEADER.format(label=report.label, versions=versions)]
     for res in report.results:
-        out.append(f"  {res.status.value:<11} {describe(res)}")
+        out.append(f"  {_(LABELS[res.status]):<11} {describe(res)}")
     for bad in report.malformed:
-        out.append(f"  {Status.FAILED.value:<11} " + _(NOT_RESOLVED).format(line=bad.line, text=bad.text,
-                                                                             reason=bad.problem))
+        out.append(f"  {_(LABELS[Status.FAILED]):<11} " + _(NOT_RESOLVED).format(line=bad.line, text=bad.text,
+                                                                                 reason=bad.problem))
     for warning in report.warnings:
         out.append(_(WARNING_LINE).format(warning=warning))
     out.append(f"  {summary(report)}")

@@ -40,6 +40,22 @@ DID_YOU_MEAN = N_("; did you mean {names}?")
 NOT_DEFINED = N_("{symbol} is not defined in {rel}{hint}")
 IMPORTED_DEFINED = N_("; it is imported there from {module}: defined in {file}::{symbol} (lines {start}-{end})")
 IMPORTED = N_("; it is imported there from {module}")
+OR = N_(" or ")
+NOT_SHIPPED = N_(": no file of it is under {folder}/ (it installs {listed}); the path may be from the project's source "
+                 "repository, which holds more than this distribution")
+# Folders of test code: a citation into one does not count, so no hint points there either.
+TEST_FOLDERS = frozenset({"test", "tests", "testing"})
+NOT_SUGGESTED = TEST_FOLDERS | {"fixtures"}
+
+
+def is_test_code(rel: str) -> bool:
+    """``rel`` (a path inside a distribution) lies under a test folder (:data:`TEST_FOLDERS`)."""
+    return bool(TEST_FOLDERS & set(PurePosixPath(rel).parts[:-1]))
+
+
+def suggestible(rel: str) -> bool:
+    """``rel`` may be named as a file to cite instead: not test code nor test data (``fixtures/``)."""
+    return not NOT_SUGGESTED & set(PurePosixPath(rel).parts[:-1])
 
 
 class Problem(Exception):
@@ -282,16 +298,15 @@ def _not_shipped(rel: str, dist: Installed) -> str:
     if not shipped or "/".join(parts[:2]) + "/" in shipped:
         return ""
     listed = ", ".join(shipped[:4]) + (", ..." if len(shipped) > 4 else "")
-    return (
-        f": no file of it is under {'/'.join(parts[:2])}/ (it installs {listed}); the path may be from the "
-        "project's source repository, which holds more than this distribution"
-    )
+    return _(NOT_SHIPPED).format(folder="/".join(parts[:2]), listed=listed)
 
 
 def _suggest(rel: str, dist: Installed) -> str:
-    """``"; did you mean X?"`` for the closest files: the same file name elsewhere, else a close path."""
+    """``"; did you mean X?"`` for the closest files: the same file name elsewhere, else a close path; never
+    a file of test code or test data (:func:`suggestible`), which a citation could not count."""
     name = PurePosixPath(rel).name
-    same_name = sorted(f for f in dist.files if PurePosixPath(f).name == name)
-    pool = same_name or [f for f in dist.files if f.endswith(".py")]
+    files = [f for f in dist.files if suggestible(f)]
+    same_name = sorted(f for f in files if PurePosixPath(f).name == name)
+    pool = same_name or [f for f in files if f.endswith(".py")]
     close = difflib.get_close_matches(rel, pool, n=2, cutoff=0.75) or same_name[:2]
-    return f"; did you mean {' or '.join(close)}?" if close else ""
+    return _(DID_YOU_MEAN).format(names=_(OR).join(close)) if close else ""

@@ -20,7 +20,15 @@ from packaging.utils import canonicalize_name
 
 from pytest_distcheck.citations.decision import decision_problem
 from pytest_distcheck.citations.quote import MAX_QUOTE_CHARS, MIN_QUOTE_CHARS, nearest, normalise
-from pytest_distcheck.citations.resolver import DID_YOU_MEAN, Installed, Problem, Resolver
+from pytest_distcheck.citations.resolver import (
+    DID_YOU_MEAN,
+    OR,
+    Installed,
+    Problem,
+    Resolver,
+    is_test_code,
+    suggestible,
+)
 from pytest_distcheck.citations.symbols import SourceFile, Span
 from pytest_distcheck.citations.syntax import Citation, Malformed, github_path, parse_note
 from pytest_distcheck.i18n import N_, _
@@ -28,10 +36,8 @@ from pytest_distcheck.textfile import NOTE, PAGE_BYTES, read_text
 
 __all__ = ["CitationResult", "NoteReport", "Place", "Status", "check_citation", "verify_note"]
 
-TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 NEAR_MISS_FIRST = 0.8  # a near-miss this close (difflib ratio) is named before an exact match elsewhere
 DEFINED_THERE = N_("{head}; did you mean {files}? {name} is defined there (lines {start}-{end})")
-OR = N_(" or ")
 UNKNOWN_PACKAGE = N_("unknown package {package!r} (the notes cite: {packages})")
 NO_QUOTE = N_("has no quote, so it proves no place in the symbol")
 QUOTE_LENGTH = N_("quote is {n} characters; {low} to {high} pin a place")
@@ -50,6 +56,19 @@ KINDS = {"paragraph": N_("the paragraph"), "list item": N_("the list item"), "ta
 RECORD_HINT = N_("run `distcheck cite --record {note}` once every citation resolves")
 NO_FRONT_MATTER = N_("{note}: no checked-against front matter records the versions cited; {record}")
 NOT_LISTED = N_("{note}: checked-against does not list {package} (installed {version}); {record}")
+# Why a quote is not in the cited symbol (:func:`_quote_miss`), piece by piece.
+QUOTE_NOT_IN = N_("quote not in {symbol} ({where})")
+LINES = N_("lines {start}-{end}")
+NEAREST_AT = N_("; nearest at line {line}: {text!r}")
+EXACT_ELSEWHERE = N_(" (the exact text is in {symbol}, lines {start}-{end})")
+IT_IS_IN = N_("; it is in {symbol} (lines {start}-{end})")
+OUTSIDE_ANY_SYMBOL = N_("; it is in the file but outside any symbol")
+BACKTICKS = N_("backticks")
+DOUBLE_BACKTICKS = N_("double backticks")
+LOST_BACKTICKS = N_("; Markdown read the backticks of the quote as code and dropped them: wrap the whole citation in "
+                    "{what} ({fence}[cite: ...]{fence}) so that Markdown keeps them")
+BACKSLASH_N = N_("; a \\n in a quote is read as the letter n: whitespace, line breaks included, is normalised to one "
+                 "space, so write a line break as a space")
 CHECKED_OTHER = N_("{note}: checked against {name} {want}, but {version} is installed; quotes may have moved: "
                    "re-check, then {record}")
 
@@ -188,7 +207,7 @@ def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] 
     def uncounted(code: str, reason: str) -> CitationResult:
         return CitationResult(cit, Status.UNCOUNTED, code, reason, span, version, place, key)
 
-    if TEST_FOLDERS & set(PurePosixPath(rel).parts[:-1]):
+    if is_test_code(rel):
         return uncounted("test-code", _(TEST_CODE).format(path=rel))
     from pytest_distcheck.citations.find import quote_places
 
@@ -221,7 +240,7 @@ def _more_hint(resolver: Resolver, dist: Installed, cit: Citation, exc: Problem)
     # Only the exact dotted name: a suffix match (any ``X.forward`` for ``forward``) would mislead.
     found = [
         f for f in find_symbol(resolver, cit.symbol, cit.package, limit=20)
-        if f.path != cited and f.span.name == cit.symbol
+        if f.path != cited and f.span.name == cit.symbol and suggestible(f.path)
     ][:3]
     if not found:
         return exc.message
@@ -265,32 +284,26 @@ def _url_malformed(resolver: Resolver, bad: Malformed) -> Malformed:
 
 def _quote_miss(src: SourceFile, spans: list[Span], quote: str, cit: Citation) -> str:
     span = spans[0]  # the implementation when the others are @overload stubs
-    where = ", ".join(f"lines {s.start}-{s.end}" for s in spans if not s.overload or s is span)
-    msg = f"quote not in {span.name} ({where})"
+    where = ", ".join(_(LINES).format(start=s.start, end=s.end) for s in spans if not s.overload or s is span)
+    msg = _(QUOTE_NOT_IN).format(symbol=span.name, where=where)
     inner = [src.innermost(a, b) for a, b in src.occurrences(quote)]
     elsewhere = next((s for s in inner if s is not None), None)
     near = nearest(quote, src.lines[span.start - 1 : span.end], span.start)
     ratio = difflib.SequenceMatcher(None, quote, near[1]).ratio() if near else 0.0
     if near is not None and (elsewhere is None or ratio >= NEAR_MISS_FIRST):
-        msg += f"; nearest at line {near[0]}: {near[1]!r}"
+        msg += _(NEAREST_AT).format(line=near[0], text=near[1])
         if elsewhere is not None:
-            msg += f" (the exact text is in {elsewhere.name}, lines {elsewhere.start}-{elsewhere.end})"
+            msg += _(EXACT_ELSEWHERE).format(symbol=elsewhere.name, start=elsewhere.start, end=elsewhere.end)
     elif elsewhere is not None:
-        msg += f"; it is in {elsewhere.name} (lines {elsewhere.start}-{elsewhere.end})"
+        msg += _(IT_IS_IN).format(symbol=elsewhere.name, start=elsewhere.start, end=elsewhere.end)
     elif inner:
-        msg += "; it is in the file but outside any symbol"
+        msg += _(OUTSIDE_ANY_SYMBOL)
     fence = _lost_backticks(spans, quote, cit)
     if fence:
-        what = "backticks" if fence == "`" else "double backticks"
-        msg += (
-            f"; Markdown read the backticks of the quote as code and dropped them: wrap the whole citation in "
-            f"{what} ({fence}[cite: ...]{fence}) so that Markdown keeps them"
-        )
+        what = _(BACKTICKS) if fence == "`" else _(DOUBLE_BACKTICKS)
+        msg += _(LOST_BACKTICKS).format(what=what, fence=fence)
     if "\\n" in cit.text:
-        msg += (
-            "; a \\n in a quote is read as the letter n: whitespace, line breaks included, is normalised "
-            "to one space, so write a line break as a space"
-        )
+        msg += _(BACKSLASH_N)
     return msg
 
 

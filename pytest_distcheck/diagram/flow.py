@@ -82,19 +82,28 @@ FLOW_MESSAGES: dict[str, FlowMessage] = {
 }
 # What one all-reduce outside the ranks takes, in the "all-reduce-ranks" messages.
 TAKES_PARTIAL = N_("node {node} takes the partial sum of rank {ranks} only")
+# Where an edge drawn to a subgraph ends, after the edge as written.
+INTO_NODE = N_(" (into node {node})")
+INTO_NODE_RANK = N_(" (into node {node}, rank {rank})")
 
 
 def _where(layout: Layout, links: list[Link]) -> str:
     """``edge ln2 --> down0`` or, when drawn to a subgraph, ``edge x --> gpu0 (into node d0, rank 0)``."""
     parts = []
     for link in dict.fromkeys(links):
-        at = "" if link.drawn == f"{link.start} --> {link.end}" else f" (into node {link.end}"
-        if at:
+        at = ""
+        if link.drawn != f"{link.start} --> {link.end}":
             r = layout.graph.rank.get(link.end)
-            at += f", rank {r})" if r is not None else ")"
+            at = (i18n._(INTO_NODE).format(node=link.end) if r is None
+                  else i18n._(INTO_NODE_RANK).format(node=link.end, rank=r))
         parts.append(link.drawn + at)
     parts = list(dict.fromkeys(parts))
-    return ("edge " if len(parts) == 1 else "edges ") + ", ".join(parts)
+    return _edges(parts)
+
+
+def _edges(drawn: list[str]) -> str:
+    """``edge a --> b`` or ``edges a --> b, c --> d``, in the language in use."""
+    return i18n.ngettext("edge {edges}", "edges {edges}", len(drawn)).format(edges=", ".join(drawn))
 
 
 def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
@@ -116,7 +125,7 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
     def transform(v: Value, link: Link) -> Value:
         if labels.forward_all_reduce(link.text):
             if v.kind == "shard" and v.origin in layout.layers_of:
-                found[(layout.layers_of[v.origin][0], "extra-all-reduce")].append(f"edge {link.drawn}")
+                found[(layout.layers_of[v.origin][0], "extra-all-reduce")].append(_edges([link.drawn]))
                 return v  # reported once; read on as if it were not there
             return REPLICATED
         if v.kind == "shard" and labels.all_gather(link.text):

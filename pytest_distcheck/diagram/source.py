@@ -13,19 +13,31 @@ import ast
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from pytest_distcheck.i18n import N_, _
+
+AT_LINE = N_("line {line}: {problem}")
+CANNOT_READ = N_("cannot read it: {error}")
+NOT_PYTHON = N_("not valid Python: {error}")
+NOT_ONLY_LITERAL = N_("{name} is bound or changed here other than by a literal assignment at the top level: the kit "
+                      "reads it without running code, so nothing else may")
+CANNOT_BUILD = N_("{name} cannot be built from its literal: {error}")
+NOT_A_LITERAL = N_("{name} is not a literal ({kind} where a value must be written out): write it out as a literal "
+                   "(dict, list, tuple, str) so the kit can read it without running code")
+AN_EXPRESSION = N_("an expression")
+
 
 class SourceError(ValueError):
     """A module's source cannot be read as literals.
 
     Attributes:
         line: 1-based line in the file the problem is on (0 when it is the whole file).
-        problem: what is wrong, in words.
+        problem: what is wrong, in words (in the language in use when it was raised).
     """
 
     def __init__(self, line: int, problem: str) -> None:
         self.line = line
         self.problem = problem
-        super().__init__(f"line {line}: {problem}" if line else problem)
+        super().__init__(_(AT_LINE).format(line=line, problem=problem) if line else problem)
 
 
 def module_sources(module: str) -> tuple[Path, ...]:
@@ -51,11 +63,11 @@ def read_literals(path: Path, names: Iterable[str]) -> dict[str, tuple[int, obje
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except OSError as exc:
-        raise SourceError(0, f"cannot read it: {exc.strerror or exc}") from None
+        raise SourceError(0, _(CANNOT_READ).format(error=exc.strerror or exc)) from None
     except SyntaxError as exc:
-        raise SourceError(exc.lineno or 0, f"not valid Python: {exc.msg}") from None
+        raise SourceError(exc.lineno or 0, _(NOT_PYTHON).format(error=exc.msg)) from None
     except (ValueError, RecursionError) as exc:  # null bytes (3.11), nesting too deep for the parser
-        raise SourceError(0, f"not valid Python: {exc}") from None
+        raise SourceError(0, _(NOT_PYTHON).format(error=exc)) from None
     wanted = set(names)
     assigned: dict[str, ast.expr] = {}
     literal_targets: set[int] = set()
@@ -75,9 +87,7 @@ def read_literals(path: Path, names: Iterable[str]) -> dict[str, tuple[int, obje
             literal_targets.add(id(node.target))
         name = _bound_name(node, wanted)
         if name is not None and id(node) not in literal_targets:
-            raise SourceError(getattr(node, "lineno", 0), f"{name} is bound or changed here other than by a "
-                              "literal assignment at the top level: the kit reads it without running code, so "
-                              "nothing else may")
+            raise SourceError(getattr(node, "lineno", 0), _(NOT_ONLY_LITERAL).format(name=name))
     return {name: (value.lineno, _literal(name, value)) for name, value in assigned.items()}
 
 
@@ -87,18 +97,17 @@ def _literal(name: str, value: ast.expr) -> object:
     except (ValueError, TypeError, RecursionError) as exc:
         bad = _non_literal(value)
         if bad is None:  # e.g. a dict with an unhashable key: literal parts that do not build a value
-            raise SourceError(value.lineno, f"{name} cannot be built from its literal: {exc}") from None
-        raise SourceError(
-            bad.lineno,
-            f"{name} is not a literal ({_KINDS.get(type(bad), 'an expression')} where a value must be written "
-            "out): write it out as a literal (dict, list, tuple, str) so the kit can read it without running code",
-        ) from None
+            raise SourceError(value.lineno, _(CANNOT_BUILD).format(name=name, error=exc)) from None
+        kind = _(_KINDS.get(type(bad), AN_EXPRESSION))
+        raise SourceError(bad.lineno, _(NOT_A_LITERAL).format(name=name, kind=kind)) from None
 
 
-_KINDS = {ast.Name: "a name", ast.Attribute: "an attribute", ast.Call: "a call", ast.BinOp: "an operation",
-          ast.DictComp: "a comprehension", ast.ListComp: "a comprehension", ast.SetComp: "a comprehension",
-          ast.GeneratorExp: "a comprehension", ast.JoinedStr: "an f-string", ast.Subscript: "a subscript",
-          ast.Dict: "a dict with ** unpacking"}
+# What NOT_A_LITERAL says was written instead of a value.
+A_COMPREHENSION = N_("a comprehension")
+_KINDS = {ast.Name: N_("a name"), ast.Attribute: N_("an attribute"), ast.Call: N_("a call"),
+          ast.BinOp: N_("an operation"), ast.DictComp: A_COMPREHENSION, ast.ListComp: A_COMPREHENSION,
+          ast.SetComp: A_COMPREHENSION, ast.GeneratorExp: A_COMPREHENSION, ast.JoinedStr: N_("an f-string"),
+          ast.Subscript: N_("a subscript"), ast.Dict: N_("a dict with ** unpacking")}
 
 
 def _non_literal(node: ast.expr) -> ast.expr | None:

@@ -14,8 +14,10 @@ from pytest_distcheck.i18n import N_, ngettext
 NO_DDP_LOG = N_("no committed all-reduce log at {rel}")
 
 # checks/test_reading_notes_cited.py
+# The lab page is written out, so that the Spanish catalog names the Spanish page (docs/es/lab/), as
+# diagram.skeleton.UNDRAWN does.
 NO_NOTE = N_("no note at {paths}: write at least {n} design decisions (what, why, cost), each with a "
-             "[cite: PACKAGE PATH::SYMBOL \"QUOTE\"] (how: {lab})")
+             "[cite: PACKAGE PATH::SYMBOL \"QUOTE\"] (how: docs/lab/03-megatron-fsdp-reading.md)")
 NOTES_DONE = N_("evidence checked, confirmed: every citation resolved in the installed sources")
 
 # checks/test_spend_within_budget.py
@@ -39,6 +41,14 @@ NO_DIAGRAM_PAGE = N_("{page} not found: expected a page with a Mermaid flowchart
                      "{n} ranks")
 DRAW_IT = N_("draw it in {page}, then distcheck diagram --check")
 DIAGRAM_DONE = N_("evidence checked, confirmed: the diagram matches the plan")
+
+# checks/test_tp_speedup_gpu.py: the log a paid run (or its rehearsal) leaves in the summary
+PAID_TITLE = N_("TP speedup on {gpus} GPUs")
+PAID_WROTE = N_("run {run} on {provider} pod {pod} wrote {files}\npod preflight: {preflight}\ncommit them: git add "
+                "{files} && git commit")
+REHEARSAL_TITLE = N_("REHEARSAL of the paid TP run")
+REHEARSAL_WROTE = N_("run {run} on the fake RunPod pod {pod} (nothing paid) wrote {files} in the rehearsal's scratch "
+                     "copy: not evidence, not to commit.\npod preflight: {preflight}; not covered here: {problems}")
 
 # checks/test_tp_speedup_committed.py
 NEEDS_RESULTS_DIR = N_("{path}: [tp_inference] needs results_dir")
