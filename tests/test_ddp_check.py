@@ -145,6 +145,11 @@ def test_a_passing_live_run_is_reused_while_nothing_changed_and_never_under_the_
     cached = _live(pytester)
     assert cached["state"] == "done" and cached["flags"] == [live_cache.CACHED], cached
     assert cached["reason"].endswith(f"unchanged since (to run it again, delete {live_cache.FOLDER})")
+    # Reused in another language: the log's table is made again from the live log, in that language.
+    spanish = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "live", "--lang", "es", "checks")
+    out = spanish.stdout.str()
+    assert "DDP frente a un solo proceso: " in out and "DDP against one process" not in out, out[-3000:]
+    assert "reutilizada" in out, out[-3000:]
     cache = (root / live_cache.FOLDER / "ddp-allreduce-logged.json").read_bytes()
     # The gate's own session on the commit (phase 't' ships no DoD, so the item cannot pass there, but the check
     # runs as it does under the gate).

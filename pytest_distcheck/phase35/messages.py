@@ -100,6 +100,7 @@ AND = N_("and")
 
 # The checks' log sections (title, then lines) under the table.
 DDP_LIVE_TITLE = N_("DDP lab, live on {n} gloo ranks (log: {path})")
+DDP_REUSED_TITLE = N_("DDP lab, the live run on {n} gloo ranks of {when}, reused (log: {path})")
 DDP_AGAINST_ONE = N_("DDP against one process: {steps} steps, {parameters} parameters, global batch {batch} on {n} "
                      "{backend} ranks; replicas identical; max |DDP - one process| = {diff} (rtol {rtol}, atol {atol})")
 DDP_COMMITTED_TITLE = N_("DDP lab, committed log {rel} (ran on {cpu}, {backend})")
