@@ -4,7 +4,7 @@ A check calls :func:`require_committed` once its evidence is right: a file that 
 since its last commit, ignored by git, or in a workspace outside any git repository leaves the item pending (never
 broken: the evidence is right, only the step that publishes it is missing), with the git command that commits it. A
 file staged as it is (a ``pre-commit`` hook running the checks sees every file of the commit in progress so) is said
-to be staged, and its command is ``git commit`` alone. Under the gate the checks run on the commit itself
+to be staged, and its command is ``git commit -m ...`` alone. Under the gate the checks run on the commit itself
 (:mod:`pytest_distcheck.dod.snapshot`), where everything is committed. git refusing the repository ("dubious
 ownership") is a reason that names the fix, never a traceback.
 """
@@ -29,6 +29,8 @@ IGNORED = N_("{path} is ignored by git (see .gitignore), so it cannot be committ
 NOT_COMMITTED = N_("{path} is not committed")
 CHANGED = N_("{path} has uncommitted changes")
 STAGED = N_("{path} is staged but not committed yet: it counts once the commit is made")
+# The commit message of the command a pending item prints: -m so no editor opens when it is pasted.
+EVIDENCE_MESSAGE = N_("DoD evidence")
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -130,9 +132,10 @@ def require_committed(paths: Sequence[Path | str], root: Path) -> None:
     """Stop the calling DoD check as pending unless every one of ``paths`` is committed as it is (under the
     gate, whose ``root`` is a commit's files, they are).
 
-    The reason lists :func:`uncommitted`'s findings; the command is ``git add <paths> && git commit``
-    (preceded by ``git init`` outside a repository), with the paths already staged as they are left out of
-    ``git add``: ``git commit`` alone when every path not committed is staged.
+    The reason lists :func:`uncommitted`'s findings; the command is ``git add <paths> && git commit -m
+    "DoD evidence"`` (:data:`EVIDENCE_MESSAGE`; preceded by ``git init`` outside a repository), with the paths
+    already staged as they are left out of ``git add``: ``git commit -m ...`` alone when every path not committed
+    is staged.
 
     Raises:
         pytest_distcheck.Pending: some path is not committed.
@@ -142,12 +145,11 @@ def require_committed(paths: Sequence[Path | str], root: Path) -> None:
         return
     reasons = [reason for _path, reason, _staged in found]
     staged = {f for f, _reason, is_staged in found if is_staged}
-    if all(is_staged for _f, _reason, is_staged in found):
-        command = "git commit"
-    else:
+    command = f'git commit -m "{_(EVIDENCE_MESSAGE)}"'
+    if not all(is_staged for _f, _reason, is_staged in found):
         files = [(Path(root) / p).resolve() for p in paths]
         rels = " ".join(shlex.quote(_rel(f, Path(root))) for f in files if f not in staged)
-        command = f"git add {rels} && git commit"
+        command = f"git add {rels} && {command}"
     if reasons[0] == _(NOT_A_REPOSITORY).format(root=Path(root)):
         command = "git init && " + command
     pending("; ".join(reasons), command)
