@@ -216,3 +216,27 @@ def test_find_lists_the_implementation_not_the_overload_stubs(resolver):
 
     found = find_symbol(resolver, "shard", "toyparallel")
     assert [(f.path, f.span.start, f.span.end) for f in found] == [("toyparallel/sharding.py", 28, 30)]
+
+
+def test_a_url_citation_says_where_its_line_is_also_in_spanish(tmp_path, resolver):
+    """The line anchor's symbol goes before "; expected FORM" in the language in use (it was looked up by the
+    English words, so under es it was left out)."""
+    from pytest_distcheck import i18n
+    from pytest_distcheck.citations.syntax import URL_ANCHOR, URL_WRITE
+    from pytest_distcheck.citations.verifier import URL_LINE_IS_IN
+    from pytest_distcheck.i18n import _
+
+    citation = ("toyparallel https://github.com/example/toyparallel/blob/main/toyparallel/layers.py#L49 "
+                "\"one all-reduce\"")
+    i18n.use("es")
+    try:
+        (bad,) = verify(tmp_path, resolver, citation).malformed
+        hint = _(URL_WRITE).format(path="toyparallel/layers.py", anchor=_(URL_ANCHOR).format(line=49))
+        line = _(URL_LINE_IS_IN).format(line=49, dist="toyparallel", version="1.2.0", symbol="RowLinear.forward",
+                                        path="toyparallel/layers.py")
+        expected = _(EXPECTED).format(problem=hint + line, form=FORM)
+    finally:
+        i18n.use(i18n.DEFAULT)
+    assert bad.problem == expected and expected.startswith("una URL no es un PATH: escribe toyparallel/layers.py"), (
+        bad.problem)
+    assert "; la línea 49 del archivo instalado de toyparallel 1.2.0 está en RowLinear.forward" in bad.problem

@@ -229,15 +229,19 @@ def github_path(url: str) -> tuple[str, int | None] | None:
     return m["path"], int(m["line"]) if m["line"] else None
 
 
+URL_NOT_PATH = N_("a URL is not a PATH: give the file relative to the installed package's root")
+URL_WRITE = N_("a URL is not a PATH: write {path}::SYMBOL{anchor}")
+URL_ANCHOR = N_(" (the #L{line} anchor points into one version of the repository; line numbers drift between "
+                "versions, so cite the symbol defined there instead)")
+
+
 def url_hint(url: str) -> str:
     """What to write instead of a URL in a citation."""
     where = github_path(url)
     if where is None:
-        return "a URL is not a PATH: give the file relative to the installed package's root"
+        return _(URL_NOT_PATH)
     path, line = where
-    at = f" (the #L{line} anchor points into one version of the repository; line numbers drift between " \
-        "versions, so cite the symbol defined there instead)" if line else ""
-    return f"a URL is not a PATH: write {path}::SYMBOL{at}"
+    return _(URL_WRITE).format(path=path, anchor=_(URL_ANCHOR).format(line=line) if line else "")
 
 
 EXPECTED = N_("{problem}; expected {form}")

@@ -30,13 +30,15 @@ from pytest_distcheck.citations.resolver import (
     suggestible,
 )
 from pytest_distcheck.citations.symbols import SourceFile, Span
-from pytest_distcheck.citations.syntax import Citation, Malformed, github_path, parse_note
+from pytest_distcheck.citations.syntax import EXPECTED, Citation, Malformed, github_path, parse_note
 from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.textfile import NOTE, PAGE_BYTES, read_text
 
 __all__ = ["CitationResult", "NoteReport", "Place", "Status", "check_citation", "verify_note"]
 
 NEAR_MISS_FIRST = 0.8  # a near-miss this close (difflib ratio) is named before an exact match elsewhere
+URL_LINE_IS_IN = N_("; line {line} of the installed {dist} {version} file is in {symbol}, which may not be the line "
+                    "the URL meant: [cite: {dist} {path}::{symbol} \"...\"]")
 DEFINED_THERE = N_("{head}; did you mean {files}? {name} is defined there (lines {start}-{end})")
 UNKNOWN_PACKAGE = N_("unknown package {package!r} (the notes cite: {packages})")
 NO_QUOTE = N_("has no quote, so it proves no place in the symbol")
@@ -263,10 +265,8 @@ def _url_symbol(resolver: Resolver, dist: Installed, url: str) -> str:
     span = src.innermost(line, line)
     if span is None:
         return ""
-    return (
-        f"; line {line} of the installed {dist.name} {dist.public_version} file is in {span.name}, "
-        f"which may not be the line the URL meant: [cite: {dist.name} {path}::{span.name} \"...\"]"
-    )
+    return _(URL_LINE_IS_IN).format(line=line, dist=dist.name, version=dist.public_version, symbol=span.name,
+                                    path=path)
 
 
 def _url_malformed(resolver: Resolver, bad: Malformed) -> Malformed:
@@ -279,7 +279,12 @@ def _url_malformed(resolver: Resolver, bad: Malformed) -> Malformed:
     except Problem:
         return bad
     more = _url_symbol(resolver, dist, words[2].rstrip("]"))
-    return Malformed(bad.line, bad.text, bad.problem.replace("; expected", more + "; expected", 1)) if more else bad
+    # before EXPECTED's "; expected {form}", in the language in use
+    expected = _(EXPECTED)
+    sep = expected[expected.index("{problem}") + len("{problem}"):expected.index("{form}")].rstrip()
+    if not more:
+        return bad
+    return Malformed(bad.line, bad.text, bad.problem.replace(sep, more + sep, 1) if sep else bad.problem + more)
 
 
 def _quote_miss(src: SourceFile, spans: list[Span], quote: str, cit: Citation) -> str:
