@@ -40,6 +40,7 @@ import pytest
 
 import pytest_distcheck
 from pytest_distcheck.i18n import _
+from pytest_distcheck.phase35 import messages as m
 from pytest_distcheck.phase35.messages import PAID_TITLE, PAID_WROTE, REHEARSAL_TITLE, REHEARSAL_WROTE
 
 EXPERIMENT = "tp-inference"
@@ -55,7 +56,7 @@ def _stage(root: Path, to: Path) -> Path:
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", "results")
     lab = root / "experiments" / "tp_inference"
     if not (lab / "speedup.py").is_file():
-        pytest.fail(f"{lab / 'speedup.py'} not found: the TP lab must be in the workspace")
+        pytest.fail(_(m.NO_TP_LAB).format(path=lab / "speedup.py"))
     shutil.copytree(lab, to / "experiments" / "tp_inference", ignore=skip)
     shutil.copy2(root / "experiments" / "__init__.py", to / "experiments" / "__init__.py")
     shutil.copytree(Path(pytest_distcheck.__file__).parent, to / "pytest_distcheck", ignore=skip)
@@ -97,8 +98,7 @@ def pod_arguments(text: str) -> str:
     args = shlex.split(text)
     bad = sorted({a.split("=", 1)[0] for a in args} & set(FIXED))
     if bad:
-        pytest.fail(f"[tp_inference] pod_args may not give {', '.join(bad)}: the paid run sets the backend, device, "
-                    "preset, run id and output name itself (a paid run never falls back to the CPU)")
+        pytest.fail(_(m.FIXED_POD_ARGS).format(args=", ".join(bad)))
     return " ".join(shlex.quote(a) for a in args)
 
 
@@ -106,15 +106,14 @@ def accept(data: dict[str, Any], name: str, run_id: str, rehearsal: bool) -> Non
     """Fail unless the result is what this run had to produce: its run id, and CUDA/NCCL on 2 GPUs (a
     rehearsal: CPU/gloo, marked as a rehearsal)."""
     if data["run_id"] != run_id:
-        pytest.fail(f"{name}: run_id {data['run_id']!r}, expected {run_id!r}")
-    device, backend, _ = MODES[rehearsal]
+        pytest.fail(_(m.OTHER_RUN_ID).format(name=name, got=data["run_id"], want=run_id))
+    device, backend, _preset = MODES[rehearsal]
     got = (data["device"]["type"], data["backend"], data["world_size"])
     if got != (device, backend, GPUS) or (not rehearsal and data["device"]["count"] < GPUS):
-        pytest.fail(f"{name}: a {got[0]}/{got[1]} result on {data['device']['count']} device(s), {got[2]} ranks; "
-                    f"this run must produce {device}/{backend} on {GPUS}. Nothing was copied: a paid run never "
-                    "yields a CPU result")
+        pytest.fail(_(m.WRONG_DEVICE).format(name=name, device=got[0], backend=got[1], count=data["device"]["count"],
+                                             ranks=got[2], want_device=device, want_backend=backend, gpus=GPUS))
     if bool((data.get("preflight") or {}).get("rehearsal")) != rehearsal:
-        pytest.fail(f"{name}: its preflight record does not say rehearsal={rehearsal}")
+        pytest.fail(_(m.NOT_MARKED_REHEARSAL).format(name=name, rehearsal=rehearsal))
 
 
 def write_new(dst: Path, content: bytes) -> None:
@@ -123,8 +122,7 @@ def write_new(dst: Path, content: bytes) -> None:
         with dst.open("xb") as fh:
             fh.write(content)
     except FileExistsError:
-        pytest.fail(f"{dst} exists already; results are never overwritten (this run's copy is left on the pod's "
-                    "side only)")
+        pytest.fail(_(m.NEVER_OVERWRITTEN).format(path=dst))
 
 
 @pytest.mark.gpu
@@ -151,8 +149,7 @@ def test_tp_speedup_on_two_gpus(gpu_pod, distcheck_workspace, distcheck_log, dis
                f"--run-id {shlex.quote(gpu_pod.run_id)} --backend {backend} --device {device} --preset {preset} "
                f"--preflight preflight.json --out experiments/tp_inference/results/{shlex.quote(name)} {extra}")
     result = gpu_pod.run(command, timeout=RUN_SECONDS)
-    assert result.ok, (f"speedup.py on pod {gpu_pod.id} exited with {result.exit_status}; last lines:\n"
-                       + "\n".join(result.tail))
+    assert result.ok, _(m.SPEEDUP_FAILED).format(pod=gpu_pod.id, status=result.exit_status, tail="\n".join(result.tail))
     back = tmp_path / "back"
     gpu_pod.get(f"code/experiments/tp_inference/results/{name}", back / name)
     data = load_result(back / name)

@@ -123,3 +123,18 @@ def test_the_gpu_preset_estimate_counts_weights_twice_kv_cache_and_logits(check)
     total, how = check.gpu_preset_bytes()
     assert 10e9 < total < 14e9  # ~1.9 B bf16 parameters: 2 x 3.8 GB + 2.3 GB + 1 GB + 1 GiB (speedup.py's comment)
     assert "2 x 3.8 GB weights + 2.3 GB KV cache (batch 32, context 544) + 1.0 GB logits + 1 GiB" in how
+
+
+def test_a_paid_run_s_refusals_speak_the_language_in_use(check, tmp_path):
+    from pytest_distcheck import i18n
+
+    dst = tmp_path / "committed.json"
+    dst.write_text("committed")
+    i18n.use("es")
+    try:
+        with pytest.raises(pytest.fail.Exception, match="ya existe; los resultados nunca se sobrescriben"):
+            check.write_new(dst, b"new")
+        with pytest.raises(pytest.fail.Exception, match="run_id 'r1', se esperaba 'r2'"):
+            check.accept(_result("cuda", "nccl"), "x.json", "r2", rehearsal=False)
+    finally:
+        i18n.use(i18n.DEFAULT)

@@ -45,8 +45,18 @@ DIAGRAM_DONE = N_("evidence checked, confirmed: the diagram matches the plan")
 # checks/test_tp_speedup_gpu.py: the log a paid run (or its rehearsal) leaves in the summary
 PAID_TITLE = N_("TP speedup on {gpus} GPUs")
 PAID_WROTE = N_("run {run} on {provider} pod {pod} wrote {files}\npod preflight: {preflight}\ncommit them: git add "
-                "{files} && git commit")
+                "{files} && git commit -m \"TP speedup results\"")
 REHEARSAL_TITLE = N_("REHEARSAL of the paid TP run")
+NO_TP_LAB = N_("{path} not found: the TP lab must be in the workspace")
+FIXED_POD_ARGS = N_("[tp_inference] pod_args may not give {args}: the paid run sets the backend, device, preset, run "
+                    "id and output name itself (a paid run never falls back to the CPU)")
+OTHER_RUN_ID = N_("{name}: run_id {got!r}, expected {want!r}")
+WRONG_DEVICE = N_("{name}: a {device}/{backend} result on {count} device(s), {ranks} ranks; this run must produce "
+                  "{want_device}/{want_backend} on {gpus}. Nothing was copied: a paid run never yields a CPU result")
+NOT_MARKED_REHEARSAL = N_("{name}: its preflight record does not say rehearsal={rehearsal}")
+NEVER_OVERWRITTEN = N_("{path} exists already; results are never overwritten (this run's copy is left on the pod's "
+                       "side only)")
+SPEEDUP_FAILED = N_("speedup.py on pod {pod} exited with {status}; last lines:\n{tail}")
 REHEARSAL_WROTE = N_("run {run} on the fake RunPod pod {pod} (nothing paid) wrote {files} in the rehearsal's scratch "
                      "copy: not evidence, not to commit.\npod preflight: {preflight}; not covered here: {problems}")
 
