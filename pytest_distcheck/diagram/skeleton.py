@@ -6,8 +6,8 @@ the tensors entering and leaving the block. It draws no edge and says nothing of
 connects what are the drawing's job. A page whose diagram is still the skeleton (:func:`is_skeleton`,
 compared by :func:`~pytest_distcheck.diagram.markdown.drawing_key`) gets :data:`UNDRAWN` and nothing else.
 Its words are the language in use's (the page's comment, ``%%`` comments, the input and output nodes, the image's
-alt text); what the check reads stays as the plan and the convention write it: the module paths, the ``rank N``
-titles, the node ids. A skeleton printed in any language counts as undrawn in every language.
+alt text); what the check reads is the same in every language: the module paths and the ``rank N`` titles (the node
+ids too, identifiers). A skeleton printed in any language counts as undrawn in every language.
 """
 
 from __future__ import annotations
