@@ -10,6 +10,7 @@ translated. The setting itself is :data:`pytest_distcheck.settings.LANG`.
 
 from __future__ import annotations
 
+import functools
 import gettext
 import os
 from collections.abc import Mapping
@@ -70,8 +71,12 @@ def use(lang: str) -> None:
     if lang not in SUPPORTED:
         raise LanguageError(UNSUPPORTED.format(source="use()", value=lang, choices=", ".join(SUPPORTED)))
     _language = lang
-    _translations = (gettext.NullTranslations() if lang == DEFAULT
-                     else gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang]))
+    _translations = _catalog(lang)
+
+
+@functools.lru_cache(maxsize=None)
+def _catalog(lang: str) -> gettext.NullTranslations:
+    return gettext.NullTranslations() if lang == DEFAULT else gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang])
 
 
 def language() -> str:
@@ -82,6 +87,14 @@ def language() -> str:
 def _(message: str) -> str:
     """``message`` (an English msgid) in the language in use."""
     return _translations.gettext(message)
+
+
+def in_language(lang: str, message: str) -> str:
+    """``message`` in ``lang`` (one of :data:`SUPPORTED`), whatever the language in use: for text the kit
+    recognises in every language it prints it in (the diagram skeleton)."""
+    if lang not in SUPPORTED:
+        raise LanguageError(UNSUPPORTED.format(source="in_language()", value=lang, choices=", ".join(SUPPORTED)))
+    return _catalog(lang).gettext(message)
 
 
 def N_(message: str) -> str:

@@ -188,6 +188,28 @@ def test_a_skeleton_begun_is_checked_concept_by_concept(plan, parser):
     assert {concepts.STYLE, concepts.DATA_FLOW} <= taught
 
 
+def test_the_english_skeleton_page_is_as_it_was_printed():
+    """The page in English, byte for byte (its words are catalog messages now; tests/test_i18n_diagram.py)."""
+    from pytest_distcheck.diagram.skeleton import skeleton_page
+
+    page = skeleton_page("experiments.tp_inference.plan:BLOCK_PLAN", {"attn.qkv": "colwise", "mlp.down": "rowwise"},
+                         1, "tp-sharding.svg")
+    assert page == (
+        "<!-- A skeleton printed by `distcheck diagram` from experiments.tp_inference.plan:BLOCK_PLAN on 1 ranks. "
+        "Decide\n     for each layer, whether it is column- or row-parallel and what each rank holds of its weight; "
+        "where f and g sit; and the edges: what feeds each layer and where its output goes.\n"
+        '     The labels the check reads and the steps: lab 02, "Draw the block" (docs/lab/02-tp-inference-cloud.md).\n'
+        "     Then: distcheck diagram --check, distcheck diagram --render, and commit the page and its SVG. -->\n\n"
+        "```mermaid\nflowchart TD\n"
+        "  %% The layers of the plan on each rank, and the tensors entering and leaving the block.\n"
+        "  %% Yours to draw: styles, what each rank holds, f and g, the work between layers, the edges.\n"
+        '  x(["x: the hidden states entering the block [B, T, d]"])\n'
+        '  subgraph n_rank_0["rank 0"]\n    n_attn_qkv_r0["attn.qkv"]\n    n_mlp_down_r0["mlp.down"]\n  end\n'
+        '  y(["y: the hidden states leaving the block [B, T, d]"])\n'
+        "```\n\n![The same diagram, rendered](tp-sharding.svg)\n"
+    )
+
+
 def test_the_skeleton_rejects_a_bad_world_size(plan):
     from pytest_distcheck.diagram.skeleton import skeleton
 

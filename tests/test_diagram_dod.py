@@ -185,6 +185,23 @@ def test_the_command_prints_a_skeleton_that_leaves_the_item_pending_saying_what_
                                  "*-> draw it in docs/tp-sharding.md, then distcheck diagram --check"])
 
 
+def test_the_spanish_skeleton_committed_as_is_leaves_the_item_pending_too(phase, monkeypatch, capsys):
+    from pytest_distcheck import i18n
+    from pytest_distcheck.diagram.skeleton import UNDRAWN
+
+    monkeypatch.chdir(phase.path)
+    try:
+        assert main(["diagram", "--lang", "es"]) == 0
+    finally:
+        i18n.use(i18n.DEFAULT)
+    page = capsys.readouterr().out
+    assert "<!-- Un esqueleto que imprimió `distcheck diagram` con experiments.tp_inference.plan:BLOCK_PLAN\n" in page
+    (phase.path / PAGE).write_text(page, encoding="utf-8")
+    git_commit_all(phase.path)
+    undrawn = UNDRAWN.format(line=8)  # under its six lines of comment
+    run_check(phase).stdout.fnmatch_lines([f"PENDING*tp-diagram-committed*docs/tp-sharding.md: {undrawn[:60]}*"])
+
+
 def test_a_drawn_page_checks_renders_and_goes_stale_when_edited(phase, monkeypatch, capsys):
     monkeypatch.chdir(phase.path)
     own_page(phase)

@@ -8,13 +8,14 @@ import pytest
 
 from pytest_distcheck import i18n
 from pytest_distcheck.cli import main
-from pytest_distcheck.commands.diagram import INLINE_PLAN, MATCHES, PAGE_MISSING, RANKS_IT_DRAWS
+from pytest_distcheck.commands.diagram import INLINE_PLAN, MATCHES, PAGE_MISSING, RANKS, RANKS_IT_DRAWS
 from pytest_distcheck.diagram import concepts
 from pytest_distcheck.diagram.compare import MISSING, compare
 from pytest_distcheck.diagram.config import load_plan_names
 from pytest_distcheck.diagram.flow import INTO_NODE, INTO_NODE_RANK
 from pytest_distcheck.diagram.mermaid import Edge, Flowchart, Subgraph, Vertex
-from pytest_distcheck.diagram.skeleton import LESSON, UNDRAWN
+from pytest_distcheck.diagram.plan import parse_inline
+from pytest_distcheck.diagram.skeleton import LESSON, UNDRAWN, skeleton
 from pytest_distcheck.diagram.source import (
     CANNOT_BUILD,
     CANNOT_READ,
@@ -139,3 +140,79 @@ def test_the_source_errors_are_catalog_messages():
     assert all(_(m) != m for m in (NOT_A_LITERAL, NOT_ONLY_LITERAL, CANNOT_BUILD, NOT_PYTHON, CANNOT_READ))
     assert str(SourceError(3, "x")) == "línea 3: x" and str(SourceError(0, "x")) == "x"
     assert _(CANNOT_READ).format(error="e") == "no se puede leer: e"
+
+
+# ---- the skeleton `distcheck diagram` prints, in Spanish -----------------------------------------
+
+def _skeleton_page(capsys, lang: str) -> str:
+    assert main(["diagram", "--plan", BLOCK, "--lang", lang]) == 0
+    return capsys.readouterr().out
+
+
+def test_the_skeleton_page_speaks_spanish_and_keeps_what_the_check_reads(capsys):
+    page = _skeleton_page(capsys, "es")
+    assert page.startswith(
+        "<!-- Un esqueleto que imprimió `distcheck diagram` con el plan dado en línea\n"
+        "     en 2 ranks. Decide, para cada capa, si es column- o row-parallel y qué guarda cada rank\n"
+        "     de su peso; dónde van f y g; y las aristas: qué alimenta cada capa y adónde va su salida.\n"
+        '     Las etiquetas que lee la comprobación y los pasos: lab 02, "Dibuja el bloque"\n'
+        "     (docs/es/lab/02-tp-inference-cloud.md). Después: distcheck diagram --check,\n"
+        "     distcheck diagram --render, y haz commit de la página y de su SVG. -->\n\n```mermaid\n")
+    assert ("  %% Te toca dibujar: los estilos, qué guarda cada rank, f y g, el trabajo entre capas, "
+            "las aristas.\n") in page
+    assert '  x(["x: los estados ocultos que entran en el bloque [B, T, d]"])\n' in page
+    assert page.endswith("```\n\n![El mismo diagrama, renderizado](diagram.svg)\n")
+    assert max(len(line) for line in page.splitlines()) <= 108
+    # What the check reads is the English skeleton's: the rank titles, the module paths (and the ids).
+    english = skeleton(parse_inline(BLOCK), 2, "en").splitlines()
+    kept = [line for line in english if not line.lstrip().startswith(("%%", "x(", "y("))]
+    assert len(kept) == 1 + 2 * (4 + 2) and all(line in page.splitlines() for line in kept)
+    assert 'subgraph n_rank_1["rank 1"]' in page and '    n_mlp_down_r1["mlp.down"]' in page
+
+
+def _fence_line(page: str) -> int:
+    return page.splitlines().index("```mermaid") + 1
+
+
+@pytest.mark.parametrize(("printed", "checked"), [("es", "es"), ("es", "en"), ("en", "es")])
+def test_a_skeleton_saved_unchanged_is_undrawn_in_either_language(tmp_path, monkeypatch, capsys, printed, checked):
+    monkeypatch.chdir(tmp_path)
+    page = _skeleton_page(capsys, printed)
+    Path("page.md").write_text(page, encoding="utf-8")
+    assert main(["diagram", "--check", "page.md", "--plan", BLOCK, "--world-size", "2", "--lang", checked]) == 1
+    line = _fence_line(page)
+    assert capsys.readouterr().out == f"page.md:{line}: {_(UNDRAWN).format(line=line)}\n"
+    if checked == "es":
+        assert "aún sin dibujar" in _(UNDRAWN)
+
+
+def _drawn(skeleton_page: str) -> str:
+    """The Spanish skeleton drawn as a learner would: its lines kept, styles added to its labels, the work between
+    the layers inside each rank, the collectives and the residual adds outside them, and the edges."""
+    page = skeleton_page
+    for path, style in (("attn.qkv", "column-parallel"), ("attn.out", "row-parallel"), ("mlp.up", "column-parallel"),
+                        ("mlp.down", "row-parallel")):
+        page = page.replace(f'["{path}"]', f'["{path}<br/>{style}"]')
+    edges = ['  x --> ln1["LayerNorm (replicada)"]', '  ln2["LayerNorm (replicada)"]',
+             '  ar1["all-reduce (g)"]', '  ar2["all-reduce (g)"]', '  add1["suma residual"]', '  add2["suma residual"]']
+    for r in range(2):
+        page = page.replace(f'    n_attn_out_r{r}["', f'    att{r}["atención en las cabezas de este rank"]\n'
+                                                    f'    n_attn_out_r{r}["')
+        page = page.replace(f'    n_mlp_down_r{r}["', f'    act{r}["activación, elemento a elemento"]\n'
+                                                    f'    n_mlp_down_r{r}["')
+        edges += [f"  ln1 --> n_attn_qkv_r{r} --> att{r} --> n_attn_out_r{r} --> ar1",
+                  f"  ln2 --> n_mlp_up_r{r} --> act{r} --> n_mlp_down_r{r} --> ar2"]
+    edges += ["  ar1 --> add1", "  x --> add1", "  add1 --> ln2", "  ar2 --> add2", "  add1 --> add2", "  add2 --> y"]
+    return page.replace("\n```\n\n", "\n" + "\n".join(edges) + "\n```\n\n")
+
+
+def test_a_spanish_skeleton_drawn_honestly_matches_the_plan(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    page = _drawn(_skeleton_page(capsys, "es"))
+    assert "x: los estados ocultos que entran en el bloque" in page and "%% Las capas del plan en cada rank" in page
+    Path("page.md").write_text(page, encoding="utf-8")
+    line = _fence_line(page)
+    for lang in ("es", "en"):
+        assert main(["diagram", "--check", "page.md", "--plan", BLOCK, "--world-size", "2", "--lang", lang]) == 0
+        assert capsys.readouterr().out == _(MATCHES).format(page="page.md", line=line, plan=_(INLINE_PLAN),
+                                                            ranks=_(RANKS).format(n=2)) + "\n"
