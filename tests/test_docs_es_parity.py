@@ -105,6 +105,16 @@ def _console_commands(block: str) -> str:
     return "".join(line for line in block.splitlines(keepends=True) if line.startswith("$ "))
 
 
+def english_name(span: str, docs: Path) -> str:
+    """A code span that names a Spanish page (``docs/es/X``, an existing twin of ``docs/X``) read as that English
+    page, as :func:`link_target` reads a link: the twin may point its reader to the Spanish page."""
+    prefix = f"{docs.name}/{ES}/"
+    rel = span.removeprefix(prefix)
+    if rel == span or not (docs / ES / rel).is_file() or not (docs / rel).is_file():
+        return span
+    return f"{docs.name}/{rel}"
+
+
 def numbers(text: str) -> list[str]:
     """The numbers of the prose, headings, tables and link texts (not code, not link targets). Decimals take a
     point in both languages (the course's numbers are code-facing: 1.5, never 1,5); digits grouped by
@@ -184,6 +194,7 @@ def parity_problems(en: Path, es: Path, docs: Path) -> list[str]:
         problem("headings", f"{len(en_heads)} in English, {len(es_heads)} in Spanish; the first that differs is "
                             f"#{n + 1}: English {en_h!r}, Spanish {es_h!r}")
     (en_spans, en_blocks), (es_spans, es_blocks) = code(en_text), code(es_text)
+    es_spans = [english_name(s, docs) for s in es_spans]
     is_command = [[s for s in spans if COMMAND.match(s)]
                   + [line.strip() for b in blocks for line in b.splitlines() if COMMAND.match(line.strip())]
                   for spans, blocks in ((en_spans, en_blocks), (es_spans, es_blocks))]
@@ -356,10 +367,18 @@ def test_a_heading_command_number_link_or_block_added_on_one_side_only_is_named(
     ("echo \"a # b\" 'c # d'", "echo \"a # c\" 'c # d'", "code blocks"),  # a quoted # is no comment
     ("'c # d'", "'c # e'", "code blocks"),
     ("[English](../../theory/a.md) · Español", "Español", "language switch"),
+    ("Ejecuta `distcheck", "Lee `docs/es/theory/c.md`. Ejecuta `distcheck", "code spans"),  # c.md has no twin
 ])
 def test_a_twin_that_drifts_inside_its_lines_is_named(docs, old, new, what):
     problems = parity_problems(*_write_pair(docs, EN_PAGE, ES_PAGE.replace(old, new)), docs)
     assert [p for p in problems if f": {what}: " in p], problems
+
+
+def test_a_code_span_may_name_the_spanish_twin_of_the_page_the_english_one_names(docs):
+    en = EN_PAGE.replace("Run `distcheck", "Read `docs/theory/b.md`. Run `distcheck")
+    es = ES_PAGE.replace("Ejecuta `distcheck", "Lee `docs/es/theory/b.md`. Ejecuta `distcheck")
+    assert parity_problems(*_write_pair(docs, en, es), docs) == []
+    assert parity_problems(*_write_pair(docs, en, es.replace("docs/es/theory/b.md", "docs/theory/b.md")), docs) == []
 
 
 def test_thousands_grouped_either_way_read_as_the_same_number():
