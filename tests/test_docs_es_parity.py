@@ -21,6 +21,10 @@ from docs_support import console_mismatches, doctest_failures, inline_markers, i
 from markdown_it import MarkdownIt
 
 from pytest_distcheck import i18n
+from pytest_distcheck.budget.plugin import HEADER, PAID_ON
+from pytest_distcheck.citations.report import LABELS
+from pytest_distcheck.citations.verifier import Status
+from pytest_distcheck.dod.state import State
 from pytest_distcheck.phase_pack import pack_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,6 +107,29 @@ def _shell_code(block: str) -> str:
 
 def _console_commands(block: str) -> str:
     return "".join(line for line in block.splitlines(keepends=True) if line.startswith("$ "))
+
+
+def quoted_output() -> list[tuple[str, str]]:
+    """(English, Spanish) of each code span a page quotes from the kit's output, built from the kit's own messages
+    in each language: the twin quotes what the kit prints under es (the budget header of lab 00, a DoD row's
+    label, a citation's status)."""
+    rendered = []
+    for lang in (i18n.DEFAULT, ES):
+        i18n.use(lang)
+        try:
+            rendered.append([
+                i18n._(HEADER).format(paid=i18n._(PAID_ON).format(usd="$3.00"), left="$5.00", ceiling="$5.00",
+                                      spent="$0.00", ledger="experiments/35-cloud-budget.md", held=""),
+                f"{State.DONE.label} reading-notes-cited",
+                i18n._(LABELS[Status.UNCOUNTED]),
+            ])
+        finally:
+            i18n.use(i18n.DEFAULT)
+    return list(zip(*rendered, strict=True))
+
+
+QUOTED = quoted_output()
+AS_ENGLISH = {es: en for en, es in QUOTED}
 
 
 def english_name(span: str, docs: Path) -> str:
@@ -194,7 +221,7 @@ def parity_problems(en: Path, es: Path, docs: Path) -> list[str]:
         problem("headings", f"{len(en_heads)} in English, {len(es_heads)} in Spanish; the first that differs is "
                             f"#{n + 1}: English {en_h!r}, Spanish {es_h!r}")
     (en_spans, en_blocks), (es_spans, es_blocks) = code(en_text), code(es_text)
-    es_spans = [english_name(s, docs) for s in es_spans]
+    es_spans = [AS_ENGLISH.get(s) or english_name(s, docs) for s in es_spans]
     is_command = [[s for s in spans if COMMAND.match(s)]
                   + [line.strip() for b in blocks for line in b.splitlines() if COMMAND.match(line.strip())]
                   for spans, blocks in ((en_spans, en_blocks), (es_spans, es_blocks))]
@@ -379,6 +406,14 @@ def test_a_code_span_may_name_the_spanish_twin_of_the_page_the_english_one_names
     es = ES_PAGE.replace("Ejecuta `distcheck", "Lee `docs/es/theory/b.md`. Ejecuta `distcheck")
     assert parity_problems(*_write_pair(docs, en, es), docs) == []
     assert parity_problems(*_write_pair(docs, en, es.replace("docs/es/theory/b.md", "docs/theory/b.md")), docs) == []
+
+
+def test_each_quoted_output_is_on_an_english_page_and_as_the_kit_prints_it_under_es_on_its_twin():
+    spans = {p: [code((DOCS / rel).read_text(encoding="utf-8"))[0] for rel in (p, f"{ES}/{p}")] for p in PAIRS}
+    for en, es in QUOTED:
+        assert en != es
+        assert [p for p, (on_en, _) in spans.items() if en in on_en] == [
+            p for p, (_, on_es) in spans.items() if es in on_es] != [], en
 
 
 def test_thousands_grouped_either_way_read_as_the_same_number():
