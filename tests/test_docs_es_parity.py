@@ -21,6 +21,10 @@ from docs_support import console_mismatches, doctest_failures, inline_markers, i
 from markdown_it import MarkdownIt
 
 from pytest_distcheck import i18n
+from pytest_distcheck.budget.plugin import HEADER, PAID_ON
+from pytest_distcheck.citations.report import LABELS
+from pytest_distcheck.citations.verifier import Status
+from pytest_distcheck.dod.state import State
 from pytest_distcheck.phase_pack import pack_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,6 +109,39 @@ def _console_commands(block: str) -> str:
     return "".join(line for line in block.splitlines(keepends=True) if line.startswith("$ "))
 
 
+def quoted_output() -> list[tuple[str, str]]:
+    """(English, Spanish) of each code span a page quotes from the kit's output, built from the kit's own messages
+    in each language: the twin quotes what the kit prints under es (the budget header of lab 00, a DoD row's
+    label, a citation's status)."""
+    rendered = []
+    for lang in (i18n.DEFAULT, ES):
+        i18n.use(lang)
+        try:
+            rendered.append([
+                i18n._(HEADER).format(paid=i18n._(PAID_ON).format(usd="$3.00"), left="$5.00", ceiling="$5.00",
+                                      spent="$0.00", ledger="experiments/35-cloud-budget.md", held=""),
+                f"{State.DONE.label} reading-notes-cited",
+                i18n._(LABELS[Status.UNCOUNTED]),
+            ])
+        finally:
+            i18n.use(i18n.DEFAULT)
+    return list(zip(*rendered, strict=True))
+
+
+QUOTED = quoted_output()
+AS_ENGLISH = {es: en for en, es in QUOTED}
+
+
+def english_name(span: str, docs: Path) -> str:
+    """A code span that names a Spanish page (``docs/es/X``, an existing twin of ``docs/X``) read as that English
+    page, as :func:`link_target` reads a link: the twin may point its reader to the Spanish page."""
+    prefix = f"{docs.name}/{ES}/"
+    rel = span.removeprefix(prefix)
+    if rel == span or not (docs / ES / rel).is_file() or not (docs / rel).is_file():
+        return span
+    return f"{docs.name}/{rel}"
+
+
 def numbers(text: str) -> list[str]:
     """The numbers of the prose, headings, tables and link texts (not code, not link targets). Decimals take a
     point in both languages (the course's numbers are code-facing: 1.5, never 1,5); digits grouped by
@@ -184,6 +221,7 @@ def parity_problems(en: Path, es: Path, docs: Path) -> list[str]:
         problem("headings", f"{len(en_heads)} in English, {len(es_heads)} in Spanish; the first that differs is "
                             f"#{n + 1}: English {en_h!r}, Spanish {es_h!r}")
     (en_spans, en_blocks), (es_spans, es_blocks) = code(en_text), code(es_text)
+    es_spans = [AS_ENGLISH.get(s) or english_name(s, docs) for s in es_spans]
     is_command = [[s for s in spans if COMMAND.match(s)]
                   + [line.strip() for b in blocks for line in b.splitlines() if COMMAND.match(line.strip())]
                   for spans, blocks in ((en_spans, en_blocks), (es_spans, es_blocks))]
@@ -356,10 +394,26 @@ def test_a_heading_command_number_link_or_block_added_on_one_side_only_is_named(
     ("echo \"a # b\" 'c # d'", "echo \"a # c\" 'c # d'", "code blocks"),  # a quoted # is no comment
     ("'c # d'", "'c # e'", "code blocks"),
     ("[English](../../theory/a.md) · Español", "Español", "language switch"),
+    ("Ejecuta `distcheck", "Lee `docs/es/theory/c.md`. Ejecuta `distcheck", "code spans"),  # c.md has no twin
 ])
 def test_a_twin_that_drifts_inside_its_lines_is_named(docs, old, new, what):
     problems = parity_problems(*_write_pair(docs, EN_PAGE, ES_PAGE.replace(old, new)), docs)
     assert [p for p in problems if f": {what}: " in p], problems
+
+
+def test_a_code_span_may_name_the_spanish_twin_of_the_page_the_english_one_names(docs):
+    en = EN_PAGE.replace("Run `distcheck", "Read `docs/theory/b.md`. Run `distcheck")
+    es = ES_PAGE.replace("Ejecuta `distcheck", "Lee `docs/es/theory/b.md`. Ejecuta `distcheck")
+    assert parity_problems(*_write_pair(docs, en, es), docs) == []
+    assert parity_problems(*_write_pair(docs, en, es.replace("docs/es/theory/b.md", "docs/theory/b.md")), docs) == []
+
+
+def test_each_quoted_output_is_on_an_english_page_and_as_the_kit_prints_it_under_es_on_its_twin():
+    spans = {p: [code((DOCS / rel).read_text(encoding="utf-8"))[0] for rel in (p, f"{ES}/{p}")] for p in PAIRS}
+    for en, es in QUOTED:
+        assert en != es
+        assert [p for p, (on_en, _) in spans.items() if en in on_en] == [
+            p for p, (_, on_es) in spans.items() if es in on_es] != [], en
 
 
 def test_thousands_grouped_either_way_read_as_the_same_number():

@@ -15,7 +15,7 @@ from pytest_distcheck.cli import main
 from pytest_distcheck.commands import quiz as command
 from pytest_distcheck.i18n import _
 from pytest_distcheck.quiz import session
-from pytest_distcheck.quiz.answers import comma_is_ambiguous
+from pytest_distcheck.quiz.answers import comma_is_ambiguous, parse_number
 from pytest_distcheck.quiz.bank import NumericItem, load_bank
 from pytest_distcheck.quiz.draw import DrawnItem, draw_attempt
 from pytest_distcheck.quiz.regrade import regrade_log
@@ -118,6 +118,16 @@ def test_a_comma_before_three_digits_is_asked_again_in_spanish_and_read_as_thous
     problem = comma_is_ambiguous("1,024")
     assert (given, said) == (("0,5", [_(session.TRY_AGAIN).format(problem=problem, skip=_(session.SKIP))])
                              if asked_again else ("1,024", []))
+
+
+def test_the_spanish_intro_s_numbers_read_as_it_says():
+    """A point is always decimal (1.024 is a little over one, never 1024), thousands take no separator, a decimal
+    comma works but in a number like 1,024, which is asked again: each example the intro gives reads so."""
+    i18n.use("es")
+    intro = _(session.INSTRUCTIONS)
+    assert all(n in intro for n in ("1.024", "(1024)", "0,375", "1,5", "1,024"))
+    assert [parse_number(t) for t in ("1.024", "1024", "0,375", "1,5")] == [1.024, 1024.0, 0.375, 1.5]
+    assert [comma_is_ambiguous(t) is None for t in ("1.024", "1024", "0,375", "1,5", "1,024")] == [True] * 4 + [False]
 
 
 def test_skip_skips_in_both_languages_and_so_does_its_spanish_word():
