@@ -174,6 +174,15 @@ def test_a_missing_note_beside_the_template_says_to_copy_it(here, capsys):
         template="docs/notes/TEMPLATE.md", path="docs/notes/fsdp.md")) + "\n"
 
 
+def test_under_es_a_missing_note_is_started_from_the_spanish_template(here, capsys):
+    """The DoD row says, under es, to copy docs/es/notes/TEMPLATE.md; distcheck cite says the same."""
+    for folder in ("docs/notes", "docs/es/notes"):
+        (here / folder).mkdir(parents=True)
+        (here / folder / "TEMPLATE.md").write_text("# template\n")
+    rc, out, err = cite(capsys, "--lang", "es", "docs/notes/fsdp.md")
+    assert rc == 2 and "cp docs/es/notes/TEMPLATE.md docs/notes/fsdp.md" in err, err
+
+
 def test_one_of_anything_is_singular(here, capsys):
     note = here / "one.md"
     note.write_text("The row layer finishes with a single all-reduce that sums the partial products\n"

@@ -89,7 +89,7 @@ def test_units_of_the_items_kind_are_converted(text, unit, value):
     ("3750 ms", "GB", "give a number in GB (or with B, KB, MB, GB, TB"),
     ("2.1 GB", "billion", "give a number in billion (or with K, M, B, T)"),
     ("4 GB", "ms", "give a number in ms (or with s, ms, us, ns)"),
-    ("3 parsecs", "", "give a number in no unit"),
+    ("3 parsecs", "", "give a number without a unit (or with K, M, B, T)"),
     ("40%", "GB", "a percentage, but this item asks for a number in GB"),
 ])
 def test_a_unit_of_another_kind_names_the_expected_unit(text, unit, named):
@@ -127,3 +127,15 @@ def test_a_comma_that_may_group_thousands_is_ambiguous_and_the_message_offers_bo
 @pytest.mark.parametrize("text", ["0,375", "1,0245", "1,234,567", "1,024.5", "1.024", "1024", "37,5%"])
 def test_a_comma_that_reads_one_way_only_is_not_ambiguous(text):
     assert comma_is_ambiguous(text) is None
+
+
+def test_a_unitless_item_asks_for_a_number_without_a_unit_in_spanish_too():
+    from pytest_distcheck import i18n
+
+    i18n.use("es")
+    try:
+        with pytest.raises(AnswerError) as info:
+            parse_number("3 parsecs", "")
+    finally:
+        i18n.use(i18n.DEFAULT)
+    assert str(info.value).endswith("da un número sin unidad (o con K, M, B, T)"), str(info.value)

@@ -120,11 +120,16 @@ def _verify(
 
 
 def _start_note(path: Path) -> str:
-    """The next step for a note that does not exist: copy the template beside it (``TEMPLATE.md``, as
-    ``distcheck init`` lays out ``docs/notes/``), else write it."""
-    template = path.parent / "TEMPLATE.md"
-    if template.is_file():
-        return _(FROM_TEMPLATE).format(template=shlex.quote(str(template)), path=shlex.quote(str(path)))
+    """The next step for a note that does not exist: copy the template in the language in use (``docs/es/notes/
+    TEMPLATE.md`` for ``docs/notes/x.md`` under es, as ``distcheck init`` lays them out) or the one beside it,
+    else write it."""
+    from pytest_distcheck.i18n import DEFAULT, language
+
+    beside = path.parent / "TEMPLATE.md"
+    translated = path.parent.parent / language() / path.parent.name / "TEMPLATE.md"
+    for template in ([translated] if language() != DEFAULT else []) + [beside]:
+        if template.is_file():
+            return _(FROM_TEMPLATE).format(template=shlex.quote(str(template)), path=shlex.quote(str(path)))
     return _(WRITE_IT)
 
 

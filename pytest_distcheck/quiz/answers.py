@@ -45,7 +45,8 @@ PERCENT_BUT = N_("{text!r}: a percentage, but this item asks for {wanted}")
 NOT_A_UNIT = N_("{text!r}: {typed!r} is not a unit this item takes; give {wanted}")
 NUMBER_IN = N_("a number in {unit}")
 NUMBER_IN_OR = N_("a number in {unit} (or with {shown})")
-NO_UNIT = N_("no unit")
+NUMBER_NO_UNIT = N_("a number without a unit")
+NUMBER_NO_UNIT_OR = N_("a number without a unit (or with {shown})")
 LETTER = N_("answer with a letter {first}-{last} (or 1-{n})")
 AMBIGUOUS_COMMA = N_("{text!r}: the comma could group thousands or be a decimal comma; type {whole} or {decimal}")
 
@@ -81,10 +82,10 @@ def unit_kind(unit: str) -> tuple[str, float]:
 
 def _kind_words(kind: str, unit: str) -> str:
     if kind not in UNITS:
-        return _(NUMBER_IN).format(unit=unit)
+        return _(NUMBER_IN).format(unit=unit) if unit else _(NUMBER_NO_UNIT)
     shown = {"count": "K, M, B, T", "bytes": "B, KB, MB, GB, TB, KiB..TiB", "time": "s, ms, us, ns",
              "rate": "MB/s, GB/s, TB/s", "money": "USD"}[kind]
-    return _(NUMBER_IN_OR).format(unit=unit or _(NO_UNIT), shown=shown)
+    return _(NUMBER_IN_OR).format(unit=unit, shown=shown) if unit else _(NUMBER_NO_UNIT_OR).format(shown=shown)
 
 
 def comma_is_ambiguous(text: str) -> str | None:
@@ -140,7 +141,8 @@ def parse_number(text: str, unit: str = "") -> float:
         raise AnswerError(_(NOT_A_UNIT).format(text=text.strip(), typed=typed, wanted=_kind_words(kind, unit)))
     number = number * table[key] / size
     if not math.isfinite(number):  # 1e308 TB in an item in bytes
-        raise AnswerError(_(NOT_FINITE_IN).format(text=text.strip(), unit=unit or _(NO_UNIT)))
+        raise AnswerError(_(NOT_FINITE_IN).format(text=text.strip(), unit=unit) if unit else
+                          _(NOT_FINITE).format(text=text.strip()))
     return number
 
 
