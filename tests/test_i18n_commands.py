@@ -54,6 +54,19 @@ def test_strategy_chooses_in_spanish(capsys):
     assert sources and all(line.startswith("        fuente: ") for line in sources)
 
 
+@pytest.mark.parametrize(("argv", "missing"), [
+    ((), "--params (o --model), --gpu-memory-gb, --gpus-per-node"),
+    (("--params", "7B"), "--gpu-memory-gb, --gpus-per-node"),
+])
+def test_strategy_says_what_to_give_in_spanish_once_prefixed(capsys, argv, missing):
+    capsys.readouterr()
+    assert main(["strategy", *argv, "--lang", "es"]) == 2
+    assert _(strategy_command.OR_FLAG).format(flag="--params", other="--model") == "--params (o --model)"
+    given = _(strategy_command.GIVE).format(missing=missing)
+    assert given == f"da {missing} (o --rules para ver la tabla de decisión)"
+    assert capsys.readouterr().err == f"distcheck strategy: {given}\n"
+
+
 def test_strategy_speaks_spanish_across_nodes_for_a_published_model(capsys):
     rc, lines = _spanish(capsys, "strategy", "--model", "llama2-13b", "--gpu-memory-gb", "40", "--gpus-per-node", "8",
                          "--nodes", "2", "--intra", "pcie")

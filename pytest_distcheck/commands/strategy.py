@@ -20,6 +20,7 @@ from pytest_distcheck.i18n import N_, _, ngettext
 
 CHECK_KEYS = ("tp", "pp", "dp", "cp", "zero", "recompute")
 GIVE = N_("give {missing} (or --rules for the decision table)")
+OR_FLAG = N_("{flag} (or {other})")  # one of the flags GIVE names: "--params (or --model)"
 # --check's spec (argparse says them as "argument --check: ...")
 NOT_KEY_VALUE = N_("{item!r}: expected KEY=VALUE with KEY one of {keys}")
 RECOMPUTE_VALUES = N_("{item!r}: recompute is none, selective or full")
@@ -143,17 +144,17 @@ def _model(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from pytest_distcheck.errors import ConfigError, DistcheckError
+    from pytest_distcheck.errors import DistcheckError
     from pytest_distcheck.strategy import ARCHITECTURES, Cluster
 
     if args.rules:
         print_rules()
         return 0
-    needed = (("--params (or --model)", args.params or args.model), ("--gpu-memory-gb", args.gpu_memory_gb),
-              ("--gpus-per-node", args.gpus_per_node))
+    needed = ((_(OR_FLAG).format(flag="--params", other="--model"), args.params or args.model),
+              ("--gpu-memory-gb", args.gpu_memory_gb), ("--gpus-per-node", args.gpus_per_node))
     missing = [flag for flag, value in needed if value is None]
-    if missing:
-        raise ConfigError("distcheck strategy", "", _(GIVE).format(missing=", ".join(missing)))
+    if missing:  # main() prefixes "distcheck strategy: "
+        raise DistcheckError(_(GIVE).format(missing=", ".join(missing)))
     model = _model(args)
     cluster = Cluster(args.gpu_memory_gb, args.gpus_per_node, args.nodes, args.intra, args.inter)
     inter = _(INTER_NODE).format(inter=cluster.inter_node) if cluster.nodes > 1 else ""
