@@ -158,6 +158,8 @@ def test_memory_tables_speak_spanish_with_their_columns_aligned(capsys):
     assert hybrid.endswith(_(memory_command.HYBRID_ROW)) and "dentro de un nodo" in hybrid
     distopt = next(line for line in lines if line.startswith("  " + _(memory_command.DISTOPT_NAME)))
     assert distopt.startswith("  optimizador distribuido de Megatron ")
+    assert distopt.endswith("   " + _(memory_command.DISTOPT_SOURCE))
+    assert distopt.endswith("   README de Megatron-LM, 'Distributed Optimizer'")
     # the formula column starts at one place in every row, the longer Spanish name included
     assert len({ddp.index("(2+2+K) Psi"), hybrid.index("(2+2+K) Psi/G"), distopt.index("4 Psi + 12 Psi/N_d")}) == 1
     assert "\n" + _(memory_command.PLAN_TOTAL).format(
@@ -193,7 +195,8 @@ def test_memory_framework_tables_speak_spanish(capsys):
     rc, lines = _spanish(capsys, "memory", "--params", "2851M", "--dp", "8", "--variant", "deepspeed-docs",
                          "--unit", "GiB")
     assert rc == 0
-    assert lines[0].startswith("estados del modelo, variante deepspeed-docs (DeepSpeed docs")
+    assert lines[0].startswith("estados del modelo, variante deepspeed-docs (documentación de DeepSpeed, "
+                               "docs/code-docs/source/memory.rst ('Memory Requirements')); ")
     assert lines[0].endswith(_(memory_command.UNIT_NOTE["GiB"])) and 'lo que DeepSpeed imprime como "GB"' in lines[0]
     assert lines[1] == "  Psi = 2.851e+09, 1 nodo x 8 GPU; N = 8"
     assert lines[2].endswith(" " + _(memory_command.DEEPSPEED_ROW).format(
@@ -204,6 +207,38 @@ def test_memory_framework_tables_speak_spanish(capsys):
     rc, lines = _spanish(capsys, "memory", "--params", "7B", "--dp", "8", "--variant", "megatron-distopt")
     assert lines[1] == _(memory_command.DISTOPT_GROUP).format(group=8, local=7e9)
     assert lines[1] == "  por GPU, d = N_d = 8, Psi = 7e+09 por GPU"
+
+
+def test_memory_sources_and_offload_formulas_speak_spanish(capsys):
+    from pytest_distcheck.calc import estimators
+
+    rc, lines = _spanish(capsys, "memory", "--params", "2851M", "--dp", "8", "--variant", "deepspeed-estimator",
+                         "--unit", "GiB")
+    assert rc == 0
+    source = _(estimators.SOURCES["deepspeed-estimator"])
+    assert source == ("deepspeed/runtime/zero/stage_1_and_2.py y stage3.py, "
+                      "estimate_zero{2,3}_model_states_mem_needs, desde el PR #5099 de DeepSpeed")
+    assert lines[0] == _(memory_command.FRAMEWORK_HEADER).format(
+        variant="deepspeed-estimator", source=source, unit_note=_(memory_command.UNIT_NOTE["GiB"]))
+    rc, lines = _spanish(capsys, "memory", "--params", "7B", "--dp", "8", "--variant", "megatron-distopt")
+    assert "(README de Megatron-LM, 'Distributed Optimizer' (bytes teóricos por parámetro))" in lines[0]
+    rc, lines = _spanish(capsys, "memory", "--params", "7B", "--dp", "16", "--gpus-per-node", "8", "--zero", "zero3",
+                         "--offload-optimizer", "cpu")
+    assert rc == 0
+    offload = next(line for line in lines if line.startswith("  offload zero3"))
+    assert "(la GPU guarda parámetros + 4L); por nodo, CPU 73.5 GB (1.5 x n x (gradientes+optimizador))" in offload
+    assert offload.endswith("  " + _(estimators.SOURCES["zero-paper"]))
+
+
+def test_memory_sources_and_offload_formulas_stay_english(capsys):
+    from pytest_distcheck.calc import estimators
+
+    assert estimators.SOURCES["deepspeed-estimator"] == (
+        "deepspeed/runtime/zero/stage_1_and_2.py and stage3.py, estimate_zero{2,3}_model_states_mem_needs, "
+        "after DeepSpeed PR #5099")
+    assert main(["memory", "--params", "7B", "--dp", "16", "--gpus-per-node", "8", "--zero", "zero3",
+                 "--offload-optimizer", "cpu"]) == 0
+    assert "(GPU holds params + 4L); per node CPU 73.5 GB (1.5 x n x (grads+optimizer))" in capsys.readouterr().out
 
 
 def test_bubble_speaks_spanish_with_its_columns_aligned(capsys):

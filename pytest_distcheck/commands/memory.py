@@ -28,6 +28,7 @@ STATES_ROW = N_("  {name:<30} {formula:<24} {total}   (params {params}, grads {g
                 "{section}")
 HYBRID_ROW = N_("FULL_SHARD within a node (torch fsdp/api.py)")
 DISTOPT_NAME = N_("Megatron distributed optimizer")
+DISTOPT_SOURCE = N_("Megatron-LM README, 'Distributed Optimizer'")
 OFFLOAD_LINE = N_("  offload {options}: per GPU {gpu} ({gpu_formula}); per node CPU {cpu} ({cpu_formula}){nvme}  "
                   "{source}")
 PLAN_TOTAL = N_("plan TP={tp} x PP={pp} x CP={cp} x DP={dp}, {zero}, recompute {recompute}: {total} per GPU = "
@@ -197,14 +198,13 @@ def _paper_rows(args: argparse.Namespace, memory, precision, recipe, k: float, s
     if distopt:
         d = states("megatron-distopt")
         formula = _formula(recipe, "megatron-distopt", precision)
-        print(f"  {_(DISTOPT_NAME):<{width}} {formula:<24} {_fmt(args, d.total_bytes, 10)}"
-              "   Megatron-LM README, 'Distributed Optimizer'")
+        print(f"  {_(DISTOPT_NAME):<{width}} {formula:<24} {_fmt(args, d.total_bytes, 10)}   {_(DISTOPT_SOURCE)}")
     if args.offload_optimizer != "none" or args.offload_param != "none":
         pl = _placement(args, k, recipe)
         nvme = f", NVMe {_fmt(args, pl.nvme_bytes)}" if pl.nvme_bytes else ""
         print(_(OFFLOAD_LINE).format(options=pl.options, gpu=_fmt(args, pl.gpu_bytes), gpu_formula=pl.gpu_formula,
                                      cpu=_fmt(args, pl.host_bytes), cpu_formula=pl.host_formula, nvme=nvme,
-                                     source=SOURCES[ZERO_PAPER]))
+                                     source=_(SOURCES[ZERO_PAPER])))
 
 
 def _placement(args: argparse.Namespace, k: float, recipe):
@@ -220,7 +220,7 @@ def _placement(args: argparse.Namespace, k: float, recipe):
 def _framework_rows(args: argparse.Namespace, estimators, recipe, local: float, group: int) -> None:
     """The tables of a framework's own estimator: DeepSpeed's (per CPU | per GPU | options, like DeepSpeed) or
     the Megatron-LM README's bytes per parameter."""
-    head = _(FRAMEWORK_HEADER).format(variant=args.variant, source=estimators.SOURCES[args.variant],
+    head = _(FRAMEWORK_HEADER).format(variant=args.variant, source=_(estimators.SOURCES[args.variant]),
                                       unit_note=_(UNIT_NOTE[args.unit]))
     if args.variant == estimators.MEGATRON_DISTOPT:
         print(head + "\n" + _(DISTOPT_GROUP).format(group=group, local=local))
