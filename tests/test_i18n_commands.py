@@ -71,12 +71,18 @@ def test_strategy_speaks_spanish_across_nodes_for_a_published_model(capsys):
     rc, lines = _spanish(capsys, "strategy", "--model", "llama2-13b", "--gpu-memory-gb", "40", "--gpus-per-node", "8",
                          "--nodes", "2", "--intra", "pcie")
     assert rc == 0
-    inter = _(strategy_command.INTER_NODE).format(inter="fast")
+    inter = _(strategy_command.INTER_NODE).format(inter=_(strategy_command.LINK_SPEED["fast"]))
     assert lines[0] == _(strategy_command.CLUSTER).format(gpus=16, nodes=strategy_command.nodes(2), per_node=8,
                                                            memory=40, intra="pcie", inter=inter, params=13015864320)
-    assert lines[0].startswith("16 GPU (2 nodos x 8, 40 GB, pcie, fast entre nodos); modelo de ")
-    assert lines[1].startswith("arquitectura llama2-13b: L = 40 capas, h = 5120, a = 40 cabezas (40 cabezas KV), "
-                               "s = 4096 tokens; fuente: Touvron et al. 2023")
+    assert lines[0].startswith("16 GPU (2 nodos x 8, 40 GB, pcie, red rápida entre nodos); modelo de ")
+    assert lines[1] == ("arquitectura llama2-13b: L = 40 capas, h = 5120, a = 40 cabezas (40 cabezas KV), "
+                        "s = 4096 tokens; fuente: Touvron et al. 2023 (Llama 2, arXiv:2307.09288) Tabla 1 "
+                        "(contexto de 4k, GQA en 70B); meta-llama/Llama-2-13b-hf config.json")
+    sources = [line for line in lines if line.startswith("        fuente: ")]
+    assert "        fuente: Rajbhandari et al. 2019 (ZeRO) sec. 3.2 (estados residuales)" in sources
+    assert ("        fuente: Narayanan et al. 2021 sec. 3.2, Takeaways #1 y #2; Shoeybi et al. 2019 sec. 3 (cabezas "
+            "repartidas entre los rangos de TP); documentación de vLLM, parallelism_scaling (TP = GPU por nodo, "
+            "PP = nodos)") in sources
     plan = next(line for line in lines if line.startswith("  TP = "))
     assert plan.endswith(", " + _(strategy_command.RECOMPUTATION).format(recompute="full") + ", "
                          + _(strategy_command.MICROBATCHES).format(m=12))
@@ -118,14 +124,20 @@ def test_strategy_places_a_model_for_serving_in_spanish(capsys):
     rc, lines = _spanish(capsys, "strategy", *model, "--batch", "52")
     assert rc == 0
     assert _(strategy_command.SERVING).format(tp=1, pp=1, replicas=strategy_command.replicas(8)) in lines
-    assert "serving: TP = 1, PP = 1, 8 réplicas" in lines
+    assert "recomendado para servir: TP = 1, PP = 1, 8 réplicas" in lines
+    assert "  [INF] TP=1 x PP=1: TP dentro de un nodo; 8 réplicas en 8 GPU" in lines
     assert _(strategy_command.SERVING_MEMORY).format(total=71.8, weights=16.0, kv=55.8, usable=72.0) in lines
     assert "  memoria por GPU: 71.8 GB = pesos 16.0 GB + caché KV 55.8 GB (72.0 GB utilizables)" in lines
     rc, lines = _spanish(capsys, "strategy", *model, "--batch", "53")
-    assert "serving: TP = 2, PP = 1, 4 réplicas" in lines
+    assert "recomendado para servir: TP = 2, PP = 1, 4 réplicas" in lines
+    assert ("        fuente: Pope et al. 2022, 'Efficiently Scaling Transformer Inference', sec. 2 (caché KV); "
+            "documentación de vLLM, parallelism_scaling (TP dentro de un nodo, PP entre nodos)") in lines
     assert strategy_command.rejected_first(1) in lines and "descartado antes (1 candidato):" in lines
     i18n.use("es")
     assert strategy_command.replicas(1) == "1 réplica"
+    from pytest_distcheck.strategy.serving import placed
+
+    assert placed(8, 1, "TP dentro de un nodo", 1, 8) == "TP=8 x PP=1: TP dentro de un nodo; 1 réplica en 8 GPU"
 
 
 def test_strategy_rules_print_the_decision_table_in_spanish(capsys):
@@ -134,6 +146,24 @@ def test_strategy_rules_print_the_decision_table_in_spanish(capsys):
     assert lines[0] == _(strategy_command.RULES_HEADER)
     assert lines[0] == "tabla de decisión de distcheck strategy, en su orden de preferencia:"
     assert lines[2].startswith("        fuente: ") and not any("source:" in line for line in lines)
+    from pytest_distcheck.strategy import SOURCES
+
+    assert "        fuente: " + _(SOURCES["R1"]) in lines
+    assert _(SOURCES["R1"]) == ("Rajbhandari et al. 2019 (ZeRO) sec. 5.1-5.2 (memoria), sec. 7.2.1 (comunicación = "
+                                "la de DDP)")
+
+
+def test_strategy_sources_and_link_speed_stay_english(capsys):
+    from pytest_distcheck.strategy import ARCHITECTURES, SOURCES
+
+    assert SOURCES["R1"] == "Rajbhandari et al. 2019 (ZeRO) sec. 5.1-5.2 memory, sec. 7.2.1 communication = DDP's"
+    assert ARCHITECTURES["llama2-13b"].cited == ("Touvron et al. 2023 (Llama 2, arXiv:2307.09288) Table 1 (4k context, "
+                                                 "GQA for 70B); meta-llama/Llama-2-13b-hf config.json")
+    assert main(["strategy", "--model", "llama2-13b", "--gpu-memory-gb", "40", "--gpus-per-node", "8", "--nodes", "2",
+                 "--intra", "pcie"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("16 GPUs (2 node(s) x 8, 40 GB, pcie, fast inter-node); model ")
+    assert "        source: Rajbhandari et al. 2019 (ZeRO) sec. 3.2 (residual states)" in out
 
 
 def test_english_keeps_its_counts_as_they_were():

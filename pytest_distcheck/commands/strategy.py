@@ -30,6 +30,8 @@ RULES_HEADER = N_("decision table of distcheck strategy, in its order of prefere
 RULE_LINE = N_("  [{rule}] {text}\n        source: {source}")
 CLUSTER = N_("{gpus} GPUs ({nodes} x {per_node}, {memory:g} GB, {intra}{inter}); model {params:.4g} parameters")
 INTER_NODE = N_(", {inter} inter-node")
+# --inter's values as INTER_NODE says them (the flag's values stay fast/slow)
+LINK_SPEED = {"fast": N_("fast"), "slow": N_("slow")}
 ARCHITECTURE = N_("architecture {name}: L = {layers} layers, h = {hidden}, a = {heads} heads ({kv_heads} KV heads), "
                   "s = {seq_len} tokens; source: {source}")
 MORE = N_("... {n} more ...")
@@ -130,7 +132,7 @@ def print_rules() -> None:
 
     print(_(RULES_HEADER))
     for rule, (text, source) in RULES.items():
-        print(_(RULE_LINE).format(rule=rule, text=_(text), source=source))
+        print(_(RULE_LINE).format(rule=rule, text=_(text), source=_(source)))
 
 
 def _model(args: argparse.Namespace):
@@ -157,13 +159,13 @@ def run(args: argparse.Namespace) -> int:
         raise DistcheckError(_(GIVE).format(missing=", ".join(missing)))
     model = _model(args)
     cluster = Cluster(args.gpu_memory_gb, args.gpus_per_node, args.nodes, args.intra, args.inter)
-    inter = _(INTER_NODE).format(inter=cluster.inter_node) if cluster.nodes > 1 else ""
+    inter = _(INTER_NODE).format(inter=_(LINK_SPEED[cluster.inter_node])) if cluster.nodes > 1 else ""
     print(_(CLUSTER).format(gpus=cluster.gpus, nodes=nodes(cluster.nodes), per_node=cluster.gpus_per_node,
                             memory=cluster.gpu_memory_gb, intra=cluster.intra_node, inter=inter, params=model.params))
     if args.model:
         arch = ARCHITECTURES[args.model]
         print(_(ARCHITECTURE).format(name=args.model, layers=model.layers, hidden=model.hidden, heads=model.heads,
-                                     kv_heads=model.kv_heads, seq_len=model.seq_len, source=arch.source))
+                                     kv_heads=model.kv_heads, seq_len=model.seq_len, source=arch.cited))
     try:
         if args.check:
             return _check(model, cluster, args)
@@ -176,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _rules(rules) -> None:
     for rule in rules:
-        print(_(RULE_LINE).format(rule=rule.id, text=rule.text, source=rule.source))
+        print(_(RULE_LINE).format(rule=rule.id, text=rule.text, source=_(rule.source)))
 
 
 def _rejected(rejected) -> None:
