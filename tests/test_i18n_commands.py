@@ -353,3 +353,39 @@ def test_estimate_says_a_prices_confidence_in_spanish(capsys):
     assert main(["estimate", "--gpu", "RTX 4090", "--count", "2", "--minutes", "25", "--pod", "--lang", "es"]) == 0
     out = capsys.readouterr().out
     assert "confianza media)" in out and _(CONFIDENCE["medium"]) == "media"
+
+
+def test_estimate_says_its_sources_and_what_is_left_in_spanish(capsys):
+    from decimal import Decimal
+
+    from pytest_distcheck.budget.errors import usd
+    from pytest_distcheck.commands.budget import load_guard
+    from pytest_distcheck.commands.estimate import LEFT_AFTER, SHORT
+
+    assert main(["estimate", "--gpu", "RTX 4090", "--count", "2", "--minutes", "30", "--lang", "es"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert ("fuente: skypilot-org/skypilot-catalog catalogs/v8/runpod/vms.csv @46062acb (generado a partir del "
+            "securePrice de la API de RunPod);") in lines[1]
+    assert lines[2].endswith("(fuente: documentación de RunPod, pods/pricing.mdx y accounts-billing/billing.mdx: "
+                             "los pods se facturan por segundo (el saldo se descuenta cada 5 minutos))")
+    # the kit's own workspace: what is left of its phase ceiling (the ledger this checkout ships)
+    i18n.use("es")
+    phase = load_guard("checks/distcheck.toml").status().limits["phase"]
+    left, after, short = usd(phase.left), usd(phase.left - Decimal("0.59")), usd(Decimal("19.12") - phase.left)
+    assert phase.name.startswith("tope de la fase de ")
+    assert lines[-1] == _(LEFT_AFTER).format(after=after, left=left, limit=phase.name)
+    assert lines[-1] == f"  saldo tras esta ejecución: {after} (ahora quedan {left} del {phase.name})"
+    assert main(["estimate", "--gpu", "H100", "--count", "8", "--minutes", "60", "--lang", "es"]) == 1
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == (f"  saldo tras esta ejecución: {_(SHORT).format(usd=short)} "
+                    f"(ahora quedan {left} del {phase.name})")
+    assert last.startswith(f"  saldo tras esta ejecución: NO ALCANZA, faltan {short} (ahora quedan {left} del tope")
+
+
+def test_estimate_keeps_its_english(capsys):
+    assert main(["estimate", "--gpu", "RTX 4090", "--count", "2", "--minutes", "30"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert ("source: skypilot-org/skypilot-catalog catalogs/v8/runpod/vms.csv @46062acb (generated from the RunPod "
+            "API's securePrice);") in lines[1]
+    assert lines[2].endswith("pods are billed per second (balance debited every 5 minutes))")
+    assert lines[-1].startswith("  left after: $") and " left under the phase ceiling $" in lines[-1]
