@@ -6,6 +6,7 @@ from pytest_distcheck.calc import precision
 from pytest_distcheck.calc.estimators import LOWER_BOUND, SOURCES, ZERO_PAPER
 from pytest_distcheck.calc.memory import PRECISION_NOTE
 from pytest_distcheck.cli import main
+from pytest_distcheck.commands import bubble
 from pytest_distcheck.commands import memory as memory_command
 
 
@@ -22,6 +23,16 @@ def test_bubble_interleaved(capsys):
     assert main(["bubble", "-p", "4", "-m", "8", "-v", "2"]) == 0
     out = capsys.readouterr().out
     assert "= 3/16 = 0.1875" in out and "interleaved 1F1B, v = 2" in out
+
+
+def test_bubble_of_one_stage_says_there_is_none(capsys):
+    assert main(["bubble", "-p", "1", "-m", "8"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "(p-1)/(v*m)               = 0/8 = 0    " in lines[1]  # the substituted fraction, not "= 0 = 0"
+    assert "((p-1)/v)/(m+(p-1)/v)     = 0/8 = 0 (0.0%)    " in lines[2]
+    assert lines[4] == bubble.ONE_STAGE
+    assert lines[4] == "  one stage: no pipeline, so no bubble (no stage waits for another); m only splits the batch"
+    assert not any("needs m >=" in line for line in lines)
 
 
 def test_bubble_interleaved_needs_m_multiple_of_p(capsys):

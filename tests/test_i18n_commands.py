@@ -284,6 +284,9 @@ def test_bubble_speaks_spanish_with_its_columns_aligned(capsys):
     assert lines[5] == _(bubble.FIRST_CAN_EXCEED) and lines[5].startswith("El primer número puede pasar de 1")
     rc, lines = _spanish(capsys, "bubble", "-p", "1", "-m", "8")
     assert lines[0] == "pipeline: p = 1 etapa, m = 8 micro-batches (GPipe / 1F1B)"
+    assert "= 0/8 = 0 (0.0%)" in lines[2] and lines[4] == _(bubble.ONE_STAGE)
+    assert lines[4] == ("  una sola etapa: no hay pipeline, así que no hay burbuja (ninguna etapa espera a otra); "
+                        "m solo divide el batch")
 
 
 def test_layout_speaks_spanish_with_its_columns_aligned(capsys):
