@@ -260,6 +260,18 @@ def test_memory_sources_and_offload_formulas_speak_spanish(capsys):
     assert offload.endswith("  " + _(estimators.SOURCES["zero-paper"]))
 
 
+def test_memory_says_in_spanish_why_the_plan_is_zero_paper(capsys):
+    rc, lines = _spanish(capsys, "memory", "--params", "2851M", "--dp", "8", "--largest-layer", "32M", "--variant",
+                         "deepspeed-docs", "--unit", "GiB")
+    assert rc == 0
+    plan = next(i for i, line in enumerate(lines) if line.startswith("plan TP=1"))
+    assert lines[plan].endswith("(variante zero-paper)")
+    assert lines[plan + 1] == _(memory_command.PLAN_VARIANT).format(variant="deepspeed-docs")
+    assert lines[plan + 1] == ("  (el plan cuenta --zero y --recipe como el artículo de ZeRO, sea cual sea --variant, "
+                               "y les suma las activaciones y la unidad reunida; la tabla deepspeed-docs de arriba es "
+                               "la estimación propia de ese framework, para comparar)")
+
+
 def test_memory_sources_and_offload_formulas_stay_english(capsys):
     from pytest_distcheck.calc import estimators
 

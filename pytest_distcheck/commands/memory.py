@@ -34,6 +34,10 @@ OFFLOAD_LINE = N_("  offload {options}: per GPU {gpu} ({gpu_formula}); per node 
 PLAN_TOTAL = N_("plan TP={tp} x PP={pp} x CP={cp} x DP={dp}, {zero}, recompute {recompute}: {total} per GPU = "
                 "states {states} + activations {activations} + gathered unit {gathered} + margin {margin} "
                 "(variant zero-paper)")
+# After PLAN_TOTAL when --variant is not zero-paper: the plan's total is still the paper's count, and why.
+PLAN_VARIANT = N_("  (the plan counts --zero and --recipe as the ZeRO paper does, whatever --variant, and adds "
+                  "activations and the gathered unit to that; the {variant} table above is that framework's own "
+                  "estimate, to compare with)")
 UNIT_NOTE = {"GB": N_("GB = 1e9 bytes"), "GiB": N_("GiB = 2^30 bytes, what DeepSpeed prints as \"GB\"")}
 FRAMEWORK_HEADER = N_("model states, variant {variant} ({source}); {unit_note}")
 DISTOPT_GROUP = N_("  per GPU, d = N_d = {group}, Psi = {local:.4g} per GPU")
@@ -317,6 +321,8 @@ def _plan(args: argparse.Namespace, memory, precision, states, k: float) -> None
         tp=args.tp, pp=args.pp, cp=args.cp, dp=args.dp, zero=args.zero, recompute=args.recompute,
         total=_fmt(args, total), states=_fmt(args, st), activations=_fmt(args, pm.activation_bytes),
         gathered=_fmt(args, gathered), margin=_fmt(args, args.margin_gb * 1e9)))
+    if args.variant != "zero-paper":
+        print(_(PLAN_VARIANT).format(variant=args.variant))
     notes = list(pm.assumptions)
     if args.k is not None:
         notes[0] = _(K_NOTE).format(k=k)
