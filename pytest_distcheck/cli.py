@@ -40,14 +40,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="distcheck", description="pytest-distcheck: distributed PyTorch checks on a budget"
     )
+    lang_help = f"{LANG.help} (env {LANG.env})"
+    # Before the command (`distcheck --lang es memory ...`) or after it; main() reads it first either way.
+    parser.add_argument(LANG.flag, dest="lang", default=None, metavar="|".join(SUPPORTED), help=lang_help)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         module = _load(name)
         doc = (module.__doc__ or "").strip().splitlines()
         p = sub.add_parser(name, help=doc[0] if doc else None, description=module.__doc__)
         module.add_arguments(p)
-        p.add_argument(LANG.flag, dest="lang", default=None, metavar="|".join(SUPPORTED),
-                       help=f"{LANG.help} (env {LANG.env})")
+        # SUPPRESS: a subcommand without its own --lang keeps the one given before it
+        p.add_argument(LANG.flag, dest="lang", default=argparse.SUPPRESS, metavar="|".join(SUPPORTED),
+                       help=lang_help)
     return parser
 
 

@@ -14,8 +14,10 @@ from pytest_distcheck.budget.pricing import (
     API_KEY_ENV,
     LIVE_HINT,
     LIVE_LOOKUP_FAILED,
+    LIVE_SOURCE,
     NO_PRICE,
     NOT_OFFERED,
+    SHIPPED_SOURCES,
     UNKNOWN_TO_RUNPOD,
     PriceBook,
 )
@@ -44,6 +46,27 @@ def test_shipped_table_has_runpod_secure_and_community_with_source_and_date():
     assert "skypilot-catalog" in p.source
     assert book.price("runpod", "NVIDIA H100 PCIe", "community").confidence == "low"
     assert book.billing("runpod").granularity_s == 1
+
+
+def test_the_shipped_tables_sources_are_the_catalogs():
+    """Each source the shipped table gives (prices and billing) is a catalog message, so a command speaks it in
+    the learner's language; a source added to prices.json must be added to SHIPPED_SOURCES (and translated)."""
+    table = shipped_table()
+    given = {e["source"] for e in table["prices"]} | {b["source"] for b in table["billing"].values()}
+    assert given == set(SHIPPED_SOURCES)
+
+
+def test_a_live_price_keeps_its_source_in_english_under_es(monkeypatch: pytest.MonkeyPatch):
+    from pytest_distcheck import i18n
+
+    monkeypatch.setenv(API_KEY_ENV, SECRET)
+    i18n.use("es")
+    try:
+        p = PriceBook.shipped(live_fetch=lambda gpu_id, cloud, count: Decimal("0.69")).price("runpod", "RTX 4090")
+        assert p.source == LIVE_SOURCE.format(cloud="secure") == "RunPod API gpuTypes.securePrice (live)"
+        assert i18n._(LIVE_SOURCE).format(cloud="secure") == "API de RunPod, gpuTypes.securePrice (en vivo)"
+    finally:
+        i18n.use(i18n.DEFAULT)
 
 
 def test_unknown_gpu_lists_what_is_priced():

@@ -6,6 +6,7 @@ from pytest_distcheck.calc import precision
 from pytest_distcheck.calc.estimators import LOWER_BOUND, SOURCES, ZERO_PAPER
 from pytest_distcheck.calc.memory import PRECISION_NOTE
 from pytest_distcheck.cli import main
+from pytest_distcheck.commands import bubble
 from pytest_distcheck.commands import memory as memory_command
 
 
@@ -22,6 +23,16 @@ def test_bubble_interleaved(capsys):
     assert main(["bubble", "-p", "4", "-m", "8", "-v", "2"]) == 0
     out = capsys.readouterr().out
     assert "= 3/16 = 0.1875" in out and "interleaved 1F1B, v = 2" in out
+
+
+def test_bubble_of_one_stage_says_there_is_none(capsys):
+    assert main(["bubble", "-p", "1", "-m", "8"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "(p-1)/(v*m)               = 0/8 = 0    " in lines[1]  # the substituted fraction, not "= 0 = 0"
+    assert "((p-1)/v)/(m+(p-1)/v)     = 0/8 = 0 (0.0%)    " in lines[2]
+    assert lines[4] == bubble.ONE_STAGE
+    assert lines[4] == "  one stage: no pipeline, so no bubble (no stage waits for another); m only splits the batch"
+    assert not any("needs m >=" in line for line in lines)
 
 
 def test_bubble_interleaved_needs_m_multiple_of_p(capsys):
@@ -137,3 +148,21 @@ def test_memory_places_zero_infinity_states_per_gpu_and_per_node(capsys):
 def test_memory_refuses_a_shape_or_option_it_cannot_count(capsys, argv, message):
     assert main(["memory", "--params", "7B", "--dp", "8", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_plan_line_says_it_counts_as_the_zero_paper_whatever_the_variant(capsys):
+    """--variant chooses the table; the plan's total is the ZeRO paper's count of --zero and --recipe (its states
+    are zero-paper's ZeRO-1 14.6 GiB here, not a DeepSpeed row), and the line after it says so."""
+    assert main(["memory", "--params", "2851M", "--dp", "8", "--largest-layer", "32M", "--variant", "deepspeed-docs",
+                 "--unit", "GiB"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    plan = next(i for i, line in enumerate(lines) if line.startswith("plan TP=1"))
+    assert lines[plan].startswith("plan TP=1 x PP=1 x CP=1 x DP=8, zero1, recompute none: 14.6 GiB per GPU = states "
+                                  "14.6 GiB") and lines[plan].endswith("(variant zero-paper)")
+    assert lines[plan + 1] == memory_command.PLAN_VARIANT.format(variant="deepspeed-docs")
+    assert lines[plan + 1].startswith("  (the plan counts --zero and --recipe as the ZeRO paper does, whatever "
+                                      "--variant")
+    assert main(["memory", "--params", "2851M", "--dp", "8", "--unit", "GiB"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    plan = next(i for i, line in enumerate(lines) if line.startswith("plan TP=1"))
+    assert lines[plan + 1] == "assumed:"  # the default variant needs no word about it

@@ -68,7 +68,8 @@ def test_the_cli_refuses_an_unsupported_language_with_exit_status_2(capsys):
 
 
 @pytest.mark.parametrize("argv", [["bubble", "-p", "x", "-m", "8", "--lang", "es"],
-                                  ["bubble", "-p", "x", "-m", "8", "--lang=es"]])
+                                  ["bubble", "-p", "x", "-m", "8", "--lang=es"],
+                                  ["--lang", "es", "bubble", "-p", "x", "-m", "8"]])
 def test_the_cli_speaks_its_language_while_it_parses_the_command_line(argv, monkeypatch, capsys):
     import argparse
 
@@ -84,6 +85,34 @@ def test_the_cli_speaks_its_language_while_it_parses_the_command_line(argv, monk
     finally:
         i18n.use(i18n.DEFAULT)
     assert exc.value.code == 2 and "lang=es" in capsys.readouterr().err
+
+
+def test_the_cli_takes_its_language_before_the_command_too(capsys):
+    from pytest_distcheck.commands import bubble
+
+    assert main(["bubble", "-p", "4", "-m", "8", "--lang", "es"]) == 0
+    after = capsys.readouterr().out
+    assert main(["--lang", "es", "bubble", "-p", "4", "-m", "8"]) == 0
+    before = capsys.readouterr().out
+    assert before == after
+    assert i18n._(bubble.FIRST_CAN_EXCEED) == ("El primer número puede pasar de 1; solo el segundo es una fracción "
+                                               "del tiempo de reloj.")
+    assert before.splitlines()[-1] == i18n._(bubble.FIRST_CAN_EXCEED)
+    # the one after the command wins, as a repeated option does
+    assert main(["--lang", "es", "bubble", "-p", "4", "-m", "8", "--lang", "en"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == bubble.FIRST_CAN_EXCEED
+    assert main(["--lang", "fr", "bubble", "-p", "4", "-m", "8"]) == 2
+    assert capsys.readouterr().err.strip() == "distcheck bubble: " + i18n.UNSUPPORTED.format(
+        source="command line --lang", value="fr", choices="en, es")
+
+
+def test_the_top_level_help_under_lang_es_is_argparses_english(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--lang", "es", "--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0
+    assert out.startswith("usage: distcheck [-h] [--lang en|es] COMMAND ...")
+    assert "positional arguments:" in out and "language of the kit's messages: en or es" in out
 
 
 def test_pytest_refuses_an_unsupported_language_as_a_usage_error(pytester):

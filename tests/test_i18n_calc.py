@@ -143,11 +143,14 @@ def test_the_chooser_explains_its_plan_in_spanish_and_keeps_its_identifiers():
     assert served.rules[-1].text == _(NOTHING_FITS) and served.rules[-1].text.startswith("no cabe nada: ")
 
 
-def test_the_decision_table_prints_in_spanish_with_its_sources_as_published(capsys):
+def test_the_decision_table_prints_in_spanish_with_its_sources_titles_as_published(capsys):
     strategy_command.print_rules()
     out = capsys.readouterr().out
     assert "[R6] PP -> su parte de paralelismo de datos usa ZeRO-1, no ZeRO-2/3" in out
-    assert "fuente: HF perf_train_gpu_many (ZeRO-2/3 with PP); Ultra-Scale Playbook" in out  # the label translated
+    # the label and the source's own words translated; the names of pages and papers as published
+    assert "fuente: HF perf_train_gpu_many (ZeRO-2/3 con PP); Ultra-Scale Playbook" in out
+    assert ("fuente: documentación de HF Transformers v4.39, perf_train_gpu_many, 'Model doesn't fit onto a single "
+            "GPU' (sin NVLink") in out
 
 
 def test_the_commands_print_these_errors_in_spanish_with_lang_es(capsys):

@@ -54,16 +54,35 @@ def test_strategy_chooses_in_spanish(capsys):
     assert sources and all(line.startswith("        fuente: ") for line in sources)
 
 
+@pytest.mark.parametrize(("argv", "missing"), [
+    ((), "--params (o --model), --gpu-memory-gb, --gpus-per-node"),
+    (("--params", "7B"), "--gpu-memory-gb, --gpus-per-node"),
+])
+def test_strategy_says_what_to_give_in_spanish_once_prefixed(capsys, argv, missing):
+    capsys.readouterr()
+    assert main(["strategy", *argv, "--lang", "es"]) == 2
+    assert _(strategy_command.OR_FLAG).format(flag="--params", other="--model") == "--params (o --model)"
+    given = _(strategy_command.GIVE).format(missing=missing)
+    assert given == f"da {missing} (o --rules para ver la tabla de decisión)"
+    assert capsys.readouterr().err == f"distcheck strategy: {given}\n"
+
+
 def test_strategy_speaks_spanish_across_nodes_for_a_published_model(capsys):
     rc, lines = _spanish(capsys, "strategy", "--model", "llama2-13b", "--gpu-memory-gb", "40", "--gpus-per-node", "8",
                          "--nodes", "2", "--intra", "pcie")
     assert rc == 0
-    inter = _(strategy_command.INTER_NODE).format(inter="fast")
+    inter = _(strategy_command.INTER_NODE).format(inter=_(strategy_command.LINK_SPEED["fast"]))
     assert lines[0] == _(strategy_command.CLUSTER).format(gpus=16, nodes=strategy_command.nodes(2), per_node=8,
                                                            memory=40, intra="pcie", inter=inter, params=13015864320)
-    assert lines[0].startswith("16 GPU (2 nodos x 8, 40 GB, pcie, fast entre nodos); modelo de ")
-    assert lines[1].startswith("arquitectura llama2-13b: L = 40 capas, h = 5120, a = 40 cabezas (40 cabezas KV), "
-                               "s = 4096 tokens; fuente: Touvron et al. 2023")
+    assert lines[0].startswith("16 GPU (2 nodos x 8, 40 GB, pcie, red rápida entre nodos); modelo de ")
+    assert lines[1] == ("arquitectura llama2-13b: L = 40 capas, h = 5120, a = 40 cabezas (40 cabezas KV), "
+                        "s = 4096 tokens; fuente: Touvron et al. 2023 (Llama 2, arXiv:2307.09288) Tabla 1 "
+                        "(contexto de 4k, GQA en 70B); meta-llama/Llama-2-13b-hf config.json")
+    sources = [line for line in lines if line.startswith("        fuente: ")]
+    assert "        fuente: Rajbhandari et al. 2019 (ZeRO) sec. 3.2 (estados residuales)" in sources
+    assert ("        fuente: Narayanan et al. 2021 sec. 3.2, Takeaways #1 y #2; Shoeybi et al. 2019 sec. 3 (cabezas "
+            "repartidas entre los rangos de TP); documentación de vLLM, parallelism_scaling (TP = GPU por nodo, "
+            "PP = nodos)") in sources
     plan = next(line for line in lines if line.startswith("  TP = "))
     assert plan.endswith(", " + _(strategy_command.RECOMPUTATION).format(recompute="full") + ", "
                          + _(strategy_command.MICROBATCHES).format(m=12))
@@ -105,14 +124,20 @@ def test_strategy_places_a_model_for_serving_in_spanish(capsys):
     rc, lines = _spanish(capsys, "strategy", *model, "--batch", "52")
     assert rc == 0
     assert _(strategy_command.SERVING).format(tp=1, pp=1, replicas=strategy_command.replicas(8)) in lines
-    assert "serving: TP = 1, PP = 1, 8 réplicas" in lines
+    assert "recomendado para servir: TP = 1, PP = 1, 8 réplicas" in lines
+    assert "  [INF] TP=1 x PP=1: TP dentro de un nodo; 8 réplicas en 8 GPU" in lines
     assert _(strategy_command.SERVING_MEMORY).format(total=71.8, weights=16.0, kv=55.8, usable=72.0) in lines
     assert "  memoria por GPU: 71.8 GB = pesos 16.0 GB + caché KV 55.8 GB (72.0 GB utilizables)" in lines
     rc, lines = _spanish(capsys, "strategy", *model, "--batch", "53")
-    assert "serving: TP = 2, PP = 1, 4 réplicas" in lines
+    assert "recomendado para servir: TP = 2, PP = 1, 4 réplicas" in lines
+    assert ("        fuente: Pope et al. 2022, 'Efficiently Scaling Transformer Inference', sec. 2 (caché KV); "
+            "documentación de vLLM, parallelism_scaling (TP dentro de un nodo, PP entre nodos)") in lines
     assert strategy_command.rejected_first(1) in lines and "descartado antes (1 candidato):" in lines
     i18n.use("es")
     assert strategy_command.replicas(1) == "1 réplica"
+    from pytest_distcheck.strategy.serving import placed
+
+    assert placed(8, 1, "TP dentro de un nodo", 1, 8) == "TP=8 x PP=1: TP dentro de un nodo; 1 réplica en 8 GPU"
 
 
 def test_strategy_rules_print_the_decision_table_in_spanish(capsys):
@@ -121,6 +146,24 @@ def test_strategy_rules_print_the_decision_table_in_spanish(capsys):
     assert lines[0] == _(strategy_command.RULES_HEADER)
     assert lines[0] == "tabla de decisión de distcheck strategy, en su orden de preferencia:"
     assert lines[2].startswith("        fuente: ") and not any("source:" in line for line in lines)
+    from pytest_distcheck.strategy import SOURCES
+
+    assert "        fuente: " + _(SOURCES["R1"]) in lines
+    assert _(SOURCES["R1"]) == ("Rajbhandari et al. 2019 (ZeRO) sec. 5.1-5.2 (memoria), sec. 7.2.1 (comunicación = "
+                                "la de DDP)")
+
+
+def test_strategy_sources_and_link_speed_stay_english(capsys):
+    from pytest_distcheck.strategy import ARCHITECTURES, SOURCES
+
+    assert SOURCES["R1"] == "Rajbhandari et al. 2019 (ZeRO) sec. 5.1-5.2 memory, sec. 7.2.1 communication = DDP's"
+    assert ARCHITECTURES["llama2-13b"].cited == ("Touvron et al. 2023 (Llama 2, arXiv:2307.09288) Table 1 (4k context, "
+                                                 "GQA for 70B); meta-llama/Llama-2-13b-hf config.json")
+    assert main(["strategy", "--model", "llama2-13b", "--gpu-memory-gb", "40", "--gpus-per-node", "8", "--nodes", "2",
+                 "--intra", "pcie"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("16 GPUs (2 node(s) x 8, 40 GB, pcie, fast inter-node); model ")
+    assert "        source: Rajbhandari et al. 2019 (ZeRO) sec. 3.2 (residual states)" in out
 
 
 def test_english_keeps_its_counts_as_they_were():
@@ -145,6 +188,8 @@ def test_memory_tables_speak_spanish_with_their_columns_aligned(capsys):
     assert hybrid.endswith(_(memory_command.HYBRID_ROW)) and "dentro de un nodo" in hybrid
     distopt = next(line for line in lines if line.startswith("  " + _(memory_command.DISTOPT_NAME)))
     assert distopt.startswith("  optimizador distribuido de Megatron ")
+    assert distopt.endswith("   " + _(memory_command.DISTOPT_SOURCE))
+    assert distopt.endswith("   README de Megatron-LM, 'Distributed Optimizer'")
     # the formula column starts at one place in every row, the longer Spanish name included
     assert len({ddp.index("(2+2+K) Psi"), hybrid.index("(2+2+K) Psi/G"), distopt.index("4 Psi + 12 Psi/N_d")}) == 1
     assert "\n" + _(memory_command.PLAN_TOTAL).format(
@@ -180,7 +225,8 @@ def test_memory_framework_tables_speak_spanish(capsys):
     rc, lines = _spanish(capsys, "memory", "--params", "2851M", "--dp", "8", "--variant", "deepspeed-docs",
                          "--unit", "GiB")
     assert rc == 0
-    assert lines[0].startswith("estados del modelo, variante deepspeed-docs (DeepSpeed docs")
+    assert lines[0].startswith("estados del modelo, variante deepspeed-docs (documentación de DeepSpeed, "
+                               "docs/code-docs/source/memory.rst ('Memory Requirements')); ")
     assert lines[0].endswith(_(memory_command.UNIT_NOTE["GiB"])) and 'lo que DeepSpeed imprime como "GB"' in lines[0]
     assert lines[1] == "  Psi = 2.851e+09, 1 nodo x 8 GPU; N = 8"
     assert lines[2].endswith(" " + _(memory_command.DEEPSPEED_ROW).format(
@@ -191,6 +237,50 @@ def test_memory_framework_tables_speak_spanish(capsys):
     rc, lines = _spanish(capsys, "memory", "--params", "7B", "--dp", "8", "--variant", "megatron-distopt")
     assert lines[1] == _(memory_command.DISTOPT_GROUP).format(group=8, local=7e9)
     assert lines[1] == "  por GPU, d = N_d = 8, Psi = 7e+09 por GPU"
+
+
+def test_memory_sources_and_offload_formulas_speak_spanish(capsys):
+    from pytest_distcheck.calc import estimators
+
+    rc, lines = _spanish(capsys, "memory", "--params", "2851M", "--dp", "8", "--variant", "deepspeed-estimator",
+                         "--unit", "GiB")
+    assert rc == 0
+    source = _(estimators.SOURCES["deepspeed-estimator"])
+    assert source == ("deepspeed/runtime/zero/stage_1_and_2.py y stage3.py, "
+                      "estimate_zero{2,3}_model_states_mem_needs, desde el PR #5099 de DeepSpeed")
+    assert lines[0] == _(memory_command.FRAMEWORK_HEADER).format(
+        variant="deepspeed-estimator", source=source, unit_note=_(memory_command.UNIT_NOTE["GiB"]))
+    rc, lines = _spanish(capsys, "memory", "--params", "7B", "--dp", "8", "--variant", "megatron-distopt")
+    assert "(README de Megatron-LM, 'Distributed Optimizer' (bytes teóricos por parámetro))" in lines[0]
+    rc, lines = _spanish(capsys, "memory", "--params", "7B", "--dp", "16", "--gpus-per-node", "8", "--zero", "zero3",
+                         "--offload-optimizer", "cpu")
+    assert rc == 0
+    offload = next(line for line in lines if line.startswith("  offload zero3"))
+    assert "(la GPU guarda parámetros + 4L); por nodo, CPU 73.5 GB (1.5 x n x (gradientes+optimizador))" in offload
+    assert offload.endswith("  " + _(estimators.SOURCES["zero-paper"]))
+
+
+def test_memory_says_in_spanish_why_the_plan_is_zero_paper(capsys):
+    rc, lines = _spanish(capsys, "memory", "--params", "2851M", "--dp", "8", "--largest-layer", "32M", "--variant",
+                         "deepspeed-docs", "--unit", "GiB")
+    assert rc == 0
+    plan = next(i for i, line in enumerate(lines) if line.startswith("plan TP=1"))
+    assert lines[plan].endswith("(variante zero-paper)")
+    assert lines[plan + 1] == _(memory_command.PLAN_VARIANT).format(variant="deepspeed-docs")
+    assert lines[plan + 1] == ("  (el plan cuenta --zero y --recipe como el artículo de ZeRO, sea cual sea --variant, "
+                               "y les suma las activaciones y la unidad reunida; la tabla deepspeed-docs de arriba es "
+                               "la estimación propia de ese framework, para comparar)")
+
+
+def test_memory_sources_and_offload_formulas_stay_english(capsys):
+    from pytest_distcheck.calc import estimators
+
+    assert estimators.SOURCES["deepspeed-estimator"] == (
+        "deepspeed/runtime/zero/stage_1_and_2.py and stage3.py, estimate_zero{2,3}_model_states_mem_needs, "
+        "after DeepSpeed PR #5099")
+    assert main(["memory", "--params", "7B", "--dp", "16", "--gpus-per-node", "8", "--zero", "zero3",
+                 "--offload-optimizer", "cpu"]) == 0
+    assert "(GPU holds params + 4L); per node CPU 73.5 GB (1.5 x n x (grads+optimizer))" in capsys.readouterr().out
 
 
 def test_bubble_speaks_spanish_with_its_columns_aligned(capsys):
@@ -206,6 +296,9 @@ def test_bubble_speaks_spanish_with_its_columns_aligned(capsys):
     assert lines[5] == _(bubble.FIRST_CAN_EXCEED) and lines[5].startswith("El primer número puede pasar de 1")
     rc, lines = _spanish(capsys, "bubble", "-p", "1", "-m", "8")
     assert lines[0] == "pipeline: p = 1 etapa, m = 8 micro-batches (GPipe / 1F1B)"
+    assert "= 0/8 = 0 (0.0%)" in lines[2] and lines[4] == _(bubble.ONE_STAGE)
+    assert lines[4] == ("  una sola etapa: no hay pipeline, así que no hay burbuja (ninguna etapa espera a otra); "
+                        "m solo divide el batch")
 
 
 def test_layout_speaks_spanish_with_its_columns_aligned(capsys):
@@ -275,3 +368,39 @@ def test_estimate_says_a_prices_confidence_in_spanish(capsys):
     assert main(["estimate", "--gpu", "RTX 4090", "--count", "2", "--minutes", "25", "--pod", "--lang", "es"]) == 0
     out = capsys.readouterr().out
     assert "confianza media)" in out and _(CONFIDENCE["medium"]) == "media"
+
+
+def test_estimate_says_its_sources_and_what_is_left_in_spanish(capsys):
+    from decimal import Decimal
+
+    from pytest_distcheck.budget.errors import usd
+    from pytest_distcheck.commands.budget import load_guard
+    from pytest_distcheck.commands.estimate import LEFT_AFTER, SHORT
+
+    assert main(["estimate", "--gpu", "RTX 4090", "--count", "2", "--minutes", "30", "--lang", "es"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert ("fuente: skypilot-org/skypilot-catalog catalogs/v8/runpod/vms.csv @46062acb (generado a partir del "
+            "securePrice de la API de RunPod);") in lines[1]
+    assert lines[2].endswith("(fuente: documentación de RunPod, pods/pricing.mdx y accounts-billing/billing.mdx: "
+                             "los pods se facturan por segundo (el saldo se descuenta cada 5 minutos))")
+    # the kit's own workspace: what is left of its phase ceiling (the ledger this checkout ships)
+    i18n.use("es")
+    phase = load_guard("checks/distcheck.toml").status().limits["phase"]
+    left, after, short = usd(phase.left), usd(phase.left - Decimal("0.59")), usd(Decimal("19.12") - phase.left)
+    assert phase.name.startswith("tope de la fase de ")
+    assert lines[-1] == _(LEFT_AFTER).format(after=after, left=left, limit=phase.name)
+    assert lines[-1] == f"  saldo tras esta ejecución: {after} (ahora quedan {left} del {phase.name})"
+    assert main(["estimate", "--gpu", "H100", "--count", "8", "--minutes", "60", "--lang", "es"]) == 1
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == (f"  saldo tras esta ejecución: {_(SHORT).format(usd=short)} "
+                    f"(ahora quedan {left} del {phase.name})")
+    assert last.startswith(f"  saldo tras esta ejecución: NO ALCANZA, faltan {short} (ahora quedan {left} del tope")
+
+
+def test_estimate_keeps_its_english(capsys):
+    assert main(["estimate", "--gpu", "RTX 4090", "--count", "2", "--minutes", "30"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert ("source: skypilot-org/skypilot-catalog catalogs/v8/runpod/vms.csv @46062acb (generated from the RunPod "
+            "API's securePrice);") in lines[1]
+    assert lines[2].endswith("pods are billed per second (balance debited every 5 minutes))")
+    assert lines[-1].startswith("  left after: $") and " left under the phase ceiling $" in lines[-1]

@@ -86,7 +86,8 @@ def test_a_preset_by_name_with_a_flag_that_wins(capsys):
 
 def test_without_the_model_size_the_command_says_what_to_give(capsys):
     assert main(["strategy", "--gpu-memory-gb", "80"]) == 2
-    assert "give --params (or --model), --gpus-per-node (or --rules for the decision table)" in capsys.readouterr().err
+    assert capsys.readouterr().err == ("distcheck strategy: give --params (or --model), --gpus-per-node "
+                                       "(or --rules for the decision table)\n")
 
 
 # Every quantity the chooser prints carries its unit: GB, %, or a count named by the words around it (the

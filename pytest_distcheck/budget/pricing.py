@@ -38,6 +38,22 @@ NO_PRICE = N_("no {cloud} price for GPU type {gpu!r} on {provider} in {path} (pr
 LIVE_HINT = N_("set {env} for live prices")
 PRICED_TWICE = N_("{name!r} on {provider} {cloud} is already priced by {first}")
 NO_RULE = N_("no billing rule for {provider!r}")  # a price whose provider's billing is not in the table
+# A live price's source; the Price keeps it in English (ledgers record it), a command speaks it as _(LIVE_SOURCE).
+LIVE_SOURCE = N_("RunPod API gpuTypes.{cloud}Price (live)")
+# The shipped table's sources (data/prices.json, prices and billing), here so the catalog has them: a command
+# speaks a source as _(source); a table of the user's own passes through as written. tests/test_budget_pricing.py
+# keeps this list equal to the file's.
+SHIPPED_SOURCES = (
+    N_("skypilot-org/skypilot-catalog catalogs/v8/runpod/vms.csv @46062acb (generated from the RunPod API's "
+       "securePrice)"),
+    N_("deploybase.ai RunPod price listing (third party; the column is labelled 'spot', so this may not be the "
+       "on-demand community price)"),
+    N_("spheron.network comparison of RunPod prices (third party; gives community 1.80-2.40, this is the upper end "
+       "so a reservation is not too small)"),
+    N_("RunPod docs, pods/pricing.mdx and accounts-billing/billing.mdx: pods are billed per second (balance debited "
+       "every 5 minutes)"),
+    N_("this machine's own GPUs: no provider bill; a rate given by the user accrues per second"),
+)
 SCHEMA = "prices.schema.json"
 
 
@@ -208,7 +224,7 @@ class PriceBook:
                     raise PriceUnknown(_(NOT_OFFERED).format(cloud=cloud, gpu=gpu_id))
                 now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
                 live = Price(provider, entry["gpu"] if entry else gpu, gpu_id, cloud, value,
-                             f"RunPod API gpuTypes.{cloud}Price (live)", now, now, live=True, confidence="high")
+                             LIVE_SOURCE.format(cloud=cloud), now, now, live=True, confidence="high")
                 self._live_cache[key] = live
                 return live
         if entry is None:

@@ -29,13 +29,14 @@ DEEPSPEED_DOCS = "deepspeed-docs"
 DEEPSPEED_ESTIMATOR = "deepspeed-estimator"
 MEGATRON_DISTOPT = "megatron-distopt"
 ZERO_PAPER = "zero-paper"
+# Catalog messages (their words, "and", "after", speak the learner's language; spoken as _(SOURCES[v])).
 SOURCES = {
-    ZERO_PAPER: "Rajbhandari et al. 2019 (ZeRO) sec. 5.1-5.3; ZeRO-Offload (Ren et al. 2021, arXiv:2101.06840) "
-                "sec. 4; ZeRO-Infinity (Rajbhandari et al. 2021, arXiv:2104.07857) sec. 5",
-    DEEPSPEED_DOCS: "DeepSpeed docs, docs/code-docs/source/memory.rst ('Memory Requirements')",
-    DEEPSPEED_ESTIMATOR: "deepspeed/runtime/zero/stage_1_and_2.py and stage3.py, estimate_zero{2,3}_model_states_"
-                         "mem_needs, after DeepSpeed PR #5099",
-    MEGATRON_DISTOPT: "Megatron-LM README, 'Distributed Optimizer' (theoretical bytes per parameter)",
+    ZERO_PAPER: N_("Rajbhandari et al. 2019 (ZeRO) sec. 5.1-5.3; ZeRO-Offload (Ren et al. 2021, arXiv:2101.06840) "
+                   "sec. 4; ZeRO-Infinity (Rajbhandari et al. 2021, arXiv:2104.07857) sec. 5"),
+    DEEPSPEED_DOCS: N_("DeepSpeed docs, docs/code-docs/source/memory.rst ('Memory Requirements')"),
+    DEEPSPEED_ESTIMATOR: N_("deepspeed/runtime/zero/stage_1_and_2.py and stage3.py, estimate_zero{2,3}_model_states_"
+                            "mem_needs, after DeepSpeed PR #5099"),
+    MEGATRON_DISTOPT: N_("Megatron-LM README, 'Distributed Optimizer' (theoretical bytes per parameter)"),
 }
 VARIANTS = tuple(SOURCES)
 NOT_DEEPSPEED = N_("{function} follows {docs} or {estimator}, not {variant!r}")
@@ -46,6 +47,8 @@ PARAM_WITHOUT_OPTIMIZER = N_("parameter offload without optimizer offload is not
                              "the optimizer too")
 GPU_HOLDS = N_("GPU holds {held}")
 NOTHING = N_("nothing")
+# The ZeRO paper's three model states, named in the offload formulas ("GPU holds params", "(grads+optimizer)").
+PART_NAMES = {"params": N_("params"), "grads": N_("grads"), "optimizer": N_("optimizer")}
 
 
 @dataclass(frozen=True)
@@ -191,7 +194,7 @@ def offload_placement(params: float, stage: str, dp: int, gpus_per_node: int, of
     gpu = sum(b for b, where in parts.values() if where == "none") + (4 * largest_layer if key == "zero3" else 0)
     host = sum(b for b, where in parts.values() if where == "cpu") * gpus_per_node * buffer_factor
     nvme = sum(b for b, where in parts.values() if where == "nvme") * gpus_per_node
-    on = lambda where: "+".join(name for name, (_bytes, w) in parts.items() if w == where) or "-"  # noqa: E731
+    on = lambda where: "+".join(_(PART_NAMES[name]) for name, (_bytes, w) in parts.items() if w == where) or "-"  # noqa: E731
     held = [x for x in (on("none"), "4L" if key == "zero3" else "-") if x != "-"]
     return Estimate(ZERO_PAPER, f"{key}, offload_optimizer={offload_optimizer}, offload_param={offload_param}",
                     gpu, host, _(GPU_HOLDS).format(held=" + ".join(held) or _(NOTHING)),

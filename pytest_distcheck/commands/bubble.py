@@ -19,6 +19,7 @@ IN_FLIGHT = N_("activations in flight")
 NEEDS_M = N_("bubble <= 20% of the iteration needs m >= {need}")
 MULTIPLE_OF_P = N_("(a multiple of p)")
 FIRST_CAN_EXCEED = N_("The first number can exceed 1; only the second is a share of wall time.")
+ONE_STAGE = N_("  one stage: no pipeline, so no bubble (no stage waits for another); m only splits the batch")
 
 
 def pipeline_line(p: int, m: int, schedule: str) -> str:
@@ -52,9 +53,12 @@ def run(args: argparse.Namespace) -> int:
     print(pipeline_line(p, m, schedule))
     labels = [_(OVER_IDEAL), _(OVER_TOTAL), _(IN_FLIGHT)]
     w = max(len(label) for label in labels) + 2
-    print(f"  {labels[0]:<{w}}(p-1)/(v*m)               = {Fraction(p - 1, v * m)} = {ratio:.4g}"
+    # p = 1: the substituted fractions (0/8), not "= 0 = 0"
+    over_ideal = Fraction(p - 1, v * m) if p > 1 else f"0/{v * m}"
+    over_total = Fraction(p - 1, v * m + p - 1) if p > 1 else f"0/{m}"
+    print(f"  {labels[0]:<{w}}(p-1)/(v*m)               = {over_ideal} = {ratio:.4g}"
           "    Narayanan et al. 2021 sec. 2.2.1-2.2.2")
-    print(f"  {labels[1]:<{w}}((p-1)/v)/(m+(p-1)/v)     = {Fraction(p - 1, v * m + p - 1)} = "
+    print(f"  {labels[1]:<{w}}((p-1)/v)/(m+(p-1)/v)     = {over_total} = "
           f"{frac:.4g} ({frac:.1%})    GPipe sec. 2.3; Narayanan Eq. (1)")
     in_flight = pipeline.microbatches_in_flight("1f1b", p, m)
     print(f"  {labels[2]:<{w}}GPipe m = {m}; 1F1B min(p, m) = {in_flight}"
@@ -62,5 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if p > 1:
         need = pipeline.min_microbatches_for_bubble(p, 0.2, v)
         print("  " + _(NEEDS_M).format(need=need) + (" " + _(MULTIPLE_OF_P) if v > 1 else ""))
+    else:
+        print(_(ONE_STAGE))
     print(_(FIRST_CAN_EXCEED))
     return 0

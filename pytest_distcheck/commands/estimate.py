@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from decimal import Decimal
 
     from pytest_distcheck.budget.errors import BudgetRefused, usd
+    from pytest_distcheck.budget.pricing import LIVE_SOURCE
     from pytest_distcheck.commands.budget import load_guard
 
     if args.count < 1 or not args.minutes > 0:
@@ -83,11 +84,12 @@ def run(args: argparse.Namespace) -> int:
     where = f"{args.provider} {args.cloud}" if args.provider == "runpod" else args.provider
     print(_(HEADLINE).format(count=args.count, gpu=p.gpu, where=where, span=span, cost=usd(est.usd)))
     date = _(UNDATED) if p.date == "undated" else _(DATED).format(date=p.date)
+    source = _(LIVE_SOURCE).format(cloud=p.cloud) if p.live else _(p.source)  # the shipped table's are messages
     print(_(PRICE_LINE).format(rate=usd(p.usd_per_gpu_hour), origin=_(LIVE) if p.live else _(SHIPPED_TABLE),
-                               source=p.source, date=date, recorded=p.recorded,
+                               source=source, date=date, recorded=p.recorded,
                                confidence=_(CONFIDENCE.get(p.confidence, p.confidence))))
     print(_(BILLING_LINE).format(granularity=b.granularity_s, minimum=b.minimum_s, billed=est.billed_s,
-                                 source=b.source))
+                                 source=_(b.source)))
     if args.provider == "runpod":
         from pytest_distcheck.pods.rehearsal import NOT_COVERED
 

@@ -28,11 +28,16 @@ STATES_ROW = N_("  {name:<30} {formula:<24} {total}   (params {params}, grads {g
                 "{section}")
 HYBRID_ROW = N_("FULL_SHARD within a node (torch fsdp/api.py)")
 DISTOPT_NAME = N_("Megatron distributed optimizer")
+DISTOPT_SOURCE = N_("Megatron-LM README, 'Distributed Optimizer'")
 OFFLOAD_LINE = N_("  offload {options}: per GPU {gpu} ({gpu_formula}); per node CPU {cpu} ({cpu_formula}){nvme}  "
                   "{source}")
 PLAN_TOTAL = N_("plan TP={tp} x PP={pp} x CP={cp} x DP={dp}, {zero}, recompute {recompute}: {total} per GPU = "
                 "states {states} + activations {activations} + gathered unit {gathered} + margin {margin} "
                 "(variant zero-paper)")
+# After PLAN_TOTAL when --variant is not zero-paper: the plan's total is still the paper's count, and why.
+PLAN_VARIANT = N_("  (the plan counts --zero and --recipe as the ZeRO paper does, whatever --variant, and adds "
+                  "activations and the gathered unit to that; the {variant} table above is that framework's own "
+                  "estimate, to compare with)")
 UNIT_NOTE = {"GB": N_("GB = 1e9 bytes"), "GiB": N_("GiB = 2^30 bytes, what DeepSpeed prints as \"GB\"")}
 FRAMEWORK_HEADER = N_("model states, variant {variant} ({source}); {unit_note}")
 DISTOPT_GROUP = N_("  per GPU, d = N_d = {group}, Psi = {local:.4g} per GPU")
@@ -197,14 +202,13 @@ def _paper_rows(args: argparse.Namespace, memory, precision, recipe, k: float, s
     if distopt:
         d = states("megatron-distopt")
         formula = _formula(recipe, "megatron-distopt", precision)
-        print(f"  {_(DISTOPT_NAME):<{width}} {formula:<24} {_fmt(args, d.total_bytes, 10)}"
-              "   Megatron-LM README, 'Distributed Optimizer'")
+        print(f"  {_(DISTOPT_NAME):<{width}} {formula:<24} {_fmt(args, d.total_bytes, 10)}   {_(DISTOPT_SOURCE)}")
     if args.offload_optimizer != "none" or args.offload_param != "none":
         pl = _placement(args, k, recipe)
         nvme = f", NVMe {_fmt(args, pl.nvme_bytes)}" if pl.nvme_bytes else ""
         print(_(OFFLOAD_LINE).format(options=pl.options, gpu=_fmt(args, pl.gpu_bytes), gpu_formula=pl.gpu_formula,
                                      cpu=_fmt(args, pl.host_bytes), cpu_formula=pl.host_formula, nvme=nvme,
-                                     source=SOURCES[ZERO_PAPER]))
+                                     source=_(SOURCES[ZERO_PAPER])))
 
 
 def _placement(args: argparse.Namespace, k: float, recipe):
@@ -220,7 +224,7 @@ def _placement(args: argparse.Namespace, k: float, recipe):
 def _framework_rows(args: argparse.Namespace, estimators, recipe, local: float, group: int) -> None:
     """The tables of a framework's own estimator: DeepSpeed's (per CPU | per GPU | options, like DeepSpeed) or
     the Megatron-LM README's bytes per parameter."""
-    head = _(FRAMEWORK_HEADER).format(variant=args.variant, source=estimators.SOURCES[args.variant],
+    head = _(FRAMEWORK_HEADER).format(variant=args.variant, source=_(estimators.SOURCES[args.variant]),
                                       unit_note=_(UNIT_NOTE[args.unit]))
     if args.variant == estimators.MEGATRON_DISTOPT:
         print(head + "\n" + _(DISTOPT_GROUP).format(group=group, local=local))
@@ -317,6 +321,8 @@ def _plan(args: argparse.Namespace, memory, precision, states, k: float) -> None
         tp=args.tp, pp=args.pp, cp=args.cp, dp=args.dp, zero=args.zero, recompute=args.recompute,
         total=_fmt(args, total), states=_fmt(args, st), activations=_fmt(args, pm.activation_bytes),
         gathered=_fmt(args, gathered), margin=_fmt(args, args.margin_gb * 1e9)))
+    if args.variant != "zero-paper":
+        print(_(PLAN_VARIANT).format(variant=args.variant))
     notes = list(pm.assumptions)
     if args.k is not None:
         notes[0] = _(K_NOTE).format(k=k)

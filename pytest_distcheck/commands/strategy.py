@@ -20,6 +20,7 @@ from pytest_distcheck.i18n import N_, _, ngettext
 
 CHECK_KEYS = ("tp", "pp", "dp", "cp", "zero", "recompute")
 GIVE = N_("give {missing} (or --rules for the decision table)")
+OR_FLAG = N_("{flag} (or {other})")  # one of the flags GIVE names: "--params (or --model)"
 # --check's spec (argparse says them as "argument --check: ...")
 NOT_KEY_VALUE = N_("{item!r}: expected KEY=VALUE with KEY one of {keys}")
 RECOMPUTE_VALUES = N_("{item!r}: recompute is none, selective or full")
@@ -29,6 +30,8 @@ RULES_HEADER = N_("decision table of distcheck strategy, in its order of prefere
 RULE_LINE = N_("  [{rule}] {text}\n        source: {source}")
 CLUSTER = N_("{gpus} GPUs ({nodes} x {per_node}, {memory:g} GB, {intra}{inter}); model {params:.4g} parameters")
 INTER_NODE = N_(", {inter} inter-node")
+# --inter's values as INTER_NODE says them (the flag's values stay fast/slow)
+LINK_SPEED = {"fast": N_("fast"), "slow": N_("slow")}
 ARCHITECTURE = N_("architecture {name}: L = {layers} layers, h = {hidden}, a = {heads} heads ({kv_heads} KV heads), "
                   "s = {seq_len} tokens; source: {source}")
 MORE = N_("... {n} more ...")
@@ -129,7 +132,7 @@ def print_rules() -> None:
 
     print(_(RULES_HEADER))
     for rule, (text, source) in RULES.items():
-        print(_(RULE_LINE).format(rule=rule, text=_(text), source=source))
+        print(_(RULE_LINE).format(rule=rule, text=_(text), source=_(source)))
 
 
 def _model(args: argparse.Namespace):
@@ -143,26 +146,26 @@ def _model(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from pytest_distcheck.errors import ConfigError, DistcheckError
+    from pytest_distcheck.errors import DistcheckError
     from pytest_distcheck.strategy import ARCHITECTURES, Cluster
 
     if args.rules:
         print_rules()
         return 0
-    needed = (("--params (or --model)", args.params or args.model), ("--gpu-memory-gb", args.gpu_memory_gb),
-              ("--gpus-per-node", args.gpus_per_node))
+    needed = ((_(OR_FLAG).format(flag="--params", other="--model"), args.params or args.model),
+              ("--gpu-memory-gb", args.gpu_memory_gb), ("--gpus-per-node", args.gpus_per_node))
     missing = [flag for flag, value in needed if value is None]
-    if missing:
-        raise ConfigError("distcheck strategy", "", _(GIVE).format(missing=", ".join(missing)))
+    if missing:  # main() prefixes "distcheck strategy: "
+        raise DistcheckError(_(GIVE).format(missing=", ".join(missing)))
     model = _model(args)
     cluster = Cluster(args.gpu_memory_gb, args.gpus_per_node, args.nodes, args.intra, args.inter)
-    inter = _(INTER_NODE).format(inter=cluster.inter_node) if cluster.nodes > 1 else ""
+    inter = _(INTER_NODE).format(inter=_(LINK_SPEED[cluster.inter_node])) if cluster.nodes > 1 else ""
     print(_(CLUSTER).format(gpus=cluster.gpus, nodes=nodes(cluster.nodes), per_node=cluster.gpus_per_node,
                             memory=cluster.gpu_memory_gb, intra=cluster.intra_node, inter=inter, params=model.params))
     if args.model:
         arch = ARCHITECTURES[args.model]
         print(_(ARCHITECTURE).format(name=args.model, layers=model.layers, hidden=model.hidden, heads=model.heads,
-                                     kv_heads=model.kv_heads, seq_len=model.seq_len, source=arch.source))
+                                     kv_heads=model.kv_heads, seq_len=model.seq_len, source=arch.cited))
     try:
         if args.check:
             return _check(model, cluster, args)
@@ -175,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _rules(rules) -> None:
     for rule in rules:
-        print(_(RULE_LINE).format(rule=rule.id, text=rule.text, source=rule.source))
+        print(_(RULE_LINE).format(rule=rule.id, text=rule.text, source=_(rule.source)))
 
 
 def _rejected(rejected) -> None:

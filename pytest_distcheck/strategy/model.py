@@ -19,43 +19,48 @@ ZERO3_MAX_DP = 512
 # `distcheck strategy --rules` prints it; theory 02, "Choosing a plan by topology", shows that output.
 RULES: dict[str, tuple[str, str]] = {
     "R0": (N_("the whole model's states + activations fit on one GPU -> DDP (data parallelism only)"),
-           "HF Transformers docs, perf_train_gpu_many, 'Scalability strategy' (fits on a single GPU: DDP or ZeRO)"),
+           N_("HF Transformers docs, perf_train_gpu_many, 'Scalability strategy' (fits on a single GPU: DDP or "
+              "ZeRO)")),
     "R1": (N_("else ZeRO-1, then ZeRO-2, over all GPUs, when it fits -> the smallest such stage; its communication "
               "equals DDP's. Not across a slow inter-node link (R2)"),
-           "Rajbhandari et al. 2019 (ZeRO) sec. 5.1-5.2 memory, sec. 7.2.1 communication = DDP's"),
+           N_("Rajbhandari et al. 2019 (ZeRO) sec. 5.1-5.2 memory, sec. 7.2.1 communication = DDP's")),
     "R2": (N_("several nodes -> FSDP HYBRID_SHARD (shard in a node, replicate across): after ZeRO-1/2 on fast links, "
               "before any ZeRO stage over all GPUs on a slow inter-node link (only the all-reduce of each rank's 1/G "
               "gradient shard crosses nodes), after the pipeline plans on PCIe nodes (R5)"),
-           "torch/distributed/fsdp/api.py ShardingStrategy.HYBRID_SHARD (fully_shard with a 2-D mesh: HSDP); NVIDIA, "
-           "'Massively scale your deep learning training with NCCL 2.4' (2019): trees for all-reduce only"),
+           N_("torch/distributed/fsdp/api.py ShardingStrategy.HYBRID_SHARD (fully_shard with a 2-D mesh: HSDP); "
+              "NVIDIA, 'Massively scale your deep learning training with NCCL 2.4' (2019): trees for all-reduce "
+              "only")),
     "R3": (N_("only full sharding fits -> ZeRO-3 / FSDP FULL_SHARD over all GPUs (1.5x DDP's communication); not over "
               "a slow inter-node link, not on >= 512 GPUs"),
            "Rajbhandari et al. 2019 (ZeRO) sec. 7.2.2; HF perf_train_gpu_many; Ultra-Scale Playbook"),
     "R4": (N_("no data-parallel sharding fits -> TP x PP x DP: TP within a node (t <= GPUs per node, t divides the "
               "heads), PP across nodes, the smallest t x p first, DP with ZeRO-1"),
-           "Narayanan et al. 2021 sec. 3.2, Takeaways #1 and #2; Shoeybi et al. 2019 sec. 3 (heads split over TP); "
-           "vLLM docs, parallelism_scaling (TP = GPUs per node, PP = nodes)"),
+           N_("Narayanan et al. 2021 sec. 3.2, Takeaways #1 and #2; Shoeybi et al. 2019 sec. 3 (heads split over "
+              "TP); vLLM docs, parallelism_scaling (TP = GPUs per node, PP = nodes)")),
     "R5": (N_("no NVLink/NVSwitch in a node (PCIe) -> no TP; pipeline plans are tried before ZeRO-3 (PP sends only "
               "activations between GPUs)"),
-           "HF Transformers docs v4.39, perf_train_gpu_many, 'Model doesn't fit onto a single GPU' (without NVLink, "
-           "PP is faster than TP or ZeRO); vLLM docs, parallelism_scaling (no NVLink, e.g. L40S: PP instead of TP)"),
+           N_("HF Transformers docs v4.39, perf_train_gpu_many, 'Model doesn't fit onto a single GPU' (without "
+              "NVLink, PP is faster than TP or ZeRO); vLLM docs, parallelism_scaling (no NVLink, e.g. L40S: PP "
+              "instead of TP)")),
     "R6": (N_("PP -> its data-parallel part uses ZeRO-1, not ZeRO-2/3"),
-           "HF perf_train_gpu_many (ZeRO-2/3 with PP); Ultra-Scale Playbook"),
+           N_("HF perf_train_gpu_many (ZeRO-2/3 with PP); Ultra-Scale Playbook")),
     "R7": (N_("TP -> with sequence parallelism (no extra communication in the paper's count)"),
            "Korthikanti et al. 2022 sec. 4.2.2"),
     "R8": (N_("nothing fits -> selective, then full activation recomputation; then context parallelism (CP, the "
               "sequence split over ranks) the same way"),
-           "Korthikanti et al. 2022 sec. 5 (selective) and Table 2 (full recomputation); Megatron-Core context "
-           "parallelism docs"),
+           N_("Korthikanti et al. 2022 sec. 5 (selective) and Table 2 (full recomputation); Megatron-Core context "
+              "parallelism docs")),
     "R9": (N_("PP -> m >= 4(p-1) micro-batches keep the bubble <= 1/5 of the iteration, (p-1)/(m+p-1)"),
            "Huang et al. 2019 (GPipe) sec. 2.3; Narayanan et al. 2021 sec. 2.2.1"),
 }
+# The sources with words of their own ("and", "memory", "(residual states)") are catalog messages: the command
+# speaks every source as _(source); titles of papers and pages stay as published.
 SOURCES = {rule: source for rule, (_when, source) in RULES.items()} | {
-    "ACT": "Korthikanti et al. 2022 sec. 4.2.3, Eq. (5) and (6); shapes from Narayanan et al. 2021 Table 1",
-    "FIT": "Rajbhandari et al. 2019 (ZeRO) sec. 3.2 (residual states)",
-    "SIZE": "a plan uses every GPU: TP x PP x CP x DP = GPUs (Narayanan et al. 2021 sec. 3, n = p t d)",
-    "INF": "Pope et al. 2022, 'Efficiently Scaling Transformer Inference', sec. 2 (KV cache); vLLM docs, "
-           "parallelism_scaling (TP within a node, PP across nodes)",
+    "ACT": N_("Korthikanti et al. 2022 sec. 4.2.3, Eq. (5) and (6); shapes from Narayanan et al. 2021 Table 1"),
+    "FIT": N_("Rajbhandari et al. 2019 (ZeRO) sec. 3.2 (residual states)"),
+    "SIZE": N_("a plan uses every GPU: TP x PP x CP x DP = GPUs (Narayanan et al. 2021 sec. 3, n = p t d)"),
+    "INF": N_("Pope et al. 2022, 'Efficiently Scaling Transformer Inference', sec. 2 (KV cache); vLLM docs, "
+              "parallelism_scaling (TP within a node, PP across nodes)"),
 }
 
 # Narayanan et al. 2021 (arXiv:2104.04473), Table 1: (parameters, heads, hidden, layers); s = 2048, V = 51200
@@ -120,7 +125,8 @@ class Cluster:
 
 @dataclass(frozen=True)
 class Rule:
-    """A rule that fired (or that a plan breaks): its id in the decision table, what it says here, its source."""
+    """A rule that fired (or that a plan breaks): its id in the decision table, what it says here (in the language
+    in use), its source (the English catalog message of :data:`SOURCES`; the command speaks it as ``_(source)``)."""
 
     id: str
     text: str

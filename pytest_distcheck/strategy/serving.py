@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from pytest_distcheck.calc import inference
 from pytest_distcheck.calc._checks import whole
-from pytest_distcheck.i18n import N_, _
+from pytest_distcheck.i18n import N_, _, ngettext
 from pytest_distcheck.strategy.model import GB, SOURCES, Cluster, Model, Rule, divisors, validate, with_architecture
 
 SERVING = N_("serving {batch} sequences x {context} tokens: weights ({weight_dtype}) + KV cache ({kv_dtype}, {kv} KV "
@@ -16,10 +16,16 @@ PP_ACROSS_NODES = N_(", PP={pp} across nodes")
 PP_ACROSS_GPUS = N_(", PP={pp} across GPUs")
 NO_NVLINK = N_("no NVLink within a node: no tensor parallelism")
 NO_NVLINK_PP = N_("no NVLink within a node: no tensor parallelism; pipeline stages instead")
-PLACED = N_("TP={tp} x PP={pp}: {where}; {replicas} replica(s) on {gpus} GPUs")
 REJECTED = N_("TP={tp} x PP={pp}: {total:.1f} GB per GPU (weights {weights:.1f} GB + KV cache {kv:.1f} GB) > "
               "{usable:.1f} GB")
 NOTHING_FITS = N_("nothing fits: fewer sequences, a shorter context, a smaller KV dtype, or more GPUs")
+
+
+def placed(tp: int, pp: int, where: str, replicas: int, gpus: int) -> str:
+    """The rule text of a placement that fits (English keeps "replica(s)"; Spanish says réplica/réplicas)."""
+    return ngettext("TP={tp} x PP={pp}: {where}; {replicas} replica(s) on {gpus} GPUs",
+                    "TP={tp} x PP={pp}: {where}; {replicas} replica(s) on {gpus} GPUs",
+                    replicas).format(tp=tp, pp=pp, where=where, replicas=replicas, gpus=gpus)
 
 
 @dataclass(frozen=True)
@@ -83,8 +89,7 @@ def choose_inference(model: Model, cluster: Cluster, batch: int, context: int, w
             across = _(PP_ACROSS_NODES if t * p > g else PP_ACROSS_GPUS).format(pp=p) if p > 1 else ""
             if cluster.intra_node == "pcie":
                 rules.append(Rule("R5", _(NO_NVLINK_PP if p > 1 else NO_NVLINK), SOURCES["R5"]))
-            rules.append(Rule("INF", _(PLACED).format(tp=t, pp=p, where=_(TP_IN_NODE) + across,
-                                                      replicas=cluster.gpus // (t * p), gpus=cluster.gpus),
+            rules.append(Rule("INF", placed(t, p, _(TP_IN_NODE) + across, cluster.gpus // (t * p), cluster.gpus),
                               SOURCES["INF"]))
             return InferencePlan(t, p, cluster.gpus // (t * p), w, c, usable, True, tuple(rules), tuple(rejected))
         rejected.append(_(REJECTED).format(tp=t, pp=p, total=(w + c) / GB, weights=w / GB, kv=c / GB,
