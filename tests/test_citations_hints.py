@@ -239,4 +239,4 @@ def test_a_url_citation_says_where_its_line_is_also_in_spanish(tmp_path, resolve
         i18n.use(i18n.DEFAULT)
     assert bad.problem == expected and expected.startswith("una URL no es un PATH: escribe toyparallel/layers.py"), (
         bad.problem)
-    assert "; la línea 49 del archivo instalado de toyparallel 1.2.0 está en RowLinear.forward" in bad.problem
+    assert "; la línea 49 del fichero instalado de toyparallel 1.2.0 está en RowLinear.forward" in bad.problem

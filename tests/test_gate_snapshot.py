@@ -225,3 +225,20 @@ def test_an_honest_repository_gives_the_commits_files_and_a_trusted_workspace(tm
     finally:
         for key in ("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"):
             os.environ.pop(key, None)
+
+
+def test_the_gate_says_when_the_folder_has_work_its_commit_lacks(tmp_path):
+    """Run where the learner works, the gate judges the commit; files changed or never committed are named
+    first, since a hint like `distcheck diagram > docs/tp-sharding.md` would overwrite a drawn page."""
+    from dod_support import git_commit_all
+
+    from pytest_distcheck.dod.gate import NOT_ALL_COMMITTED, not_all_committed
+
+    (tmp_path / "a.md").write_text("a\n")
+    git_commit_all(tmp_path)
+    assert not_all_committed(tmp_path, "abc") == ""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "tp-sharding.md").write_text("drawn\n")
+    (tmp_path / "a.md").write_text("changed\n")
+    said = not_all_committed(tmp_path, "abc")
+    assert said == NOT_ALL_COMMITTED.format(files="2 files", commit="abc", some="a.md, docs/tp-sharding.md"), said

@@ -206,3 +206,19 @@ def test_the_proposed_rerun_names_the_test_from_where_pytest_was_started(pyteste
         "    assert request.getfixturevalue('dist_' + 'world')._nodeid == 'test_x.py::test_a'\n")
     monkeypatch.chdir(pytester.path / "tests")
     pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_the_zygote_imports_the_kit_running_here_not_a_copy_in_the_current_folder(tmp_path, monkeypatch):
+    """A workspace that is a clone of the kit (the gate's copy of a commit) holds a pytest_distcheck/ of its own;
+    the zygote started there must still run this kit (found by the walkthrough of the gate)."""
+    from pytest_distcheck.ranks.zygote import Zygote
+
+    (tmp_path / "pytest_distcheck").mkdir()
+    (tmp_path / "pytest_distcheck" / "__init__.py").write_text("raise SystemExit('the copy in the folder ran')\n")
+    monkeypatch.chdir(tmp_path)
+    zygote = Zygote(str(tmp_path / "zygote.log"))
+    try:
+        zygote.wait_ready()
+    finally:
+        zygote.close()
+    assert "the copy in the folder ran" not in (tmp_path / "zygote.log").read_text()

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest_distcheck
 from pytest_distcheck.dod import snapshot
 from pytest_distcheck.errors import ConfigError, DistcheckError
-from pytest_distcheck.i18n import N_, _, language
+from pytest_distcheck.i18n import N_, _, language, ngettext
 from pytest_distcheck.workspace import (
     DEFAULT_PATH,
     NOT_FOUND_HINT,
@@ -41,6 +41,10 @@ HEADER = N_("distcheck gate: judging commit {commit} of {root} ({files} files; w
              "variables\n")
 EDITABLE = N_("distcheck gate: note: the kit runs from {kit}, inside this workspace (an editable install): a grader "
               "runs the gate with the course's pinned kit installed (docs/ci/known-limitations.md)\n")
+# The learner's folder has work the commit lacks; {files}: ngettext's count, {some}: the first paths.
+NOT_ALL_COMMITTED = N_("distcheck gate: note: {files} here differ from commit {commit} or are not in it ({some}): "
+                       "the gate judges the commit, so commit them first; a command below that makes a file would "
+                       "overwrite yours\n")
 # {command}: git add {path} && git commit, as typed in the folder the gate started in (workspace.at_root).
 NOT_COMMITTED = N_("{path} is not in commit {commit}: {command}")
 
@@ -121,6 +125,23 @@ def pytest_args(snap: snapshot.Snapshot, ws_rel: str, json_path: str | None, md_
     return args + ["--", *found]
 
 
+def not_all_committed(root: Path, commit: str) -> str:
+    """:data:`NOT_ALL_COMMITTED` when ``git status`` under ``root`` lists files (changed, staged or untracked
+    and not ignored), else ``""`` (also when git cannot say)."""
+    from pytest_distcheck.git import run_git
+
+    try:
+        proc = run_git(root, "status", "--porcelain", "-z", "--untracked-files=all", "--", ".")
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    entries = [e[3:] for e in proc.stdout.split("\0") if len(e) > 3 and e[2] == " "] if proc.returncode == 0 else []
+    if not entries:
+        return ""
+    files = ngettext("{n} file", "{n} files", len(entries)).format(n=len(entries))
+    some = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+    return _(NOT_ALL_COMMITTED).format(files=files, commit=commit, some=some)
+
+
 def run(start: Path, json_path: str | None, md_path: str | None, color: str, write: Callable[[str], None]) -> int:
     """The gate for the workspace found walking up from ``start``, in this (isolated) process: pytest's exit
     status, 0 only when the gate passed.
@@ -139,7 +160,8 @@ def run(start: Path, json_path: str | None, md_path: str | None, color: str, wri
         if not (snap.folder / ws_rel).is_file():
             raise DistcheckError(_(NOT_COMMITTED).format(path=ws_rel, commit=snap.commit[:12],
                                                          command=at_root(f"git add {ws_rel} && git commit", root)))
-        write(_(HEADER).format(commit=snap.commit[:12], root=root, files=snap.files) + (note or ""))
+        write(_(HEADER).format(commit=snap.commit[:12], root=root, files=snap.files) + (note or "")
+              + not_all_committed(root, snap.commit[:12]))
         cwd = os.getcwd()
         here = Path(cwd).resolve()
         sub = here.relative_to(root.resolve()).as_posix() if root.resolve() in here.parents else ""

@@ -91,8 +91,11 @@ class Zygote:
                 # No -X pycache_prefix here, unlike the gate's sub-session: the ranks forked from the zygote
                 # run the learner's lab, which can change anything in them anyway (their replies are judged
                 # as untrusted data), and a fresh prefix would compile torch from source each time (+3 s CPU).
+                # -P: -m would put the current folder first on sys.path, and a workspace that is a clone of the
+                # kit (the gate's copy of a commit, say) would give the ranks its pytest_distcheck instead of the
+                # one running here.
                 self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "pytest_distcheck.ranks.zygote", *map(str, fds)],
+                    [sys.executable, "-P", "-m", "pytest_distcheck.ranks.zygote", *map(str, fds)],
                     pass_fds=fds, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     env=env, start_new_session=True, preexec_fn=die_with_parent,
                 )
