@@ -406,3 +406,13 @@ def test_a_malformed_check_registration_names_the_field(workspace_dir):
     result = workspace_dir.runpytest()
     result.stderr.fnmatch_lines(["*distcheck.toml, items[[]0[]].checks[[]0[]]: 'test_alpha' does not match*"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_path_under_the_workspace_root_is_said_from_the_root(workspace_dir):
+    """A check's reason naming a file by its absolute path (a ConfigError's) reads as the table's paths do;
+    under the gate the absolute path would be the temporary copy of the commit."""
+    checks(workspace_dir, "pytest_distcheck.broken(str(Path.cwd() / 'experiments' / 'log.jsonl') + ', line 1: bad')")
+    (workspace_dir.path / "checks" / "test_checks.py").write_text(
+        "from pathlib import Path\n" + (workspace_dir.path / "checks" / "test_checks.py").read_text())
+    result = run(workspace_dir)
+    result.stdout.fnmatch_lines(["BROKEN   alpha  experiments/log.jsonl, line 1: bad"])

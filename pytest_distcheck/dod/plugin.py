@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -249,9 +250,13 @@ class DodPlugin:
         outcome = classify(item_id, rep, call)
         if outcome is None:
             return rep
-        if rep.when == "call":
-            files, flags = _evidence(rep)
-            outcome = CheckOutcome(item_id, item.nodeid, outcome.state, outcome.reason, outcome.command, files, flags)
+        # A path under the workspace root is said from the root, as the table's paths are (under the gate the
+        # root is a temporary copy of the commit, whose name means nothing to the learner).
+        reason = outcome.reason
+        for root in dict.fromkeys((str(self.workspace.root), str(self.workspace.root.resolve()))):
+            reason = reason.replace(root + os.sep, "")
+        files, flags = _evidence(rep) if rep.when == "call" else (outcome.evidence, outcome.flags)
+        outcome = CheckOutcome(item_id, item.nodeid, outcome.state, reason, outcome.command, files, flags)
         info = self.record.checks.get(item.nodeid) if self.record is not None else None
         outcome = judge(outcome, info.problems if info is not None else [])
         normalise(rep, item, outcome, call.excinfo.value if call.excinfo is not None else None)
