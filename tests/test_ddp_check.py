@@ -104,13 +104,13 @@ def _lab_workspace(pytester, lab: str) -> Path:
 
 
 def _live(pytester, *args: str) -> dict:
-    """The live check's outcome (the JSON report's entry) in a fresh pytest process."""
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "live", "--dod-json", "report.json", *args,
-                                  "checks")
+    """The live check's outcome (the JSON report's entry) in a fresh pytest process, and its output (``out``)."""
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "live", "--dod-json", "report.json",
+                                           *args, "checks")
     report = json.loads((pytester.path / "report.json").read_text())
     item = next(it for it in report["items"] if it["id"] == "ddp-allreduce-logged")
     check = next(c for c in item["checks"] if c["nodeid"].endswith("test_ddp_lab_runs_live_on_two_gloo_ranks"))
-    return {**check, "flags": item["flags"]}
+    return {**check, "flags": item["flags"], "out": result.stdout.str()}
 
 
 def _gated_live(pytester) -> dict:
@@ -142,12 +142,11 @@ def test_a_passing_live_run_is_reused_while_nothing_changed_and_never_under_the_
     live = ddp.LIVE_DONE.format(n=2)
     first = _live(pytester)
     assert (first["state"], first["reason"], first["flags"]) == ("done", live, ["confirmed"])
-    cached = _live(pytester)
+    # Reused, in another language: the log's table is made again from the live log, in that language.
+    cached = _live(pytester, "--lang", "es")
     assert cached["state"] == "done" and cached["flags"] == [live_cache.CACHED], cached
-    assert cached["reason"].endswith(f"unchanged since (to run it again, delete {live_cache.FOLDER})")
-    # Reused in another language: the log's table is made again from the live log, in that language.
-    spanish = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "live", "--lang", "es", "checks")
-    out = spanish.stdout.str()
+    assert cached["reason"].endswith(f"(para repetirla, borra {live_cache.FOLDER})"), cached["reason"]
+    out = cached["out"]
     assert "DDP frente a un solo proceso: " in out and "DDP against one process" not in out, out[-3000:]
     assert "reutilizada" in out, out[-3000:]
     cache = (root / live_cache.FOLDER / "ddp-allreduce-logged.json").read_bytes()
