@@ -416,3 +416,18 @@ def test_a_path_under_the_workspace_root_is_said_from_the_root(workspace_dir):
         "from pathlib import Path\n" + (workspace_dir.path / "checks" / "test_checks.py").read_text())
     result = run(workspace_dir)
     result.stdout.fnmatch_lines(["BROKEN   alpha  experiments/log.jsonl, line 1: bad"])
+
+
+def test_a_workspace_that_is_not_the_shipped_dod_says_how_to_restore_it(tmp_path):
+    """Every item is untrusted under the gate, and each row says the fix (docs/ci/known-limitations.md)."""
+    from pathlib import Path
+
+    from pytest_distcheck.dod.state import NOT_SHIPPED, SHIPPED_FIX, State, gate_outcomes
+    from pytest_distcheck.workspace import load_workspace
+
+    ws = load_workspace(Path(__file__).resolve().parents[1] / "checks" / "distcheck.toml")
+    canonical = {"trusted": False, "phase": "35", "problems": ["check file checks/test_quiz_passed.py differs"]}
+    outcomes = gate_outcomes(ws, canonical)
+    assert {o.state for o in outcomes} == {State.UNTRUSTED} and len(outcomes) == len(ws.items)
+    assert outcomes[0].reason == NOT_SHIPPED.format(phase="35", problems=canonical["problems"][0]) + SHIPPED_FIX
+    assert "git checkout origin/main -- checks" in SHIPPED_FIX

@@ -131,6 +131,8 @@ GATE_NODEID = "<distcheck gate>"
 COPIED = N_("copied from the kit: {files} (its reference solutions, course pages and fixtures are teaching material, "
              "never counted as your work)")
 NOT_SHIPPED = N_("the workspace is not the shipped DoD of phase {phase}: {problems}")
+SHIPPED_FIX = N_(" (restore checks/ as the course ships it, e.g. git checkout origin/main -- checks, or install the "
+                 "kit the course pins)")
 NOT_OWN_CHECK = N_("not the kit's own check: {problems}")
 AND_MORE = N_(" (and {n} more)")
 NO_CHECK_RAN = N_("no check ran in this session")
@@ -163,7 +165,7 @@ def gate_outcomes(ws: Workspace, canonical: dict | None) -> list[CheckOutcome]:
         return []
     more = len(canonical["problems"]) - 3
     why = _(NOT_SHIPPED).format(phase=canonical["phase"], problems="; ".join(canonical["problems"][:3])
-                                + (_(AND_MORE).format(n=more) if more > 0 else ""))
+                                + (_(AND_MORE).format(n=more) if more > 0 else "")) + _(SHIPPED_FIX)
     return [CheckOutcome(it.id, GATE_NODEID, State.UNTRUSTED, why) for it in ws.items]
 
 
