@@ -6,18 +6,24 @@ against the installed sources (``pytest_distcheck.citations``); see docs/lab/03-
 
 from __future__ import annotations
 
+import shlex
 import warnings
+from pathlib import Path
 
 import pytest
 
 import pytest_distcheck
-from pytest_distcheck.citations.config import notes_config
+from pytest_distcheck.citations.config import note_template, notes_config
 from pytest_distcheck.citations.resolver import Resolver
 from pytest_distcheck.citations.verdict import notes_verdict
 from pytest_distcheck.citations.verifier import verify_note
 from pytest_distcheck.dod import provenance
 from pytest_distcheck.i18n import _
 from pytest_distcheck.phase35.messages import NO_NOTE, NOTES_DONE, NOTES_TITLE
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.resolve().relative_to(root.resolve()).as_posix()
 
 
 @pytest.mark.local
@@ -28,8 +34,11 @@ def test_reading_notes_cite_design_decisions(distcheck_workspace, distcheck_log,
     item = ws.item("reading-notes-cited")
     missing = [rel for rel in cfg.paths if not ws.resolve(rel).is_file()]
     if len(missing) == len(cfg.paths):
-        pytest_distcheck.pending(
-            _(NO_NOTE).format(paths=", ".join(missing), n=cfg.min_cited_decisions), item.how)
+        # The one command to start with (the reason says what to write); the step in prose if no template exists.
+        templates = [note_template(ws.resolve(rel)) for rel in missing]
+        start = " && ".join(f"cp {shlex.quote(_rel(t, ws.root))} {shlex.quote(rel)}"
+                            for t, rel in zip(templates, missing, strict=True)) if all(templates) else item.how
+        pytest_distcheck.pending(_(NO_NOTE).format(paths=", ".join(missing), n=cfg.min_cited_decisions), start)
     distcheck_evidence(*(ws.resolve(rel) for rel in cfg.paths))
     resolver = Resolver()
     reports = [verify_note(ws.resolve(rel), resolver, label=rel, packages=cfg.packages)

@@ -118,7 +118,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     lines = [_(HEADER).format(world_size=DEFAULT_WORLD_SIZE, timeout=TIMEOUT.positive_float(config), where=where,
                               gate=gate)]
     kit, here = Path(__file__).resolve().parent, config.rootpath / "pytest_distcheck"
-    if (here / "plugin.py").is_file() and kit != here.resolve():
+    # Not under the gate: its folder is a copy of the commit, never the kit that runs (the gate says which it is).
+    if (here / "plugin.py").is_file() and kit != here.resolve() and not config.getoption("distcheck_gate"):
         lines.append(_(OTHER_KIT).format(kit=kit, here=display_path(here, config.rootpath)))
     return lines
 

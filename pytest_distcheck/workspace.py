@@ -357,8 +357,9 @@ def way_to_root(root: Path, here: Path | None = None) -> str | None:
 
 def at_root(command: str, root: Path, here: Path | None = None) -> str:
     """``command``, written to run from the workspace ``root`` (root-relative paths, ``torchrun -m``), as it
-    must be typed in ``here`` (default: the current folder): ``cd UP && command`` (UP: :func:`way_to_root`),
+    must be typed in ``here`` (default: the current folder): ``(cd UP && command)`` (UP: :func:`way_to_root`; a
+    subshell, so that the next command pasted starts from ``here`` too),
     or ``command`` itself at the root (or outside it). The commands the kit prints for a learner to copy whose
     paths are the workspace's (the DoD table's, ``distcheck gate``'s, ``distcheck diagram``'s) go through it."""
     up = way_to_root(root, here)
-    return command if up is None else f"cd {up} && {command}"
+    return command if up is None else f"(cd {up} && {command})"  # a subshell: the learner's shell stays here

@@ -37,7 +37,7 @@ def test_way_to_root(tmp_path):
     assert way_to_root(tmp_path, tmp_path) is None
     assert way_to_root(tmp_path, tmp_path / "a b" / "c") == "../.."
     assert way_to_root(tmp_path / "a b", tmp_path) is None  # outside the workspace: nothing known
-    assert at_root("pytest --dod x", tmp_path, tmp_path / "a b") == "cd .. && pytest --dod x"
+    assert at_root("pytest --dod x", tmp_path, tmp_path / "a b") == "(cd .. && pytest --dod x)"
     assert at_root("pytest --dod x", tmp_path, tmp_path) == "pytest --dod x"
 
 
@@ -49,11 +49,11 @@ def test_every_command_of_the_table_starts_with_the_way_to_the_root(workspace_di
         "*= Definition of Done: phase t1 =*",
         FROM_SUBFOLDER.format(here="docs/deep/", up="../.."),
         "PENDING  alpha  no log yet",
-        "*  -> cd ../.. && make alpha --out results/alpha.json",
-        "*  rerun: cd ../.. && pytest --dod alpha",
+        "*  -> (cd ../.. && make alpha --out results/alpha.json)",
+        "*  rerun: (cd ../.. && pytest --dod alpha)",
         "BLOCKED  beta   blocked by alpha (pending)*",
-        "*  -> cd ../.. && make alpha --out results/alpha.json",
-        "*  rerun: cd ../.. && pytest --dod beta",
+        "*  -> (cd ../.. && make alpha --out results/alpha.json)",
+        "*  rerun: (cd ../.. && pytest --dod beta)",
     ])
 
 
@@ -61,8 +61,8 @@ def test_an_item_blocked_by_one_to_fix_gets_the_way_to_the_root_on_its_rerun(wor
     write_checks(workspace_dir, "pytest_distcheck.broken('line 4: not valid JSON')", "pass")
     _in_subfolder(workspace_dir, monkeypatch, "docs")
     result = workspace_dir.runpytest("-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["*rerun: cd .. && pytest --dod alpha",
-                                 "*-> first fix alpha (broken), then: cd .. && pytest --dod alpha"])
+    result.stdout.fnmatch_lines(["*rerun: (cd .. && pytest --dod alpha)",
+                                 "*-> first fix alpha (broken), then: (cd .. && pytest --dod alpha)"])
 
 
 def test_the_printed_rerun_works_from_the_subfolder_in_a_path_with_spaces(pytester, monkeypatch):
@@ -79,10 +79,10 @@ def test_the_printed_rerun_works_from_the_subfolder_in_a_path_with_spaces(pytest
     first = pytester.runpytest("-p", "no:cacheprovider", "-m", "local", "--rootdir", str(root),
                                "--workspace", "../checks/my dod.toml")
     rerun = _command(first.stdout.str(), "rerun: ")
-    assert rerun == "cd .. && pytest --dod alpha --workspace 'checks/my dod.toml'"
+    assert rerun == "(cd .. && pytest --dod alpha --workspace 'checks/my dod.toml')"
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
-    again = subprocess.run(rerun + " -p no:cacheprovider", shell=True, cwd=here, env=env, capture_output=True,
-                           text=True, timeout=300)
+    again = subprocess.run(rerun.removesuffix(")") + " -p no:cacheprovider)", shell=True, cwd=here, env=env,
+                           capture_output=True, text=True, timeout=300)
     assert "PENDING  alpha  no log yet" in again.stdout, again.stdout + again.stderr
     assert "Definition of Done: phase t1" in again.stdout
 
@@ -93,8 +93,8 @@ def test_the_gate_from_a_subfolder_prints_commands_for_it(workspace_dir):
     write_checks(workspace_dir, PENDING, "pass")
     result = gate_run(workspace_dir, invoked_in="notes")
     result.stdout.fnmatch_lines([FROM_SUBFOLDER.format(here="notes/", up=".."),
-                                 "*-> cd .. && make alpha --out results/alpha.json",
-                                 "*rerun: cd .. && pytest --dod alpha"])
+                                 "*-> (cd .. && make alpha --out results/alpha.json)",
+                                 "*rerun: (cd .. && pytest --dod alpha)"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
@@ -110,4 +110,5 @@ def test_distcheck_diagram_names_the_workspace_page_from_the_root(tmp_path, monk
         "[diagram]\npage = 'docs/tp sharding.md'\nplan = 'lab.plan:PLAN'\nworld_size = 2\n")
     monkeypatch.chdir(tmp_path / "docs")
     assert main(["diagram", "--check"]) == 2
-    assert PAGE_MISSING.format(command="cd .. && distcheck diagram > 'docs/tp sharding.md'") in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert PAGE_MISSING.format(command="(cd .. && distcheck diagram > 'docs/tp sharding.md')") in said

@@ -39,6 +39,11 @@ def test_a_fresh_workspace_under_lang_es_gives_the_checks_reasons_in_spanish(pyt
     assert result.ret == 0, result.stdout.str()[-3000:]
     reasons = {c["nodeid"]: c["reason"]
                for item in json.loads((pytester.path / "dod.json").read_text())["items"] for c in item["checks"]}
+    commands = {c["nodeid"]: c["command"]
+                for item in json.loads((pytester.path / "dod.json").read_text())["items"] for c in item["checks"]}
+    # The notes' first step is one command (the reason says what to write), from the Spanish template.
+    assert commands["checks/test_reading_notes_cited.py::test_reading_notes_cite_design_decisions"] == (
+        "cp docs/es/notes/TEMPLATE.md docs/notes/megatron.md && cp docs/es/notes/TEMPLATE.md docs/notes/fsdp.md")
     i18n.use("es")
     summary = _(m.SPEND_SUMMARY).format(rows=count_rows(0), runs=count_runs(0), total="$0.00", ceiling="$5.00")
     assert summary == "0 filas, 0 ejecuciones; total $0.00 de $5.00"

@@ -12,6 +12,7 @@ Example (``checks/distcheck.toml``)::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.i18n import N_, _
@@ -58,3 +59,17 @@ def notes_config(ws: Workspace) -> NotesConfig:
     if not isinstance(install, str):
         raise ConfigError(ws.path, "notes.install", _(NOT_TEXT).format(value=install))
     return NotesConfig(str_list("paths", True), minimum, str_list("packages", False), install)
+
+
+def note_template(note: Path) -> Path | None:
+    """The template to start ``note`` from: ``TEMPLATE.md`` in the language in use (``docs/es/notes/`` for
+    ``docs/notes/x.md`` under es, as ``distcheck init`` lays them out), else the one beside ``note``; ``None``
+    when neither exists."""
+    from pytest_distcheck.i18n import DEFAULT, language
+
+    beside = note.parent / "TEMPLATE.md"
+    translated = note.parent.parent / language() / note.parent.name / "TEMPLATE.md"
+    for template in ([translated] if language() != DEFAULT else []) + [beside]:
+        if template.is_file():
+            return template
+    return None

@@ -120,16 +120,13 @@ def _verify(
 
 
 def _start_note(path: Path) -> str:
-    """The next step for a note that does not exist: copy the template in the language in use (``docs/es/notes/
-    TEMPLATE.md`` for ``docs/notes/x.md`` under es, as ``distcheck init`` lays them out) or the one beside it,
-    else write it."""
-    from pytest_distcheck.i18n import DEFAULT, language
+    """The next step for a note that does not exist: copy the template (:func:`~pytest_distcheck.citations.config.
+    note_template`), else write it."""
+    from pytest_distcheck.citations.config import note_template
 
-    beside = path.parent / "TEMPLATE.md"
-    translated = path.parent.parent / language() / path.parent.name / "TEMPLATE.md"
-    for template in ([translated] if language() != DEFAULT else []) + [beside]:
-        if template.is_file():
-            return _(FROM_TEMPLATE).format(template=shlex.quote(str(template)), path=shlex.quote(str(path)))
+    template = note_template(path)
+    if template is not None:
+        return _(FROM_TEMPLATE).format(template=shlex.quote(str(template)), path=shlex.quote(str(path)))
     return _(WRITE_IT)
 
 

@@ -41,10 +41,6 @@ HEADER = N_("distcheck gate: judging commit {commit} of {root} ({files} files; w
              "variables\n")
 EDITABLE = N_("distcheck gate: note: the kit runs from {kit}, inside this workspace (an editable install): a grader "
               "runs the gate with the course's pinned kit installed (docs/ci/known-limitations.md)\n")
-# The learner's folder has work the commit lacks; {files}: ngettext's count, {some}: the first paths.
-NOT_ALL_COMMITTED = N_("distcheck gate: note: {files} here differ from commit {commit} or are not in it ({some}): "
-                       "the gate judges the commit, so commit them first; a command below that makes a file would "
-                       "overwrite yours\n")
 # {command}: git add {path} && git commit, as typed in the folder the gate started in (workspace.at_root).
 NOT_COMMITTED = N_("{path} is not in commit {commit}: {command}")
 
@@ -126,7 +122,7 @@ def pytest_args(snap: snapshot.Snapshot, ws_rel: str, json_path: str | None, md_
 
 
 def not_all_committed(root: Path, commit: str) -> str:
-    """:data:`NOT_ALL_COMMITTED` when ``git status`` under ``root`` lists files (changed, staged or untracked
+    """A note naming the files ``git status`` under ``root`` lists (changed, staged or untracked
     and not ignored), else ``""`` (also when git cannot say)."""
     from pytest_distcheck.git import run_git
 
@@ -137,9 +133,13 @@ def not_all_committed(root: Path, commit: str) -> str:
     entries = [e[3:] for e in proc.stdout.split("\0") if len(e) > 3 and e[2] == " "] if proc.returncode == 0 else []
     if not entries:
         return ""
-    files = ngettext("{n} file", "{n} files", len(entries)).format(n=len(entries))
     some = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
-    return _(NOT_ALL_COMMITTED).format(files=files, commit=commit, some=some)
+    return ngettext("distcheck gate: note: {n} file here differs from commit {commit} or is not in it ({some}): the "
+                    "gate judges the commit, so commit it first; a command below that makes a file would overwrite "
+                    "yours\n",
+                    "distcheck gate: note: {n} files here differ from commit {commit} or are not in it ({some}): the "
+                    "gate judges the commit, so commit them first; a command below that makes a file would overwrite "
+                    "yours\n", len(entries)).format(n=len(entries), commit=commit, some=some)
 
 
 def run(start: Path, json_path: str | None, md_path: str | None, color: str, write: Callable[[str], None]) -> int:

@@ -20,12 +20,12 @@ NOT_CHECKED = N_("distcheck: the DoD of phase {phase} was not checked in this ru
 HEADING = N_("Definition of Done: phase {phase}")
 RERUN = N_("rerun: {command}")
 # Under the heading of a run started in a subfolder ({here}/) of the workspace; {up}: cd's way to its root.
-FROM_SUBFOLDER = N_("started in {here}: the paths below are relative to the workspace root, and each command starts "
-                    "with cd {up} && to run there")
+FROM_SUBFOLDER = N_("started in {here}: the paths below are relative to the workspace root, and each command runs "
+                    "there, as (cd {up} && ...)")
 ITEMS_DONE = N_("{done}/{total} items done")
 NOT_CHECKED_HERE = N_(", {n} not checked in this run")
 FLAGGED = N_("; flagged, never a pass: {items}")
-NOTED = N_("; for a grader to look at: {items}")
+NOTED = N_("; noted for the grader, not a failure: {items}")
 GATE_LINE = N_("gate: {verdict} ({summary})")
 # The gate's verdict as the table's last line says it; the reports keep the identifiers (report.PASSED, ...).
 VERDICTS = {PASSED: N_("PASSED"), FAILED: N_("FAILED"), UNVERIFIED: N_("UNVERIFIED")}

@@ -39,7 +39,6 @@ PLAN_LAYER_CHANGED = N_("{layer} is {actual} (expected {style})")
 NOT_THE_DOD_PLAN = N_("{plan} is not the TP plan the DoD fixes: {changes}")
 NO_DIAGRAM_PAGE = N_("{page} not found: expected a page with a Mermaid flowchart of one block of {plan} on "
                      "{n} ranks")
-DRAW_IT = N_("draw it in {page}, then distcheck diagram --check")
 DIAGRAM_DONE = N_("evidence checked, confirmed: the diagram matches the plan")
 
 # checks/test_tp_speedup_gpu.py: the log a paid run (or its rehearsal) leaves in the summary
