@@ -8,7 +8,10 @@ one line that says so, not with an INTERNALERROR at the first missing import.
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import shlex
 import sys
+from pathlib import Path
 
 DIST = "pytest-distcheck"
 
@@ -41,12 +44,15 @@ def missing_dependencies(requires: list[str] | None = None, extra: str = "") -> 
     return missing
 
 
-def missing_message(missing: list[str]) -> str:
-    """What to do when :func:`missing_dependencies` found some."""
+def missing_message(missing: list[str], root: str | Path = ".") -> str:
+    """What to do when :func:`missing_dependencies` found some; ``root``: the kit's checkout (the README's venv
+    is ``root/.venv``), said from the current folder."""
+    up = os.path.relpath(root)
+    venv = ".venv" if up == "." else f"{up}/.venv"
     return (f"pytest-distcheck: this Python ({sys.executable}) lacks the kit's dependencies "
-            f"{', '.join(missing)}: this pytest is not the kit's. Activate the kit's venv "
-            f"(source .venv/bin/activate) or run .venv/bin/pytest; to use this Python instead: "
-            f"{sys.executable} -m pip install -e '.[notes,gpu]'")
+            f"{', '.join(missing)}: this pytest is not the kit's. Activate the venv you installed the kit in (the "
+            f"README's: source {shlex.quote(venv + '/bin/activate')}) or run its pytest; to use this Python instead: "
+            f"{sys.executable} -m pip install torch==2.13.0 -e {shlex.quote(up + '[notes,gpu]')}")
 
 
 def missing_extra_message(extra: str, missing: list[str]) -> str:
