@@ -71,7 +71,8 @@ def test_a_pytest_without_the_kit_s_dependencies_says_so_in_one_line(workspace_d
     result = workspace_dir.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: pytest-distcheck: this Python (*) lacks the kit's dependencies filelock: "
-                                 "this pytest is not the kit's. Activate the venv you installed the kit in (the README's: source .venv/bin/activate)*"])
+                                 "this pytest is not the kit's. Activate the venv you installed the kit in "
+                                 "(the README's: source .venv/bin/activate)*"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
