@@ -112,12 +112,13 @@ def _console_commands(block: str) -> str:
 def quoted_output() -> list[tuple[str, str]]:
     """(English, Spanish) of each code span a page quotes from the kit's output, built from the kit's own messages
     in each language: the twin quotes what the kit prints under es (the budget header of lab 00, a DoD row's
-    label, a citation's status)."""
+    label, a citation's status, lab 02's diagram finding, from the fixture that makes it)."""
     rendered = []
     for lang in (i18n.DEFAULT, ES):
         i18n.use(lang)
         try:
             rendered.append([
+                _diagram_finding(lang),
                 i18n._(HEADER).format(paid=i18n._(PAID_ON).format(usd="$3.00"), left="$5.00", ceiling="$5.00",
                                       spent="$0.00", ledger="experiments/35-cloud-budget.md", held=""),
                 f"{State.DONE.label} reading-notes-cited",
@@ -126,6 +127,21 @@ def quoted_output() -> list[tuple[str, str]]:
         finally:
             i18n.use(i18n.DEFAULT)
     return list(zip(*rendered, strict=True))
+
+
+def _diagram_finding(lang: str) -> str:
+    """Lab 02's example: `distcheck diagram --check` on a page whose mlp.down reads the LayerNorm's output."""
+    import contextlib
+    import io
+
+    from pytest_distcheck.cli import main
+
+    page = ROOT / "fixtures" / "diagrams" / "row-parallel-reads-ln2.md"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["--lang", lang, "diagram", "--check", str(page)])
+    line = next(line for line in out.getvalue().splitlines() if "mlp.down (row-parallel)" in line)
+    return line.split(": ", 1)[1]
 
 
 QUOTED = quoted_output()
