@@ -13,7 +13,12 @@ import shlex
 import sys
 from pathlib import Path
 
+from pytest_distcheck.i18n import N_
+
 DIST = "pytest-distcheck"
+MISSING = N_("pytest-distcheck: this Python ({python}) lacks the kit's dependencies {missing}: this pytest is not the "
+             "kit's. Activate the venv you installed the kit in (the README's: source {activate}) or run its pytest; "
+             "to use this Python instead: {python} -m pip install torch==2.13.0 -e {target}")
 
 
 def missing_dependencies(requires: list[str] | None = None, extra: str = "") -> list[str]:
@@ -47,12 +52,12 @@ def missing_dependencies(requires: list[str] | None = None, extra: str = "") -> 
 def missing_message(missing: list[str], root: str | Path = ".") -> str:
     """What to do when :func:`missing_dependencies` found some; ``root``: the kit's checkout (the README's venv
     is ``root/.venv``), said from the current folder."""
+    from pytest_distcheck.i18n import _
+
     up = os.path.relpath(root)
     venv = ".venv" if up == "." else f"{up}/.venv"
-    return (f"pytest-distcheck: this Python ({sys.executable}) lacks the kit's dependencies "
-            f"{', '.join(missing)}: this pytest is not the kit's. Activate the venv you installed the kit in (the "
-            f"README's: source {shlex.quote(venv + '/bin/activate')}) or run its pytest; to use this Python instead: "
-            f"{sys.executable} -m pip install torch==2.13.0 -e {shlex.quote(up + '[notes,gpu]')}")
+    return _(MISSING).format(python=sys.executable, missing=", ".join(missing),
+                             activate=shlex.quote(venv + "/bin/activate"), target=shlex.quote(up + "[notes,gpu]"))
 
 
 def missing_extra_message(extra: str, missing: list[str]) -> str:

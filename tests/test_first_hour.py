@@ -287,3 +287,14 @@ def test_a_misspelled_config_of_a_command_offers_the_closest_name(tmp_path, monk
     assert main(["budget", "--config", "checks/solution.toml"]) == 2
     assert capsys.readouterr().err == ("distcheck budget: checks/solution.toml: workspace file not found"
                                        + DID_YOU_MEAN.format(path="checks/solutions.toml") + "\n")
+
+
+def test_the_missing_dependencies_line_speaks_the_language_in_use(workspace_dir, monkeypatch):
+    import pytest_distcheck.deps as deps
+
+    monkeypatch.setattr(deps, "missing_dependencies", lambda: ["filelock"])
+    write_checks(workspace_dir)
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--lang", "es")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-distcheck: a este Python (*) le faltan dependencias del kit, filelock: "
+                                 "este pytest no es el del kit. Activa el venv en el que instalaste el kit*"])
