@@ -13,6 +13,7 @@ import pytest
 
 import pytest_distcheck
 from pytest_distcheck.committed import require_committed
+from pytest_distcheck.dod import provenance
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.evidence import in_the_future
 from pytest_distcheck.i18n import _
@@ -55,7 +56,7 @@ def test_quiz_passed(distcheck_workspace, distcheck_evidence):
             correct=best.correct, total=best.total, score=f"{best.score:.0%}", mark=mark, not_counted=not_counted),
             item.how)
     require_committed([cfg.log_path], distcheck_workspace.root)
-    distcheck_evidence(flags=["self-reported", *(["fast-quiz"] if best.too_fast else [])])
+    distcheck_evidence(flags=[provenance.SELF_REPORTED, *([provenance.FAST_QUIZ] if best.too_fast else [])])
     fast = _(m.TOO_FAST).format(seconds=f"{best.seconds:.0f}", total=best.total,
                                 minimum=f"{MIN_SECONDS_PER_ITEM:g}") if best.too_fast else ""
     pytest_distcheck.done(_(m.QUIZ_DONE).format(line=best.line, correct=best.correct, total=best.total,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shlex
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -20,10 +19,7 @@ from pytest_distcheck.citations.verifier import verify_note
 from pytest_distcheck.dod import provenance
 from pytest_distcheck.i18n import _
 from pytest_distcheck.phase35.messages import NO_NOTE, NOTES_DONE, NOTES_TITLE
-
-
-def _rel(path: Path, root: Path) -> str:
-    return path.resolve().relative_to(root.resolve()).as_posix()
+from pytest_distcheck.workspace import display_path
 
 
 @pytest.mark.local
@@ -36,7 +32,7 @@ def test_reading_notes_cite_design_decisions(distcheck_workspace, distcheck_log,
     if len(missing) == len(cfg.paths):
         # The one command to start with (the reason says what to write); the step in prose if no template exists.
         templates = [note_template(ws.resolve(rel)) for rel in missing]
-        start = " && ".join(f"cp {shlex.quote(_rel(t, ws.root))} {shlex.quote(rel)}"
+        start = " && ".join(f"cp {shlex.quote(display_path(t, ws.root))} {shlex.quote(rel)}"
                             for t, rel in zip(templates, missing, strict=True)) if all(templates) else item.how
         pytest_distcheck.pending(_(NO_NOTE).format(paths=", ".join(missing), n=cfg.min_cited_decisions), start)
     distcheck_evidence(*(ws.resolve(rel) for rel in cfg.paths))

@@ -17,7 +17,7 @@ from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.phase_pack import pack_files, pack_root
 
 GITIGNORE_LINES = ("/.distcheck/", ".venv/", "__pycache__/", "*.pyc", ".pytest_cache/")
-# Runs under any pytest, kit or not, so it imports only pytest and the standard library.
+# Runs under any pytest, kit or not, so it imports the kit only once the kit's plugin is known to be loaded.
 CONFTEST = """\
 \"\"\"A workspace's conftest.py (distcheck init writes this one). A pytest that has not loaded the kit
 (pytest-distcheck), or loaded it without its dependencies (from outside the venv, through this folder's
@@ -35,14 +35,14 @@ if "pytest_distcheck.plugin" not in sys.modules:
         f"ERROR: pytest-distcheck: this Python ({sys.executable}) lacks the kit (pytest-distcheck): this pytest is "
         "not the kit's. Activate the venv you installed the kit in (the README's: source "
         f"{os.path.normpath(os.path.join(os.path.relpath(os.path.dirname(__file__)), '.venv/bin/activate'))}) or run "
-        "its "
-        "pytest; to use this Python instead: "
+        "its pytest; to use this Python instead: "
         f"{sys.executable} -m pip install '/path/to/pytest-distcheck[notes,gpu]'\\n")
     raise SystemExit(4)  # pytest's exit code for a usage error
 from pytest_distcheck.deps import missing_dependencies, missing_message  # noqa: E402
 
-if missing_dependencies():
-    sys.stderr.write(f"ERROR: {missing_message(missing_dependencies(), os.path.dirname(__file__))}\\n")
+missing = missing_dependencies()
+if missing:
+    sys.stderr.write(f"ERROR: {missing_message(missing, os.path.dirname(__file__))}\\n")
     raise SystemExit(4)
 """
 PYTEST_INI = """\

@@ -53,7 +53,6 @@ _session_key = pytest.StashKey[str]()
 _max_usd_key = pytest.StashKey["Decimal | None"]()
 
 
-
 def enable_hint() -> str:
     """How to give a session a budget (:data:`ENABLE_HINT`), in the language in use."""
     return _(ENABLE_HINT).format(env=MAX_USD.env, ini=MAX_USD.ini)

@@ -16,6 +16,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.budget.ledger import LedgerRow, make_row
+from pytest_distcheck.errors import at_line
 from pytest_distcheck.i18n import N_, _
 
 RATE_PLACES = Decimal("0.00000001")
@@ -24,7 +25,6 @@ NO_BILL_YET = N_("{run} (pod {pod}): no bill from the provider yet; run --reconc
 CONFIRMED = N_("{run} (pod {pod}): confirmed by the provider, {bill}{where}")
 DIFFERENCE = N_("{run} (pod {pod}): DIFFERENCE: the provider billed {bill}, the kit recorded {kit} ({delta}){where}; "
                 "the provider's bill counts")
-AT_LINE = N_(" (line {line})")
 
 # pod ids -> {pod id: (USD, billed seconds)}; pods the provider has not billed are left out.
 BillFetch = Callable[[list[str]], "dict[str, tuple[Decimal, float]]"]
@@ -51,7 +51,7 @@ class Finding:
 
         if self.provider_usd is None:
             return _(NO_BILL_YET).format(run=self.run_id, pod=self.pod_id)
-        where = _(AT_LINE).format(line=self.row.line) if self.row is not None and self.row.line else ""
+        where = f" ({at_line(self.row.line)})" if self.row is not None and self.row.line else ""
         if self.state == "confirmed":
             return _(CONFIRMED).format(run=self.run_id, pod=self.pod_id, bill=usd(self.provider_usd), where=where)
         return _(DIFFERENCE).format(run=self.run_id, pod=self.pod_id, bill=usd(self.provider_usd),

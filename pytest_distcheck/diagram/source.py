@@ -13,9 +13,9 @@ import ast
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from pytest_distcheck.errors import at_line
 from pytest_distcheck.i18n import N_, _
 
-AT_LINE = N_("line {line}: {problem}")
 CANNOT_READ = N_("cannot read it: {error}")
 NOT_PYTHON = N_("not valid Python: {error}")
 NOT_ONLY_LITERAL = N_("{name} is bound or changed here other than by a literal assignment at the top level: the kit "
@@ -37,7 +37,7 @@ class SourceError(ValueError):
     def __init__(self, line: int, problem: str) -> None:
         self.line = line
         self.problem = problem
-        super().__init__(_(AT_LINE).format(line=line, problem=problem) if line else problem)
+        super().__init__(f"{at_line(line)}: {problem}" if line else problem)
 
 
 def module_sources(module: str) -> tuple[Path, ...]:

@@ -96,8 +96,9 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
         marked = flagged(results)
         if marked:
             summary += _(FLAGGED).format(items=", ".join(marked))
-        if noted(results):
-            summary += _(NOTED).format(items=", ".join(noted(results)))
+        notes = noted(results)
+        if notes:
+            summary += _(NOTED).format(items=", ".join(notes))
         if verdict == UNVERIFIED:
             summary += f"; {unverified_reason(ws.phase_id)}"
         tr.write_line(_(GATE_LINE).format(verdict=_(VERDICTS[verdict]), summary=summary), green=ok, red=not ok,
