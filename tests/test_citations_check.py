@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from dod_support import git_commit_all
 
 from pytest_distcheck.citations.decision import PLACEHOLDER
 from pytest_distcheck.citations.report import SUMMARY, UNSEEN, citations, cited_statements
@@ -21,6 +22,7 @@ from pytest_distcheck.citations.verdict import (
     TOO_FEW,
 )
 from pytest_distcheck.citations.verifier import CHECKED_OTHER, KINDS, NO_DECISION, RECORD_HINT, UNKNOWN_PACKAGE
+from pytest_distcheck.committed import EVIDENCE_MESSAGE, NOT_COMMITTED
 
 REPO = Path(__file__).resolve().parents[1]
 CHECK = REPO / "checks" / "test_reading_notes_cited.py"
@@ -36,7 +38,7 @@ def notes_workspace(pytester, monkeypatch):
     # Another basename: the real check may already be imported in this session under its own name.
     shutil.copy(CHECK, pytester.path / "checks" / "test_notes_check_under_test.py")
 
-    def run(notes: dict[str, Path | None], minimum: int = 5, extra: str = ""):
+    def run(notes: dict[str, Path | None], minimum: int = 5, extra: str = "", commit: bool = True):
         for name, source in notes.items():
             if source is not None:
                 shutil.copy(source, pytester.path / "docs" / name)
@@ -47,6 +49,8 @@ def notes_workspace(pytester, monkeypatch):
             f"[notes]\npaths = {paths!r}\nmin_cited_decisions = {minimum}\n"
             "install = \"pip install -e '.[notes]'\"\n" + extra
         )
+        if commit:
+            git_commit_all(pytester.path)
         return pytester.runpytest("-p", "no:cacheprovider", "checks")
 
     return run
@@ -98,6 +102,26 @@ def test_a_missing_note_is_pending_with_what_to_write(notes_workspace):
         "*-> distcheck cite",
     ])
     assert result.ret == 0
+
+
+def test_a_missing_note_next_to_a_template_is_pending_with_the_copy_of_the_template(notes_workspace, pytester):
+    (pytester.path / "docs" / "notes").mkdir()
+    (pytester.path / "docs" / "notes" / "TEMPLATE.md").write_text("# template\n")
+    result = notes_workspace({"a.md": NOTES / "good.md", "notes/fsdp.md": None})
+    result.stdout.fnmatch_lines(["*-> cp docs/notes/TEMPLATE.md docs/notes/fsdp.md"])
+    assert result.ret == 0
+
+
+def test_notes_that_are_right_but_not_committed_are_pending_with_the_git_command(notes_workspace, pytester):
+    # The gate judges the commit, where uncommitted notes are absent: done here would be "no note yet" there.
+    git_commit_all(pytester.path)  # a repository whose commit lacks the notes
+    result = notes_workspace({"a.md": NOTES / "good.md", "b.md": NOTES / "good.md"}, commit=False)
+    result.stdout.fnmatch_lines([
+        "PENDING  reading-notes-cited  " + NOT_COMMITTED.format(path="docs/a.md") + "; "
+        + NOT_COMMITTED.format(path="docs/b.md"),
+        f'*-> git add docs/a.md docs/b.md && git commit -m "{EVIDENCE_MESSAGE}"',
+    ])
+    assert "DONE " not in result.stdout.str()
 
 
 def test_a_cited_package_that_is_not_installed_is_pending_with_the_install_command(notes_workspace):

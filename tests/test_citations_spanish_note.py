@@ -48,7 +48,7 @@ def _note_from_the_spanish_template(tmp_path: Path) -> Path:
     assert "[cite: PACKAGE PATH::SYMBOL" in example  # the part a learner replaces
     sections = [f"## {n}. {title}\n\n{text}\n{CITE.format(cite)}.\n"
                 for n, (title, text, cite) in enumerate(DECISIONS, start=1)]
-    head = head.replace("checked-against: megatron-core 0.16.1", "checked-against: toyparallel 1.2.0")
+    head = "---\nchecked-against: toyparallel 1.2.0\n---\n\n" + head  # what distcheck cite --record writes
     note = tmp_path / "docs" / "notes" / "megatron.md"
     note.parent.mkdir(parents=True)
     note.write_text(head + "\n" + "\n".join(sections), encoding="utf-8")
