@@ -10,6 +10,7 @@ other form when it moved the rootdir, so the run stops with that advice instead 
 from __future__ import annotations
 
 import inspect
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +66,15 @@ def misread_option_paths(config: Any) -> str | None:
     right = _rootdir_without(config)
     if right is None or right.resolve() == Path(config.rootpath).resolve():
         return None
-    fixed = " ".join(f"{opt}={val}" for opt, val in pairs)
-    return _(MISREAD_PATH).format(given=" ".join(f"{o} {v}" for o, v in pairs), rootdir=config.rootpath, fixed=fixed)
+    given, fixed = as_written_and_fixed(pairs)
+    return _(MISREAD_PATH).format(given=given, rootdir=config.rootpath, fixed=fixed)
+
+
+def as_written_and_fixed(pairs: list[tuple[str, str]]) -> tuple[str, str]:
+    """``(option, path)`` pairs as written (``--dod-json PATH``) and in the form to paste instead
+    (``--dod-json=PATH``), each quoted for a POSIX shell (a path with a space stays one word)."""
+    return (" ".join(f"{o} {shlex.quote(v)}" for o, v in pairs),
+            " ".join(shlex.quote(f"{o}={v}") for o, v in pairs))
 
 
 def subfolder_checks(config: Any, checks_dir: Path, root: Path) -> list[str] | None:

@@ -11,7 +11,7 @@ import pytest
 from dod_support import git_commit_all, unverified, write_checks
 
 from pytest_distcheck.cli import main
-from pytest_distcheck.cmdline import separate_path_values
+from pytest_distcheck.cmdline import as_written_and_fixed, separate_path_values
 from pytest_distcheck.workspace import find_workspace_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,6 +92,12 @@ def test_a_workspace_above_the_rootdir_is_named_with_what_to_do(workspace_dir, m
 def test_separate_path_values():
     assert separate_path_values(["--gate", "--dod-json", "a.json", "--dod-markdown=b.md", "-x"]) == [
         ("--dod-json", "a.json")]
+
+
+def test_the_fixed_form_of_a_path_with_a_space_pastes_as_one_word():
+    assert as_written_and_fixed([("--dod-json", "/tmp/odd setups/r.json"), ("--workspace", "w.toml")]) == (
+        "--dod-json '/tmp/odd setups/r.json' --workspace w.toml",
+        "'--dod-json=/tmp/odd setups/r.json' --workspace=w.toml")
 
 
 def test_an_existing_report_path_never_moves_the_rootdir(workspace_dir, tmp_path_factory):
