@@ -146,6 +146,9 @@ def test_the_gate_passes_only_with_every_item_done_and_none_flagged_on_the_shipp
                          outcomes=(CheckOutcome("a", "n", State.DONE, "ok", flags=("self-reported", "copied")),))]
     assert flagged(copied) == ["a (copied)"] and noted(copied) == []
     assert gate_verdict(copied, {"trusted": True}) == "failed"
+    # An item that is not done says so in its state; "noted, not a failure" would contradict it.
+    untrusted = [ItemResult("a", "A", State.UNTRUSTED, "edited check", "make a", outcomes=fast[0].outcomes)]
+    assert noted(untrusted) == []
 
 
 def test_a_note_for_a_grader_is_in_the_gate_line_the_report_and_the_summary(workspace_dir):

@@ -57,10 +57,11 @@ def flagged(results: list[ItemResult]) -> list[str]:
 
 
 def noted(results: list[ItemResult]) -> list[str]:
-    """``item (flag, ...)`` for each item whose evidence carries a note for a grader (fast-quiz); it passes."""
+    """``item (flag, ...)`` for each done item whose evidence carries a note for a grader (fast-quiz); the note does
+    not keep it from passing. An item not done (untrusted, pending, ...) is not noted: its state says enough."""
     from pytest_distcheck.dod.provenance import NOTES
 
-    return _with_flags(results, lambda f: f in NOTES)
+    return _with_flags([r for r in results if r.state is State.DONE], lambda f: f in NOTES)
 
 
 def gate_verdict(results: list[ItemResult], canonical: dict[str, Any] | None) -> str:
