@@ -245,3 +245,9 @@ def test_the_gate_says_when_the_folder_has_work_its_commit_lacks(tmp_path):
                            "docs/tp-sharding.md): the gate judges the commit, so commit them first"), said
     (tmp_path / "a.md").write_text("a\n")
     assert not_all_committed(tmp_path, "abc").startswith("distcheck gate: note: 1 file here differs from commit abc")
+    # A venv under another name than .gitignore's .venv/ is no work the commit lacks (nor told to be committed).
+    for name in ("venv/pyvenv.cfg", "venv/bin/activate", "venv/lib/python3.11/site-packages/x.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x\n")
+    assert not_all_committed(tmp_path, "abc").startswith("distcheck gate: note: 1 file here differs from commit abc "
+                                                         "or is not in it (docs/tp-sharding.md)")

@@ -123,7 +123,9 @@ def pytest_args(snap: snapshot.Snapshot, ws_rel: str, json_path: str | None, md_
 
 def not_all_committed(root: Path, commit: str) -> str:
     """A note naming the files ``git status`` under ``root`` lists (changed, staged or untracked
-    and not ignored), else ``""`` (also when git cannot say)."""
+    and not ignored), else ``""`` (also when git cannot say). An untracked virtual environment (a folder
+    holding a ``pyvenv.cfg``, such as ``venv/`` where .gitignore names only ``.venv/``) is never evidence
+    and is left out."""
     from pytest_distcheck.git import run_git
 
     try:
@@ -131,6 +133,8 @@ def not_all_committed(root: Path, commit: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return ""
     entries = [e[3:] for e in proc.stdout.split("\0") if len(e) > 3 and e[2] == " "] if proc.returncode == 0 else []
+    venvs = tuple(e[: -len("pyvenv.cfg")] for e in entries if e.endswith("/pyvenv.cfg"))
+    entries = [e for e in entries if not e.startswith(venvs)]
     if not entries:
         return ""
     some = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
