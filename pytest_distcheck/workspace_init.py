@@ -31,12 +31,24 @@ import sys
 # At import, not in a hook: an ini file's addopts (--dist) fails pytest's argument parsing before any hook.
 # The kit's entry point (or -p pytest_distcheck.plugin) has imported its plugin by now, when installed.
 if "pytest_distcheck.plugin" not in sys.modules:
-    sys.stderr.write(
-        f"ERROR: pytest-distcheck: this Python ({sys.executable}) lacks the kit (pytest-distcheck): this pytest is "
-        "not the kit's. Activate the venv you installed the kit in (the README's: source "
-        f"{os.path.normpath(os.path.join(os.path.relpath(os.path.dirname(__file__)), '.venv/bin/activate'))}) or run "
-        "its pytest; to use this Python instead: "
-        f"{sys.executable} -m pip install '/path/to/pytest-distcheck[notes,gpu]'\\n")
+    import shlex
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    venvs = sorted((n for n in os.listdir(here) if os.path.isfile(os.path.join(here, n, "pyvenv.cfg"))),
+                   key=lambda n: (n != ".venv", n))  # the README's .venv first
+    activate = (shlex.quote(os.path.relpath(os.path.join(here, venvs[0], "bin", "activate"))) if venvs
+                else "PATH/TO/VENV/bin/activate")
+    # Without the kit there is no catalog: its two languages are here, chosen as the kit would (no ini key).
+    lang = os.environ.get("DISTCHECK_LANG") or next(
+        (os.environ[v] for v in ("LC_ALL", "LC_MESSAGES", "LANG") if os.environ.get(v)), "")
+    line = ("pytest-distcheck: a este Python ({python}) le falta el kit (pytest-distcheck): este pytest no es el del "
+            "kit. Activa el venv en el que instalaste el kit (source {activate}) o ejecuta su pytest; para usar este "
+            "Python: {python} -m pip install '/ruta/a/pytest-distcheck[notes,gpu]'"
+            if lang.strip().lower().startswith("es") else
+            "pytest-distcheck: this Python ({python}) lacks the kit (pytest-distcheck): this pytest is not the kit's. "
+            "Activate the venv you installed the kit in (source {activate}) or run its pytest; to use this Python "
+            "instead: {python} -m pip install '/path/to/pytest-distcheck[notes,gpu]'")
+    sys.stderr.write("ERROR: " + line.format(python=sys.executable, activate=activate) + "\\n")
     raise SystemExit(4)  # pytest's exit code for a usage error
 from pytest_distcheck.deps import missing_dependencies, missing_message  # noqa: E402
 

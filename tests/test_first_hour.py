@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shlex
+import sys
 import textwrap
 import tomllib
 from pathlib import Path
@@ -68,12 +70,33 @@ def test_a_pytest_without_the_kit_s_dependencies_says_so_in_one_line(workspace_d
 
     monkeypatch.setattr(deps, "missing_dependencies", lambda: ["filelock"])
     write_checks(workspace_dir)
+    (workspace_dir.path / "venv").mkdir()  # the venv under another name than the README's .venv
+    (workspace_dir.path / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     result = workspace_dir.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: pytest-distcheck: this Python (*) lacks the kit's dependencies filelock: "
                                  "this pytest is not the kit's. Activate the venv you installed the kit in "
-                                 "(the README's: source .venv/bin/activate)*"])
+                                 "(source venv/bin/activate)*"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_venv_started_by_its_full_path_says_its_commands_need_it_activated(workspace_dir, monkeypatch):
+    """`.venv/bin/pytest -m local` without activating: the table's bare `distcheck ...` would run another copy
+    (or none); the header says to activate first, naming the venv from where pytest started."""
+    import shutil
+    import sysconfig
+
+    import pytest_distcheck.deps as deps
+
+    scripts = Path(sysconfig.get_path("scripts"))
+    if sys.prefix == sys.base_prefix or not (scripts / "distcheck").is_file():
+        pytest.skip("this suite does not run in a venv with the kit's commands")
+    write_checks(workspace_dir)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    result = workspace_dir.runpytest("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([deps.NOT_ACTIVATED.format(activate=shlex.quote(str(scripts / "activate")))])
+    monkeypatch.setattr(shutil, "which", lambda name: str(scripts / name))  # activated: nothing to say
+    assert deps.not_activated(workspace_dir.path, workspace_dir.path) is None
 
 
 def test_unknown_markers():

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_distcheck.cli import main
 from pytest_distcheck.commands.init import HERE, READY
+from pytest_distcheck.deps import SOME_VENV
 from pytest_distcheck.phase_pack import pack_files, pack_root
 from pytest_distcheck.workspace_init import CONFTEST, PYTEST_INI, init_workspace
 
@@ -132,12 +133,15 @@ def test_this_repository_has_the_conftest_init_writes():
     assert (REPO / "conftest.py").read_text(encoding="utf-8") == CONFTEST
 
 
-@pytest.mark.parametrize("made_by", ["init", "a clone of this repository", "a clone with its egg-info"])
-def test_a_pytest_outside_the_venv_stops_with_one_line(tmp_path, made_by):
+@pytest.mark.parametrize(("made_by", "venv", "lang"), [
+    ("init", None, "es"), ("a clone of this repository", ".venv", ""), ("a clone with its egg-info", "venv", "")])
+def test_a_pytest_outside_the_venv_stops_with_one_line(tmp_path, made_by, venv, lang):
     """README: "A `pytest` from outside the venv stops with a message saying so", in a workspace made by init
     (before: one ModuleNotFoundError traceback per check file) and in this one, whose addopts name xdist's
     --dist (before: "unrecognized arguments: --dist"), also when the clone's egg-info (an editable install in
-    another Python) lets that pytest load the plugin from the clone without its dependencies."""
+    another Python) lets that pytest load the plugin from the clone without its dependencies. The line names the
+    venv found in the workspace (the README's .venv, or another name), else a path to fill in; in Spanish under es
+    (no catalog without the kit: conftest.py holds both)."""
     ws = tmp_path / "ws"
     if made_by == "init":
         assert init_workspace(ws).conflicts == []
@@ -156,14 +160,21 @@ def test_a_pytest_outside_the_venv_stops_with_one_line(tmp_path, made_by):
     # A system Python with some of the kit's dependencies: enough for the plugin to import, not xdist's --dist.
     some = (("jsonschema", "attrs", "referencing", "rpds-py", "jsonschema-specifications", "typing-extensions")
             if "egg-info" in made_by else ())
+    if venv:
+        (ws / venv).mkdir()
+        (ws / venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    env = {**os.environ, "DISTCHECK_LANG": lang}
     proc = subprocess.run([*_pytest_without_the_kit(tmp_path, *some), "-m", "local", "-p", "no:cacheprovider"],
-                          cwd=ws, capture_output=True, text=True, timeout=120)
+                          cwd=ws, capture_output=True, text=True, timeout=120, env=env)
     out = proc.stdout + proc.stderr
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, out
     assert "Traceback" not in out and "ModuleNotFoundError" not in out, out
     lacks = "the kit's dependencies pytest-xdist:" if "egg-info" in made_by else "the kit (pytest-distcheck)"
-    assert f"pytest-distcheck: this Python ({sys.executable}) lacks {lacks}" in out, out
-    assert "source .venv/bin/activate" in out
+    if lang == "es":
+        assert f"pytest-distcheck: a este Python ({sys.executable}) le falta el kit (pytest-distcheck)" in out, out
+    else:
+        assert f"pytest-distcheck: this Python ({sys.executable}) lacks {lacks}" in out, out
+    assert f"(source {f'{venv}/bin/activate' if venv else SOME_VENV})" in out, out  # conftest.py's own copy of it
 
 
 def test_pytest_m_local_works_in_a_fresh_workspace(tmp_path):
