@@ -126,6 +126,50 @@ def test_every_block_must_parse_and_close(plan, parser):
     assert len(messages) == 2  # the unclosed pie chart parses; the flowchart matches
 
 
+# A node given its label on a later line than the edges drawing it; g1 names attn.out in prose, after other words.
+LATE_LABELS = """# The block
+
+```mermaid
+flowchart LR
+  x(["x, replicated"]) --> qkv --> sdpa["attention on this rank's heads"] --> out
+  out -- "partial sum" --> g1 --> y(["y, replicated"])
+
+  qkv["attn.qkv: column-parallel"]
+  out["attn.out: row-parallel"]
+  g1["g: all-reduce (sum of the partial outputs of attn.out)"]
+```
+"""
+
+
+def test_a_finding_names_the_line_of_its_node_or_edge(parser):
+    from pytest_distcheck.diagram.compare import NO_STYLE
+    from pytest_distcheck.diagram.concepts import STYLE
+
+    result = check_page(LATE_LABELS, {"attn.qkv": "colwise", "attn.out": "rowwise"}, None, parser)
+    [(line, message), (flow_line, flow)] = [(f.line, f.message) for f in result.findings]
+    assert line == 10  # where g1 gets its label, not the fence (line 3) nor the edges drawing g1 (line 5)
+    assert message == NO_STYLE.format(path="attn.out", nodes="node g1, whose label names attn.out",
+                                      style="row-parallel", hint="RowParallelLinear",
+                                      lesson=STYLE.lesson[0].upper() + STYLE.lesson[1:])
+    assert (flow_line, flow.split(":")[0]) == (6, "no all-reduce after attn.out (row-parallel)")  # edge g1 --> y
+
+
+def test_the_spanish_finding_says_why_the_node_is_that_layer(parser):
+    from pytest_distcheck import i18n
+
+    i18n.use("es")
+    [f, _] = check_page(LATE_LABELS, {"attn.qkv": "colwise", "attn.out": "rowwise"}, None, parser).findings
+    assert f.line == 10
+    assert f.message.startswith("attn.out está dibujada sin estilo de paralelismo (nodo g1, cuya etiqueta nombra "
+                                "attn.out): el plan dice row-parallel")
+
+
+def test_a_layer_missing_from_the_drawing_is_named_at_the_block(parser):
+    result = check_page(LATE_LABELS, {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise"}, None,
+                        parser)
+    assert [f.line for f in result.findings if f.message.startswith("layer mlp.up missing")] == [3]
+
+
 # ---- right diagrams of other plans (tests/diagram_support.py draws them) ---------------------
 
 

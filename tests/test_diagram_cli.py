@@ -32,8 +32,8 @@ def test_a_wrong_flow_is_named_with_an_inline_plan(bare, capsys):
     assert main(["diagram", "--check", page, "--plan", BLOCK, "--world-size", "2"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(
-        f"{page}:7: the output of mlp.up (column-parallel) goes nowhere: no edge leaves nodes up0, up1")
-    assert out[1].startswith(f"{page}:7: mlp.down (row-parallel) is fed the replicated, unsplit tensor by edges "
+        f"{page}:37: the output of mlp.up (column-parallel) goes nowhere: no edge leaves nodes up0, up1")
+    assert out[1].startswith(f"{page}:45: mlp.down (row-parallel) is fed the replicated, unsplit tensor by edges "
                              "ln2 --> down0, ln2 --> down1")
 
 

@@ -109,9 +109,9 @@ def test_the_committed_diagram_is_done(phase: pytest.Pytester, rendered, monkeyp
 
 
 @pytest.mark.parametrize("fixture, reason", [
-    ("qkv-row-parallel.md", "docs/tp-sharding.md:8: attn.qkv is drawn row-parallel but the plan says "
+    ("qkv-row-parallel.md", "docs/tp-sharding.md:15: attn.qkv is drawn row-parallel but the plan says "
                             "column-parallel (nodes qkv0, qkv1): a column-parallel layer holds*"),
-    ("missing-all-reduce.md", "docs/tp-sharding.md:8: no all-reduce after mlp.down (row-parallel)*"),
+    ("missing-all-reduce.md", "docs/tp-sharding.md:52: no all-reduce after mlp.down (row-parallel)*"),
     ("dropped-layer.md", "docs/tp-sharding.md:8: layer mlp.up missing*"),
     ("syntax-error.md", "docs/tp-sharding.md:17: Mermaid syntax error in the block at line 8*(the line where "
                         "Mermaid's parser stopped: an unclosed bracket or quote may be on an earlier line)"),

@@ -72,7 +72,7 @@ def test_the_edges_a_finding_names_are_aristas_in_spanish(capsys):
     page = str(FIXTURES / "row-parallel-reads-ln2.md")
     assert main(["diagram", "--check", page, "--plan", BLOCK, "--world-size", "2", "--lang", "es"]) == 1
     out = capsys.readouterr().out
-    assert (f"{page}:7: mlp.down (row-parallel) recibe el tensor replicado, sin dividir, por las aristas "
+    assert (f"{page}:45: mlp.down (row-parallel) recibe el tensor replicado, sin dividir, por las aristas "
             "ln2 --> down0, ln2 --> down1: ") in out, out
     assert " edge" not in out, out
 

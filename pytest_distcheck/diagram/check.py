@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Mapping
 
+from pytest_distcheck.diagram import places
 from pytest_distcheck.diagram.compare import Difference, compare
 from pytest_distcheck.diagram.concepts import SYNTAX, Concept
 from pytest_distcheck.diagram.labels import plain as labels_plain
@@ -52,7 +53,8 @@ TOO_MANY_EDGES = N_("the Mermaid block at line {line} draws at least {edges} edg
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem on the page: its 1-based ``line``, the ``message`` for a person and the ``concept`` at fault
+    """One problem on the page: its 1-based ``line`` (of the node or edge a plan difference is about, else of the
+    block or the line Mermaid stopped at), the ``message`` for a person and the ``concept`` at fault
     (:mod:`.concepts`; ``None`` for what the page lacks: no block, nothing naming the plan, an undrawn skeleton)."""
 
     line: int
@@ -131,10 +133,20 @@ def check_page(
                 result.findings.append(Finding(block.fence_line, _(UNDRAWN).format(line=block.fence_line)))
                 continue
             result.differences = compare(parsed.flowchart, plan, world_size, names)  # type: ignore[arg-type]
-            result.findings.extend(Finding(block.fence_line, d.message, d.concept) for d in result.differences)
+            result.findings.extend(Finding(_line(block, d), d.message, d.concept) for d in result.differences)
     if result.diagram is None and syntax_ok:
         result.findings.append(Finding(result.blocks[0].fence_line, _nothing_matches(namer, seen_labels)))
     return result
+
+
+def _line(block: MermaidBlock, d: Difference) -> int:
+    """The page line of what ``d`` is about: the line writing its edge or defining its node
+    (:mod:`.places`); the block's fence line when it is about nothing drawn or the source does not show it."""
+    if d.edge:
+        at = places.edge_line(block.source, *d.edge)
+    else:
+        at = places.node_line(block.source, d.node) if d.node else None
+    return block.page_line(at) if at else block.fence_line
 
 
 def _names_plan(parsed: ParsedDiagram, namer: Namer) -> bool:

@@ -42,6 +42,15 @@ def _ids(nodes: list[str]) -> str:
     return ngettext("node {ids}", "nodes {ids}", len(nodes)).format(ids=", ".join(nodes))
 
 
+def _layer_ids(layout: Layout, namer: Namer, path: str, nodes: list[str]) -> str:
+    """:func:`_ids`, saying which words made them ``path`` when a label names it after other words (in prose)."""
+    name = next((n for v in nodes if (n := namer.named_later(layout.graph.nodes[v], path))), "")
+    if not name:
+        return _ids(nodes)
+    return ngettext("node {ids}, whose label names {name}", "nodes {ids}, whose labels name {name}",
+                    len(nodes)).format(ids=", ".join(nodes), name=name)
+
+
 def compare(
     fc: Flowchart,
     plan: Mapping[str, str],
@@ -76,7 +85,7 @@ def compare(
                 "ambiguous-node", "",
                 _(AMBIGUOUS).format(node=vid, layers=", ".join(named), lesson=concepts.NAMING.lesson)
                 + (_(OR_FUSED) if len({plan[p] for p in named}) == 1 else ""),
-                concepts.NAMING,
+                concepts.NAMING, node=vid,
             ))
         elif named:
             layers_of[vid] = named
@@ -87,7 +96,7 @@ def compare(
                 "unplanned-style", "",
                 _(UNPLANNED).format(node=vid, styles=_(AND).join(style_words(s) for s in sorted(drawn)),
                                     layers=", ".join(styles), lesson=concepts.NAMING.lesson),
-                concepts.NAMING,
+                concepts.NAMING, node=vid,
             ))
     layout = Layout(graph, styles, by_layer, layers_of, per_rank=any(v in graph.rank for v in layers_of))
     drawn_ranks = {graph.rank[v] for v in layers_of if v in graph.rank}
@@ -103,7 +112,7 @@ def compare(
                 concepts.NAMING,
             ))
             continue
-        diffs.extend(_style_diffs(layout, path, style, nodes))
+        diffs.extend(_style_diffs(layout, namer, path, style, nodes))
         if layout.per_rank:
             diffs.extend(_rank_diffs(graph, path, nodes, ranks))
     if not missing and not ambiguous:
@@ -129,7 +138,7 @@ def node_styles(layout: Layout, vid: str) -> tuple[set[str], str]:
     return set(), ""
 
 
-def _style_diffs(layout: Layout, path: str, style: Style, nodes: list[str]) -> list[Difference]:
+def _style_diffs(layout: Layout, namer: Namer, path: str, style: Style, nodes: list[str]) -> list[Difference]:
     want = style_words(style.name)
     wrong: dict[str, list[str]] = defaultdict(list)
     out = []
@@ -142,7 +151,7 @@ def _style_diffs(layout: Layout, path: str, style: Style, nodes: list[str]) -> l
                 _(CONFLICTING).format(path=path, node=vid, label=_(AND).join(map(style_words, sorted(in_label))),
                                       css=_(AND).join(map(style_words, sorted(in_class))),
                                       lesson=concepts.STYLE.lesson),
-                concepts.STYLE,
+                concepts.STYLE, node=vid,
             ))
             continue
         drawn, _where = node_styles(layout, vid)
@@ -152,14 +161,16 @@ def _style_diffs(layout: Layout, path: str, style: Style, nodes: list[str]) -> l
         if not drawn_words:
             out.append(Difference(
                 "no-style", path,
-                _(NO_STYLE).format(path=path, nodes=_ids(vids), style=want, hint=_CLASS_HINT[style.name],
+                _(NO_STYLE).format(path=path, nodes=_layer_ids(layout, namer, path, vids), style=want,
+                                   hint=_CLASS_HINT[style.name],
                                    lesson=concepts.STYLE.lesson[0].upper() + concepts.STYLE.lesson[1:]),
-                concepts.STYLE,
+                concepts.STYLE, node=vids[0],
             ))
         else:
             out.append(Difference(
-                "style", path, _(WRONG_STYLE).format(path=path, drawn=drawn_words, style=want, nodes=_ids(vids),
-                                                     lesson=concepts.STYLE.lesson), concepts.STYLE,
+                "style", path, _(WRONG_STYLE).format(path=path, drawn=drawn_words, style=want,
+                                                     nodes=_layer_ids(layout, namer, path, vids),
+                                                     lesson=concepts.STYLE.lesson), concepts.STYLE, node=vids[0],
             ))
     return out
 
@@ -178,11 +189,12 @@ def _rank_diffs(graph: Graph, path: str, nodes: list[str], world_size: int) -> l
             "rank", path,
             _(NOT_ON_RANK).format(path=path, ranks=", ".join(map(str, missing)), world_size=world_size, where=where,
                                   lesson=concepts.EVERY_RANK.lesson),
-            concepts.EVERY_RANK,
+            concepts.EVERY_RANK, node=nodes[0],
         ))
     if extra:
         out.append(Difference(
             "rank", path, _(EXTRA_RANK).format(path=path, ranks=", ".join(map(str, extra)), world_size=world_size,
                                                lesson=concepts.EVERY_RANK.lesson), concepts.EVERY_RANK,
+            node=next(v for v in nodes if graph.rank.get(v, -1) >= world_size),
         ))
     return out

@@ -20,12 +20,17 @@ class Difference:
         layer: the plan's module path concerned, or ``""``.
         message: the difference for a person (names the layer and what is drawn, then teaches the concept).
         concept: the idea at fault (:mod:`.concepts`); the message ends with its lesson.
+        node: the node the difference is about (the first it names), whose line the finding names; ``""``
+            when it is about an edge or about nothing drawn (a missing layer: the block's line).
+        edge: the edge it is about instead, its ends as written (:attr:`.graph.Link.written`), or ``None``.
     """
 
     kind: str
     layer: str
     message: str
     concept: Concept | None = None
+    node: str = ""
+    edge: tuple[str, str] | None = None
 
     def __str__(self) -> str:
         return self.message

@@ -125,7 +125,7 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
     def transform(v: Value, link: Link) -> Value:
         if labels.forward_all_reduce(link.text):
             if v.kind == "shard" and v.origin in layout.layers_of:
-                found[(layout.layers_of[v.origin][0], "extra-all-reduce")].append(_edges([link.drawn]))
+                found[(layout.layers_of[v.origin][0], "extra-all-reduce")].append(link)
                 return v  # reported once; read on as if it were not there
             return REPLICATED
         if v.kind == "shard" and labels.all_gather(link.text):
@@ -206,8 +206,31 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
             what = i18n._(msg.template).format(styled=styled, path=path, **fields[finding](found[(path, finding)]))
             lesson = (concepts.lesson(msg.concept, feeder=concepts.row_feeder(layout.styles, path))
                       if msg.concept is concepts.ROW_INPUT else msg.concept.lesson)
-            diffs.append(Difference(msg.kind, path, f"{what}: {lesson}", msg.concept))
+            at = _PLACES[finding](found[(path, finding)])
+            diffs.append(Difference(msg.kind, path, f"{what}: {lesson}", msg.concept,
+                                    node=at if isinstance(at, str) else "",
+                                    edge=at.written if isinstance(at, Link) else None))
     return diffs
+
+
+# Finding -> what it is about, from its evidence (the walk's ``found`` list): a node id or an edge, whose line
+# the finding names; the first the message names.
+_PLACES: dict[str, Callable[[list], str | Link]] = {
+    "no-input": lambda items: items[0],
+    "input-replicated": lambda items: items[0],
+    "input-shard": lambda items: items[0],
+    "input-rank": lambda items: items[0][0],
+    "no-forward-edge": lambda items: items[0],
+    "dead-end-layer": lambda items: items[0],
+    "dead-end": lambda items: items[0],
+    "missing-all-reduce": lambda items: items[0][1],  # the edge an all-reduce belongs on
+    "all-reduce-ranks": lambda items: items[0][0],
+    "all-reduce-split": lambda items: items[0][0],
+    "extra-all-reduce": lambda items: items[0],
+    "first": lambda items: items[0],
+    "order": lambda items: items[0][1],  # the layer drawn too late
+    "residual": lambda items: items[0][1][0],
+}
 
 
 def _node_list(nodes: list[str]) -> str:
@@ -237,7 +260,7 @@ def _fields(layout: Layout) -> dict[str, Callable[[list], dict[str, object]]]:
         "no-forward-edge": lambda items: {**nodes(items), "has": i18n.ngettext("has", "have", len(items))},
         "dead-end-layer": nodes, "dead-end": nodes, "missing-all-reduce": read,
         "all-reduce-ranks": takes, "all-reduce-split": takes,
-        "extra-all-reduce": lambda items: {"at": items[0]},
+        "extra-all-reduce": lambda items: {"at": _edges([items[0].drawn]) if isinstance(items[0], Link) else items[0]},
         "first": lambda items: {**nodes(items), "first": next(iter(layout.styles))},
         "order": lambda items: dict(zip(("v", "w", "earlier"), items[0], strict=True)),
         "residual": lambda items: {"parent": items[0][0], "nodes": _node_list(items[0][1])},

@@ -19,12 +19,17 @@ from pytest_distcheck.diagram.mermaid import Flowchart
 @dataclass(frozen=True)
 class Link:
     """One forward edge between two nodes: ``start``, ``end`` (vertex ids), its label ``text``, and
-    ``drawn``, the edge as written (``ln1 --> gpu0`` when it was drawn to a subgraph)."""
+    ``written``, the ends of the edge as written (``("ln1", "gpu0")`` when it was drawn to a subgraph)."""
 
     start: str
     end: str
     text: str
-    drawn: str
+    written: tuple[str, str]
+
+    @property
+    def drawn(self) -> str:
+        """The edge as written, for a message: ``ln1 --> gpu0``."""
+        return f"{self.written[0]} --> {self.written[1]}"
 
 
 class Graph:
@@ -70,11 +75,10 @@ class Graph:
         for e in raw:
             starts = ends(e.start, entry=False) if e.start in members else [e.start]
             finishes = ends(e.end, entry=True) if e.end in members else [e.end]
-            drawn = f"{e.start} --> {e.end}"
             for a in starts:
                 for b in finishes:
                     if a in self.nodes and b in self.nodes and a != b:
-                        link = Link(a, b, e.text, drawn)
+                        link = Link(a, b, e.text, (e.start, e.end))
                         self.succ[a].append(link)
                         self.pred[b].append(link)
         self.rank: dict[str, int] = {}

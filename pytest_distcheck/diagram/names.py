@@ -90,6 +90,16 @@ class Namer:
 
         return [p for p, found in spans.items() if not all(inside(s) for s in found)]
 
+    def named_later(self, text: str, path: str) -> str:
+        """The words of a label naming ``path`` when other words come first (``g: all-reduce (sum of attn.out)``
+        gives ``attn.out``), as written; ``""`` when the label starts with them or does not name ``path``."""
+        spans = [s for n in self.names[path] for s in labels.name_spans(text, n)]
+        if not spans:
+            return ""
+        start, end = min(spans, key=lambda s: (s[0], -s[1]))
+        plain = labels.plain(text)
+        return plain[start:end] if plain[:start].strip() else ""
+
     def fused_group(self, layers: list[str]) -> str | None:
         """The declared fused group holding all of ``layers``, or ``None``."""
         return next((name for name, members in self.fused.items() if set(layers) <= set(members)), None)
