@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from pathlib import Path
 
 import pytest
@@ -74,10 +75,16 @@ def test_the_lab_ends_with_the_git_line_that_commits_its_log_and_plot(tmp_path, 
     from experiments.ddp_cpu import lab
 
     monkeypatch.chdir(tmp_path)  # no repository here: git init first
+    monkeypatch.delenv("OLDPWD", raising=False)
     out, png = "experiments/ddp_cpu/results/allreduce-cpu.json", "experiments/ddp_cpu/results/allreduce-cpu.png"
-    assert lab.commit_step(out, png) == (
-        "commit both (the DoD check reads the log as committed and records the plot beside it as evidence): "
-        f'git init && git add {out} {png} && git commit -m "DDP lab: all-reduce log and plot" -- {out} {png}')
+    line = f'git init && git add {out} {png} && git commit -m "DDP lab: all-reduce log and plot" -- {out} {png}'
+    why = "commit both (the DoD check reads the log as committed and records the plot beside it as evidence): "
+    assert lab.commit_step(out, png) == why + line
+    # Started from a subfolder as the DoD table prints it, (cd ../.. && torchrun ...): the shell is still there.
+    monkeypatch.setenv("OLDPWD", str(tmp_path / "experiments" / "ddp_cpu"))
+    assert lab.commit_step(out, png) == why + f"(cd {shlex.quote(str(tmp_path.resolve()))} && {line})"
+    monkeypatch.setenv("OLDPWD", str(tmp_path.parent))  # a shell above the lab's folder: the line as it is
+    assert lab.commit_step(out, png) == why + line
 
 
 def test_what_check_sanity_finds_wrong_is_said_in_the_kits_language():
