@@ -143,12 +143,14 @@ def test_tp_speedup_on_two_gpus(gpu_pod, distcheck_workspace, distcheck_log, dis
     gpu_pod.put(tmp_path / "preflight.json", "code/preflight.json")
     device, backend, preset = MODES[rehearsal]
     name = f"speedup-{device}-{backend}-{GPUS}-{gpu_pod.run_id}.json"
+    # The status line says it in the language in use; the command (and its comment) is the same in every one.
+    shown = _(m.SPEEDUP_RUN).format(ranks=m.ranks(GPUS), backend=backend, device=device)
     command = (f"# speedup.py: torchrun, {GPUS} ranks, {backend} on {device}\n"
                f"cd code && (python -c 'import jsonschema, matplotlib' 2>/dev/null || python -m pip install -q {DEPS})"
                f" && torchrun --nproc_per_node {GPUS} -m experiments.tp_inference.speedup "
                f"--run-id {shlex.quote(gpu_pod.run_id)} --backend {backend} --device {device} --preset {preset} "
                f"--preflight preflight.json --out experiments/tp_inference/results/{shlex.quote(name)} {extra}")
-    result = gpu_pod.run(command, timeout=RUN_SECONDS)
+    result = gpu_pod.run(command, timeout=RUN_SECONDS, shown=shown)
     assert result.ok, _(m.SPEEDUP_FAILED).format(pod=gpu_pod.id, status=result.exit_status, tail="\n".join(result.tail))
     back = tmp_path / "back"
     gpu_pod.get(f"code/experiments/tp_inference/results/{name}", back / name)

@@ -17,14 +17,13 @@ import shlex
 import pytest
 
 from pytest_distcheck.i18n import N_, _
+from pytest_distcheck.pods.runpod_api import NO_KEY_STEP
 
 # A budget was given and every paid test was skipped; {why} is NO_KEY_WHY, else the skips listed above.
 NOTHING_PAID_RAN = N_("nothing paid ran ({why}), so this run exits {status}")
 NO_KEY_WHY = N_("RUNPOD_API_KEY is not set; not rehearsed yet? `distcheck rehearse` runs this whole paid path "
                 "for $0, no key needed")
 SKIPPED_WHY = N_("every paid test was skipped: reasons above")
-# The next step of an item whose command is this run, when no key was set: {how} is that command.
-NO_KEY_STEP = N_("export RUNPOD_API_KEY=<your RunPod API key> && {how}")
 # The terminal summary's lines: the items this -m run completes, and each paid test it skipped.
 COMPLETES = N_("-m {expr!r} completes {items}: its free checks (and its prerequisites') ran after the paid tests")
 PAID_SKIPPED = N_("paid test skipped: {nodeid}: {reason}")

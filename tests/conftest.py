@@ -11,6 +11,7 @@ import pytest
 from dod_support import MINI_WORKSPACE
 
 SHIMS = str(Path(__file__).parent / "shims")
+RUN_LANGUAGE = "en"  # the language this run was started in (pytest_configure); its own closing lines speak it
 
 
 @pytest.fixture
@@ -27,6 +28,8 @@ def pytest_configure(config):
     calling ``monkeypatch.undo()`` cannot drop it; a test of the language setting unsets it itself."""
     from pytest_distcheck import i18n
 
+    global RUN_LANGUAGE
+    RUN_LANGUAGE = i18n.language()  # the plugin chose it from --lang, the environment or the ini, before this hook
     os.environ["DISTCHECK_LANG"] = i18n.DEFAULT
     # This process and its children import the py-cpuinfo stand-in (why: tests/shims/cpuinfo.py).
     paths = [SHIMS, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
@@ -41,3 +44,13 @@ def _the_kit_speaks_english():
     from pytest_distcheck import i18n
 
     i18n.use(i18n.DEFAULT)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    """The tests spoke English; the run's own closing lines (the DoD line of the terminal summary, after this
+    hook) speak the language it was started in, as they do in a workspace, where lab 02 runs some of these
+    tests without this file (``pytest tests/test_tp_model.py``)."""
+    from pytest_distcheck import i18n
+
+    i18n.use(RUN_LANGUAGE)

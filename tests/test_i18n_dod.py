@@ -4,16 +4,30 @@ the gate's verdict) the same in every language."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from dod_support import gate_run, write_checks
 
 from pytest_distcheck import i18n
+from pytest_distcheck.cmdline import CHECK_IT
 from pytest_distcheck.commands import gate as gate_command
 from pytest_distcheck.dod.collection import CollectionRecord
 from pytest_distcheck.dod.report import UNVERIFIED, unverified_reason
 from pytest_distcheck.dod.state import BLOCKED_BY, OWN_CHECKS, CheckOutcome, State, combine
-from pytest_distcheck.dod.table import GATE_LINE, HEADING, ITEMS_DONE, NOT_GATED, RERUN, VERDICTS, not_checked_at_all
+from pytest_distcheck.dod.table import (
+    GATE_LINE,
+    HEADING,
+    ITEMS_DONE,
+    NOT_CHECKED,
+    NOT_GATED,
+    RERUN,
+    VERDICTS,
+    not_checked_at_all,
+)
 from pytest_distcheck.i18n import _
 from pytest_distcheck.workspace import load_workspace
 
@@ -107,6 +121,32 @@ def test_a_run_that_collected_no_check_is_recognised_in_spanish_too(tmp_path):
     for lang in i18n.SUPPORTED:
         i18n.use(lang)
         assert not_checked_at_all(combine(ws, [], CollectionRecord())), lang
+
+
+def test_a_run_of_tests_alone_says_in_spanish_that_the_dod_was_not_checked(workspace_dir, monkeypatch):
+    """Lab 02's `pytest tests/test_tp_model.py ...` in a workspace: no DoD check collected, one Spanish line."""
+    workspace_dir.makepyfile(test_alone="def test_x(): pass")
+    monkeypatch.setenv("DISTCHECK_LANG", "es")
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "test_alone.py")
+    i18n.use("es")
+    line = _(NOT_CHECKED).format(phase="t1", checks="checks", next=_(CHECK_IT))
+    assert line.startswith("distcheck: el DoD de la fase t1 no se ha comprobado")
+    result.stdout.fnmatch_lines([line])
+    assert result.ret == 0
+
+
+def test_the_kit_s_own_tests_end_in_the_language_the_run_was_started_in():
+    """tests/conftest.py makes every test speak English, not the run's DoD line: `DISTCHECK_LANG=es pytest
+    tests/test_tp_model.py` in the kit's own checkout ends in Spanish, as it does in a workspace."""
+    root = Path(__file__).resolve().parents[1]
+    test = "tests/test_i18n_dod.py::test_a_state_reads_as_its_identifier_in_english_and_as_a_word_in_spanish"
+    env = {**os.environ, "DISTCHECK_LANG": "es"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", test], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    i18n.use("es")
+    phase = load_workspace(root / "checks" / "distcheck.toml").phase_id
+    assert _(NOT_CHECKED).format(phase=phase, checks="checks", next=_(CHECK_IT)) in proc.stdout.splitlines()
 
 
 def test_the_gate_says_its_verdict_in_spanish_and_its_report_keeps_the_identifier(workspace_dir):

@@ -164,6 +164,31 @@ def test_the_preflight_speaks_spanish_and_translates_the_probes_own_words():
     assert failed.startswith("el pod p1 no ha superado su comprobación previa") and "\n  - ninguna GPU" in failed
 
 
+def test_the_status_line_says_what_runs_on_the_pod_in_spanish_and_the_command_stays_english():
+    """The preflight's "running ..." comes from its command's comment through the catalog; the experiment's from
+    SPEEDUP_RUN, given as ``shown``. What the pod receives is the same in every language."""
+    from pytest_distcheck.phase35 import messages as m
+    from pytest_distcheck.pods.progress import RUNNING, ReportedPod, StatusLine
+
+    sent = []
+
+    class Pod:
+        def run(self, command, timeout, on_output=None):
+            sent.append(command)
+
+    line = StatusLine("p")
+    pod = ReportedPod(Pod(), line)
+    pod.run(preflight.probe_command(2), 10)
+    speedup = _(m.SPEEDUP_RUN).format(ranks=m.ranks(2), backend="gloo", device="cpu")
+    pod.run("# speedup.py: torchrun, 2 ranks, gloo on cpu\ncd code && torchrun ...", 10, shown=speedup)
+    assert [ln.split(": ", 2)[2] for ln in line.lines] == [
+        _(RUNNING).format(command=_(preflight.PROBE_LABEL)), _(RUNNING).format(command=speedup)]
+    assert line.lines[0].endswith("ejecutando preflight: GPU, driver, torch, all-reduce de NCCL, memoria libre")
+    assert line.lines[1].endswith("ejecutando speedup.py: torchrun, 2 ranks, gloo en cpu")
+    assert sent[0].startswith(f"# {preflight.PROBE_LABEL}\n") and sent[1].startswith("# speedup.py: torchrun, 2 ranks, "
+                                                                                     "gloo on cpu\n")
+
+
 class _NoFactsPod(base.Pod):
     id = name = "p1"
 

@@ -3,6 +3,7 @@ plain line per step elsewhere, with the time since create and the USD accrued.""
 
 from __future__ import annotations
 
+from pytest_distcheck.pods.preflight import PROBE_LABEL, probe_command
 from pytest_distcheck.pods.progress import QUIET_EVERY_S, ReportedPod, StatusLine, label
 
 
@@ -88,6 +89,10 @@ def test_steps_of_a_reported_pod_and_command_labels():
     assert [c[1].split(": ", 2)[2] for c in rep.calls] == [
         "staging stage -> pod:code", "running speedup.py: 2 ranks", "copying back pod:code/r.json"]
     assert label("echo " + "x" * 70) == "echo " + "x" * 55 + "..."
+    pod.run("# speedup.py: 2 ranks\ncd code && torchrun ...", 10, shown="the experiment")
+    assert rep.calls[-1][1].endswith(": running the experiment")
+    # The preflight's comment is a catalog message; in English it reads as it always did.
+    assert label(probe_command(2)) == PROBE_LABEL == "preflight: GPUs, driver, torch, NCCL all-reduce, free memory"
 
 
 def test_a_reservation_that_could_not_be_released_is_not_called_released():

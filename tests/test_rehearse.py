@@ -18,9 +18,13 @@ from pathlib import Path
 import pytest
 from pods_support import STEPS, tp_check_workspace  # noqa: I001 - the same workspace as the paid-check tests
 
+from pytest_distcheck import i18n
 from pytest_distcheck.budget.ledger import Ledger
+from pytest_distcheck.i18n import _
+from pytest_distcheck.paid import NO_KEY_STEP
 from pytest_distcheck.pods.fake.fixtures import FAST_TIMINGS, write_workspace
 from pytest_distcheck.pods.rehearsal import (
+    FOR_REAL,
     INTERRUPTED,
     KEPT,
     NO_DOD_TABLE,
@@ -28,6 +32,7 @@ from pytest_distcheck.pods.rehearsal import (
     RUN_SETTLED,
     THIS_RUN,
     WINDING_DOWN,
+    paid_command,
 )
 
 
@@ -71,6 +76,7 @@ def test_rehearse_runs_the_paid_path_in_a_scratch_copy(rehearsal_ws):
     assert "paid path: PASSED end to end against the fake RunPod API; $0 paid" in out
     assert "not covered by a rehearsal: no GPU visible: nvidia-smi: nvidia-smi not found" in out
     assert "pods left on the fake API: none" in out
+    assert FOR_REAL.format(command=paid_command(ENV)) in out.splitlines()
     scratch = Path(re.search(r"scratch copy kept at (\S+) ", out).group(1))
     assert out.rstrip().endswith(f"remove it with: rm -rf {scratch.parent}")
     try:
@@ -86,6 +92,20 @@ def test_rehearse_runs_the_paid_path_in_a_scratch_copy(rehearsal_ws):
         assert {m["tp"] for m in data["measurements"]} == {1, 2}
     finally:
         shutil.rmtree(scratch.parent, ignore_errors=True)
+
+
+def test_the_real_run_it_points_to_sets_the_key_first_as_the_dod_table_says_it():
+    """Without RUNPOD_API_KEY the line gives the DoD table's step after a keyless paid run (paid.NO_KEY_STEP), in
+    the language in use; with one, the command alone."""
+    assert paid_command({}) == NO_KEY_STEP.format(how="pytest -m gpu --max-usd 3")
+    assert paid_command({}) == "export RUNPOD_API_KEY=<your RunPod API key> && pytest -m gpu --max-usd 3"
+    assert paid_command({"RUNPOD_API_KEY": " "}) == paid_command({})
+    assert paid_command({"RUNPOD_API_KEY": "rpa_x"}) == "pytest -m gpu --max-usd 3"
+    i18n.use("es")
+    line = _(FOR_REAL).format(command=paid_command({}))
+    assert line == _(FOR_REAL).format(command=_(NO_KEY_STEP).format(how="pytest -m gpu --max-usd 3"))
+    assert line == ("después, de verdad: export RUNPOD_API_KEY=<tu clave de la API de RunPod> && "
+                    "pytest -m gpu --max-usd 3")
 
 
 def test_the_estimate_points_to_the_rehearsal_and_says_what_it_cannot_cover(tmp_path, monkeypatch, capsys):

@@ -1,6 +1,9 @@
-"""The TP lab's model, KV cache and plan reading, in one process (no ranks needed)."""
+"""The TP lab's model, KV cache and plan reading, in one process (no ranks needed). The kit's messages are
+compared in the language in use (lab 02 has the learner run this file, Spanish included); the lab's own, English."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 import torch
@@ -12,7 +15,15 @@ from experiments.tp_inference.layers import ColumnParallelLinear, RowParallelLin
 from experiments.tp_inference.model import GPTConfig, build_model
 from experiments.tp_inference.plan import BLOCK_PLAN
 from experiments.tp_inference.shard import planned_layers, shard_model, shard_with_torch, tp_degree_problems
-from pytest_distcheck.tp.plan import EVEN_SHARDS, HEADS_NOT_DIVISIBLE, NOT_DIVISIBLE
+from pytest_distcheck.i18n import _
+from pytest_distcheck.tp.plan import (
+    EVEN_SHARDS,
+    HEADS_NOT_DIVISIBLE,
+    NOT_DIVISIBLE,
+    PLAN_ENTRY,
+    STYLES,
+    UNKNOWN_STYLE,
+)
 
 CFG = GPTConfig(vocab_size=64, n_layers=2, d_model=32, n_heads=4, max_seq_len=32, init_std=0.3)
 SOLO = TPGroup(group=None, rank=0, size=1)  # TP degree 1 needs no process group
@@ -74,7 +85,8 @@ def test_plan_naming_a_non_linear_or_unknown_style_is_an_error():
     dense = build_model(CFG, seed=0)
     with pytest.raises(ValueError, match="plan entry 'ln1': blocks.0.ln1 is a LayerNorm, not an nn.Linear"):
         planned_layers(dense, {"ln1": "colwise"})
-    with pytest.raises(ValueError, match="plan entry 'attn.qkv': unknown style 'diagonal'"):
+    unknown = _(UNKNOWN_STYLE).format(style="diagonal", known=", ".join(STYLES))
+    with pytest.raises(ValueError, match=re.escape(_(PLAN_ENTRY).format(path="attn.qkv", problem=unknown))):
         planned_layers(dense, {"attn.qkv": "diagonal"})
 
 
@@ -89,10 +101,10 @@ def test_a_tp_degree_that_splits_a_layer_or_the_heads_unevenly_is_refused_before
     # d_model 32, 4 heads: TP 8 divides every layer (qkv 96 rows, 12 per rank) but not the heads, so each
     # rank would hold half a head and the attention's reshape would fail much later.
     dense = build_model(CFG, seed=0)
-    heads = HEADS_NOT_DIVISIBLE.format(heads=4, t=8, per=0.5)
+    heads = _(HEADS_NOT_DIVISIBLE).format(heads=4, t=8, per=0.5)
     assert tp_degree_problems(CFG, 8) == [heads]
     assert tp_degree_problems(CFG, 2) == []
-    assert NOT_DIVISIBLE.format(what="mlp.up out_features", length=128, t=3) in tp_degree_problems(CFG, 3)
+    assert _(NOT_DIVISIBLE).format(what="mlp.up out_features", length=128, t=3) in tp_degree_problems(CFG, 3)
     for shard in (lambda: shard_model(dense, TPGroup(None, 0, 8)),
                   lambda: shard_with_torch(dense, mesh=type("Mesh", (), {"size": lambda self: 8})())):
         with pytest.raises(ValueError) as info:

@@ -55,6 +55,8 @@ WRONG_DEVICE = N_("{name}: a {device}/{backend} result on {count} device(s), {ra
 NOT_MARKED_REHEARSAL = N_("{name}: its preflight record does not say rehearsal={rehearsal}")
 NEVER_OVERWRITTEN = N_("{path} exists already; results are never overwritten (this run's copy is left on the pod's "
                        "side only)")
+# The status line's "running ..." for the experiment; {ranks}: ranks(n).
+SPEEDUP_RUN = N_("speedup.py: torchrun, {ranks}, {backend} on {device}")
 SPEEDUP_FAILED = N_("speedup.py on pod {pod} exited with {status}; last lines:\n{tail}")
 REHEARSAL_WROTE = N_("run {run} on the fake RunPod pod {pod} (nothing paid) wrote {files} in the rehearsal's scratch "
                      "copy: not evidence, not to commit.\npod preflight: {preflight}; not covered here: {problems}")
@@ -133,3 +135,8 @@ def gpu_results(n: int) -> str:
 def graded_attempts(n: int) -> str:
     """``1 graded attempt`` / ``2 graded attempts`` in the quiz log."""
     return ngettext("{n} graded attempt", "{n} graded attempts", n).format(n=n)
+
+
+def ranks(n: int) -> str:
+    """``1 rank`` / ``2 ranks`` of a torchrun launch."""
+    return ngettext("{n} rank", "{n} ranks", n).format(n=n)

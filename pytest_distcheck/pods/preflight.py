@@ -159,6 +159,8 @@ NOT_AVAILABLE = N_("NOT available")
 ALLREDUCE_OK = N_("all-reduce ok")
 ALLREDUCE_SKIPPED = N_("all-reduce skipped")
 ALLREDUCE_NOT_OK = N_("all-reduce FAILED")
+# The probe command's comment, which the status line shows translated (progress.label); the command stays English.
+PROBE_LABEL = N_("preflight: GPUs, driver, torch, NCCL all-reduce, free memory")
 
 
 @dataclass(frozen=True)
@@ -261,7 +263,7 @@ def summary(facts: dict[str, Any]) -> str:
 
 def probe_command(gpus: int) -> str:
     """The shell command that runs the probe with the pod's ``python3`` (or ``python``)."""
-    return ("# preflight: GPUs, driver, torch, NCCL all-reduce, free memory\n"
+    return (f"# {PROBE_LABEL}\n"
             f"PY=$(command -v python3 || command -v python) && \"$PY\" - {int(gpus)} <<'DISTCHECK_PROBE'\n"
             f"{PROBE}\nDISTCHECK_PROBE")
 

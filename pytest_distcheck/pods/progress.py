@@ -131,11 +131,12 @@ class StatusLine:
 
 
 def label(command: str) -> str:
-    """How a command is shown: its first line's ``# comment`` if it starts with one, else its first 60
-    characters."""
+    """How a command is shown: its first line's ``# comment`` if it starts with one (through the catalog, so
+    a comment that is a msgid, like :data:`~pytest_distcheck.pods.preflight.PROBE_LABEL`, speaks the language
+    in use while the command itself stays the same), else its first 60 characters."""
     first = command.lstrip().splitlines()[0] if command.strip() else ""
     if first.startswith("#"):
-        return first.lstrip("# ").strip()
+        return _(first.lstrip("# ").strip())
     return first[:60] + ("..." if len(first) > 60 or "\n" in command.strip() else "")
 
 
@@ -154,8 +155,10 @@ class ReportedPod:
         self._line.step(_(STAGING).format(file=Path(local).name, remote=remote))
         self._pod.put(local, remote)
 
-    def run(self, command: str, timeout: float, on_output: Any = None) -> Any:
-        self._line.step(_(RUNNING).format(command=label(command)))
+    def run(self, command: str, timeout: float, on_output: Any = None, *, shown: str | None = None) -> Any:
+        """The pod's ``run``, announced as ``shown`` (text in the language in use, e.g. a formatted catalog
+        message) or, without it, as :func:`label` of ``command``."""
+        self._line.step(_(RUNNING).format(command=label(command) if shown is None else shown))
         return self._pod.run(command, timeout, on_output)
 
     def get(self, remote: str, local: Path) -> None:

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,16 @@ NO_PODS_LEFT = N_("pods left on the fake API: none")
 COVERED_LINE = N_("covered: {steps}")
 NOT_COVERED_LINE = N_("not covered by a rehearsal: {steps}")
 FOR_REAL = N_("next, for real: {command}")
+
+def paid_command(environ: Mapping[str, str]) -> str:
+    """The real paid run, as :data:`FOR_REAL` gives it: without a RunPod key in ``environ``, prefixed with
+    setting one, as the DoD table's step says it after a run without one
+    (:data:`~pytest_distcheck.pods.runpod_api.NO_KEY_STEP`)."""
+    from pytest_distcheck.pods.runpod_api import API_KEY_ENV, NO_KEY_STEP
+
+    command = f"pytest -m gpu --max-usd {MAX_USD}"
+    return command if environ.get(API_KEY_ENV, "").strip() else _(NO_KEY_STEP).format(how=command)
+
 
 def scratch_copy(root: Path) -> Path:
     """A copy of the workspace ``root`` in a new temporary folder (without VCS, venvs, caches); its path."""
@@ -142,7 +153,7 @@ def rehearse(config: Path, lang: str | None = None) -> int:
     say(_(PODS_LEFT).format(pods=", ".join(live)) if live else _(NO_PODS_LEFT))
     say(_(COVERED_LINE).format(steps="; ".join(map(_, COVERED))))
     say(_(NOT_COVERED_LINE).format(steps="; ".join([*dict.fromkeys(missed), *map(_, NOT_COVERED)])))
-    say(_(FOR_REAL).format(command=f"pytest -m gpu --max-usd {MAX_USD}"))
+    say(_(FOR_REAL).format(command=paid_command(os.environ)))
     say(kept(KEPT_TO_LOOK_AT))
     return status or (1 if live else 0)
 

@@ -27,6 +27,8 @@ _UNSAFE = {'"': N_("a double quote"), "\\": N_("a backslash"), "\n": N_("a line 
 _NO_CAPACITY = "no longer any instances available"  # RunPod's words, matched in its answer
 NO_API_KEY = N_("{env} is not set: export your RunPod API key (runpod.io > Settings > API Keys) to run paid GPU tests "
                 "on RunPod")
+# The step that sets the key before {how}, a paid run's command: the DoD table's, and distcheck rehearse's last one.
+NO_KEY_STEP = N_("export RUNPOD_API_KEY=<your RunPod API key> && {how}")
 WRONG_SDK = N_("runpod SDK {installed} is installed; the kit is tested against {version} only "
                "(pip install 'runpod=={version}')")
 UNSAFE_VALUE = N_("{field} contains {what}; the runpod SDK {version} puts values into GraphQL unescaped, so it would "
