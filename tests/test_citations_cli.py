@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_distcheck.citations.quote import QUOTE_TO_FILL
 from pytest_distcheck.citations.report import CHECKED_AGAINST, NOTE_HEADER, SUMMARY, citations, cited_statements
-from pytest_distcheck.citations.verifier import UNKNOWN_PACKAGE
+from pytest_distcheck.citations.verifier import QUOTE_NOT_FILLED, UNKNOWN_PACKAGE
 from pytest_distcheck.cli import build_parser, main
 from pytest_distcheck.commands.cite import (
     FIND_NEEDS_PACKAGE,
@@ -140,6 +141,18 @@ def test_find_defaults_to_the_workspace_packages(here, capsys):
     write_workspace(here, ["x.md"])
     rc, out, _ = cite(capsys, "--find", "divide")
     assert rc == 0 and "toyparallel/layers.py::divide  lines 14-17" in out
+
+
+def test_the_citation_find_prints_pasted_as_it_is_says_what_to_put_in_its_quote(here, capsys):
+    _, found, _ = cite(capsys, "--find", "divide", "--package", "toyparallel")
+    pasted = found.splitlines()[1].strip()
+    assert pasted.endswith(f' "{QUOTE_TO_FILL}"]')  # the quote is the learner's to choose, not the kit's
+    (here / "n.md").write_text(f"Every split is even, so that each rank holds a shard of the same size `{pasted}`.\n")
+    rc, out, _ = cite(capsys, "n.md")
+    assert rc == 1
+    assert QUOTE_NOT_FILLED.format(placeholder="...", low=12, high=100, path="toyparallel/layers.py", symbol="divide",
+                                   start=14, end=17) + "\n" in out
+    assert "3 characters" not in out
 
 
 def test_find_of_an_unknown_symbol_exits_1(here, capsys):

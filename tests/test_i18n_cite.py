@@ -21,6 +21,7 @@ from pytest_distcheck.citations.verifier import (
     BACKSLASH_N,
     LOST_BACKTICKS,
     NEAREST_AT,
+    QUOTE_NOT_FILLED,
     QUOTE_NOT_IN,
     Status,
     verify_note,
@@ -151,3 +152,15 @@ def test_a_symbol_defined_only_in_test_code_is_not_pointed_to(toy_site, tmp_path
     (res,) = verify_note(note, Resolver()).failures
     assert res.code == "symbol-not-found"
     assert res.reason == "make_batch is not defined in toyparallel/layers.py; did you mean make_pair?"
+
+
+@pytest.mark.parametrize("lang", i18n.SUPPORTED)
+def test_the_placeholder_quote_of_cite_find_is_named_in_the_language_in_use(toy_site, tmp_path, lang):
+    i18n.use(lang)
+    (tmp_path / "n.md").write_text("Every split is even, so that each rank holds a shard of the same size\n"
+                                   '`[cite: toyparallel toyparallel/layers.py::divide "..."]`.\n')
+    (res,) = verify_note(tmp_path / "n.md").results
+    assert (res.status, res.code) == (Status.FAILED, "quote-too-short")
+    args = dict(placeholder="...", low=12, high=100, path="toyparallel/layers.py", symbol="divide", start=14, end=17)
+    assert res.reason == _(QUOTE_NOT_FILLED).format(**args)
+    assert (res.reason == QUOTE_NOT_FILLED.format(**args)) == (lang == "en")

@@ -28,6 +28,7 @@ def _check(name: str, correct: bool) -> str:
 def test_each_fault_is_named_alone(dist_world, name):
     fault = ZOO[name].fault
     message, other = dist_world.run(_check, name, False)
+    print(message)  # lab 02 sends the learner to `-rP`, which shows it: what the check said about this fault
     headline = message.splitlines()[0] if message else ""
     assert headline.endswith(f"): {fault}"), message  # its own name, and no other
     assert f"  {fault}: {FAULTS[fault]}" in message  # what it means, the fix and its source

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pytest_distcheck.citations.quote import QUOTE_TO_FILL
 from pytest_distcheck.citations.resolver import Installed, Problem, Resolver
 from pytest_distcheck.citations.symbols import Span
 
@@ -18,8 +19,8 @@ class Found:
     span: Span
 
     def citation(self) -> str:
-        """A citation to paste into a note, with the quote left to fill in."""
-        return f'[cite: {self.dist.name} {self.path}::{self.span.name} "..."]'
+        """A citation to paste into a note, its quote :data:`~.quote.QUOTE_TO_FILL` for the person to replace."""
+        return f'[cite: {self.dist.name} {self.path}::{self.span.name} "{QUOTE_TO_FILL}"]'
 
 
 def find_symbol(resolver: Resolver, symbol: str, package: str, limit: int = 50) -> list[Found]:

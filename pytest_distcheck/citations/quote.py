@@ -8,6 +8,9 @@ import re
 # A quote pins a place: long enough not to match anywhere by chance, short enough to read in a note.
 MIN_QUOTE_CHARS = 12
 MAX_QUOTE_CHARS = 100
+# The quote of the citation `distcheck cite --find` prints: the learner replaces it, since the kit must not pick the
+# evidence.
+QUOTE_TO_FILL = "..."
 
 
 def normalise(text: str) -> str:

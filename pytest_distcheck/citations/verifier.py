@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from packaging.utils import canonicalize_name
 
 from pytest_distcheck.citations.decision import decision_problem
-from pytest_distcheck.citations.quote import MAX_QUOTE_CHARS, MIN_QUOTE_CHARS, nearest, normalise
+from pytest_distcheck.citations.quote import MAX_QUOTE_CHARS, MIN_QUOTE_CHARS, QUOTE_TO_FILL, nearest, normalise
 from pytest_distcheck.citations.resolver import (
     DID_YOU_MEAN,
     OR,
@@ -43,6 +43,9 @@ DEFINED_THERE = N_("{head}; did you mean {files}? {name} is defined there (lines
 UNKNOWN_PACKAGE = N_("unknown package {package!r} (the notes cite: {packages})")
 NO_QUOTE = N_("has no quote, so it proves no place in the symbol")
 QUOTE_LENGTH = N_("quote is {n} characters; {low} to {high} pin a place")
+QUOTE_NOT_FILLED = N_('the quote is still the placeholder "{placeholder}" that `distcheck cite --find` printed: '
+                      "replace it with {low} to {high} characters copied from {path}, inside {symbol} "
+                      "(lines {start}-{end})")
 TEST_CODE = N_("test code: {path} is under a test folder; cite the library code it tests")
 NOT_UNIQUE = N_("the quote occurs in {n} places of {dist} ({shown}), so it pins no place; quote more of the line, up "
                 "to {high} characters")
@@ -186,6 +189,13 @@ def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] 
             version, package=key,
         )
     quote = normalise(cit.quote)
+    if quote == QUOTE_TO_FILL:  # pasted from `cite --find` as it is: say what to put there, not just "3 characters"
+        return CitationResult(
+            cit, Status.FAILED, "quote-too-short",
+            _(QUOTE_NOT_FILLED).format(placeholder=QUOTE_TO_FILL, low=MIN_QUOTE_CHARS, high=MAX_QUOTE_CHARS, path=rel,
+                                       symbol=spans[0].name, start=spans[0].start, end=spans[0].end),
+            version=version, package=key,
+        )
     if len(quote) > MAX_QUOTE_CHARS or len(quote) < MIN_QUOTE_CHARS:
         what = "long" if len(quote) > MAX_QUOTE_CHARS else "short"
         return CitationResult(
