@@ -345,6 +345,15 @@ def display_path(path: Path, base: Path) -> str:
         return str(path)
 
 
+def shell_folder(cwd: Path | str) -> Path:
+    """The folder of the shell a person typed the command in: ``cwd``, or, in a git hook (git runs hooks at the
+    top of the working tree, ``cwd``, and sets ``$GIT_PREFIX`` to the subfolder the commit was typed in; its
+    ``!`` aliases do the same), ``cwd / $GIT_PREFIX``."""
+    prefix = os.environ.get("GIT_PREFIX", "")
+    cwd = Path(cwd)
+    return cwd / prefix if prefix and (cwd / ".git").exists() and (cwd / prefix).is_dir() else cwd
+
+
 def way_to_root(root: Path, here: Path | None = None) -> str | None:
     """What ``cd`` takes to go from ``here`` (default: the current folder), a subfolder of the workspace ``root``,
     to ``root``: relative (``../..``), quoted for the shell; ``None`` when ``here`` is ``root`` or not under it

@@ -14,7 +14,7 @@ from dod_support import CHECKS, MINI_WORKSPACE, gate_run, write_checks
 
 from pytest_distcheck.commands.diagram import PAGE_MISSING
 from pytest_distcheck.dod.table import FROM_SUBFOLDER
-from pytest_distcheck.workspace import at_root, way_to_root
+from pytest_distcheck.workspace import at_root, shell_folder, way_to_root
 
 PENDING = "pytest_distcheck.pending('no log yet', 'make alpha --out results/alpha.json')"
 
@@ -55,6 +55,18 @@ def test_every_command_of_the_table_starts_with_the_way_to_the_root(workspace_di
         "*  -> (cd ../.. && make alpha --out results/alpha.json)",
         "*  rerun: (cd ../.. && pytest --dod beta)",
     ])
+
+
+def test_in_a_git_hook_the_commands_suit_the_subfolder_the_commit_was_typed_in(workspace_dir, monkeypatch):
+    """git runs a pre-commit hook at the top of the working tree; $GIT_PREFIX says where `git commit` was typed."""
+    write_checks(workspace_dir, PENDING, "pass")
+    (workspace_dir.path / ".git").mkdir()  # the top of a working tree, as git starts a hook there
+    (workspace_dir.path / "docs").mkdir()
+    monkeypatch.setenv("GIT_PREFIX", "docs/")
+    result = workspace_dir.runpytest("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([FROM_SUBFOLDER.format(here="docs/", up=".."),
+                                 "*  -> (cd .. && make alpha --out results/alpha.json)"])
+    assert shell_folder(workspace_dir.path / "docs") == workspace_dir.path / "docs"  # not a top: as it is
 
 
 def test_an_item_blocked_by_one_to_fix_gets_the_way_to_the_root_on_its_rerun(workspace_dir, monkeypatch):

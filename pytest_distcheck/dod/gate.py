@@ -27,6 +27,7 @@ from pytest_distcheck.workspace import (
     at_root,
     find_workspace_file,
     load_workspace,
+    shell_folder,
     workspace_root,
 )
 
@@ -163,11 +164,12 @@ def run(start: Path, json_path: str | None, md_path: str | None, color: str, wri
     with snapshot.export(root) as snap:
         if not (snap.folder / ws_rel).is_file():
             raise DistcheckError(_(NOT_COMMITTED).format(path=ws_rel, commit=snap.commit[:12],
-                                                         command=at_root(f"git add {ws_rel} && git commit", root)))
+                                                         command=at_root(f"git add {ws_rel} && git commit", root,
+                                                                         shell_folder(os.getcwd()))))
         write(_(HEADER).format(commit=snap.commit[:12], root=root, files=snap.files) + (note or "")
               + not_all_committed(root, snap.commit[:12]))
         cwd = os.getcwd()
-        here = Path(cwd).resolve()
+        here = shell_folder(cwd).resolve()
         sub = here.relative_to(root.resolve()).as_posix() if root.resolve() in here.parents else ""
         args = pytest_args(snap, ws_rel, json_path, md_path, color, sub)
         os.chdir(snap.folder)

@@ -12,7 +12,7 @@ from pytest_distcheck.dod.collection import NOT_COLLECTED
 from pytest_distcheck.dod.report import FAILED, PASSED, UNVERIFIED, flagged, noted, unverified_reason
 from pytest_distcheck.dod.state import NEEDS_EVIDENCE, ItemResult, State, next_step
 from pytest_distcheck.i18n import N_, _
-from pytest_distcheck.workspace import Workspace, at_root, display_path, way_to_root
+from pytest_distcheck.workspace import Workspace, at_root, display_path, shell_folder, way_to_root
 
 NOT_CHECKED_GATE = N_("gate: FAILED (the DoD was not checked)")
 NOT_CHECKED = N_("distcheck: the DoD of phase {phase} was not checked in this run (none of its checks under {checks}/ "
@@ -118,12 +118,15 @@ def not_checked_at_all(results: list[ItemResult]) -> bool:
 
 def invoked_in(config) -> Path:
     """The folder the learner typed the command in, which the printed commands must suit: pytest's invocation
-    folder, or under ``distcheck gate`` (pytest started in its snapshot of the commit) the subfolder of the
-    workspace the gate started in (ini :data:`~pytest_distcheck.dod.gate.INVOKED_IN_INI`)."""
+    folder (in a git hook, the subfolder the commit was typed in: :func:`~pytest_distcheck.workspace.shell_folder`),
+    or under ``distcheck gate`` (pytest started in its snapshot of the commit) the subfolder of the workspace the
+    gate started in (ini :data:`~pytest_distcheck.dod.gate.INVOKED_IN_INI`)."""
     from pytest_distcheck.dod.gate import INVOKED_IN_INI
 
     base = Path(config.invocation_params.dir)
-    sub = config.getini(INVOKED_IN_INI) if config.getoption("distcheck_gate", False) else ""
+    if not config.getoption("distcheck_gate", False):
+        return shell_folder(base)
+    sub = config.getini(INVOKED_IN_INI)
     return base / sub if sub else base
 
 
