@@ -1,12 +1,41 @@
-"""Every fault of the zoo (fixtures/tp_faults/zoo.py) is named by assert_tp_matches_dense; correct layers pass."""
+"""Every fault of the zoo (fixtures/tp_faults/zoo.py) is named by assert_tp_matches_dense; correct layers pass.
+The kit's messages are compared in the language in use (lab 02 has the learner run this file, Spanish included)."""
 
 from __future__ import annotations
+
+import re
+import string
 
 import pytest
 
 from fixtures.tp_faults.zoo import CORRECT, ZOO
-from pytest_distcheck.tp.diagnose import FAULTS
+from pytest_distcheck.i18n import _
+from pytest_distcheck.tp.diagnose import (
+    FAULTS,
+    FUSED_BEFORE,
+    HELD,
+    INPUT_I,
+    NEEDS_WHOLE_INPUT,
+    SLICED,
+    THE_INPUT_OF,
+    VOCAB_LOCAL,
+)
 from pytest_distcheck.tp.plan import EVEN_SHARDS, NOT_DIVISIBLE
+from pytest_distcheck.tp.replicated import VALUES_DIFFER
+from pytest_distcheck.tp.shards import held_layout
+
+
+def _said(template: str, **fields) -> str:
+    """A regex of kit message ``template`` in the language in use: each field of ``fields`` as given (a compiled
+    pattern as its pattern), any other (a measured difference, an index) as any text."""
+    out = ""
+    for literal, name, spec, _conversion in string.Formatter().parse(_(template)):
+        out += re.escape(literal)
+        if name is not None:
+            value = fields.get(name)
+            out += (".+?" if value is None else value.pattern if isinstance(value, re.Pattern)
+                    else re.escape(format(value, spec)))
+    return out
 
 
 def _check(name: str, correct: bool) -> str:
@@ -31,13 +60,15 @@ def test_each_fault_is_named_alone(dist_world, name):
     print(message)  # lab 02 sends the learner to `-rP`, which shows it: what the check said about this fault
     headline = message.splitlines()[0] if message else ""
     assert headline.endswith(f"): {fault}"), message  # its own name, and no other
-    assert f"  {fault}: {FAULTS[fault]}" in message  # what it means, the fix and its source
+    assert f"  {fault}: {_(FAULTS[fault])}" in message  # what it means, the fix and its source
     assert fault in other  # the other rank fails too, pointing at rank 0
 
 
 def test_an_activation_that_differs_across_ranks_is_named_at_its_layer(dist_world):
-    message, _ = dist_world.run(_check, "non-replicated-activation", False)
-    assert "- non-replicated-input [up]: the input of up differs across ranks: rank 1 vs rank 0" in message
+    message, _other = dist_world.run(_check, "non-replicated-activation", False)
+    differs = re.compile(_said(VALUES_DIFFER, name=_(THE_INPUT_OF).format(path="up"), rank=1))
+    assert re.search(re.escape("- non-replicated-input [up]: ") + _said(NEEDS_WHOLE_INPUT, error=differs,
+                                                                         style="colwise"), message), message
 
 
 @pytest.mark.parametrize("name", sorted(CORRECT))
@@ -49,32 +80,34 @@ def test_correct_layers_pass(dist_world, name):
 
 
 def test_sequence_parallel_gradients_left_partial_are_named_for_each_parameter(dist_world):
-    message, _ = dist_world.run(_check, "sequence-parallel-grad", False)
+    message, _other = dist_world.run(_check, "sequence-parallel-grad", False)
     for name in ("ln.weight", "ln.bias", "down.bias"):  # each ran on this rank's tokens only
         assert f"- sequence-parallel-grad [{name}]: " in message
     assert "missing-f" not in message and "up." not in message  # the column-parallel layer is right
 
 
 def test_a_fused_gate_up_split_contiguously_is_named_whether_the_plan_declares_it_or_not(dist_world):
-    declared, _ = dist_world.run(_check, "fused-contiguous-split-declared", False)
-    plain, _ = dist_world.run(_check, "fused-contiguous-split", False)
-    assert ("- fused-contiguous-split [gate_up.weight, rank 0]: plan: colwise; the rank holds rows 0..15 of 32"
-            in declared)
-    assert "- fused-contiguous-split [gate_up]: every rank's output of gate_up is its contiguous chunk" in plain
+    declared, _other = dist_world.run(_check, "fused-contiguous-split-declared", False)
+    plain, _other = dist_world.run(_check, "fused-contiguous-split", False)
+    held = _(HELD).format(style="colwise", held=held_layout(1, 2, 32, 0, 2))  # rows 0..15 of 32: gate only
+    assert f"- fused-contiguous-split [gate_up.weight, rank 0]: {held}" in declared
+    chunk = _(FUSED_BEFORE).format(path="gate_up", reader=_(THE_INPUT_OF).format(path="down"), n=32, width=16,
+                                   parts=2, size=16)
+    assert f"- fused-contiguous-split [gate_up]: {chunk}" in plain
     assert "Layer('colwise', fused=2)" in plain
     assert "qkv" not in declared + plain  # not worded as a QKV head split
 
 
 def test_a_softmax_or_argmax_on_each_vocab_slice_alone_is_named(dist_world):
     for name, kind in (("vocab-local-softmax", "softmax"), ("vocab-local-argmax", "argmax")):
-        message, _ = dist_world.run(_check, name, False)
-        assert f"- vocab-local-softmax [head]: the module's output is the {kind} of each rank's own 6 logits" in message
+        message, _other = dist_world.run(_check, name, False)
+        local = _(VOCAB_LOCAL).format(kind=kind, width=6, path="head", total=12)
+        assert f"- vocab-local-softmax [head]: {local}" in message
 
 
 def test_a_sliced_input_without_a_column_parallel_layer_is_not_called_a_missing_f(dist_world):
-    message, _ = dist_world.run(_check, "sliced-input", False)
-    assert ("- sliced-input [input 0]: each rank's dL/dx of input 0 is the dense one on its own chunk of dim 2"
-            in message)
+    message, _other = dist_world.run(_check, "sliced-input", False)
+    assert f"- sliced-input [{_(INPUT_I).format(i=0)}]: {_(SLICED).format(i=0, dim=2)}" in message
     assert "missing-f" not in message
 
 
@@ -108,6 +141,6 @@ def _uneven(group_given: bool) -> tuple[str, bool]:
 def test_an_uneven_split_is_named_before_the_tp_module_runs(dist_world):
     # torch's RowwiseParallel fails inside the forward on uneven shards (pytorch/pytorch#141335) with
     # "a and b must have same reduction dim" and a fake-tensor traceback; the check never gets there.
-    want = f"{NOT_DIVISIBLE.format(what='down.weight dim 1', length=9, t=2)}; {EVEN_SHARDS}"
+    want = f"{_(NOT_DIVISIBLE).format(what='down.weight dim 1', length=9, t=2)}; {_(EVEN_SHARDS)}"
     assert dist_world.run(_uneven, True) == [(want, False)] * 2  # TP degree given: refused before it is built
     assert dist_world.run(_uneven, False) == [(want, True)] * 2  # read from the mesh: built, never run

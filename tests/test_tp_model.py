@@ -17,6 +17,7 @@ from experiments.tp_inference.plan import BLOCK_PLAN
 from experiments.tp_inference.shard import planned_layers, shard_model, shard_with_torch, tp_degree_problems
 from pytest_distcheck.i18n import _
 from pytest_distcheck.tp.plan import (
+    DOES_NOT_FIT,
     EVEN_SHARDS,
     HEADS_NOT_DIVISIBLE,
     NOT_DIVISIBLE,
@@ -109,7 +110,7 @@ def test_a_tp_degree_that_splits_a_layer_or_the_heads_unevenly_is_refused_before
                   lambda: shard_with_torch(dense, mesh=type("Mesh", (), {"size": lambda self: 8})())):
         with pytest.raises(ValueError) as info:
             shard()
-        assert str(info.value) == f"TP degree 8 does not fit this model: {heads}; {EVEN_SHARDS}"
+        assert str(info.value) == _(DOES_NOT_FIT).format(t=8, problems=heads, even_shards=_(EVEN_SHARDS))
 
 
 def test_shards_are_the_right_slices_of_the_dense_weights():

@@ -6,12 +6,29 @@ QKV, bias added by rank 0 before the all-reduce); torch's DTensor parallelize_mo
 (also with sequence parallelism); megatron-core 0.16.1's own layers and mappings (f inside the
 column-parallel layer or in its parent, vocab-parallel cross entropy, its global state left behind);
 and the lab's own layers
-(experiments/tp_inference). World size 2, one rank pool for all.
+(experiments/tp_inference). World size 2, one rank pool for all. The kit's messages are compared in the language
+in use (lab 02 has the learner run this file, Spanish included).
 """
 
 from __future__ import annotations
 
+import re
+import string
+
 import pytest
+
+from pytest_distcheck.i18n import _
+
+
+def _said(template: str, **fields) -> str:
+    """A regex of kit message ``template`` in the language in use: each field of ``fields`` as given, any other
+    (a measured difference, an index) as any text."""
+    out = ""
+    for literal, name, spec, _conversion in string.Formatter().parse(_(template)):
+        out += re.escape(literal)
+        if name is not None:
+            out += ".+?" if name not in fields else re.escape(format(fields[name], spec))
+    return out
 
 
 # --- examples (docs/lab/02-tp-inference-cloud.md shows these bodies) -------------------------------
@@ -175,7 +192,7 @@ def test_megatron_cores_own_layers_pass_a_layer_without_f_is_named_and_its_lefto
     from pytest_distcheck.ranks.errors import RankError
     from pytest_distcheck.ranks.module_state import MEGATRON_LEFT_INITIALISED
 
-    got, _ = dist_world.run(_megatron_cases)
+    got, _other = dist_world.run(_megatron_cases)
     # f inside ColumnParallelLinear, or copy_to_tensor_model_parallel_region in the parent: no report.
     assert (got["layer"], got["parent"]) == ("", ""), got
     assert got["none"].splitlines()[0].endswith("): missing-f") and "- missing-f [up]" in got["none"], got["none"]
@@ -186,7 +203,8 @@ def test_megatron_cores_own_layers_pass_a_layer_without_f_is_named_and_its_lefto
         dist_world.run(_megatron_initialise)
     text = str(info.value)
     assert "AssertionError: data parallel group is already initialized" in text  # Megatron's own words
-    assert "note (ranks 0, 1): " + MEGATRON_LEFT_INITIALISED.format(test=request.node.nodeid) in text
+    assert RankError.note(2).format(ranks="0, 1", note=_(MEGATRON_LEFT_INITIALISED).format(
+        test=request.node.nodeid)) in text
 
 
 # --- the failing cases of the issue ------------------------------------------------------------------
@@ -214,9 +232,12 @@ def _dtensor_mlp_fed(seed_by_rank: bool) -> str:
 
 
 def test_the_replicated_input_guard_catches_a_rank_dependent_input(dist_world):
-    message, _ = dist_world.run(_dtensor_mlp_fed, True)
+    from pytest_distcheck.tp.diagnose import INPUT_I
+    from pytest_distcheck.tp.replicated import VALUES_DIFFER
+
+    message, _other = dist_world.run(_dtensor_mlp_fed, True)
     assert message.splitlines()[0].endswith("non-replicated-input")
-    assert "input 0 differs across ranks: rank 1 vs rank 0" in message
+    assert re.search(_said(VALUES_DIFFER, name=_(INPUT_I).format(i=0), rank=1), message), message
     assert dist_world.run(_dtensor_mlp_fed, False) == ["", ""]
 
 
@@ -243,7 +264,7 @@ def _dtensor_wrong_plan() -> str:
 
 
 def test_a_dtensor_shard_against_the_plan_is_named(dist_world):
-    message, _ = dist_world.run(_dtensor_wrong_plan)
+    message, _other = dist_world.run(_dtensor_wrong_plan)
     assert "wrong-shard-dim" in message.splitlines()[0], message
 
 
@@ -269,7 +290,7 @@ def test_an_inference_only_pair_trained_through_lacks_f_behind_a_residual(dist_w
     # hooks find the f missing at the layer closest to the loss.
     # torch warns about it too (dist.all_reduce has no autograd kernel); the ranks' warning reaches the test.
     with pytest.warns(UserWarning, match="autograd kernel was not registered"):
-        message, _ = dist_world.run(_nanovllm_with_backward)
+        message, _other = dist_world.run(_nanovllm_with_backward)
     assert message.splitlines()[0].endswith(": missing-f"), message
     assert "- missing-f [mlp.up_proj]" in message
 

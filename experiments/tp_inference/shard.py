@@ -24,7 +24,7 @@ from experiments.tp_inference.comm import TPGroup
 from experiments.tp_inference.layers import PARALLEL_LINEARS
 from experiments.tp_inference.model import GPT, GPTConfig
 from experiments.tp_inference.plan import BLOCK_PLAN
-from pytest_distcheck.tp.plan import EVEN_SHARDS, split_problems, validate_plan
+from pytest_distcheck.tp.plan import does_not_fit, split_problems, validate_plan
 
 
 def _linears(block: nn.Module) -> list[str]:
@@ -84,7 +84,7 @@ def tp_degree_problems(cfg: GPTConfig, t: int, plan: Mapping[str, str] = BLOCK_P
 def _refuse_uneven(cfg: GPTConfig, t: int, plan: Mapping[str, str]) -> None:
     problems = tp_degree_problems(cfg, t, plan)
     if problems:
-        raise ValueError(f"TP degree {t} does not fit this model: " + "; ".join(problems) + f"; {EVEN_SHARDS}")
+        raise ValueError(does_not_fit(t, problems))  # the kit's sentence: one language, the kit's
 
 
 def shard_model(dense: GPT, tp: TPGroup, plan: Mapping[str, str] = BLOCK_PLAN) -> GPT:

@@ -64,6 +64,11 @@ class RankError(Exception):
         """The first line's template, ``{ranks}`` naming ``n`` ranks, in the language in use."""
         return ngettext("rank(s) {ranks} failed", "rank(s) {ranks} failed", n)
 
+    @staticmethod
+    def note(n: int) -> str:
+        """A note line's template, ``{ranks}`` naming the ``n`` ranks that gave ``{note}``, in the language in use."""
+        return ngettext("note (rank {ranks}): {note}", "note (ranks {ranks}): {note}", n)
+
     def __init__(self, outcomes: list[RankOutcome], detail: str = "", hint: str = "") -> None:
         self.outcomes = outcomes
         self.failed_ranks = [o.rank for o in outcomes if o.status not in ("ok", "skip")]
@@ -81,8 +86,7 @@ class RankError(Exception):
             if o.note:
                 notes.setdefault(o.note, []).append(o.rank)
         for note, ranks_ in notes.items():
-            lines.append(ngettext("note (rank {ranks}): {note}", "note (ranks {ranks}): {note}", len(ranks_)).format(
-                ranks=", ".join(map(str, ranks_)), note=note))
+            lines.append(self.note(len(ranks_)).format(ranks=", ".join(map(str, ranks_)), note=note))
         for o in self.outcomes:
             lines.append(f"  rank {o.rank}: " + (o.error if o.error.startswith(o.status) else o.status
                                                    + (f" ({o.error})" if o.error else "")))

@@ -12,7 +12,7 @@ fused parts of a column-parallel layer (a fused QKV) and the row-parallel bias c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Union
+from typing import Mapping, Sequence, Union
 
 from pytest_distcheck.i18n import N_, _
 
@@ -146,6 +146,8 @@ EVEN_SHARDS = N_("tensor parallelism here needs even shards (torch's RowwisePara
                  "forward with 'a and b must have same reduction dim': pytorch/pytorch#141335): choose a TP degree "
                  "that divides every split size")
 A_FUSED_PART = N_("{label} (a fused part)")
+# The whole refusal where a model is sharded (the lab's shard.py): one language, not the lab's words around the kit's.
+DOES_NOT_FIT = N_("TP degree {t} does not fit this model: {problems}; {even_shards}")
 
 
 def split_problems(sizes: Mapping[str, int], t: int, heads: int = 0) -> list[str]:
@@ -157,3 +159,9 @@ def split_problems(sizes: Mapping[str, int], t: int, heads: int = 0) -> list[str
     if heads and heads % t:
         out.append(_(HEADS_NOT_DIVISIBLE).format(heads=heads, t=t, per=heads / t))
     return out
+
+
+def does_not_fit(t: int, problems: Sequence[str]) -> str:
+    """Why TP degree ``t`` is refused for a model, in the language in use (:data:`DOES_NOT_FIT`): ``problems``
+    (:func:`split_problems`' lines, not empty), then why shards must be even (:data:`EVEN_SHARDS`)."""
+    return _(DOES_NOT_FIT).format(t=t, problems="; ".join(problems), even_shards=_(EVEN_SHARDS))
