@@ -96,12 +96,13 @@ def test_settings_that_do_not_fit_are_refused():
 
 def test_a_tp_degree_that_does_not_split_the_model_evenly_is_refused_before_tp_1_is_timed():
     from experiments.tp_inference.speedup import _settings, parse_args
-    from pytest_distcheck.tp.plan import EVEN_SHARDS, HEADS_NOT_DIVISIBLE, NOT_DIVISIBLE
+    from pytest_distcheck.tp.plan import DOES_NOT_FIT, EVEN_SHARDS, HEADS_NOT_DIVISIBLE, NOT_DIVISIBLE
 
     with pytest.raises(SystemExit) as info:  # the cpu preset: d_model 256, 8 heads, d_ff 1024
         _settings(parse_args(["--tp-degrees", "1,3"]), "gloo", 4)
     text = str(info.value)
-    assert text.startswith("--tp-degrees [1, 3]: TP 3 does not fit the cpu preset's model: ")
+    # One sentence of the kit's (the language in use), not the lab's English around it.
+    assert text.startswith("--tp-degrees [1, 3] (cpu preset): " + DOES_NOT_FIT.split("{problems}")[0].format(t=3))
     assert NOT_DIVISIBLE.format(what="attn.out in_features", length=256, t=3) in text
     assert HEADS_NOT_DIVISIBLE.format(heads=8, t=3, per=8 / 3) in text and text.endswith(EVEN_SHARDS)
     assert _settings(parse_args([]), "gloo", 3)["tp_degrees"] == [1, 2]  # the default skips what does not fit

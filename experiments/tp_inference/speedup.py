@@ -64,7 +64,7 @@ from experiments.tp_inference.timing import Stopwatch, device_for
 from pytest_distcheck.evidence import record_sources
 from pytest_distcheck.phase35.tp_result import SCHEMA, SCHEMA_ID, compute_speedups, problems, summarize
 from pytest_distcheck.schemas import validate
-from pytest_distcheck.tp.plan import EVEN_SHARDS
+from pytest_distcheck.tp.plan import does_not_fit
 
 EXPERIMENT = "tp-inference"
 RESULTS_DIR = Path("experiments/tp_inference/results")
@@ -142,8 +142,7 @@ def _settings(args: argparse.Namespace, backend: str, world: int) -> dict[str, A
     for t in degrees:  # all checked before TP 1 is timed: a sweep never fails half-way
         why = tp_degree_problems(cfg, t)
         if why:
-            raise SystemExit(f"--tp-degrees {degrees}: TP {t} does not fit the {name} preset's model: "
-                             + "; ".join(why) + f"; {EVEN_SHARDS}")
+            raise SystemExit(f"--tp-degrees {degrees} ({name} preset): {does_not_fit(t, why)}")
     if max(s["prompt_lens"]) + s["new_tokens"] > cfg.max_seq_len:
         raise SystemExit(f"prompt length {max(s['prompt_lens'])} + {s['new_tokens']} new tokens exceed "
                          f"the model's max_seq_len {cfg.max_seq_len}")
