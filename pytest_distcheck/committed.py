@@ -11,7 +11,6 @@ ownership") is a reason that names the fix, never a traceback.
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 from collections.abc import Sequence
@@ -127,21 +126,6 @@ def commit_command(paths: Sequence[str], message: str, cwd: Path | str = ".") ->
     except (OSError, subprocess.TimeoutExpired):
         repo = True  # git cannot be run here: the plain add/commit says what is needed
     return line if repo else "git init && " + line
-
-
-def for_the_shell(line: str, cwd: Path | str = ".") -> str:
-    """``line`` (a command to run in ``cwd``) as a person pastes it in the shell that started this process:
-    ``(cd /abs/cwd && line)`` when that shell is in a subfolder of ``cwd``, as after the DoD table's
-    ``(cd ../.. && ...)`` form (``$OLDPWD``, which bash and zsh export on ``cd``), else ``line`` itself. An
-    ``$OLDPWD`` left from an earlier ``cd`` at most adds a ``cd`` that changes nothing. Never raises."""
-    here = Path(cwd).resolve()
-    try:
-        shell = Path(os.environ.get("OLDPWD", "")).resolve() if os.environ.get("OLDPWD") else None
-    except OSError:
-        shell = None
-    if shell is None or here not in shell.parents:
-        return line
-    return f"(cd {shlex.quote(str(here))} && {line})"
 
 
 def require_committed(paths: Sequence[Path | str], root: Path) -> None:

@@ -372,3 +372,21 @@ def at_root(command: str, root: Path, here: Path | None = None) -> str:
     paths are the workspace's (the DoD table's, ``distcheck gate``'s, ``distcheck diagram``'s) go through it."""
     up = way_to_root(root, here)
     return command if up is None else f"(cd {up} && {command})"  # a subshell: the learner's shell stays here
+
+
+def for_the_shell(line: str, cwd: Path | str = ".") -> str:
+    """``line`` (a command to run in ``cwd``) as a person pastes it in the shell that started this process:
+    ``(cd /abs/cwd && line)`` when that shell is in a subfolder of ``cwd``, as after the DoD table's
+    ``(cd ../.. && ...)`` form (``$OLDPWD``, which bash exports on ``cd``), else ``line`` itself (also under a
+    shell that does not export it). An ``$OLDPWD`` left from an earlier ``cd`` at most adds a ``cd`` that
+    changes nothing. Never raises."""
+    import shlex
+
+    here = Path(cwd).resolve()
+    try:
+        shell = Path(os.environ.get("OLDPWD", "")).resolve() if os.environ.get("OLDPWD") else None
+    except OSError:
+        shell = None
+    if shell is None or here not in shell.parents:
+        return line
+    return f"(cd {shlex.quote(str(here))} && {line})"

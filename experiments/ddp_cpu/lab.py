@@ -240,7 +240,8 @@ def commit_step(json_path: str, png: str) -> str:
     """The next step after ``--out``: the git line that commits the log, which the DoD check reads as
     committed, and its plot, which the check records as evidence beside it (checks/test_ddp_allreduce_logged.py);
     run in the current folder, or from the subfolder whose shell started the lab as ``(cd ../.. && torchrun ...)``."""
-    from pytest_distcheck.committed import commit_command, for_the_shell
+    from pytest_distcheck.committed import commit_command
+    from pytest_distcheck.workspace import for_the_shell
 
     line = for_the_shell(commit_command([json_path, png], "DDP lab: all-reduce log and plot"))
     return f"commit both (the DoD check reads the log as committed and records the plot beside it as evidence): {line}"
