@@ -49,6 +49,15 @@ def test_reserve_prices_the_worst_case_from_the_table(ledger: Ledger):
     assert res.open_row == opened and list(st.in_progress) == [res.run_id]
 
 
+def test_a_ledger_with_only_an_open_run_is_not_said_to_have_nothing_spent(ledger: Ledger):
+    from pytest_distcheck.budget import accounting
+
+    assert accounting.confirmation(ledger.read()) == accounting.NOTHING_SPENT
+    make_guard(ledger).reserve("runpod", "RTX 4090", 2, 1800, "t::a", experiment="tp-inference")
+    # The open row counts at its worst case in the totals; "nothing spent" beside them would contradict them.
+    assert accounting.confirmation(ledger.read()) == accounting.NOTHING_SETTLED
+
+
 def test_refusal_names_the_figures_and_the_binding_ceiling(ledger: Ledger):
     g = make_guard(ledger)
     g.reserve("runpod", "RTX 4090", 2, 3600 * 2, "t::a", experiment="tp-inference")  # $2.36

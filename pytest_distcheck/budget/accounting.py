@@ -17,6 +17,7 @@ from pytest_distcheck.i18n import N_
 
 # confirmation()'s answers: identifiers a caller compares, spoken as _(answer).
 NOTHING_SPENT = N_("nothing spent")
+NOTHING_SETTLED = N_("no run settled yet: open runs are counted at their worst case")
 PROVIDER_CONFIRMED = N_("confirmed by the provider")
 SELF_REPORTED = N_("self-reported")
 
@@ -174,10 +175,12 @@ def totals(rows: Iterable[LedgerRow], run_prefix: str | None = None) -> Totals:
 def confirmation(rows: Iterable[LedgerRow]) -> str:
     """For the DoD table's confirmed/self-reported column: "confirmed by the provider" when every paid
     run with a pod has a reconciled row matching what the kit measured; "self-reported" when some run
-    is not reconciled or its bill differs; "nothing spent" for a ledger without runs."""
-    runs = [ch for ch in charges(rows) if ch.pod_row.has_pod and ch.pod_row.recomputed_cost > 0]
+    is not reconciled or its bill differs; "no run settled yet" when the only runs are open (reserved, counted at
+    their worst case); "nothing spent" for a ledger without runs."""
+    every = list(charges(rows))
+    runs = [ch for ch in every if ch.pod_row.has_pod and ch.pod_row.recomputed_cost > 0]
     if not runs:
-        return NOTHING_SPENT
+        return NOTHING_SETTLED if any(not ch.settled for ch in every) else NOTHING_SPENT
     return PROVIDER_CONFIRMED if all(ch.confirmed for ch in runs) else SELF_REPORTED
 
 

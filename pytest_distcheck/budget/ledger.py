@@ -128,8 +128,9 @@ HEAD_GONE = N_("the row this machine appended last (line {line}, row_hash {hash}
 PROBLEMS = N_("{n} problems")
 AND_MORE = N_(" (and {n} more)")
 NOTHING_WRITTEN_TORN = N_(". Nothing was written to it")
-NOTHING_WRITTEN_RESTORE = N_(". Nothing was written to it; the kit only appends: restore those lines from git "
-                             "(git diff / git checkout) rather than editing them")
+NOTHING_WRITTEN_RESTORE = N_(". Nothing was written to it; the kit only appends: undo the change to those lines "
+                             "(git diff shows it) rather than editing them further; a plain git checkout of the file "
+                             "would also drop the rows appended since its last commit")
 
 _TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
