@@ -3,7 +3,9 @@
 - A DoD item whose ``how`` is this very ``pytest -m EXPR`` command (``pytest -m gpu --max-usd 3``
   completes ``tp-speedup-committed``) also gets its free checks, and its prerequisites', run after
   the paid tests: the table then says what the paid run achieved instead of "blocked (not-run)".
-- Paid tests that were skipped are listed with their reasons, without ``-rs``.
+- Paid tests that were skipped are listed with their reasons, without ``-rs``; so are paid tests the kit
+  refused before anything was rented (:class:`~pytest_distcheck.budget.plugin.Refused`: errors, shown as the
+  kit's message alone).
 - A budget was given but every paid test was skipped (no ``RUNPOD_API_KEY``, too few local GPUs): one
   line says nothing paid ran, the run exits 4 (pytest's usage error: what was asked for could not
   start), and with no key the items this command completes name the key as their next step.
@@ -24,9 +26,11 @@ NOTHING_PAID_RAN = N_("nothing paid ran ({why}), so this run exits {status}")
 NO_KEY_WHY = N_("RUNPOD_API_KEY is not set; not rehearsed yet? `distcheck rehearse` runs this whole paid path "
                 "for $0, no key needed")
 SKIPPED_WHY = N_("every paid test was skipped: reasons above")
-# The terminal summary's lines: the items this -m run completes, and each paid test it skipped.
+# The terminal summary's lines: the items this -m run completes, and each paid test it skipped or refused.
 COMPLETES = N_("-m {expr!r} completes {items}: its free checks (and its prerequisites') ran after the paid tests")
 PAID_SKIPPED = N_("paid test skipped: {nodeid}: {reason}")
+# {reason}: the kit's message, after "<test id>: " unless it names the test itself (the guard's refusals do).
+PAID_REFUSED = N_("paid test refused before anything was rented: {reason}")
 
 
 def items_completed_by(ws, markexpr: str) -> list[str]:
@@ -47,12 +51,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class PaidPath:
-    """Per-run state: the items this ``-m`` run completes, and the paid tests it skipped."""
+    """Per-run state: the items this ``-m`` run completes, and the paid tests it skipped or refused."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.followup: list[str] = []
         self.skips: list[tuple[str, str]] = []
+        self.refusals: list[str] = []
         self.ran = 0  # paid tests whose call phase ran
         self.nothing_ran = ""  # NOTHING_PAID_RAN's line, once the session found that nothing paid ran
 
@@ -100,9 +105,23 @@ class PaidPath:
         if missing:
             pytest.fail(missing_extra_message("gpu", missing), pytrace=False)
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        from pytest_distcheck.budget.plugin import Refused
+
+        report = yield
+        if call.excinfo is not None and isinstance(call.excinfo.value, Refused):
+            # The reason alone, for the error block and the short summary (which would start with the class's
+            # dotted name); an attribute of the report reaches an xdist controller too.
+            report.longrepr = report.distcheck_refused = call.excinfo.value.reason
+        return report
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if "gpu" not in report.keywords:
             return
+        refused = getattr(report, "distcheck_refused", None)
+        if refused is not None:
+            self.refusals.append(refused if report.nodeid in refused else f"{report.nodeid}: {refused}")
         if report.skipped and report.when in ("setup", "call"):
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
             self.skips.append((report.nodeid, reason.removeprefix("Skipped: ")))
@@ -133,6 +152,8 @@ class PaidPath:
         for nodeid, reason in self.skips:
             terminalreporter.write_line("distcheck: " + _(PAID_SKIPPED).format(nodeid=nodeid, reason=reason),
                                         yellow=True)
+        for reason in self.refusals:
+            terminalreporter.write_line("distcheck: " + _(PAID_REFUSED).format(reason=reason), red=True)
         if self.nothing_ran:
             terminalreporter.write_line(f"distcheck: {self.nothing_ran}", yellow=True, bold=True)
 

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from pytest_distcheck.budget.ledger import Ledger
+from pytest_distcheck.paid import PAID_REFUSED
 from pytest_distcheck.pods.fake.fixtures import API_KEY, FAST_TIMINGS, fake, pod_dir  # noqa: F401 - fixtures
 from pytest_distcheck.pods.plugin import HEADER_LOCAL, HEADER_RUNPOD_KEY, LOCAL_RATE_BOUND, SKIPPED, UNKNOWN_PROVIDER
 
@@ -133,9 +134,84 @@ def test_budget_refusal_creates_nothing(pod_dir, fake):  # noqa: F811
     pod_dir.makepyfile(test_pod=POD_TEST.format(extra=""))
     # 2 x $0.59/h for 60 s + 10 s ready + 2 s teardown = $0.0236 > $0.01
     result = pod_dir.runpytest_subprocess("--max-usd", "0.01", "-p", "no:cacheprovider")
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*BudgetRefused*would cost up to*"])
+    result.assert_outcomes(errors=1)  # an error, as any failed setup: never a pass or a silent skip
+    (reason,) = refusals_shown_plainly(result)
+    assert reason.startswith("test_pod.py::test_on_pod: 2 x RTX 4090 on runpod secure") and "would cost up to" in reason
     assert fake.pods == [] and ledger_rows(pod_dir.path) == []
+
+
+def refusals_shown_plainly(result) -> list[str]:
+    """The refusals' reasons, from the run's summary lines, once each is checked to be shown as the kit's message
+    alone: once in its test's error block, without a traceback or a line of the kit's source."""
+    out = result.stdout.str()
+    for code in ("Traceback", "pytest_distcheck/", "def gpu_pod", "def reserve", "raise ", "lease.__enter__",
+                 "Refused", "Raises:"):
+        assert code not in out, code
+    head = "distcheck: " + PAID_REFUSED.format(reason="")
+    reasons = [line.removeprefix(head) for line in result.outlines if line.startswith(head)]
+    blocks = out.split(" ERRORS ")[1].split("\n" + head)[0].split(" ERROR at setup of ")[1:]
+    assert len(reasons) == len(blocks) >= 1
+    for block, reason in zip(blocks, reasons, strict=True):
+        assert block.count(reason.partition(": ")[2]) == 1, (block, reason)  # after "<test id>: "
+    return reasons
+
+
+def test_no_live_price_is_refused_plainly_without_the_key(pod_dir, fake):  # noqa: F811
+    fake.inject("gpu", "http_502", times=20)  # every price lookup fails: RunPod gives no live rate
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra=""))
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    (reason,) = refusals_shown_plainly(result)
+    assert "no live runpod price for 2 x NVIDIA GeForce RTX 4090 (secure)" in reason
+    assert "nothing was reserved or created" in reason
+    result.stdout.fnmatch_lines(["*failed before it was ready; no pod was created; the reservation is released"])
+    assert API_KEY not in "\n".join(result.outlines + result.errlines)
+    assert fake.pods == [] and not (pod_dir.path / "ledger.md").exists()
+
+
+def test_a_corrupt_ledger_refuses_each_paid_test_plainly(pod_dir, fake):  # noqa: F811
+    (pod_dir.path / "ledger.md").write_text("| not | the | ledger |\n")
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra=""), test_more="""
+        import pytest
+
+        @pytest.mark.gpu
+        def test_other(gpu_pod):
+            pass
+        """)
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=2)
+    reasons = refusals_shown_plainly(result)
+    assert [r.partition(": ")[0] for r in reasons] == ["test_more.py::test_other", "test_pod.py::test_on_pod"]
+    assert all("ledger.md, line 1: " in r for r in reasons)
+    assert fake.pods == [] and (pod_dir.path / "ledger.md").read_text() == "| not | the | ledger |\n"
+
+
+def test_a_malformed_budget_section_refuses_plainly(pod_dir, fake):  # noqa: F811
+    toml = pod_dir.path / "checks" / "distcheck.toml"
+    toml.write_text(toml.read_text().replace("phase_ceiling_usd = 5.0", 'phase_ceiling_usd = "five"'))
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra=""))
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    (reason,) = refusals_shown_plainly(result)
+    assert reason.startswith("test_pod.py::test_on_pod: ") and "phase_ceiling_usd" in reason
+    assert fake.pods == [] and not (pod_dir.path / "ledger.md").exists()
+
+
+def test_a_bug_before_the_pod_keeps_its_traceback(pod_dir, fake):  # noqa: F811
+    pod_dir.makeconftest("""
+        from pytest_distcheck.pods.lease import Lease
+
+        def broken(self):
+            raise RuntimeError("a bug in the kit")
+
+        Lease._check_live_rate = broken
+        """)
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra=""))
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*def broken(self):*", "E*RuntimeError: a bug in the kit"])
+    assert PAID_REFUSED.format(reason="") not in result.stdout.str()
+    assert fake.pods == [] and [r.status for r in ledger_rows(pod_dir.path)] == ["open", "settled"]
 
 
 def test_twice_as_many_xdist_workers_as_the_ceiling_holds_never_reserve_past_it(pod_dir, fake):  # noqa: F811
@@ -165,7 +241,10 @@ def test_{n}(gpu_pod):
     t.join()
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) >= 1
-    assert outcomes.get("passed", 0) + outcomes.get("error", outcomes.get("errors", 0)) == 4
+    errors = outcomes.get("error", outcomes.get("errors", 0))
+    assert outcomes.get("passed", 0) + errors == 4
+    # each loser was refused by the guard, and the controller lists it as the workers reported it
+    assert sum(line.startswith("distcheck: " + PAID_REFUSED.format(reason="")) for line in result.outlines) == errors
     assert max(peak) <= 2
     no_pod_billing(fake)
     rows = ledger_rows(pod_dir.path)

@@ -250,13 +250,34 @@ class TestBudget:
         return res
 
 
+class Refused(pytest.fail.Exception):
+    """A paid test refused before anything was rented (a budget refusal, no live price, a malformed ledger or
+    ``[budget]`` section, the provider's clear no to a create): the test's setup fails (an error, as before)
+    with the kit's message alone, no traceback of the kit's code; :mod:`pytest_distcheck.paid` lists it at
+    the end of the run.
+
+    Attributes:
+        reason: the kit's message (the refusing DistcheckError's text).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, pytrace=False)
+        self.reason = reason
+
+
 @pytest.fixture(scope="session")
 def budget_guard(pytestconfig: pytest.Config):
     """The session's budget guard (:class:`~pytest_distcheck.budget.guard.BudgetGuard`), with the
-    workspace's ceilings and ``--max-usd`` as the session ceiling. Skips when no ``--max-usd`` is given."""
+    workspace's ceilings and ``--max-usd`` as the session ceiling. Skips when no ``--max-usd`` is given;
+    raises :class:`Refused` for a malformed workspace or ``[budget]`` section."""
+    from pytest_distcheck.errors import DistcheckError
+
     if max_usd(pytestconfig) is None:
         pytest.skip(_(PAID_WORK).format(hint=enable_hint()))
-    return session_guard(pytestconfig)
+    try:
+        return session_guard(pytestconfig)
+    except DistcheckError as exc:
+        raise Refused(str(exc)) from None
 
 
 def _time_limit(item: pytest.Item) -> float | None:

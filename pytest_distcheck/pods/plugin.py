@@ -236,8 +236,12 @@ def gpu_pod(request: pytest.FixtureRequest, budget):
     is ``--gpu-provider``. Use ``pod.put(local, remote)``, ``pod.run(command, timeout)`` (output streams
     to the terminal) and ``pod.get(remote, local)``; remote paths are relative to the pod's work folder.
     Skips when the provider cannot serve the request (no RUNPOD_API_KEY; fewer local GPUs than asked).
-    Raises BudgetRefused when the worst case does not fit the budget.
+    A DistcheckError while no pod was created (the worst case does not fit the budget, no live price, a
+    malformed ledger, the provider's clear no) is raised as :class:`~pytest_distcheck.budget.plugin.Refused`:
+    the kit's message without its traceback. Anything else, or once a pod may exist, is raised as it is.
     """
+    from pytest_distcheck.budget.plugin import Refused
+    from pytest_distcheck.errors import DistcheckError
     from pytest_distcheck.pods.base import Unavailable
     from pytest_distcheck.pods.progress import ReportedPod, StatusLine, ending
 
@@ -273,9 +277,11 @@ def gpu_pod(request: pytest.FixtureRequest, budget):
         line(_(NOT_STARTED).format(reason=exc))
         line.close()
         pytest.skip(_(SKIPPED).format(provider=provider.name, reason=exc))
-    except BaseException:
+    except BaseException as exc:
         line(_(FAILED_BEFORE_READY).format(ending=ending(lease)), metered=False)
         line.close()
+        if isinstance(exc, DistcheckError) and lease.pod_id is None and lease.lost_name is None:
+            raise Refused(str(exc)) from None  # nothing rented: the kit's sentence is the whole story
         raise
     try:  # from here on a Ctrl-C, even one landing just after the "ready" line, still reaches the teardown
         line(_(READY).format(pod=pod.id, run_id=pod.run_id))
