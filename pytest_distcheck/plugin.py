@@ -168,8 +168,9 @@ def distcheck_evidence(record_property, pytestconfig: pytest.Config):
     """``distcheck_evidence(*paths, flags=())``: name the files a DoD check judged, and how far they can be
     believed (``flags``: ``self-reported``, ``confirmed``, ``fast-quiz``, ...).
 
-    Each existing file goes in the JSON report with its sha256, so a grader can re-verify from the report
-    alone; a file that is a copy of a reference solution makes the check untrusted ("copied";
+    Each existing file goes in the JSON report with its sha256, so a grader can re-verify a committed one
+    against the commit (``git show COMMIT:./PATH``; a file the run made, such as the live DDP log, only the run
+    had); a file that is a copy of a reference solution makes the check untrusted ("copied";
     :func:`pytest_distcheck.copies.copied_from`). Paths: absolute, or relative to the workspace root.
     """
     import json
