@@ -303,3 +303,23 @@ def test_pytest_gate_runs_distcheck_gate_with_none_of_the_learners_arguments(wor
                                  unverified(2, 2)])
     assert result.ret == FAILED
     assert ignored_args(["--gate", "--dod-json", "a.json", "--color=yes", "-x"]) == ["-x"]
+
+
+def test_the_gates_no_workspace_hint_names_a_flag_that_distcheck_gate_takes(tmp_path, capsys):
+    """The other commands' hint says --config FILE, which `distcheck gate` rejects; the gate's names its own
+    --root DIR, and the gate takes it."""
+    import re
+
+    from pytest_distcheck.cli import build_parser
+    from pytest_distcheck.errors import DistcheckError
+    from pytest_distcheck.i18n import _
+
+    flag, metavar = re.search(r"distcheck gate (--[a-z-]+) ([A-Z]+)", gate.NOT_FOUND).groups()
+    assert "--config" not in gate.NOT_FOUND
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["gate", "--help"])
+    assert f"{flag} {metavar}" in capsys.readouterr().out
+    args = build_parser().parse_args(["gate", flag, str(tmp_path)])  # argparse exits on a flag it does not know
+    with pytest.raises(DistcheckError) as raised:
+        gate.run(Path(args.root), None, None, "no", print)
+    assert str(raised.value) == _(gate.NOT_FOUND).format(start=tmp_path.resolve())
