@@ -88,7 +88,8 @@ def test_markdown_summary(workspace_dir):
     md = (workspace_dir.path / "out" / "summary.md").read_text()
     lines = md.splitlines()
     assert lines[0] == "## Definition of Done: phase t1"
-    assert "**Gate FAILED**: 0/2 items done, 2/2 checked in this run." in lines
+    assert ("**Gate FAILED**: 0/2 items done, 2/2 checked in this run; not done: alpha (broken), beta (blocked)."
+            in lines)
     assert "| ❌ | `alpha`<br>first deliverable | broken | spend $5.20 \\| $5.00 |" in lines
     assert "| ⛔ | `beta`<br>second deliverable | blocked | blocked by alpha (broken) |" in lines
     assert "- **alpha** (broken): spend $5.20 \\| $5.00" in lines
@@ -166,6 +167,33 @@ def test_a_note_for_a_grader_is_in_the_gate_line_the_report_and_the_summary(work
     doc = load(workspace_dir)
     assert doc["gate"]["noted"] == ["alpha (fast-quiz)"] and doc["gate"]["flagged"] == []
     assert _(MD_NOTED).format(noted="alpha (fast-quiz)") in (workspace_dir.path / "out" / "summary.md").read_text()
+
+
+def test_a_failed_gate_names_what_is_not_done_before_what_is_noted(workspace_dir):
+    """The verdict line names the item that fails the gate, not only the one noted for the grader; so does the
+    Markdown headline."""
+    from pytest_distcheck.dod.markdown import GATE_VERDICT
+    from pytest_distcheck.dod.markdown import NOT_DONE as MD_NOT_DONE
+    from pytest_distcheck.dod.table import GATE_LINE, NOT_DONE
+
+    workspace_dir.makepyfile(**{"checks/test_checks": """
+        import pytest, pytest_distcheck
+        @pytest.mark.dod("alpha")
+        def test_alpha(distcheck_evidence):
+            distcheck_evidence(flags=["self-reported", "fast-quiz"])
+        @pytest.mark.dod("beta")
+        def test_beta():
+            pytest_distcheck.pending("no speedup yet", "make beta")
+        """})
+    result = gate_run(workspace_dir, report="out/dod.json", markdown="out/summary.md")
+    line = ("gate: FAILED (1/2 items done; not done: beta (pending); noted for the grader, not a failure: "
+            "alpha (fast-quiz))")
+    assert line == GATE_LINE.format(verdict="FAILED", summary="1/2 items done" + NOT_DONE.format(items="beta (pending)")
+                                    + NOTED.format(items="alpha (fast-quiz)"))
+    result.stdout.fnmatch_lines([line])
+    md = (workspace_dir.path / "out" / "summary.md").read_text().splitlines()
+    assert GATE_VERDICT.format(verdict="FAILED", counts="1/2 items done, 2/2 checked in this run"
+                               + MD_NOT_DONE.format(items="beta (pending)")) in md
 
 
 def test_the_report_carries_each_items_evidence_and_flags(workspace_dir):

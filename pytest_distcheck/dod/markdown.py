@@ -20,6 +20,7 @@ _MARK = {"done": "✅", "not-run": "⬜", "pending": "⏳", "stale": "🕰️", 
 HEADING = N_("## Definition of Done: phase {phase}")
 COUNTS = N_("{done}/{total} items done, {ran}/{total} checked in this run")
 GATE_VERDICT = N_("**Gate {verdict}**: {counts}.")
+NOT_DONE = N_("; not done: {items}")
 ON_COMMIT = N_("on commit {commit}")
 NOT_ON_COMMIT = N_("**not** on a commit (not the gate)")
 NO_SHIPPED = N_("no DoD ships for this phase")
@@ -58,6 +59,9 @@ def render(doc: dict[str, Any]) -> str:
     lines = [_(HEADING).format(phase=phase["id"]), "", f"_{_cell(phase['title'])}_", ""]
     counts = _(COUNTS).format(done=summary["done"], total=summary["total"], ran=summary["ran"])
     if gate["requested"]:
+        not_done = [f"{it['id']} ({it['state']})" for it in doc["items"] if it["state"] != "done"]
+        if not_done:
+            counts += _(NOT_DONE).format(items=_cell(", ".join(not_done)))
         lines.append(_(GATE_VERDICT).format(verdict="PASSED" if gate["passed"] else "FAILED", counts=counts))
         canon = doc.get("canonical")
         where = _(ON_COMMIT).format(commit=_code(gate["commit"])) if gate.get("commit") else _(NOT_ON_COMMIT)
