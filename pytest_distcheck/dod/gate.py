@@ -154,9 +154,11 @@ def not_all_committed(root: Path, commit: str, outputs: Iterable[str | Path | No
                     "yours\n", len(entries)).format(n=len(entries), commit=commit, some=some)
 
 
-def run(start: Path, json_path: str | None, md_path: str | None, color: str, write: Callable[[str], None]) -> int:
+def run(start: Path, json_path: str | None, md_path: str | None, color: str, write: Callable[[str], None],
+        typed: str = "distcheck gate") -> int:
     """The gate for the workspace found walking up from ``start``, in this (isolated) process: pytest's exit
-    status, 0 only when the gate passed.
+    status, 0 only when the gate passed. ``typed``: the command line that started it, as the learner typed it
+    (the report's ``run.command``).
 
     Raises:
         DistcheckError: no workspace file, or the commit cannot be read (what git said and the fix).
@@ -168,7 +170,7 @@ def run(start: Path, json_path: str | None, md_path: str | None, color: str, wri
         raise DistcheckError(_(NOT_FOUND).format(start=Path(start).resolve()))
     root, ws_rel = workspace_root(found), DEFAULT_PATH
     note = kit_note(root)
-    with snapshot.export(root) as snap:
+    with snapshot.export(root, typed) as snap:
         if not (snap.folder / ws_rel).is_file():
             raise DistcheckError(_(NOT_COMMITTED).format(path=ws_rel, commit=snap.commit[:12],
                                                          command=at_root(f"git add {ws_rel} && git commit", root,

@@ -39,6 +39,10 @@ COMMAND = N_("- command: {command}")
 WORKSPACE = N_("- workspace: {path} ({sha}…)")
 COMMIT = N_("- commit: {commit}")
 CHECK_FILE = N_("- check file {path}: {sha}…")
+# Which kit judged: run.kit_source (url@commit, the url) or, with none recorded, the folder it ran from.
+KIT = N_("- kit: {source}")
+KIT_EDITABLE = N_("{url} (editable)")
+CI_RUN = N_("; CI run: {url}")
 
 
 def _cell(text: str) -> str:
@@ -50,6 +54,17 @@ def _code(text: str) -> str:
     fence = "``" if "`" in text else "`"
     pad = " " if "`" in text else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _kit(run: dict[str, Any]) -> str:
+    """The kit a report's ``run`` names: ``url@commit`` for a VCS install, the url (editable: so marked) for
+    another recorded install, else the folder it ran from (``kit_location``)."""
+    src = run.get("kit_source")
+    if not src:
+        return _code(run.get("kit_location") or "?")
+    if src.get("commit"):
+        return _code(f"{src['url']}@{src['commit']}")
+    return _(KIT_EDITABLE).format(url=_code(src["url"])) if src.get("editable") else _code(src["url"])
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -92,6 +107,9 @@ def render(doc: dict[str, Any]) -> str:
     if run.get("git_commit"):
         lines.append(_(COMMIT).format(commit=_code(run["git_commit"])))
     lines.append(f"- pytest-distcheck {run['distcheck']}, pytest {run['pytest']}, Python {run['python']}")
+    ci = run.get("ci") if isinstance(run.get("ci"), dict) else {}
+    lines.append(_(KIT).format(source=_kit(run))
+                 + (_(CI_RUN).format(url=ci["run_url"]) if ci.get("run_url") else ""))
     for f in doc["check_files"]:
         lines.append(_(CHECK_FILE).format(path=_code(f["path"]), sha=f["sha256"][:19]))
     lines += ["", "</details>", ""]
