@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     except LanguageError as exc:
         bad_language = exc
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as typed, for a report that names its command line
     if bad_language is not None:
         print(f"distcheck {args.command}: {bad_language}", file=sys.stderr)
         return 2

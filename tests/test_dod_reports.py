@@ -88,7 +88,8 @@ def test_markdown_summary(workspace_dir):
     md = (workspace_dir.path / "out" / "summary.md").read_text()
     lines = md.splitlines()
     assert lines[0] == "## Definition of Done: phase t1"
-    assert "**Gate FAILED**: 0/2 items done, 2/2 checked in this run." in lines
+    assert ("**Gate FAILED**: 0/2 items done, 2/2 checked in this run; not done: alpha (broken), beta (blocked)."
+            in lines)
     assert "| ❌ | `alpha`<br>first deliverable | broken | spend $5.20 \\| $5.00 |" in lines
     assert "| ⛔ | `beta`<br>second deliverable | blocked | blocked by alpha (broken) |" in lines
     assert "- **alpha** (broken): spend $5.20 \\| $5.00" in lines
@@ -168,6 +169,33 @@ def test_a_note_for_a_grader_is_in_the_gate_line_the_report_and_the_summary(work
     assert _(MD_NOTED).format(noted="alpha (fast-quiz)") in (workspace_dir.path / "out" / "summary.md").read_text()
 
 
+def test_a_failed_gate_names_what_is_not_done_before_what_is_noted(workspace_dir):
+    """The verdict line names the item that fails the gate, not only the one noted for the grader; so does the
+    Markdown headline."""
+    from pytest_distcheck.dod.markdown import GATE_VERDICT
+    from pytest_distcheck.dod.markdown import NOT_DONE as MD_NOT_DONE
+    from pytest_distcheck.dod.table import GATE_LINE, NOT_DONE
+
+    workspace_dir.makepyfile(**{"checks/test_checks": """
+        import pytest, pytest_distcheck
+        @pytest.mark.dod("alpha")
+        def test_alpha(distcheck_evidence):
+            distcheck_evidence(flags=["self-reported", "fast-quiz"])
+        @pytest.mark.dod("beta")
+        def test_beta():
+            pytest_distcheck.pending("no speedup yet", "make beta")
+        """})
+    result = gate_run(workspace_dir, report="out/dod.json", markdown="out/summary.md")
+    line = ("gate: FAILED (1/2 items done; not done: beta (pending); noted for the grader, not a failure: "
+            "alpha (fast-quiz))")
+    assert line == GATE_LINE.format(verdict="FAILED", summary="1/2 items done" + NOT_DONE.format(items="beta (pending)")
+                                    + NOTED.format(items="alpha (fast-quiz)"))
+    result.stdout.fnmatch_lines([line])
+    md = (workspace_dir.path / "out" / "summary.md").read_text().splitlines()
+    assert GATE_VERDICT.format(verdict="FAILED", counts="1/2 items done, 2/2 checked in this run"
+                               + MD_NOT_DONE.format(items="beta (pending)")) in md
+
+
 def test_the_report_carries_each_items_evidence_and_flags(workspace_dir):
     """R7: a grader re-verifies from the report alone; R3: a copy of a reference solution is untrusted."""
     import hashlib
@@ -214,3 +242,109 @@ def test_the_markdown_summary_speaks_the_kits_language(workspace_dir):
         assert "| not-run |" in md  # states are identifiers, in every language
     finally:
         i18n.use(i18n.DEFAULT)
+
+
+GITHUB = {"CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "learner/course-work", "GITHUB_RUN_ID": "42",
+          "GITHUB_SERVER_URL": "https://github.com", "GITHUB_SHA": "a" * 40, "GITHUB_REF": "refs/heads/main"}
+
+
+def test_the_report_names_the_kit_that_judged_the_packages_and_the_ci_run(workspace_dir, monkeypatch):
+    """A grader tells which kit judged the commit (every kit commit says distcheck 0.1.0), against which torch and
+    megatron-core, in which CI run; the summary names the kit and the run in one line."""
+    import importlib.metadata
+
+    from pytest_distcheck.dod import report
+    from pytest_distcheck.dod.markdown import CI_RUN, KIT
+
+    for name, value in GITHUB.items():
+        monkeypatch.setenv(name, value)
+    source = {"url": "https://github.com/COURSE-ORG/pytest-distcheck", "commit": "c" * 40, "requested": "v0.1.0",
+              "editable": False}
+    monkeypatch.setattr(report, "kit_source", lambda: source)
+    gated(workspace_dir)
+    run = load(workspace_dir)["run"]
+    url = "https://github.com/learner/course-work/actions/runs/42"
+    assert run["ci"] == {"repository": "learner/course-work", "run_id": "42", "server_url": "https://github.com",
+                         "sha": "a" * 40, "ref": "refs/heads/main", "run_url": url}
+    assert run["kit_source"] == source
+    for name in ("torch", "megatron-core"):
+        try:
+            assert run["packages"][name] == importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            assert run["packages"][name] is None
+    md = (workspace_dir.path / "out" / "summary.md").read_text().splitlines()
+    assert KIT.format(source=f"`{source['url']}@{source['commit']}`") + CI_RUN.format(url=url) in md
+    # Outside CI, and with no install record (run from a source folder): no run, the folder the kit ran from.
+    for name in GITHUB:
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(report, "kit_source", lambda: None)
+    gated(workspace_dir)
+    run = load(workspace_dir)["run"]
+    assert run["ci"] is None and run["kit_source"] is None
+    md = (workspace_dir.path / "out" / "summary.md").read_text().splitlines()
+    assert KIT.format(source=f"`{run['kit_location']}`") in md
+
+
+def test_the_ci_run_is_read_from_githubs_variables_only_in_ci():
+    from pytest_distcheck.dod.report import ci_run
+
+    assert ci_run({"GITHUB_REPOSITORY": "a/b"}) is None  # not CI: a variable left in a shell says nothing
+    assert ci_run({"CI": "true", "GITHUB_RUN_ID": "7"}) == {"repository": None, "run_id": "7", "server_url": None,
+                                                            "sha": None, "ref": None, "run_url": None}
+    assert ci_run({**GITHUB, "GITHUB_SERVER_URL": "https://ghe.example/"})["run_url"] == (
+        "https://ghe.example/learner/course-work/actions/runs/42")
+
+
+def _installed(tmp_path, direct_url, text=None):
+    """A pytest-distcheck distribution installed in ``tmp_path/site`` with ``direct_url`` as its direct_url.json
+    (``None``: none, as an install from an index has); the distribution and its package folder."""
+    import importlib.metadata
+
+    info = tmp_path / "site" / "pytest_distcheck-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pytest-distcheck\nVersion: 0.1.0\n")
+    if direct_url is not None or text is not None:
+        (info / "direct_url.json").write_text(text if text is not None else json.dumps(direct_url))
+    (tmp_path / "site" / "pytest_distcheck").mkdir()
+    return importlib.metadata.PathDistribution(info), tmp_path / "site" / "pytest_distcheck"
+
+
+@pytest.mark.parametrize("direct_url, expected", [
+    ({"url": "https://github.com/COURSE-ORG/pytest-distcheck",
+      "vcs_info": {"vcs": "git", "commit_id": "c" * 40, "requested_revision": "v0.1.0"}},
+     {"url": "https://github.com/COURSE-ORG/pytest-distcheck", "commit": "c" * 40, "requested": "v0.1.0",
+      "editable": False}),
+    # credentials never reach the report (a deploy token in the url); git@ is a user name, not a secret
+    ({"url": "https://x-token:s3cret@github.com/o/kit", "vcs_info": {"vcs": "git", "commit_id": "c" * 40}},
+     {"url": "https://github.com/o/kit", "commit": "c" * 40, "requested": None, "editable": False}),
+    ({"url": "ssh://git@github.com/o/kit", "vcs_info": {"vcs": "git", "commit_id": "c" * 40}},
+     {"url": "ssh://git@github.com/o/kit", "commit": "c" * 40, "requested": None, "editable": False}),
+    ({"url": "file:///wheels/pytest_distcheck-0.1.0-py3-none-any.whl", "archive_info": {}},
+     {"url": "file:///wheels/pytest_distcheck-0.1.0-py3-none-any.whl", "commit": None, "requested": None,
+      "editable": False}),
+    (None, None),
+])
+def test_the_kit_source_is_the_install_record_of_the_kit_that_runs(tmp_path, direct_url, expected):
+    from pytest_distcheck.dod.report import kit_source
+
+    dist, kit = _installed(tmp_path, direct_url)
+    assert kit_source(dist, kit) == expected
+    # The record of another copy of the kit (one on PYTHONPATH runs instead) says nothing of the one that ran.
+    (tmp_path / "src" / "pytest_distcheck").mkdir(parents=True)
+    assert kit_source(dist, tmp_path / "src" / "pytest_distcheck") is None
+
+
+def test_an_editable_kit_source_is_the_folder_the_kit_runs_from(tmp_path):
+    from pytest_distcheck.dod.markdown import KIT_EDITABLE, _kit
+    from pytest_distcheck.dod.report import kit_source
+
+    clone = tmp_path / "clone"
+    (clone / "pytest_distcheck").mkdir(parents=True)
+    dist, _site = _installed(tmp_path, {"url": clone.as_uri(), "dir_info": {"editable": True}})
+    source = kit_source(dist, clone / "pytest_distcheck")
+    assert source == {"url": clone.as_uri(), "commit": None, "requested": None, "editable": True}
+    assert _kit({"kit_source": source}) == KIT_EDITABLE.format(url=f"`{clone.as_uri()}`")
+    (tmp_path / "other" / "pytest_distcheck").mkdir(parents=True)
+    assert kit_source(dist, tmp_path / "other" / "pytest_distcheck") is None
+    dist, kit = _installed(tmp_path / "bad", None, text="{not json")
+    assert kit_source(dist, kit) is None

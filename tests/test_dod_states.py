@@ -430,4 +430,5 @@ def test_a_workspace_that_is_not_the_shipped_dod_says_how_to_restore_it(tmp_path
     outcomes = gate_outcomes(ws, canonical)
     assert {o.state for o in outcomes} == {State.UNTRUSTED} and len(outcomes) == len(ws.items)
     assert outcomes[0].reason == NOT_SHIPPED.format(phase="35", problems=canonical["problems"][0]) + SHIPPED_FIX
-    assert "git checkout origin/main -- checks" in SHIPPED_FIX
+    # origin is the learner's own repository in a CI clone or a fork: the fix names the course's remote.
+    assert "git checkout COURSE/main -- checks" in SHIPPED_FIX and "origin" not in SHIPPED_FIX

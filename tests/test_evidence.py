@@ -164,7 +164,8 @@ def test_a_tampered_score_is_broken(quiz):
     # 3 of 5 correct is 60%; the file claims 90%.
     result = gate_run(quiz(["a", "b", "c", "x", "x"], 90))
     result.stdout.fnmatch_lines(["BROKEN   alpha  results/quiz.json, score: stored score 90% disagrees with 60% "
-                                 "recomputed from its evidence", "gate: FAILED (0/2 items done)"])
+                                 "recomputed from its evidence",
+                                 "gate: FAILED (0/2 items done; not done: alpha (broken), beta (blocked))"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
@@ -174,5 +175,6 @@ def test_a_result_older_than_its_key_is_stale(quiz):
     result = gate_run(pytester)
     result.stdout.fnmatch_lines(["STALE    alpha  key.json changed since results/quiz.json was produced (recorded "
                                  "sha256:*, now sha256:*)", "*-> make quiz", "*rerun: pytest --dod alpha",
-                                 "BLOCKED  beta   blocked by alpha (stale)*", "gate: FAILED (0/2 items done)"])
+                                 "BLOCKED  beta   blocked by alpha (stale)*",
+                                 "gate: FAILED (0/2 items done; not done: alpha (stale), beta (blocked))"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -297,9 +297,66 @@ def test_pytest_gate_runs_distcheck_gate_with_none_of_the_learners_arguments(wor
     (workspace_dir.path / "conftest.py").write_text("# the learner's\n")
     git_commit_all(workspace_dir.path)
     monkeypatch.chdir(workspace_dir.mkdir("notes"))
-    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--gate", "-n", "2", "-k", "beta")
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--gate", "-n", "2", "-k", "beta",
+                                     "--dod-json", "g.json")
     result.stdout.fnmatch_lines(["pytest --gate: runs `distcheck gate`; not passed on: *-n 2 -k beta*",
                                  "distcheck gate: judging commit *", "DONE     alpha  evidence checked",
                                  unverified(2, 2)])
     assert result.ret == FAILED
+    # The report names the command line as typed, the arguments the gate did not take included.
+    doc = json.loads((workspace_dir.path / "notes" / "g.json").read_text())
+    assert doc["run"]["command"].startswith("pytest -p no:cacheprovider --gate -n 2 -k beta --dod-json g.json")
     assert ignored_args(["--gate", "--dod-json", "a.json", "--color=yes", "-x"]) == ["-x"]
+
+
+def test_the_gates_no_workspace_hint_names_a_flag_that_distcheck_gate_takes(tmp_path, capsys):
+    """The other commands' hint says --config FILE, which `distcheck gate` rejects; the gate's names its own
+    --root DIR, and the gate takes it."""
+    import re
+
+    from pytest_distcheck.cli import build_parser
+    from pytest_distcheck.errors import DistcheckError
+    from pytest_distcheck.i18n import _
+
+    flag, metavar = re.search(r"distcheck gate (--[a-z-]+) ([A-Z]+)", gate.NOT_FOUND).groups()
+    assert "--config" not in gate.NOT_FOUND
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["gate", "--help"])
+    assert f"{flag} {metavar}" in capsys.readouterr().out
+    args = build_parser().parse_args(["gate", flag, str(tmp_path)])  # argparse exits on a flag it does not know
+    with pytest.raises(DistcheckError) as raised:
+        gate.run(Path(args.root), None, None, "no", print)
+    assert str(raised.value) == _(gate.NOT_FOUND).format(start=tmp_path.resolve())
+
+
+def test_distcheck_gate_hands_its_process_the_command_line_as_typed(tmp_path, monkeypatch):
+    """The report's run.command is what the learner typed, options and all (paths as given, not made absolute)."""
+    from pytest_distcheck import cli
+    from pytest_distcheck.commands import gate as gate_command
+
+    started = []
+    monkeypatch.setattr(gate_command.subprocess, "call", lambda argv, env: started.append(argv) or 0)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["gate", "--dod-json", "dod-report.json", "--dod-markdown", "summary.md"]) == 0
+    assert "--typed-as=distcheck gate --dod-json dod-report.json --dod-markdown summary.md" in started[0]
+    assert f"--dod-json={tmp_path / 'dod-report.json'}" in started[0]
+
+
+def test_run_again_the_gate_names_its_command_and_not_its_own_reports_as_uncommitted(workspace_dir):
+    """`distcheck gate` as CI runs it, twice: the report names the command line, and the second run does not ask
+    to commit the reports the first one wrote."""
+    from dod_support import write_checks
+
+    write_checks(workspace_dir)
+    git_commit_all(workspace_dir.path)
+    argv = [sys.executable, "-m", "pytest_distcheck.cli", "gate", "--color=no", "--dod-json", "dod-report.json",
+            "--dod-markdown", "summary.md"]
+    for _ in range(2):
+        run = subprocess.run(argv, cwd=workspace_dir.path, capture_output=True, text=True, timeout=300)
+        assert "distcheck gate: judging commit" in run.stdout, run.stdout + run.stderr
+        assert "differ" not in run.stdout and "dod-report.json" not in run.stdout, run.stdout
+    doc = json.loads((workspace_dir.path / "dod-report.json").read_text())
+    assert doc["run"]["command"] == "distcheck gate --color=no --dod-json dod-report.json --dod-markdown summary.md"
+    (workspace_dir.path / "notes.md").write_text("not committed\n")
+    run = subprocess.run(argv, cwd=workspace_dir.path, capture_output=True, text=True, timeout=300)
+    assert "1 file here differs" in run.stdout and "(notes.md)" in run.stdout, run.stdout

@@ -251,3 +251,26 @@ def test_the_gate_says_when_the_folder_has_work_its_commit_lacks(tmp_path):
         (tmp_path / name).write_text("x\n")
     assert not_all_committed(tmp_path, "abc").startswith("distcheck gate: note: 1 file here differs from commit abc "
                                                          "or is not in it (docs/tp-sharding.md)")
+
+
+def test_the_note_on_work_the_commit_lacks_leaves_out_the_gates_own_reports(tmp_path, monkeypatch):
+    """Run a second time, the gate does not ask to commit the reports its first run wrote (--dod-json,
+    --dod-markdown), named relative to the folder it started in or absolute, in a workspace below the top of its
+    repository; any other file still counts."""
+    from dod_support import git_commit_all
+
+    from pytest_distcheck.dod.gate import not_all_committed
+
+    ws = tmp_path / "course" / "lab"
+    ws.mkdir(parents=True)
+    (ws / "a.md").write_text("a\n")
+    git_commit_all(tmp_path)
+    for name in ("dod-report.json", "summary.md", "notes.md"):
+        (ws / name).write_text("x\n")
+    monkeypatch.chdir(ws)
+    said = not_all_committed(ws, "abc", ("dod-report.json", str(ws / "summary.md"), None))
+    assert said.startswith("distcheck gate: note: 1 file here differs from commit abc or is not in it "
+                           "(course/lab/notes.md)"), said
+    (ws / "notes.md").unlink()
+    assert not_all_committed(ws, "abc", ("dod-report.json", ws / "summary.md")) == ""
+    assert "dod-report.json" in not_all_committed(ws, "abc")

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+# How the gate's own process learns the command line that started it, as typed (hidden: not for learners).
+TYPED_FLAG = "--typed-as"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dod-json", metavar="PATH", help="write the DoD report as JSON")
     parser.add_argument("--dod-markdown", metavar="PATH", help="write the DoD report as Markdown")
     parser.add_argument("--color", choices=("yes", "no", "auto"), default="auto")
+    # Set when this command starts the gate's own process (or pytest --gate does): the command line as typed.
+    parser.add_argument(TYPED_FLAG, dest="typed_as", default=None, help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,9 +36,11 @@ def run(args: argparse.Namespace) -> int:
     from pytest_distcheck.i18n import FLAG, language
 
     paths = {k: str(Path(v).resolve()) if v else None for k, v in (("json", args.dod_json), ("md", args.dod_markdown))}
+    typed = getattr(args, "typed_as", None) or shlex.join(["distcheck", *getattr(args, "argv", ["gate"])])
     if not gate.isolated():
         # The language travels as --lang: the gate's process reads no DISTCHECK_* variable and no ini file of yours.
-        argv = ["--root", str(Path(args.root).resolve()), f"--color={args.color}", f"{FLAG}={language()}"]
+        argv = ["--root", str(Path(args.root).resolve()), f"--color={args.color}", f"{TYPED_FLAG}={typed}",
+                f"{FLAG}={language()}"]
         argv += [f"--dod-{k}={v}" for k, v in (("json", paths["json"]), ("markdown", paths["md"])) if v]
         return subprocess.call(gate.command(argv), env=gate.clean_env(dict(os.environ)))
 
@@ -40,4 +48,4 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    return gate.run(Path(args.root), paths["json"], paths["md"], args.color, write)
+    return gate.run(Path(args.root), paths["json"], paths["md"], args.color, write, typed)

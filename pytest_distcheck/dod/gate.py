@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest_distcheck
@@ -23,7 +23,6 @@ from pytest_distcheck.errors import ConfigError, DistcheckError
 from pytest_distcheck.i18n import N_, _, language, ngettext
 from pytest_distcheck.workspace import (
     DEFAULT_PATH,
-    NOT_FOUND_HINT,
     at_root,
     find_workspace_file,
     load_workspace,
@@ -42,6 +41,9 @@ HEADER = N_("distcheck gate: judging commit {commit} of {root} ({files} files; w
              "variables\n")
 EDITABLE = N_("distcheck gate: note: the kit runs from {kit}, inside this workspace (an editable install): a grader "
               "runs the gate with the course's pinned kit installed (docs/ci/known-limitations.md)\n")
+# The gate's own words for workspace.NOT_FOUND_HINT: it takes --root DIR, not the other commands' --config FILE.
+NOT_FOUND = N_("no checks/distcheck.toml in {start} or any folder above it; run the gate from your workspace, name "
+               "its folder (distcheck gate --root DIR), or start one with `distcheck init`")
 # {command}: git add {path} && git commit, as typed in the folder the gate started in (workspace.at_root).
 NOT_COMMITTED = N_("{path} is not in commit {commit}: {command}")
 
@@ -122,20 +124,25 @@ def pytest_args(snap: snapshot.Snapshot, ws_rel: str, json_path: str | None, md_
     return args + ["--", *found]
 
 
-def not_all_committed(root: Path, commit: str) -> str:
+def not_all_committed(root: Path, commit: str, outputs: Iterable[str | Path | None] = ()) -> str:
     """A note naming the files ``git status`` under ``root`` lists (changed, staged or untracked
     and not ignored), else ``""`` (also when git cannot say). An untracked virtual environment (a folder
     holding a ``pyvenv.cfg``, such as ``venv/`` where .gitignore names only ``.venv/``) is never evidence
-    and is left out."""
+    and is left out, and so are ``outputs``: the gate's own reports (``--dod-json``, ``--dod-markdown``; relative
+    paths are to the current folder), which its previous run wrote there."""
     from pytest_distcheck.git import run_git
 
     try:
         proc = run_git(root, "status", "--porcelain", "-z", "--untracked-files=all", "--", ".")
+        top = run_git(root, "rev-parse", "--show-toplevel").stdout.strip() if outputs else ""
     except (OSError, subprocess.TimeoutExpired):
         return ""
     entries = [e[3:] for e in proc.stdout.split("\0") if len(e) > 3 and e[2] == " "] if proc.returncode == 0 else []
     venvs = tuple(e[: -len("pyvenv.cfg")] for e in entries if e.endswith("/pyvenv.cfg"))
     entries = [e for e in entries if not e.startswith(venvs)]
+    # git status names paths from the top of the repository, which may lie above root.
+    ours = {Path(p).resolve() for p in outputs if p}
+    entries = [e for e in entries if not top or (Path(top) / e).resolve() not in ours]
     if not entries:
         return ""
     some = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
@@ -147,9 +154,11 @@ def not_all_committed(root: Path, commit: str) -> str:
                     "yours\n", len(entries)).format(n=len(entries), commit=commit, some=some)
 
 
-def run(start: Path, json_path: str | None, md_path: str | None, color: str, write: Callable[[str], None]) -> int:
+def run(start: Path, json_path: str | None, md_path: str | None, color: str, write: Callable[[str], None],
+        typed: str = "distcheck gate") -> int:
     """The gate for the workspace found walking up from ``start``, in this (isolated) process: pytest's exit
-    status, 0 only when the gate passed.
+    status, 0 only when the gate passed. ``typed``: the command line that started it, as the learner typed it
+    (the report's ``run.command``).
 
     Raises:
         DistcheckError: no workspace file, or the commit cannot be read (what git said and the fix).
@@ -158,16 +167,16 @@ def run(start: Path, json_path: str | None, md_path: str | None, color: str, wri
 
     found = find_workspace_file(start)
     if found is None:
-        raise DistcheckError(_(NOT_FOUND_HINT))
+        raise DistcheckError(_(NOT_FOUND).format(start=Path(start).resolve()))
     root, ws_rel = workspace_root(found), DEFAULT_PATH
     note = kit_note(root)
-    with snapshot.export(root) as snap:
+    with snapshot.export(root, typed) as snap:
         if not (snap.folder / ws_rel).is_file():
             raise DistcheckError(_(NOT_COMMITTED).format(path=ws_rel, commit=snap.commit[:12],
                                                          command=at_root(f"git add {ws_rel} && git commit", root,
                                                                          shell_folder(os.getcwd()))))
         write(_(HEADER).format(commit=snap.commit[:12], root=root, files=snap.files) + (note or "")
-              + not_all_committed(root, snap.commit[:12]))
+              + not_all_committed(root, snap.commit[:12], (json_path, md_path)))
         cwd = os.getcwd()
         here = shell_folder(cwd).resolve()
         sub = here.relative_to(root.resolve()).as_posix() if root.resolve() in here.parents else ""

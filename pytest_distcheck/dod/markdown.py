@@ -20,6 +20,7 @@ _MARK = {"done": "✅", "not-run": "⬜", "pending": "⏳", "stale": "🕰️", 
 HEADING = N_("## Definition of Done: phase {phase}")
 COUNTS = N_("{done}/{total} items done, {ran}/{total} checked in this run")
 GATE_VERDICT = N_("**Gate {verdict}**: {counts}.")
+NOT_DONE = N_("; not done: {items}")
 ON_COMMIT = N_("on commit {commit}")
 NOT_ON_COMMIT = N_("**not** on a commit (not the gate)")
 NO_SHIPPED = N_("no DoD ships for this phase")
@@ -38,6 +39,10 @@ COMMAND = N_("- command: {command}")
 WORKSPACE = N_("- workspace: {path} ({sha}…)")
 COMMIT = N_("- commit: {commit}")
 CHECK_FILE = N_("- check file {path}: {sha}…")
+# Which kit judged: run.kit_source (url@commit, the url) or, with none recorded, the folder it ran from.
+KIT = N_("- kit: {source}")
+KIT_EDITABLE = N_("{url} (editable)")
+CI_RUN = N_("; CI run: {url}")
 
 
 def _cell(text: str) -> str:
@@ -51,6 +56,17 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def _kit(run: dict[str, Any]) -> str:
+    """The kit a report's ``run`` names: ``url@commit`` for a VCS install, the url (editable: so marked) for
+    another recorded install, else the folder it ran from (``kit_location``)."""
+    src = run.get("kit_source")
+    if not src:
+        return _code(run.get("kit_location") or "?")
+    if src.get("commit"):
+        return _code(f"{src['url']}@{src['commit']}")
+    return _(KIT_EDITABLE).format(url=_code(src["url"])) if src.get("editable") else _code(src["url"])
+
+
 def render(doc: dict[str, Any]) -> str:
     """The Markdown summary of a report document (a heading, the verdict, one row per item, what to do), in the
     language in use; item ids, states, commands and the verdict words PASSED/FAILED stay as they are."""
@@ -58,6 +74,9 @@ def render(doc: dict[str, Any]) -> str:
     lines = [_(HEADING).format(phase=phase["id"]), "", f"_{_cell(phase['title'])}_", ""]
     counts = _(COUNTS).format(done=summary["done"], total=summary["total"], ran=summary["ran"])
     if gate["requested"]:
+        not_done = [f"{it['id']} ({it['state']})" for it in doc["items"] if it["state"] != "done"]
+        if not_done:
+            counts += _(NOT_DONE).format(items=_cell(", ".join(not_done)))
         lines.append(_(GATE_VERDICT).format(verdict="PASSED" if gate["passed"] else "FAILED", counts=counts))
         canon = doc.get("canonical")
         where = _(ON_COMMIT).format(commit=_code(gate["commit"])) if gate.get("commit") else _(NOT_ON_COMMIT)
@@ -88,6 +107,9 @@ def render(doc: dict[str, Any]) -> str:
     if run.get("git_commit"):
         lines.append(_(COMMIT).format(commit=_code(run["git_commit"])))
     lines.append(f"- pytest-distcheck {run['distcheck']}, pytest {run['pytest']}, Python {run['python']}")
+    ci = run.get("ci") if isinstance(run.get("ci"), dict) else {}
+    lines.append(_(KIT).format(source=_kit(run))
+                 + (_(CI_RUN).format(url=ci["run_url"]) if ci.get("run_url") else ""))
     for f in doc["check_files"]:
         lines.append(_(CHECK_FILE).format(path=_code(f["path"]), sha=f["sha256"][:19]))
     lines += ["", "</details>", ""]

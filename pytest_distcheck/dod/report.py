@@ -7,11 +7,14 @@ its checks ran in this run (``ran``), so a report never claims more than the run
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
+import json
 import os
 import platform
 import shlex
 import subprocess
 from collections import Counter
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,12 +29,18 @@ from pytest_distcheck.workspace import Workspace
 
 FORMAT = "pytest-distcheck/dod-report"
 # 3: gate.verdict, items' evidence and flags; 4: gate.commit and gate.flagged, no isolation section;
-# 5: gate.noted (fast-quiz passes)
-VERSION = 5
+# 5: gate.noted (fast-quiz passes); 6: run.ci the CI run (an object, null outside CI), run.kit_source,
+# run.packages, run.command the gate's command line as typed
+VERSION = 6
 PASSED, FAILED, UNVERIFIED = "passed", "failed", "unverified"
 UNVERIFIED_WHY = N_("no DoD shipped with the kit for phase {phase}; --gate only vouches for phases whose DoD ships "
                     "with the kit: {phases}")
 NONE = N_("none")
+# The packages whose versions a grader needs beside the kit's: what the checks resolved against.
+PACKAGES = ("torch", "megatron-core")
+# run.ci's keys and the GitHub Actions variables they are read from (never a secret: only these are read).
+CI_VARIABLES = {"repository": "GITHUB_REPOSITORY", "run_id": "GITHUB_RUN_ID", "server_url": "GITHUB_SERVER_URL",
+                "sha": "GITHUB_SHA", "ref": "GITHUB_REF"}
 
 
 def sha256_file(path: Path) -> str:
@@ -84,6 +93,72 @@ def unverified_reason(phase_id: str) -> str:
     return _(UNVERIFIED_WHY).format(phase=phase_id, phases=", ".join(shipped_phases()) or _(NONE))
 
 
+def kit_source(dist: Any = None, kit: Path | None = None) -> dict[str, Any] | None:
+    """Where the kit that runs was installed from, as the installer recorded it (PEP 610's ``direct_url.json`` of
+    the ``pytest-distcheck`` distribution, or of ``dist``): ``{"url", "commit", "requested", "editable"}``
+    (``commit``, ``requested``: a VCS install's commit id and the revision asked for, else ``None``; the url
+    without credentials). ``None`` when there is no such record (installed from an index, or not installed) or
+    it describes another copy of the kit than the one imported (``kit``: the package folder; e.g. a source
+    folder on ``PYTHONPATH`` beside an install elsewhere)."""
+    from urllib.parse import urlsplit, urlunsplit
+    from urllib.request import url2pathname
+
+    kit = Path(kit or Path(pytest_distcheck.__file__).parent).resolve()
+    try:
+        dist = dist if dist is not None else importlib.metadata.distribution("pytest-distcheck")
+        data = json.loads(dist.read_text("direct_url.json") or "null")
+    except (importlib.metadata.PackageNotFoundError, OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+        return None
+    editable = isinstance(data.get("dir_info"), dict) and data["dir_info"].get("editable") is True
+    parts = urlsplit(data["url"])
+    if editable:  # the kit imports from the folder the url names (a VCS url names none to compare)
+        folder = Path(url2pathname(parts.path)).resolve() if parts.scheme == "file" else None
+        if folder is not None and folder != kit and folder not in kit.parents:
+            return None
+    else:
+        try:
+            installed = Path(dist.locate_file("pytest_distcheck")).resolve()
+        except (NotImplementedError, OSError):
+            return None
+        if installed != kit:
+            return None
+    user, at, host = parts.netloc.rpartition("@")
+    url = urlunsplit(parts._replace(netloc=host if at and user != "git" else parts.netloc))
+    vcs = data.get("vcs_info") if isinstance(data.get("vcs_info"), dict) else {}
+    return {"url": url, "commit": _text(vcs.get("commit_id")), "requested": _text(vcs.get("requested_revision")),
+            "editable": editable}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def package_versions() -> dict[str, str | None]:
+    """The installed version of each of :data:`PACKAGES` (``None``: not installed)."""
+    out: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def ci_run(environ: Mapping[str, str] | None = None) -> dict[str, str | None] | None:
+    """The CI run this is, from the environment (:data:`CI_VARIABLES`, and ``run_url``:
+    ``SERVER/REPOSITORY/actions/runs/RUN_ID`` when all three are set; ``None`` each that is not); ``None``
+    outside CI (neither ``CI`` nor ``GITHUB_ACTIONS`` set)."""
+    env = os.environ if environ is None else environ
+    if not env.get("CI") and not env.get("GITHUB_ACTIONS"):
+        return None
+    out = {key: env.get(var) or None for key, var in CI_VARIABLES.items()}
+    where = (out["server_url"], out["repository"], out["run_id"])
+    out["run_url"] = f"{where[0].rstrip('/')}/{where[1]}/actions/runs/{where[2]}" if all(where) else None
+    return out
+
+
 def _git_commit(root: Path) -> str | None:
     try:
         out = run_git(root, "rev-parse", "HEAD", timeout=10)
@@ -121,13 +196,15 @@ def build(ws: Workspace, results: list[ItemResult], config: pytest.Config, canon
         "workspace": {"path": _rel(ws.path, root), "sha256": sha256_file(ws.path),
                       "root": str(snap.root if snap is not None else root)},
         "run": {
-            "command": "distcheck gate" if snap is not None else shlex.join(["pytest", *map(str, args)]),
-            "ci": bool(os.environ.get("CI")),
+            "command": snap.command if snap is not None else shlex.join(["pytest", *map(str, args)]),
+            "ci": ci_run(),
             "git_commit": snap.commit if snap is not None else _git_commit(root),
             "python": platform.python_version(),
             "pytest": pytest.__version__,
             "distcheck": pytest_distcheck.__version__,
             "kit_location": str(Path(pytest_distcheck.__file__).resolve().parent),
+            "kit_source": kit_source(),
+            "packages": package_versions(),
         },
         "gate": {
             "requested": bool(config.getoption("distcheck_gate")),

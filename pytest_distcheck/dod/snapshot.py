@@ -38,12 +38,14 @@ class SnapshotError(DistcheckError):
 
 @dataclass(frozen=True)
 class Snapshot:
-    """HEAD's files under a workspace ``root``, written to ``folder``: ``commit`` (its id), ``files`` (how many)."""
+    """HEAD's files under a workspace ``root``, written to ``folder``: ``commit`` (its id), ``files`` (how many);
+    ``command``: the gate's command line as typed, for the report."""
 
     root: Path
     commit: str
     folder: Path
     files: int
+    command: str = "distcheck gate"
 
 
 _EXPORTED: dict[Path, Snapshot] = {}
@@ -133,9 +135,9 @@ def write(root: Path, dest: Path) -> tuple[str, int]:
 
 
 @contextlib.contextmanager
-def export(root: Path) -> Iterator[Snapshot]:
+def export(root: Path, command: str = "distcheck gate") -> Iterator[Snapshot]:
     """HEAD's files under ``root`` in a fresh temporary folder, registered for :func:`exported` until the
-    ``with`` block ends, then removed.
+    ``with`` block ends, then removed; ``command``: the gate's command line (:attr:`Snapshot.command`).
 
     Raises:
         SnapshotError: see :func:`tree`.
@@ -146,7 +148,7 @@ def export(root: Path) -> Iterator[Snapshot]:
     folder.mkdir()
     try:
         commit, files = write(root, folder)
-        snap = _EXPORTED[folder.resolve()] = Snapshot(root, commit, folder, files)
+        snap = _EXPORTED[folder.resolve()] = Snapshot(root, commit, folder, files, command)
         yield snap
     finally:
         _EXPORTED.pop(folder.resolve(), None)

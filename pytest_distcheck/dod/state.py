@@ -131,8 +131,10 @@ GATE_NODEID = "<distcheck gate>"
 COPIED = N_("copied from the kit: {files} (its reference solutions, course pages and fixtures are teaching material, "
              "never counted as your work)")
 NOT_SHIPPED = N_("the workspace is not the shipped DoD of phase {phase}: {problems}")
-SHIPPED_FIX = N_(" (restore checks/ as the course ships it, e.g. git checkout origin/main -- checks, or install the "
-                 "kit the course pins)")
+# Not origin: in a CI clone or a fork it is the learner's own repository, edited checks and all.
+SHIPPED_FIX = N_(" (restore checks/ from the course's repository and commit it, e.g. git checkout COURSE/main -- "
+                 "checks where COURSE is your git remote of the course's repository; or install the kit the course "
+                 "pins)")
 NOT_OWN_CHECK = N_("not the kit's own check: {problems}")
 AND_MORE = N_(" (and {n} more)")
 NO_CHECK_RAN = N_("no check ran in this session")

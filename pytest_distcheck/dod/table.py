@@ -24,6 +24,8 @@ FROM_SUBFOLDER = N_("started in {here}: the paths below are relative to the work
                     "there, as (cd {up} && ...)")
 ITEMS_DONE = N_("{done}/{total} items done")
 NOT_CHECKED_HERE = N_(", {n} not checked in this run")
+# After the counts of a failed gate: each item not done, with its state ("alpha (pending), beta (blocked)").
+NOT_DONE = N_("; not done: {items}")
 FLAGGED = N_("; flagged, never a pass: {items}")
 NOTED = N_("; noted for the grader, not a failure: {items}")
 GATE_LINE = N_("gate: {verdict} ({summary})")
@@ -93,6 +95,9 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
         summary += _(NOT_CHECKED_HERE).format(n=len(results) - ran)
     if gate:
         ok = verdict == PASSED
+        not_done = [f"{r.item_id} ({r.state.word})" for r in results if r.state is not State.DONE]
+        if not_done:
+            summary += _(NOT_DONE).format(items=", ".join(not_done))
         marked = flagged(results)
         if marked:
             summary += _(FLAGGED).format(items=", ".join(marked))
