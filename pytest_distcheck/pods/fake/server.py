@@ -203,7 +203,8 @@ class FakeRunPod:
             pod.booted = pod.alive
 
     def _kill_pod_processes(self, pod: FakePod) -> None:
-        if pod.process is not None:
+        # Not once reaped (a pod's second kill, at stop): its pid may be another process's by then.
+        if pod.process is not None and pod.process.poll() is None:
             kill_tree(pod.process.pid)
             try:
                 pod.process.wait(5)
