@@ -4,7 +4,9 @@ Point the SDK at it with ``RUNPOD_API_BASE_URL=fake.url``. Each pod, once booted
 server on loopback (its ``runtime.ports`` maps private port 22 to it) and runs its start command
 (``dockerArgs``, shlex-split as RunPod does) as a local process group, with the variables a pod has
 (``RUNPOD_POD_ID``, a pod-scoped ``RUNPOD_API_KEY``, ``PUBLIC_KEY``) and a ``runpodctl`` on PATH
-that terminates the pod through this API. Terminating a pod kills its processes and SSH server.
+that terminates the pod through this API. Terminating a pod kills its SSH server and every process of the
+pod, as a machine that is gone would: those descended from its start command or its SSH commands, and any
+other that carries the pod's environment (an orphan that left their process tree).
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import asyncssh
+import psutil
 
 from .graphql_api import Api
-from .sshd import LoopThread, PodSSHServer, kill_group
+from .sshd import LoopThread, PodSSHServer, kill_tree
 from .state import Account, Clock, FakePod
 
 RUNPODCTL = '''#!{python}
@@ -200,8 +203,9 @@ class FakeRunPod:
             pod.booted = pod.alive
 
     def _kill_pod_processes(self, pod: FakePod) -> None:
-        if pod.process is not None:
-            kill_group(pod.process.pid)
+        # Not once reaped (a pod's second kill, at stop): its pid may be another process's by then.
+        if pod.process is not None and pod.process.poll() is None:
+            kill_tree(pod.process.pid)
             try:
                 pod.process.wait(5)
             except subprocess.TimeoutExpired:
@@ -209,9 +213,29 @@ class FakeRunPod:
         server = self._ssh.pop(pod.id, None)
         if server is not None and self._loop is not None:
             try:
-                self._loop.call(server.stop(), timeout=5)
+                self._loop.call(server.stop(), timeout=10)
             except Exception:  # noqa: BLE001 - the loop may be gone at shutdown
                 pass
+        for _ in range(5):  # a stray may start another before it is killed; that one carries the mark too
+            strays = self._strays(pod)
+            if not strays:
+                break
+            for proc in strays:
+                kill_tree(proc.pid, proc)
+
+    def _strays(self, pod: FakePod) -> list[psutil.Process]:
+        """Live processes of ``pod`` outside the trees its kill reaches: those whose environment is the pod's
+        (its id and this fake's URL), as a container's processes are the container's wherever they went."""
+        mark = {"RUNPOD_POD_ID": pod.id, "RUNPOD_API_BASE_URL": self._env(pod)["RUNPOD_API_BASE_URL"]}
+        found = []
+        for proc in psutil.process_iter():
+            try:
+                env = proc.environ()
+                if all(env.get(k) == v for k, v in mark.items()) and proc.status() != psutil.STATUS_ZOMBIE:
+                    found.append(proc)
+            except psutil.Error:  # gone, a zombie, or another user's
+                continue
+        return found
 
     def _tick(self) -> None:
         while not self._stop.wait(0.05):
