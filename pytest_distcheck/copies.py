@@ -21,18 +21,22 @@ from pytest_distcheck import textnorm
 from pytest_distcheck.citations.syntax import CITATION
 from pytest_distcheck.diagram.markdown import DRAWING_ASIDE, drawing_key, mermaid_blocks, without_mermaid
 from pytest_distcheck.dod.provenance import SOLUTIONS, digest, json_digest, shipped_fingerprints
+from pytest_distcheck.i18n import N_, _
 
 # A Mermaid drawing shorter than this may well be drawn the same way twice.
 MIN_DRAWING = 80
 # A copy: a text holding this share of one source's windows (a source of at least MIN_WINDOWS), or this many
 # windows of the kit's texts together (pieced from several).
 CONTAINED, MIN_WINDOWS, PIECED = 0.5, 20, 200
-COPY_OF = "it holds {pct:.0%} of {what} {src} ({n} of its {total} 5-word runs, one word in each may differ)"
-PIECED_FROM = "{n} of its 5-word runs are the kit's ({parts})"
-LINKS_TO = "it links to the reference solution {ref}"
-IS_REFERENCE = "it is the reference solution {ref}, {how}"  # how: "byte for byte" or "parsed" (the same JSON)
-SAME_DRAWING = "its Mermaid diagram is that of {whose} {ref} ({aside})"
-REFERENCE, KIT_FIXTURE = "the reference solution", "the kit's own fixture"  # whose drawing
+COPY_OF = N_("it holds {pct:.0%} of {what} {src} ({n} of its {total} 5-word runs, one word in each may differ)")
+PIECED_FROM = N_("{n} of its 5-word runs are the kit's ({parts})")
+LINKS_TO = N_("it links to the reference solution {ref}")
+IS_REFERENCE = N_("it is the reference solution {ref}, {how}")  # how: BYTE_FOR_BYTE or PARSED (the same JSON)
+BYTE_FOR_BYTE, PARSED = N_("byte for byte"), N_("parsed")
+PIECE = N_("{n} of {what} {src}")
+SAME_DRAWING = N_("its Mermaid diagram is that of {whose} {ref} ({aside})")
+REFERENCE, KIT_FIXTURE = N_("the reference solution"), N_("the kit's own fixture")  # whose drawing
+COURSE_PAGE = N_("the course page")
 
 
 def drawings(text: str) -> list[str]:
@@ -69,7 +73,7 @@ def _in_place(path: Path, ref: str) -> bool:
 
 
 def _what(src: str) -> str:
-    return "the reference solution" if src.startswith(SOLUTIONS + "/") else "the course page"
+    return _(REFERENCE if src.startswith(SOLUTIONS + "/") else COURSE_PAGE)
 
 
 def contained(text: str, sources: Mapping[str, str]) -> tuple[dict[str, tuple[int, int]], int]:
@@ -92,10 +96,11 @@ def _copied_text(path: Path, text: str, sources: Mapping[str, str]) -> str | Non
     best = max(held, key=lambda s: held[s][0] / held[s][1], default=None)
     if best and held[best][1] >= MIN_WINDOWS and held[best][0] >= CONTAINED * held[best][1]:
         n, total = held[best]
-        return COPY_OF.format(pct=n / total, what=_what(best), src=best, n=n, total=total)
+        return _(COPY_OF).format(pct=n / total, what=_what(best), src=best, n=n, total=total)
     if kit >= PIECED:
-        parts = ", ".join(f"{n} of {_what(s)} {s}" for s, (n, _) in sorted(held.items(), key=lambda kv: -kv[1][0])[:3])
-        return PIECED_FROM.format(n=kit, parts=parts)
+        parts = ", ".join(_(PIECE).format(n=n, what=_what(s), src=s)
+                          for s, (n, _total) in sorted(held.items(), key=lambda kv: -kv[1][0])[:3])
+        return _(PIECED_FROM).format(n=kit, parts=parts)
     return None
 
 
@@ -114,8 +119,8 @@ def copied_from(path: Path) -> str | None:
                                                else None)
     if same and not _in_place(path, same):
         if path.resolve().as_posix().endswith("/" + same):
-            return LINKS_TO.format(ref=same)
-        return IS_REFERENCE.format(ref=same, how="byte for byte" if digest(data) in fp["files"] else "parsed")
+            return _(LINKS_TO).format(ref=same)
+        return _(IS_REFERENCE).format(ref=same, how=_(BYTE_FOR_BYTE if digest(data) in fp["files"] else PARSED))
     if path.suffix != ".md":
         return None
     text = data.decode("utf-8", errors="replace")
@@ -126,7 +131,7 @@ def copied_from(path: Path) -> str | None:
         drawn = digest(key.encode())
         for ref, whose in ((fp["drawings"].get(drawn), REFERENCE), (kit["drawings"].get(drawn), KIT_FIXTURE)):
             if ref and not _in_place(path, ref):
-                return SAME_DRAWING.format(whose=whose, ref=ref, aside=DRAWING_ASIDE)
+                return _(SAME_DRAWING).format(whose=_(whose), ref=ref, aside=_(DRAWING_ASIDE))
     return None
 
 

@@ -226,3 +226,17 @@ def test_a_spanish_page_copied_into_a_note_is_a_copy_of_that_page(tmp_path):
     note = _write(tmp_path / "docs" / "notes" / "fsdp.md", page.replace("```", ""))
     why = copied_from(note) or ""
     assert why.startswith("it holds 100% of the course page docs/es/theory/03-collectives-and-cost.md"), why
+
+
+def test_why_a_file_is_a_copy_is_said_in_the_language_in_use(tmp_path):
+    from pytest_distcheck import i18n
+    from pytest_distcheck.copies import BYTE_FOR_BYTE, IS_REFERENCE
+    from pytest_distcheck.i18n import _
+
+    note = tmp_path / "docs" / "notes" / "fsdp.md"
+    note.parent.mkdir(parents=True)
+    shutil.copy(REPO / "solutions" / "docs" / "notes" / "fsdp.md", note)
+    i18n.use("es")
+    why = copied_from(note)
+    assert why == _(IS_REFERENCE).format(ref="solutions/docs/notes/fsdp.md", how=_(BYTE_FOR_BYTE))
+    assert why.startswith("es la solución de referencia") and why.endswith("byte a byte")

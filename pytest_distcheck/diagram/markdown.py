@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from markdown_it import MarkdownIt
 
 from pytest_distcheck import textnorm
+from pytest_distcheck.i18n import N_
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def drawing_key(source: str) -> str:
 
 
 # What drawing_key leaves aside, as a message says it.
-DRAWING_ASIDE = "comments, spacing, node ids and look-alike letters aside"
+DRAWING_ASIDE = N_("comments, spacing, node ids and look-alike letters aside")
 
 
 def _letters_alike(source: str) -> str:
