@@ -19,7 +19,7 @@ DIST = "pytest-distcheck"
 MISSING = N_("pytest-distcheck: this Python ({python}) lacks the kit's dependencies {missing}: this pytest is not the "
              "kit's. Activate the venv you installed the kit in (source {activate}) or run its pytest; to use this "
              "Python instead: {python} -m pip install torch==2.13.0 -e {target}")
-# The header's line when this Python's venv is not activated: the printed commands are bare names.
+# The DoD table's line when this Python's venv is not activated: the printed commands are bare names.
 NOT_ACTIVATED = N_("distcheck: this Python's venv is not activated, so the commands printed below (pytest, distcheck, "
                    "torchrun) are not its own; first: source {activate}")
 # Where no venv is found at the kit's checkout (it may be anywhere): the part of the command a person fills in.

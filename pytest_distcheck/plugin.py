@@ -121,12 +121,6 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     # Not under the gate: its folder is a copy of the commit, never the kit that runs (the gate says which it is).
     if (here / "plugin.py").is_file() and kit != here.resolve() and not config.getoption("distcheck_gate"):
         lines.append(_(OTHER_KIT).format(kit=kit, here=display_path(here, config.rootpath)))
-    if ws and not config.getoption("distcheck_gate"):  # the commands the table prints are for a shell, not CI's
-        from pytest_distcheck.deps import not_activated
-
-        note = not_activated(config.invocation_params.dir, config.rootpath)
-        if note:
-            lines.append(note)
     return lines
 
 

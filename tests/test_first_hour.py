@@ -82,7 +82,8 @@ def test_a_pytest_without_the_kit_s_dependencies_says_so_in_one_line(workspace_d
 
 def test_a_venv_started_by_its_full_path_says_its_commands_need_it_activated(workspace_dir, monkeypatch):
     """`.venv/bin/pytest -m local` without activating: the table's bare `distcheck ...` would run another copy
-    (or none); the header says to activate first, naming the venv from where pytest started."""
+    (or none); the DoD table says to activate first (also under -q, which hides the header), naming the venv
+    from where pytest started."""
     import shutil
     import sysconfig
 
@@ -93,8 +94,9 @@ def test_a_venv_started_by_its_full_path_says_its_commands_need_it_activated(wor
         pytest.skip("this suite does not run in a venv with the kit's commands")
     write_checks(workspace_dir)
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    result = workspace_dir.runpytest("-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines([deps.NOT_ACTIVATED.format(activate=shlex.quote(str(scripts / "activate")))])
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "-q")
+    result.stdout.fnmatch_lines(["*= Definition of Done: phase t1 =*",
+                                 deps.NOT_ACTIVATED.format(activate=shlex.quote(str(scripts / "activate")))])
     monkeypatch.setattr(shutil, "which", lambda name: str(scripts / name))  # activated: nothing to say
     assert deps.not_activated(workspace_dir.path, workspace_dir.path) is None
 

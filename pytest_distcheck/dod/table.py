@@ -71,6 +71,12 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
     up = way_to_root(ws.root, here)
     if up is not None:
         tr.write_line(_(FROM_SUBFOLDER).format(here=display_path(here, ws.root) + "/", up=up))
+    if not gate:  # the commands below are for the learner's shell (not CI's); -q hides the header, not this
+        from pytest_distcheck.deps import not_activated
+
+        note = not_activated(here, ws.root)
+        if note:
+            tr.write_line(note, yellow=True)
     named = workspace_option(ws)
     by_id = {r.item_id: r for r in results}
 
