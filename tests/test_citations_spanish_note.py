@@ -74,3 +74,17 @@ def test_the_spanish_word_todo_is_no_placeholder(text):
 def test_todo_in_capitals_is_still_a_placeholder():
     assert decision_problem("TODO: explicar aquí qué se decidió y por qué importa tanto") == (
         "placeholder 'TODO' in place of a stated decision")
+
+
+@pytest.mark.parametrize("template", ["docs/notes/TEMPLATE.md", "docs/es/notes/TEMPLATE.md"])
+def test_a_note_just_copied_from_the_template_is_in_progress_not_broken(tmp_path, template):
+    """The DoD row's first step is `cp TEMPLATE.md docs/notes/fsdp.md`: the template's example of the form is
+    not a citation that fails (broken), only one that does not count yet."""
+    from pytest_distcheck.citations.verifier import TEMPLATE_EXAMPLE
+    from pytest_distcheck.i18n import _
+
+    note = tmp_path / "fsdp.md"
+    note.write_text((REPO / template).read_text(encoding="utf-8"), encoding="utf-8")
+    rep = verify_note(note, label="docs/notes/fsdp.md", packages=("megatron-core", "torch"))
+    assert rep.failures == [] and rep.cited_statements == 0
+    assert {(r.status, r.reason) for r in rep.results} == {(Status.UNCOUNTED, _(TEMPLATE_EXAMPLE))}

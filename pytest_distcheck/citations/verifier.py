@@ -30,7 +30,7 @@ from pytest_distcheck.citations.resolver import (
     suggestible,
 )
 from pytest_distcheck.citations.symbols import SourceFile, Span
-from pytest_distcheck.citations.syntax import EXPECTED, Citation, Malformed, github_path, parse_note
+from pytest_distcheck.citations.syntax import CITATION, EXPECTED, FORM, Citation, Malformed, github_path, parse_note
 from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.textfile import NOTE, PAGE_BYTES, read_text
 
@@ -42,6 +42,9 @@ URL_LINE_IS_IN = N_("; line {line} of the installed {dist} {version} file is in 
 DEFINED_THERE = N_("{head}; did you mean {files}? {name} is defined there (lines {start}-{end})")
 UNKNOWN_PACKAGE = N_("unknown package {package!r} (the notes cite: {packages})")
 NO_QUOTE = N_("has no quote, so it proves no place in the symbol")
+# The notes' template shows the form itself (FORM) as its example: left in a copy, it is no citation yet.
+TEMPLATE_EXAMPLE = N_("is the template's example of the form: replace it with a citation of your own")
+_EXAMPLE = CITATION.fullmatch(FORM).group("package", "path", "symbol", "quote")
 QUOTE_LENGTH = N_("quote is {n} characters; {low} to {high} pin a place")
 QUOTE_NOT_FILLED = N_('the quote is still the placeholder "{placeholder}" that `distcheck cite --find` printed: '
                       "replace it with {low} to {high} characters copied from {path}, inside {symbol} "
@@ -169,6 +172,8 @@ def check_citation(resolver: Resolver, cit: Citation, packages: tuple[str, ...] 
     ``megatron-core`` is a broken citation, not a package to install).
     """
     dist: Installed | None = None
+    if (cit.package, cit.path, cit.symbol, cit.quote) == _EXAMPLE:
+        return CitationResult(cit, Status.UNCOUNTED, "template-example", _(TEMPLATE_EXAMPLE))
     if packages and canonicalize_name(cit.package) not in {canonicalize_name(p) for p in packages}:
         return CitationResult(
             cit, Status.FAILED, "unknown-package",
