@@ -382,11 +382,13 @@ def for_the_shell(line: str, cwd: Path | str = ".") -> str:
     changes nothing. Never raises."""
     import shlex
 
+    old = os.environ.get("OLDPWD")
+    if not old:
+        return line
     here = Path(cwd).resolve()
     try:
-        shell = Path(os.environ.get("OLDPWD", "")).resolve() if os.environ.get("OLDPWD") else None
-    except OSError:
-        shell = None
-    if shell is None or here not in shell.parents:
+        if here not in Path(old).resolve().parents:
+            return line
+    except (OSError, RuntimeError):  # a path that cannot be resolved (a symlink loop): nothing known
         return line
     return f"(cd {shlex.quote(str(here))} && {line})"

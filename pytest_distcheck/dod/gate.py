@@ -170,15 +170,15 @@ def run(start: Path, json_path: str | None, md_path: str | None, color: str, wri
         raise DistcheckError(_(NOT_FOUND).format(start=Path(start).resolve()))
     root, ws_rel = workspace_root(found), DEFAULT_PATH
     note = kit_note(root)
+    cwd = os.getcwd()
+    here = shell_folder(cwd).resolve()  # where the learner typed it (in a git hook, not the hook's folder)
     with snapshot.export(root, typed) as snap:
         if not (snap.folder / ws_rel).is_file():
             raise DistcheckError(_(NOT_COMMITTED).format(path=ws_rel, commit=snap.commit[:12],
                                                          command=at_root(f"git add {ws_rel} && git commit", root,
-                                                                         shell_folder(os.getcwd()))))
+                                                                         here)))
         write(_(HEADER).format(commit=snap.commit[:12], root=root, files=snap.files) + (note or "")
               + not_all_committed(root, snap.commit[:12], (json_path, md_path)))
-        cwd = os.getcwd()
-        here = shell_folder(cwd).resolve()
         sub = here.relative_to(root.resolve()).as_posix() if root.resolve() in here.parents else ""
         args = pytest_args(snap, ws_rel, json_path, md_path, color, sub)
         os.chdir(snap.folder)

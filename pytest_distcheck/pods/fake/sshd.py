@@ -40,7 +40,8 @@ class LoopThread:
             tasks = asyncio.all_tasks() - {asyncio.current_task()}
             for task in tasks:
                 task.cancel()
-            await asyncio.wait(tasks, timeout=5) if tasks else None
+            if tasks:
+                await asyncio.wait(tasks, timeout=5)
             await self.loop.shutdown_asyncgens()
             await asyncio.wait_for(self.loop.shutdown_default_executor(), 5)
 
