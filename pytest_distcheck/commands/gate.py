@@ -16,8 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-# How the gate's own process learns the command line that started it, as typed (hidden: not for learners).
-TYPED_FLAG = "--typed-as"
+from pytest_distcheck.dod.gate import TYPED_FLAG
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

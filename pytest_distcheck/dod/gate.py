@@ -30,6 +30,8 @@ from pytest_distcheck.workspace import (
     workspace_root,
 )
 
+# How the gate's own process learns the command line that started it, as typed (hidden: not for learners).
+TYPED_FLAG = "--typed-as"
 # The fixtures through which a check runs the learner's code: such checks run last under the gate.
 LEARNER_CODE = ("dist_world",)
 INI = "# written by pytest-distcheck for the gate\n[pytest]\ndistcheck_config = {ws}\naddopts =\n"

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_distcheck.commands.gate import TYPED_FLAG
 from pytest_distcheck.dod import gate, snapshot
 from pytest_distcheck.i18n import FLAG, N_, _, language
 
@@ -60,7 +59,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     color = {"yes": "yes", "no": "no"}.get(getattr(opt, "color", "auto"), "auto")
     # The gate's process reads no DISTCHECK_* variable and no ini file: the language travels as --lang.
     args = ["--root", str(here), f"--color={color}", f"{FLAG}={language()}",
-            f"{TYPED_FLAG}={shlex.join(['pytest', *map(str, config.invocation_params.args)])}"]
+            f"{gate.TYPED_FLAG}={shlex.join(['pytest', *map(str, config.invocation_params.args)])}"]
     for flag, path in (("--dod-json", opt.distcheck_dod_json), ("--dod-markdown", opt.distcheck_dod_markdown)):
         if path:
             args.append(f"{flag}={here / path}")
