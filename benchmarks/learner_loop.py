@@ -9,8 +9,9 @@ average (1 min) read before and after every session:
 
 - per test, from ``benchmarks/rank_pool.py``'s harnesses (``--rounds`` interleaved sessions of ``--tests``
   tests each; each row is the round of median session wall): ``dist_world`` with its all-reduce
-  (``pool``), a trivial test in a module that imports torch (``trivial-torch``), ``MultiThreadedTestCase``
-  (``mttc``) and ``MultiProcContinuousTest`` (``mpct``);
+  (``pool``) and with a call that does no collective (``pool-noop``: the pool's own cost), a trivial test in
+  a module that imports torch (``trivial-torch``), ``MultiThreadedTestCase`` (``mttc``) and
+  ``MultiProcContinuousTest`` (``mpct``);
 - the wall of ``pytest -m local`` (a fresh ``pytest`` process, interpreter start to exit) in a fresh
   ``git clone`` of HEAD: on the learner's workspace as cloned (nothing done, the live DDP run due), then on
   a workspace with every free item done (the reference solutions, ``--workspace checks/solutions.toml``,
@@ -36,7 +37,7 @@ if not __package__:  # run as a script: the repository root is not on sys.path
 from benchmarks import rank_pool  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-HARNESSES = ("pool", "trivial-torch", "mttc", "mpct")
+HARNESSES = ("pool", "pool-noop", "trivial-torch", "mttc", "mpct")
 LOCAL_RUNS = (("fresh clone, nothing done", "checks/distcheck.toml"),
               ("every free item done, first run", "checks/solutions.toml"),
               ("every free item done, next run (live DDP run reused)", "checks/solutions.toml"))
@@ -124,6 +125,7 @@ def table_rows(harnesses: list[dict], local: list[dict]) -> list[str]:
     """The Markdown rows (measure | value | against | load) of both parts, and the issue's targets."""
     by = {r["harness"]: r for r in harnesses}
     pool, trivial = by["pool"]["per_test_median_s"], by["trivial-torch"]["per_test_median_s"]
+    noop = by["pool-noop"]["per_test_median_s"]
     lines = ["| measure | value | against `dist_world` | load (1 min) |", "|---|---|---|---|"]
     for r in harnesses:
         ratio = r["per_test_median_s"] / pool
@@ -137,7 +139,9 @@ def table_rows(harnesses: list[dict], local: list[dict]) -> list[str]:
                   f"in a torch-importing module: {pool * 1e3:.2f} vs {trivial * 1e3:.2f} ms ({pool / trivial:.2f}x)",
               f"- {'MET   ' if pool < by['mttc']['per_test_median_s'] else 'MISSED'} dist_world per test ahead of "
               f"MultiThreadedTestCase: {pool * 1e3:.2f} vs {by['mttc']['per_test_median_s'] * 1e3:.2f} ms",
-              f"- {'MET   ' if fresh <= 8 else 'MISSED'} `pytest -m local` on a fresh clone <= 8 s: {fresh:.2f} s"]
+              f"- {'MET   ' if fresh <= 8 else 'MISSED'} `pytest -m local` on a fresh clone <= 8 s: {fresh:.2f} s",
+              f"- (not a target) a dist_world call without a collective against the same trivial test: "
+              f"{noop * 1e3:.2f} vs {trivial * 1e3:.2f} ms ({noop / trivial:.2f}x)"]
     return lines
 
 
