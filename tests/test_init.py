@@ -200,7 +200,14 @@ def test_pytest_m_local_works_in_a_fresh_workspace(tmp_path):
 
 def test_the_wheel_ships_the_pack(tmp_path):
     """`pip wheel .` puts the very files of the pack under pytest_distcheck/_phase/ (mapped, not copied)."""
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation",
+    # Built from a copy of the tracked files: setuptools writes build/ and *.egg-info beside the source it builds.
+    src = tmp_path / "src"
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, text=True, check=True)
+    for rel in filter(None, tracked.stdout.split("\0")):
+        if (REPO / rel).is_file():
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, src / rel)
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation",
                            "-q", "-w", str(tmp_path)], capture_output=True, text=True, timeout=600)
     if proc.returncode != 0 and "No module named" in proc.stderr:
         pytest.skip(f"cannot build here: {proc.stderr.strip().splitlines()[-1]}")
