@@ -223,9 +223,10 @@ def test_a_check_outside_the_checks_folder_is_untrusted_and_fails_the_run(worksp
             pass
         """)
     result = run(workspace_dir)
-    result.stdout.fnmatch_lines(["UNTRUSTED  alpha  not the kit's own check: its function is defined in "
-                                 "test_fake.py, outside the workspace's checks folder checks/"])
-    result.stdout.fnmatch_lines(["*DoD item untrusted: not the kit's own check*"])
+    result.stdout.fnmatch_lines(["UNTRUSTED  alpha  test_fake.py::test_alpha_fake is not one of the item's own checks: "
+                                 "its function is defined in test_fake.py, outside the workspace's checks folder "
+                                 "checks/"])
+    result.stdout.fnmatch_lines(["*DoD item untrusted: test_fake.py::test_alpha_fake is not one of the item's own*"])
     assert result.ret == FAILED
 
 
@@ -309,9 +310,9 @@ def test_an_unregistered_check_claiming_an_item_is_untrusted(workspace_dir):
             pass
         """})
     result = run(workspace_dir)
-    result.stdout.fnmatch_lines(["UNTRUSTED  alpha  not the kit's own check: it is not registered for its item in the "
-                                 "workspace file (registered: checks/test_checks.py::test_alpha, "
-                                 "checks/test_checks.py::test_alpha_live)"])
+    result.stdout.fnmatch_lines(["UNTRUSTED  alpha  checks/test_extra.py::test_alpha_extra is not one of the item's "
+                                 "own checks: it is not registered for its item in the workspace file (registered: "
+                                 "checks/test_checks.py::test_alpha, checks/test_checks.py::test_alpha_live)"])
     assert result.ret == FAILED
     result = run(workspace_dir, "checks/test_checks.py")
     result.stdout.fnmatch_lines([f"1/1 items done {NOT_GATED}"])

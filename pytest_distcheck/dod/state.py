@@ -135,7 +135,7 @@ NOT_SHIPPED = N_("the workspace is not the shipped DoD of phase {phase}: {proble
 SHIPPED_FIX = N_(" (restore checks/ from the course's repository and commit it, e.g. git checkout COURSE/main -- "
                  "checks where COURSE is your git remote of the course's repository; or install the kit the course "
                  "pins)")
-NOT_OWN_CHECK = N_("not the kit's own check: {problems}")
+NOT_OWN_CHECK = N_("{check} is not one of the item's own checks: {problems}")
 AND_MORE = N_(" (and {n} more)")
 NO_CHECK_RAN = N_("no check ran in this session")
 BLOCKED_BY = N_("blocked by {blockers}")
@@ -152,7 +152,7 @@ def judge(outcome: CheckOutcome, problems: list[str] = ()) -> CheckOutcome:
     it judged is a copy of the kit's material (its evidence's ``copied``); otherwise as the check said."""
     copied = [f for f in outcome.evidence if f.get("copied")]
     if problems:
-        reason = _(NOT_OWN_CHECK).format(problems="; ".join(problems))
+        reason = _(NOT_OWN_CHECK).format(check=outcome.nodeid, problems="; ".join(problems))
     elif copied and outcome.state is not State.UNTRUSTED:
         reason = _(COPIED).format(files="; ".join(f"{f['path']}: {f['copied']}" for f in copied))
     else:
