@@ -196,6 +196,8 @@ def test_every_command_shown_exists(page, known):
                          ids=[str(p.relative_to(ROOT)) for p in PATH_PAGES + MANUAL_PAGES])
 def test_every_kit_path_shown_exists(page):
     missing = missing_paths(page.read_text(), ROOT)
+    if page.name == "writing-checks.md":  # its workspace file is the example phase's, beside the page
+        missing = [p for p in missing if not (page.parent / "example-phase" / p).exists()]
     assert not missing, f"{page.relative_to(ROOT)} names paths that do not exist: {missing}"
 
 
