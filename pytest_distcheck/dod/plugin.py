@@ -154,10 +154,11 @@ class DodPlugin:
             keep, drop = [], []
             for item in items:
                 (keep if _item_of(item) in self.scope else drop).append(item)
+            typed = " ".join(selection.named(config))  # as given: the prerequisites it also ran go unsaid
             for item in drop:
                 if item.nodeid in record.checks:
                     record.checks[item.nodeid].selected = False
-                    record.checks[item.nodeid].not_run = _(NOT_SELECTED_BY_DOD).format(items=' '.join(self.scope))
+                    record.checks[item.nodeid].not_run = _(NOT_SELECTED_BY_DOD).format(items=typed)
             if drop:
                 config.hook.pytest_deselected(items=drop)
             items[:] = keep

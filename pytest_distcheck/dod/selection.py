@@ -18,6 +18,11 @@ DESELECTED_BY_HOOK = N_("deselected by a plugin or conftest hook (no -k, -m or -
 DESELECTED = N_("deselected ({options})")
 
 
+def named(config: pytest.Config) -> list[str]:
+    """The item ids as given to ``--dod`` (repeated or comma-separated), without their prerequisites."""
+    return [n.strip() for name in config.getoption("distcheck_dod") or [] for n in name.split(",") if n.strip()]
+
+
 def requested(config: pytest.Config, ws: Workspace | None) -> list[str] | None:
     """The items named with ``--dod`` plus their prerequisites, in workspace order; ``None`` without ``--dod``.
 
@@ -25,13 +30,12 @@ def requested(config: pytest.Config, ws: Workspace | None) -> list[str] | None:
         pytest.UsageError: ``--dod`` names an item the workspace does not have (the known ids are
             listed), or there is no workspace file.
     """
-    names = config.getoption("distcheck_dod") or []
-    if not names:
+    wanted = named(config)
+    if not wanted:
         return None
     if ws is None:
-        raise pytest.UsageError(_(NO_WORKSPACE).format(item=names[0], label=workspace_label(config),
+        raise pytest.UsageError(_(NO_WORKSPACE).format(item=wanted[0], label=workspace_label(config),
                                                        hint=_(NOT_FOUND_HINT)))
-    wanted = [n.strip() for name in names for n in name.split(",") if n.strip()]
     for name in wanted:
         try:
             ws.item(name)
