@@ -191,8 +191,9 @@ def test_ranks_that_disagree_on_skipping_fail(dist_world):
         if dist.get_rank() == 1:
             pytest.skip("only here")
 
-    with pytest.raises(RankError, match=re.escape(SKIPS_DISAGREE.split("(")[0])):
+    with pytest.raises(RankError, match=re.escape(SKIPS_DISAGREE.split("(")[0])) as err:
         dist_world.run(skip_on_rank_1)
+    assert str(err.value).startswith("rank(s) 1 failed: ranks disagree")  # the rank that skipped is named
 
 
 def test_unpicklable_argument_is_named(dist_world):

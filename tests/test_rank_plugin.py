@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from pytest_distcheck.ranks.payload import CANNOT_PICKLE, POSITIONAL
 from pytest_distcheck.ranks.plugin import LATE_MARKER
 
 ORDERED = """
@@ -222,3 +223,21 @@ def test_the_zygote_imports_the_kit_running_here_not_a_copy_in_the_current_folde
     finally:
         zygote.close()
     assert "the copy in the folder ran" not in (tmp_path / "zygote.log").read_text()
+
+
+def test_an_unpicklable_argument_s_report_is_the_test_s_line_and_the_named_culprit(pytester):
+    """The PicklingError names the argument; no frame of the kit's payload code or of cloudpickle comes before
+    it, and no 'During handling' chain repeats the pickler's own error."""
+    pytester.makepyfile(test_lock="""
+        import threading
+
+        def test_lock(dist_world):
+            dist_world.run(lambda lock: None, threading.Lock())
+        """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    what = POSITIONAL.format(i=0)
+    assert CANNOT_PICKLE.format(what=what, type="lock", error="cannot pickle '_thread.lock' object") in out, out
+    assert "dist_world.run(lambda lock: None, threading.Lock())" in out
+    assert "payload.py" not in out and "cloudpickle" not in out and "During handling" not in out, out

@@ -75,8 +75,10 @@ class RankError(Exception):
         super().__init__(self._format(detail, hint))
 
     def _format(self, detail: str, hint: str) -> str:
-        # The headline names the ranks that failed of their own, not those stopped because of them.
-        named = [o.rank for o in self.outcomes if o.status not in ("ok", "skip", "stopped")] or self.failed_ranks
+        # The headline names the ranks that failed of their own, not those stopped because of them; where none
+        # failed (the ranks disagreed on skipping), those that skipped.
+        named = ([o.rank for o in self.outcomes if o.status not in ("ok", "skip", "stopped")] or self.failed_ranks
+                 or [o.rank for o in self.outcomes if o.status == "skip"])
         lines = [self.headline(len(named)).format(ranks=", ".join(map(str, named)))
                  + (f": {detail}" if detail else "")]
         if hint:

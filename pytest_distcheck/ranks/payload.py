@@ -91,6 +91,7 @@ def dump_call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bytes:
     Raises:
         PicklingError: names the function or argument that could not be pickled and why.
     """
+    __tracebackhide__ = True  # the error names the culprit; the test's own line is what to look at
     if not callable(fn):
         raise TypeError(_(NOT_CALLABLE).format(type=type(fn).__name__))
     modules = _by_value(fn)
@@ -112,7 +113,9 @@ def dump_call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bytes:
 
 
 def _check(value: Any, what: str) -> None:
+    __tracebackhide__ = True
     try:
         cloudpickle.dumps(value)
     except Exception as exc:  # noqa: BLE001
-        raise PicklingError(_(CANNOT_PICKLE).format(what=what, type=type(value).__name__, error=exc)) from exc
+        # from None: the message holds the pickler's error; its frames are cloudpickle's, not the test's.
+        raise PicklingError(_(CANNOT_PICKLE).format(what=what, type=type(value).__name__, error=exc)) from None
