@@ -88,3 +88,14 @@ def test_a_note_just_copied_from_the_template_is_in_progress_not_broken(tmp_path
     rep = verify_note(note, label="docs/notes/fsdp.md", packages=("megatron-core", "torch"))
     assert rep.failures == [] and rep.cited_statements == 0
     assert {(r.status, r.reason) for r in rep.results} == {(Status.UNCOUNTED, _(TEMPLATE_EXAMPLE))}
+
+
+def test_spanish_stop_words_are_filler_as_english_ones_are():
+    """Eight Spanish function words state no decision, as eight English ones do (a learner's walkthrough found
+    "que los del con por una las para" counted)."""
+    from pytest_distcheck.citations.decision import too_few_distinct_words
+
+    assert decision_problem("que los del con por una las para como") == too_few_distinct_words(0)
+    assert decision_problem("the and this that with from for are") == too_few_distinct_words(0)
+    # words that begin with an accented letter are words too
+    assert decision_problem("él índice ámbito único óptimo según está más") == too_few_distinct_words(4)

@@ -4,7 +4,7 @@ On the words a reader sees besides the citations (:mod:`.blocks`): no placeholde
 (:data:`PLACEHOLDERS`: ``TODO``, ``lorem ipsum``, ``foo``...; one that is an everyday Spanish word,
 :data:`EVERYDAY_SPANISH`, only in capitals), at least :data:`MIN_DECISION_WORDS` words,
 and at least :data:`MIN_DISTINCT_WORDS` distinct content words (three letters or more once digits are
-stripped, with a vowel, none of :data:`STOP_WORDS`). The rule is documented for the learner in
+stripped, with a vowel, none of :data:`STOP_WORDS`, English and Spanish). The rule is documented for the learner in
 docs/lab/03-megatron-fsdp-reading.md ("What counts"); why: docs/design/citations.md.
 """
 
@@ -32,10 +32,15 @@ STOP_WORDS = frozenset(
     "see two who did get let put say she too use this that with have from they will would there their "
     "what about which when make like than then them these some into more other only also been were "
     "here very just over such each one two three four five six seven eight nine ten".split()
+    # Spanish, for notes written from docs/es/notes/TEMPLATE.md: articles, pronouns, prepositions, conjunctions.
+    + "que los las del con por una uno unos unas para como pero más mas sus este esta esto estos estas ese esa "
+    "eso esos esas aquel son está están ser fue hay han sin sobre entre desde hasta tras ante según cada cuando "
+    "donde porque pues sino también tan muy solo sólo otro otra otros otras todo toda todos todas mismo misma "
+    "nos les qué cual cuál quien quién así dos tres cuatro cinco seis siete ocho nueve diez".split()
 )
 PLACEHOLDER = N_("placeholder {word!r} in place of a stated decision")
-_WORD = re.compile(r"[A-Za-z0-9][\w'’-]*")
-_VOWEL = re.compile(r"[aeiouy]")
+_WORD = re.compile(r"[^\W_][\w'’-]*")
+_VOWEL = re.compile(r"[aeiouyáéíóúü]")
 
 
 def words(text: str) -> list[str]:
