@@ -250,8 +250,8 @@ class RankPool:
     def start(self) -> None:
         """Fork the ranks and wait until each has joined the store (no-op while they are alive).
 
-        The ranks speak the language in use now (:func:`pytest_distcheck.i18n.language`), given once in their
-        ``init`` message."""
+        The ranks speak the language in use (:func:`pytest_distcheck.i18n.language`), given in their ``init``
+        message and again with every call (a test that switched the language gets ranks that speak it)."""
         if self.alive:
             return
         self.kill()
@@ -408,7 +408,7 @@ class RankPool:
         call_id = self.calls
         self._origin = origin_file(fn)
         rewrite = rewritten_modules()
-        ctx = {"env": self._env.diff(), "cwd": os.getcwd(), "pass_rank": pass_rank,
+        ctx = {"env": self._env.diff(), "cwd": os.getcwd(), "pass_rank": pass_rank, "lang": i18n.language(),
                "rewrite": None if rewrite == self._rewrite_sent else rewrite}
         self._rewrite_sent = rewrite
         # Pickled once for every rank (Connection.send would pickle it again for each).

@@ -33,7 +33,7 @@ from pytest_distcheck.i18n import N_, _, ngettext
 from pytest_distcheck.ranks import rank_warnings
 from pytest_distcheck.ranks.module_state import StateWatch, current_test
 
-# What a rank says, in the language the pool gave it at start (tests import these).
+# What a rank says, in the language the pool gave it for the call (tests import these).
 # A store the user passes to init_process_group that the other ranks cannot reach.
 USER_HASH_STORE = N_("init_process_group(store=HashStore(...)): a HashStore lives in one process, and each rank is "
                      "a process of its own, so the ranks could never meet on it; pass a FileStore or TCPStore every "
@@ -358,8 +358,10 @@ class _Rank:
             return None, False
 
     def _enter(self, ctx: dict) -> None:
-        """Apply the test's context: environment diff, working directory, modules to assertion-rewrite."""
+        """Apply the test's context: environment diff, working directory, language, modules to assertion-rewrite."""
         set_, unset = ctx["env"]
+        if ctx["lang"] != i18n.language():
+            i18n.use(ctx["lang"])
         for key in unset:
             os.environ.pop(key, None)
         os.environ.update(set_)
@@ -461,6 +463,6 @@ def serve(conn: Connection, rank: int, world_size: int, backend: str, store_file
     os.chdir(init["cwd"])
     # pytest's authkey: a multiprocessing Manager proxy passed in a call authenticates with it
     multiprocessing.current_process().authkey = init["authkey"]
-    i18n.use(init["lang"])  # once: the zygote it was forked from never chose a language
+    i18n.use(init["lang"])  # the zygote it was forked from never chose a language; each call may change it
     _Rank(conn, rank, world_size, backend, store_file).serve()
     conn.close()
