@@ -1,5 +1,5 @@
-"""dist_world under --lang es: its errors in Spanish, in the test process and in the ranks (told the language once,
-at start); each rank's status keyword stays as it is."""
+"""dist_world under --lang es: its errors in Spanish, in the test process and in the ranks (told the language at
+start and with every call); each rank's status keyword stays as it is."""
 
 from __future__ import annotations
 
@@ -109,3 +109,19 @@ def test_under_lang_es_dist_world_reports_in_spanish_and_its_ranks_speak_spanish
     # Made in the ranks, which were told the language when the pool started them.
     assert json.loads((pytester.path / "hash_store.json").read_text()) == [_(USER_HASH_STORE)] * 2
     assert _(USER_HASH_STORE) != USER_HASH_STORE
+
+
+def _rank_language():
+    from pytest_distcheck import i18n
+
+    return i18n.language()
+
+
+def test_ranks_speak_the_language_of_each_call_not_only_the_one_they_started_in(dist_world):
+    """Lab 02's fault-zoo tests speak the run's language after other tests started the ranks in English."""
+    i18n.use(i18n.DEFAULT)
+    assert dist_world.run(_rank_language) == ["en", "en"]
+    i18n.use("es")
+    assert dist_world.run(_rank_language) == ["es", "es"]
+    i18n.use(i18n.DEFAULT)
+    assert dist_world.run(_rank_language) == ["en", "en"]
