@@ -19,6 +19,10 @@ DIST = "pytest-distcheck"
 MISSING = N_("pytest-distcheck: this Python ({python}) lacks the kit's dependencies {missing}: this pytest is not the "
              "kit's. Activate the venv you installed the kit in (source {activate}) or run its pytest; to use this "
              "Python instead: {python} -m pip install torch==2.13.0 -e {target}")
+# A paid test, or a call to RunPod, in a Python without the extra it needs.
+MISSING_EXTRA = N_("the `{extra}` extra of pytest-distcheck is not installed in this Python (missing: {missing}); "
+                   "install it with: {python} -m pip install -e '.[{extra}]' "
+                   "(or pip install 'pytest-distcheck[{extra}]')")
 # The DoD table's line when this Python's venv is not activated: the printed commands are bare names.
 NOT_ACTIVATED = N_("distcheck: this Python's venv is not activated, so the commands printed below (pytest, distcheck, "
                    "torchrun) are not its own; first: source {activate}")
@@ -78,10 +82,11 @@ def missing_message(missing: list[str], root: str | Path = ".") -> str:
 
 
 def missing_extra_message(extra: str, missing: list[str]) -> str:
-    """The one line for a paid test whose extra is not installed: what is missing and the install line."""
-    return (f"the `{extra}` extra of pytest-distcheck is not installed in this Python (missing: "
-            f"{', '.join(missing)}); install it with: {sys.executable} -m pip install -e '.[{extra}]' "
-            f"(or pip install 'pytest-distcheck[{extra}]')")
+    """The one line for a paid test (or a RunPod call) whose extra is not installed: what is missing and the
+    install line, in the language in use."""
+    from pytest_distcheck.i18n import _
+
+    return _(MISSING_EXTRA).format(extra=extra, missing=", ".join(missing), python=sys.executable)
 
 
 def not_activated(cwd: str | Path, root: str | Path) -> str | None:

@@ -380,3 +380,30 @@ sys.exit(0)  # no __exit__, no finish: only the interpreter-exit hooks are left
     assert out.stdout.startswith("got "), out.stderr
     (pod,) = fake.pods
     assert not pod.alive and pod.terminated_by == "api"
+
+
+def test_a_key_without_the_gpu_extra_skips_the_start_sweep_saying_what_to_install(monkeypatch):
+    """A CI job that installs the kit without the gpu extra and has RUNPOD_API_KEY set (an instructor's
+    walkthrough: the gate stopped with INTERNALERROR, No module named 'asyncssh'): one line, no traceback."""
+    from pytest_distcheck import deps
+    from pytest_distcheck.pods.session import NOT_SWEPT
+
+    monkeypatch.setenv("RUNPOD_API_KEY", "rpa_set_in_ci")
+    monkeypatch.setattr(deps, "missing_dependencies", lambda requires=None, extra="": ["asyncssh"])
+    lines: list[str] = []
+    ps = PodsSession("runpod", Timings(), 0.0, SESSION, worker=False, report=lines.append)
+    ps.sweep_at_start()
+    ps.sweep_at_start()  # once per session
+    assert lines == [NOT_SWEPT.format(reason=deps.missing_extra_message("gpu", ["asyncssh"]))]
+    assert "rpa_set_in_ci" not in lines[0]
+    with pytest.raises(Unavailable, match="the `gpu` extra"):
+        ps.provider()
+
+
+def test_without_the_sdk_a_call_to_runpod_is_unavailable_saying_what_to_install(monkeypatch):
+    """What the spend check's reconciliation reports (as 'reconciliation with RunPod failed') when the key is set
+    in a Python without the gpu extra."""
+    monkeypatch.setenv("RUNPOD_API_KEY", "rpa_set_in_ci")
+    monkeypatch.setitem(sys.modules, "runpod", None)  # as if the gpu extra were not installed
+    with pytest.raises(Unavailable, match=r"the `gpu` extra of pytest-distcheck is not installed"):
+        runpod_api.sdk()

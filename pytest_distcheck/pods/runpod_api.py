@@ -59,9 +59,15 @@ def redact(text: str) -> str:
 
 
 def sdk() -> Any:
-    """The runpod module with ``runpod.api_key`` set from the environment. Raises Unavailable."""
+    """The runpod module with ``runpod.api_key`` set from the environment. Raises Unavailable (no key, the gpu
+    extra not installed, another SDK version)."""
     key = api_key()
-    import runpod
+    try:
+        import runpod
+    except ImportError:
+        from pytest_distcheck.deps import missing_dependencies, missing_extra_message
+
+        raise Unavailable(missing_extra_message("gpu", missing_dependencies(extra="gpu") or ["runpod"])) from None
 
     if runpod.__version__ != SDK_VERSION:
         raise Unavailable(_(WRONG_SDK).format(installed=runpod.__version__, version=SDK_VERSION))

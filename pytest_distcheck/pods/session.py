@@ -35,6 +35,7 @@ SWEEP_NOT_LISTED = {
     "finish": N_("distcheck pods: finish sweep could not list pods ({error}); orphans, if any, are left to their "
                  "dead-man switch; run `distcheck pods --sweep` later"),
 }
+NOT_SWEPT = N_("distcheck pods: no start sweep for orphaned pods although RUNPOD_API_KEY is set: {reason}")
 LEFT_AT_END = N_("distcheck pods: pod {pod} left at session end: {outcome}")
 FINAL_NOT_LISTED = N_("distcheck pods: final sweep could not list pods ({error})")
 LOST_TURNED_UP = N_("distcheck pods: pod {pod} ({name}) whose create answer was lost turned up; terminated and settled "
@@ -50,11 +51,16 @@ def make_provider(name: str, timings: Timings, local_rate: float) -> Provider:
 
         return LocalProvider(usd_per_gpu_hour=local_rate)
     if name == "runpod":
-        from pytest_distcheck.pods.runpod import RunPodProvider
+        from pytest_distcheck.deps import missing_dependencies, missing_extra_message
         from pytest_distcheck.pods.runpod_api import api_key
-        from pytest_distcheck.pods.ssh import new_key_pair
 
         api_key()  # Unavailable before generating keys or importing the SDK
+        missing = missing_dependencies(extra="gpu")
+        if missing:  # the SDK and SSH come with the gpu extra
+            raise Unavailable(missing_extra_message("gpu", missing))
+        from pytest_distcheck.pods.runpod import RunPodProvider
+        from pytest_distcheck.pods.ssh import new_key_pair
+
         key, public = new_key_pair()
         return RunPodProvider(timings, key, public)
     raise ValueError(f"unknown GPU provider {name!r}; one of {PROVIDERS}")
@@ -106,7 +112,10 @@ class PodsSession:
         a session without paid tests does it too. Raises nothing: a failure is reported."""
         try:
             provider = self.provider()
-        except Unavailable:
+        except Unavailable as exc:
+            if self.provider_name == "runpod" and not self._swept_at_start:
+                self._swept_at_start = True
+                self.report(_(NOT_SWEPT).format(reason=exc))
             return
         if provider.remote and not self._swept_at_start:
             self._swept_at_start = True
