@@ -74,6 +74,9 @@ def test_failed_assert_is_broken_other_exceptions_are_errors(workspace_dir):
                  "'w.toml', 'page', 'docs/x.md is outside the workspace root')")
     result.stdout.fnmatch_lines(["ERROR    alpha  wrong input: w.toml, page: docs/x.md is outside the workspace root"])
     assert "crashed" not in result.stdout.str()
+    # its failure is the one line, not a traceback above the table (an instructor's walkthrough)
+    result.stdout.fnmatch_lines(["*DoD item error: wrong input: w.toml, page: docs/x.md is outside the workspace root"])
+    assert "raise __import__" not in result.stdout.str() and "ConfigError:" not in result.stdout.str()
 
 
 def test_stale_is_reported_and_fails_the_gate(workspace_dir):

@@ -86,7 +86,8 @@ def normalise(rep: pytest.TestReport, item: pytest.Item, outcome: CheckOutcome, 
     not-run skip; broken, error and untrusted fail), whatever markers or hooks made of it.
 
     A failure keeps pytest's traceback (a failing ``assert``, a crash) unless the check said
-    ``broken(...)`` itself or the outcome is untrusted: then the report is the one-line reason.
+    ``broken(...)`` itself, the input was wrong (``ConfigError``: its message names the file and field) or the
+    outcome is untrusted: then the report is the one-line reason.
     """
     want = outcome.state.report_outcome
     if hasattr(rep, "wasxfail"):
@@ -94,7 +95,7 @@ def normalise(rep: pytest.TestReport, item: pytest.Item, outcome: CheckOutcome, 
     if want == "skipped":
         path, lineno, _name = item.location
         rep.longrepr = (path, (lineno or 0) + 1, f"{outcome.state.word}: {outcome.reason}")
-    elif want == "failed" and (rep.outcome != "failed" or isinstance(exc, DodOutcome)
+    elif want == "failed" and (rep.outcome != "failed" or isinstance(exc, (DodOutcome, ConfigError))
                                or outcome.state is State.UNTRUSTED):
         rep.longrepr = _(REPORT_FAILED).format(state=outcome.state.word, reason=outcome.reason)
     if want == "passed":
