@@ -32,6 +32,7 @@ COPY_OF = N_("it holds {pct:.0%} of {what} {src} ({n} of its {total} 5-word runs
 PIECED_FROM = N_("{n} of its 5-word runs are the kit's ({parts})")
 LINKS_TO = N_("it links to the reference solution {ref}")
 IS_REFERENCE = N_("it is the reference solution {ref}, {how}")  # how: BYTE_FOR_BYTE or PARSED (the same JSON)
+IS_FIXTURE = N_("it is the kit's own synthetic fixture {ref}, byte for byte")
 BYTE_FOR_BYTE, PARSED = N_("byte for byte"), N_("parsed")
 PIECE = N_("{n} of {what} {src}")
 SAME_DRAWING = N_("its Mermaid diagram is that of {whose} {ref} ({aside})")
@@ -106,9 +107,10 @@ def _copied_text(path: Path, text: str, sources: Mapping[str, str]) -> str | Non
 
 def copied_from(path: Path) -> str | None:
     """Why the evidence file ``path`` is a copy of the kit's material; ``None`` when it is not (or it is that
-    file itself, in its place). A copy: a link to a reference file, the same bytes or parsed JSON, a text
-    holding the kit's prose (:data:`COPY_OF`, :data:`PIECED_FROM`), or a Mermaid block that draws what a
-    reference page or a right diagram of the kit's fixtures draws (:func:`drawings`)."""
+    file itself, in its place). A copy: a link to a reference file, the same bytes or parsed JSON, a JSON result
+    of the kit's synthetic fixtures byte for byte, a text holding the kit's prose (:data:`COPY_OF`,
+    :data:`PIECED_FROM`), or a Mermaid block that draws what a reference page or a right diagram of the kit's
+    fixtures draws (:func:`drawings`)."""
     path = Path(path)
     if not path.is_file():
         return None
@@ -121,6 +123,11 @@ def copied_from(path: Path) -> str | None:
         if path.resolve().as_posix().endswith("/" + same):
             return _(LINKS_TO).format(ref=same)
         return _(IS_REFERENCE).format(ref=same, how=_(BYTE_FOR_BYTE if digest(data) in fp["files"] else PARSED))
+    # A result file of the kit's fixtures (a synthetic GPU result). Not its ledgers: the kit's own tests give them
+    # to the spend check as input; a fixture's row is never a GPU run's (provenance.fixture_rows, the TP check).
+    fixture = kit["files"].get(digest(data)) if path.suffix == ".json" else None
+    if fixture and not _in_place(path, fixture):
+        return _(IS_FIXTURE).format(ref=fixture)
     if path.suffix != ".md":
         return None
     text = data.decode("utf-8", errors="replace")

@@ -248,3 +248,18 @@ def test_a_reconciled_row_read_from_the_ledger_is_not_confirmed(workspace, good,
     result.stdout.fnmatch_lines(["DONE     tp-speedup-committed  evidence checked, self-reported (reconciled row in "
                                  "the ledger, not re-checked in this run): 1 GPU result tied*"])
     assert "checked, confirmed" not in result.stdout.str()
+
+
+def test_the_kits_synthetic_result_copied_byte_for_byte_is_untrusted_as_copied(workspace, pytester):
+    """A copy of the kit's material is untrusted and flagged `copied` (docs/ci/github-actions.md's states), as a
+    copied reference note or fixture diagram is; it was only broken, with no flag for a grader's filter."""
+    from pytest_distcheck.copies import IS_FIXTURE
+
+    workspace(None, png=False, commit=False)
+    shutil.copy(FIX / "synthetic-cuda-2gpu.json", pytester.path / "results")
+    _git(pytester.path, "add", "-A")
+    _git(pytester.path, "commit", "-qm", "workspace")
+    result = pytester.runpytest("-p", "no:cacheprovider", "checks")
+    why = IS_FIXTURE.format(ref="fixtures/tp_inference/synthetic-cuda-2gpu.json")
+    result.stdout.fnmatch_lines([f"UNTRUSTED  tp-speedup-committed  copied from the kit: "
+                                 f"results/synthetic-cuda-2gpu.json: {why}*"])
