@@ -54,11 +54,16 @@ def test_beta():
 """
 
 
+def unshipped(phase: str = "t1") -> str:
+    """What the gate's last line adds for a phase the kit ships no DoD for (the kit's test phases), done or not."""
+    return (f"; no DoD shipped with the kit for phase {phase}; --gate only vouches for phases whose DoD ships with "
+            "the kit: 35")
+
+
 def unverified(done: int, total: int, phase: str = "t1") -> str:
     """The gate's last line when every item is done but the kit ships no DoD for ``phase`` (the kit's test
     phases): never PASSED, and the run fails (red-team R6)."""
-    return (f"gate: UNVERIFIED ({done}/{total} items done; no DoD shipped with the kit for phase {phase}; --gate only "
-            "vouches for phases whose DoD ships with the kit: 35)")
+    return f"gate: UNVERIFIED ({done}/{total} items done{unshipped(phase)})"
 
 
 def write_checks(pytester: pytest.Pytester, alpha: str = "pass", beta: str = "pass") -> None:

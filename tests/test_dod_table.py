@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from dod_support import gate_run, unverified, write_checks
+from dod_support import gate_run, unshipped, unverified, write_checks
 
 
 def run(pytester, alpha="pass", beta="pass", *args):
@@ -48,7 +48,8 @@ def test_pending_fails_the_gate(workspace_dir):
     result = gated(workspace_dir, "pytest_distcheck.pending('no log yet')", "pass")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     # A failed gate names what is not done, each with its state.
-    result.stdout.fnmatch_lines(["gate: FAILED (0/2 items done; not done: alpha (pending), beta (blocked))"])
+    result.stdout.fnmatch_lines(["gate: FAILED (0/2 items done; not done: alpha (pending), beta (blocked)"
+                                 f"{unshipped()})"])
 
 
 def test_every_item_done_without_a_shipped_dod_is_unverified(workspace_dir):
@@ -91,7 +92,8 @@ def test_item_with_no_check_is_not_run(workspace_dir):
     result.stdout.fnmatch_lines([
         "NOT RUN  alpha  not collected: no test marked @pytest.mark.dod('alpha') under checks/",
         "*rerun: pytest --dod alpha",
-        "gate: FAILED (0/2 items done, 2 not checked in this run; not done: alpha (not-run), beta (not-run))",
+        f"gate: FAILED (0/2 items done, 2 not checked in this run; not done: alpha (not-run), beta (not-run)"
+        f"{unshipped()})",
     ])
     # Without the gate, a run with no DoD check at all (the kit's own tests) says so in one line.
     result = workspace_dir.runpytest("-p", "no:cacheprovider")
@@ -105,7 +107,7 @@ def test_deselected_check_fails_the_gate(workspace_dir):
     result = gated(workspace_dir, "pass", "pass", "-k", "beta")
     result.stdout.fnmatch_lines(["NOT RUN  alpha  deselected (-k 'beta')",
                                  "gate: FAILED (0/2 items done, 1 not checked in this run; not done: alpha (not-run), "
-                                 "beta (blocked))"])
+                                 f"beta (blocked){unshipped()})"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 

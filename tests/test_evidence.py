@@ -7,7 +7,7 @@ import json
 from decimal import Decimal
 
 import pytest
-from dod_support import gate_run, unverified
+from dod_support import gate_run, unshipped, unverified
 
 import pytest_distcheck
 from pytest_distcheck.errors import ConfigError
@@ -165,7 +165,8 @@ def test_a_tampered_score_is_broken(quiz):
     result = gate_run(quiz(["a", "b", "c", "x", "x"], 90))
     result.stdout.fnmatch_lines(["BROKEN   alpha  results/quiz.json, score: stored score 90% disagrees with 60% "
                                  "recomputed from its evidence",
-                                 "gate: FAILED (0/2 items done; not done: alpha (broken), beta (blocked))"])
+                                 "gate: FAILED (0/2 items done; not done: alpha (broken), beta (blocked)"
+                                 f"{unshipped()})"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
@@ -176,5 +177,6 @@ def test_a_result_older_than_its_key_is_stale(quiz):
     result.stdout.fnmatch_lines(["STALE    alpha  key.json changed since results/quiz.json was produced (recorded "
                                  "sha256:*, now sha256:*)", "*-> make quiz", "*rerun: pytest --dod alpha",
                                  "BLOCKED  beta   blocked by alpha (stale)*",
-                                 "gate: FAILED (0/2 items done; not done: alpha (stale), beta (blocked))"])
+                                 "gate: FAILED (0/2 items done; not done: alpha (stale), beta (blocked)"
+                                 f"{unshipped()})"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_distcheck.dod.collection import NOT_COLLECTED
+from pytest_distcheck.dod.manifest import shipped_phases
 from pytest_distcheck.dod.report import FAILED, PASSED, UNVERIFIED, flagged, noted, unverified_reason
 from pytest_distcheck.dod.state import NEEDS_EVIDENCE, ItemResult, State, next_step
 from pytest_distcheck.i18n import N_, _
@@ -110,7 +111,7 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
         notes = noted(results)
         if notes:
             summary += _(NOTED).format(items=", ".join(notes))
-        if verdict == UNVERIFIED:
+        if verdict == UNVERIFIED or ws.phase_id not in shipped_phases():  # said before every item is done too
             summary += f"; {unverified_reason(ws.phase_id)}"
         tr.write_line(_(GATE_LINE).format(verdict=_(VERDICTS[verdict]), summary=summary), green=ok, red=not ok,
                       bold=True)
