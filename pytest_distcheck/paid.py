@@ -6,6 +6,9 @@
 - Paid tests that were skipped are listed with their reasons, without ``-rs``; so are paid tests the kit
   refused before anything was rented (:class:`~pytest_distcheck.budget.plugin.Refused`: errors, shown as the
   kit's message alone).
+- In a run without a budget (``pytest -m local``, the gate) an item whose ``how`` is a paid command (``pytest``
+  with ``--max-usd``) names the free rehearsal first as its next step (:data:`REHEARSE_FIRST`): the command a
+  learner copies from the table never pays before the whole paid path has run for $0.
 - A budget was given but every paid test was skipped (no ``RUNPOD_API_KEY``, too few local GPUs): one
   line says nothing paid ran, the run exits 4 (pytest's usage error: what was asked for could not
   start), and with no key the items this command completes name the key as their next step.
@@ -26,6 +29,9 @@ NOTHING_PAID_RAN = N_("nothing paid ran ({why}), so this run exits {status}")
 NO_KEY_WHY = N_("RUNPOD_API_KEY is not set; not rehearsed yet? `distcheck rehearse` runs this whole paid path "
                 "for $0, no key needed")
 SKIPPED_WHY = N_("every paid test was skipped: reasons above")
+# The next step of an item completed by a paid command, in a run without a budget: the rehearsal stops the line
+# if it fails, and with no key the paid command skips, saying so.
+REHEARSE_FIRST = "distcheck rehearse && {how}"
 # The terminal summary's lines: the items this -m run completes, and each paid test it skipped or refused.
 COMPLETES = N_("-m {expr!r} completes {items}: its free checks (and its prerequisites') ran after the paid tests")
 PAID_SKIPPED = N_("paid test skipped: {nodeid}: {reason}")
@@ -134,7 +140,12 @@ class PaidPath:
         the exit status, and with no key the next step of the items whose command this run is."""
         from pytest_distcheck.budget.plugin import max_usd
 
-        if hasattr(self.config, "workerinput") or not self.skips or self.ran or max_usd(self.config) is None:
+        if hasattr(self.config, "workerinput"):
+            return
+        if max_usd(self.config) is None:
+            _rehearse_first(self.config)
+            return
+        if not self.skips or self.ran:
             return
         no_key = _runpod_without_key(self.config)
         if no_key:
@@ -170,6 +181,31 @@ def _runpod_without_key(config: pytest.Config) -> bool:
     from pytest_distcheck.pods.runpod_api import API_KEY_ENV
 
     return GPU_PROVIDER.raw(config)[0] == "runpod" and not os.environ.get(API_KEY_ENV, "").strip()
+
+
+def is_paid_command(how: str) -> bool:
+    """Whether an item's ``how`` is a paid ``pytest`` command (one that gives ``--max-usd``)."""
+    try:
+        words = shlex.split(how)
+    except ValueError:
+        return False
+    return words[:1] == ["pytest"] and any(w == "--max-usd" or w.startswith("--max-usd=") for w in words)
+
+
+def _rehearse_first(config: pytest.Config) -> None:
+    """Outcomes that ask for their item's paid ``how`` get :data:`REHEARSE_FIRST` as their command (in the DoD
+    bookkeeping's list, before it combines them into the table and the reports)."""
+    from pytest_distcheck.dod.plugin import PLUGIN_NAME
+    from pytest_distcheck.dod.state import NEEDS_EVIDENCE
+
+    dod = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    ws = getattr(dod, "workspace", None)
+    if ws is None:
+        return
+    how = {it.id: it.how for it in ws.items if is_paid_command(it.how)}
+    dod.outcomes[:] = [dataclasses.replace(o, command=REHEARSE_FIRST.format(how=o.command))
+                       if o.item_id in how and o.state in NEEDS_EVIDENCE and o.command == how[o.item_id] else o
+                       for o in dod.outcomes]
 
 
 def _point_at_the_key(config: pytest.Config, item_ids: list[str]) -> None:
