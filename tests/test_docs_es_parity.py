@@ -42,6 +42,7 @@ SWITCH_ES = "[English]({}) · Español"
 PROBLEM = "{pair}: {what}: {detail}"
 COMMAND = re.compile(r"^(?:\$ |(?:distcheck|pytest|torchrun|git)\b|\[cite:)")
 SHELL = ("bash", "sh", "shell")  # fences whose comments are prose (translated), not code
+MARKDOWN = ("markdown", "md")  # fences that show a page the learner writes: its prose is translated, its code not
 DOCTEST_COMMENT = re.compile(r"^((?:>>>|\.\.\.) .*?)\s+#.*$", re.M)
 NUMBER = re.compile(r"\d+(?:[.,\u00a0\u202f]\d+)*")
 GROUPED = re.compile(r"[1-9]\d{0,2}(?:[,\u00a0\u202f]\d{3})+")
@@ -78,10 +79,13 @@ def code(text: str) -> tuple[list[str], list[str]]:
     ```bash block (:func:`_shell_code`). The commands of a page are its spans and block lines that begin with
     `$ `, `distcheck`, `pytest`, `torchrun`, `git` or `[cite:`. A ```console block counts by its `$ ` lines
     only: its output is the command's in the page's language, checked by re-running it
-    (test_the_spanish_twin_reruns_its_numbers)."""
+    (test_the_spanish_twin_reruns_its_numbers). A ```markdown block (an example of a note) counts by its code
+    spans, one a line: its prose is the learner's, in the page's language, while a citation's quote must match
+    the source."""
     spans = [c.content for c in _inline_children(text) if c.type == "code_inline"]
     blocks = [_console_commands(t.content) if t.info.strip() == "console"
               else _shell_code(t.content) if t.info.strip() in SHELL
+              else "".join(f"{s}\n" for s in code(t.content)[0]) if t.info.strip() in MARKDOWN
               else DOCTEST_COMMENT.sub(r"\1", t.content)
               for t in _MD.parse(text) if t.type in ("fence", "code_block")]
     return spans, blocks
@@ -422,6 +426,17 @@ def test_a_code_span_may_name_the_spanish_twin_of_the_page_the_english_one_names
     es = ES_PAGE.replace("Ejecuta `distcheck", "Lee `docs/es/theory/b.md`. Ejecuta `distcheck")
     assert parity_problems(*_write_pair(docs, en, es), docs) == []
     assert parity_problems(*_write_pair(docs, en, es.replace("docs/es/theory/b.md", "docs/theory/b.md")), docs) == []
+
+
+NOTE = '```markdown\nRow-parallel sums them\n`[cite: torch torch/x.py::f "y = g(x)"]`.\n```\n'
+
+
+def test_a_twin_may_translate_a_note_example_s_prose_but_not_its_code(docs):
+    """A ```markdown block (a note) agrees on its code spans."""
+    en, es = EN_PAGE + NOTE, ES_PAGE + NOTE.replace("Row-parallel sums them", "Una capa row-parallel las suma")
+    assert parity_problems(*_write_pair(docs, en, es), docs) == []
+    problems = parity_problems(*_write_pair(docs, en, es.replace('= g(x)', '= f(x)')), docs)
+    assert [p for p in problems if ": code blocks: " in p], problems
 
 
 def test_each_quoted_output_is_on_an_english_page_and_as_the_kit_prints_it_under_es_on_its_twin():
