@@ -40,6 +40,7 @@ PACK_GLOBS = (
     # The Spanish twins and the glossary (the English pages link their twins, so both languages ship).
     "docs/es/*.md",
     "docs/es/theory/*.md",
+    "docs/es/theory/*.svg",
     "docs/es/lab/*.md",
     "docs/es/notes/TEMPLATE.md",
 )

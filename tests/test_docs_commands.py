@@ -110,8 +110,10 @@ def unknown_commands(markdown: str, subparsers: dict, pytest_options: set[str],
 
 
 def missing_paths(markdown: str, root: Path) -> list[str]:
-    """The paths into the kit's folders that a page names and that do not exist."""
-    found = {m.group(1).rstrip(".") for s in snippets(markdown) for m in KIT_PATH.finditer(s)}
+    """The paths into the kit's folders that a page names and that do not exist, but for a file the page says is
+    the learner's own to write."""
+    own = {code for code, context in shown_with_context(markdown) if OWN_FILE.search(context)}
+    found = {m.group(1).rstrip(".") for s in snippets(markdown) if s not in own for m in KIT_PATH.finditer(s)}
     return sorted(p for p in found if "<" not in p and not (root / p).exists())
 
 
@@ -121,6 +123,8 @@ WORKSPACE_PATH = re.compile(r"(?<![\w/.-])((?:tests|fixtures|solutions|checks|be
 # `from fixtures.tp_faults.zoo import MLP` in an example: the module must be there too.
 WORKSPACE_IMPORT = re.compile(r"(?:^|\s)(?:from|import)\s+((?:tests|fixtures|checks|experiments)(?:\.\w+)+)")
 KIT_REPO = re.compile(r"kit['\u2019]s\s+(?:own\s+)?repository|repositorio\s+del\s+kit", re.IGNORECASE)  # en, es
+# A file the page asks the learner to write (lab 02's own TP test), which no workspace has before they do.
+OWN_FILE = re.compile(r"a\s+file\s+of\s+your\s+own|un\s+fichero\s+tuyo", re.IGNORECASE)  # en, es
 
 
 def shown_with_context(markdown: str) -> list[tuple[str, str]]:
@@ -138,8 +142,10 @@ def shown_with_context(markdown: str) -> list[tuple[str, str]]:
 def not_in_workspace(markdown: str, workspace: Path) -> list[str]:
     """Paths into tests/, fixtures/, checks/, solutions/, benchmarks/ or the labs' code, and modules of those
     folders an example imports, that a page shows, that a fresh workspace lacks, and that the page does not
-    say are the kit's repository's (in the same paragraph, list item, table cell or code line)."""
-    shown = [code for code, context in shown_with_context(markdown) if not KIT_REPO.search(context)]
+    say are the kit's repository's or a file of the learner's own (in the same paragraph, list item, table
+    cell or code line)."""
+    shown = [code for code, context in shown_with_context(markdown)
+             if not KIT_REPO.search(context) and not OWN_FILE.search(context)]
     found = {m.group(1).rstrip(".") for code in shown for m in WORKSPACE_PATH.finditer(code)}
     modules = {m.group(1) for code in shown for m in WORKSPACE_IMPORT.finditer(code)}
     missing = [p for p in found if "<" not in p and not (workspace / p).exists()]
@@ -173,6 +179,7 @@ def test_a_path_the_workspace_lacks_is_named_unless_marked(tmp_path):
     (tmp_path / "checks" / "a.py").touch()
     text = ("Run `pytest tests/test_x.py checks/a.py`.\n\n"
             "The kit's repository holds `tests/test_y.py` and `solutions/z.md`.\n\n"
+            "Write a file of your own, `tests/test_mine.py`.\n\n"
             "| a | `fixtures/f/` |\n|---|---|\n| b | in the kit's repository: `benchmarks/b.py` |\n\n"
             "```bash\nbash experiments/lab/run.sh   # in a workspace\n"
             "pytest tests/test_w.py   # in the kit's repository\n```\n\n"
@@ -217,6 +224,8 @@ def test_a_stale_command_or_path_is_named(known, tmp_path):
     (tmp_path / "pytest_distcheck" / "budget").mkdir(parents=True)
     (tmp_path / "pytest_distcheck" / "budget" / "guard.py").touch()
     assert missing_paths(text, tmp_path) == ["tests/fake_runpod/"]
+    own = "\nWrite `tests/test_mine.py`, a file of your own.\n"
+    assert missing_paths(text + own, tmp_path) == ["tests/fake_runpod/"]
 
 
 def test_the_note_template_points_to_the_rule_of_what_counts():

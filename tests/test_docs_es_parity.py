@@ -42,6 +42,8 @@ SWITCH_ES = "[English]({}) · Español"
 PROBLEM = "{pair}: {what}: {detail}"
 COMMAND = re.compile(r"^(?:\$ |(?:distcheck|pytest|torchrun|git)\b|\[cite:)")
 SHELL = ("bash", "sh", "shell")  # fences whose comments are prose (translated), not code
+MARKDOWN = ("markdown", "md")  # fences that show a page the learner writes: its prose is translated, its code not
+MERMAID_LABEL = re.compile(r'"[^"\n]*"')
 DOCTEST_COMMENT = re.compile(r"^((?:>>>|\.\.\.) .*?)\s+#.*$", re.M)
 NUMBER = re.compile(r"\d+(?:[.,\u00a0\u202f]\d+)*")
 GROUPED = re.compile(r"[1-9]\d{0,2}(?:[,\u00a0\u202f]\d{3})+")
@@ -78,13 +80,24 @@ def code(text: str) -> tuple[list[str], list[str]]:
     ```bash block (:func:`_shell_code`). The commands of a page are its spans and block lines that begin with
     `$ `, `distcheck`, `pytest`, `torchrun`, `git` or `[cite:`. A ```console block counts by its `$ ` lines
     only: its output is the command's in the page's language, checked by re-running it
-    (test_the_spanish_twin_reruns_its_numbers)."""
+    (test_the_spanish_twin_reruns_its_numbers). A ```markdown block (an example of a note) counts by its code
+    spans, one a line: its prose is the learner's, in the page's language, while a citation's quote must match
+    the source. A ```mermaid block counts by its structure (:func:`_mermaid_structure`)."""
     spans = [c.content for c in _inline_children(text) if c.type == "code_inline"]
     blocks = [_console_commands(t.content) if t.info.strip() == "console"
               else _shell_code(t.content) if t.info.strip() in SHELL
+              else "".join(f"{s}\n" for s in code(t.content)[0]) if t.info.strip() in MARKDOWN
+              else _mermaid_structure(t.content) if t.info.strip() == "mermaid"
               else DOCTEST_COMMENT.sub(r"\1", t.content)
               for t in _MD.parse(text) if t.type in ("fence", "code_block")]
     return spans, blocks
+
+
+def _mermaid_structure(block: str) -> str:
+    """``block`` with each double-quoted label reduced to its numbers: a translated figure's words may differ,
+    while its node ids, shapes, edges, subgraphs and the numbers in its labels (ranks, heads, columns) must
+    not, so that it stays the same figure."""
+    return MERMAID_LABEL.sub(lambda m: '"' + " ".join(sorted(NUMBER.findall(m[0]))) + '"', block)
 
 
 def _shell_code(block: str) -> str:
@@ -422,6 +435,21 @@ def test_a_code_span_may_name_the_spanish_twin_of_the_page_the_english_one_names
     es = ES_PAGE.replace("Ejecuta `distcheck", "Lee `docs/es/theory/b.md`. Ejecuta `distcheck")
     assert parity_problems(*_write_pair(docs, en, es), docs) == []
     assert parity_problems(*_write_pair(docs, en, es.replace("docs/es/theory/b.md", "docs/theory/b.md")), docs) == []
+
+
+FIGURE = '```mermaid\nflowchart TD\n  a["rank 0: heads 1 … a/2"] -- "f: identity forward" --> b(["the output"])\n```\n'
+NOTE = '```markdown\nRow-parallel sums them\n`[cite: torch torch/x.py::f "y = g(x)"]`.\n```\n'
+
+
+def test_a_twin_may_translate_a_figure_s_labels_and_a_note_example_s_prose_but_not_their_code(docs):
+    """A ```mermaid block agrees on all but its labels' words; a ```markdown block (a note) on its code spans."""
+    es_figure = FIGURE.replace("heads", "cabezas").replace("identity", "identidad").replace("the output", "la salida")
+    es_note = NOTE.replace("Row-parallel sums them", "Una capa row-parallel las suma")
+    en, es = EN_PAGE + FIGURE + NOTE, ES_PAGE + es_figure + es_note
+    assert parity_problems(*_write_pair(docs, en, es), docs) == []
+    for old, new in (("--> b", "--> c"), ('(["la', '["la'), ("rank 0", "rank 1"), ("a/2", "a/3"), ('= g(x)', '= f(x)')):
+        problems = parity_problems(*_write_pair(docs, en, es.replace(old, new)), docs)
+        assert [p for p in problems if ": code blocks: " in p], (old, problems)
 
 
 def test_each_quoted_output_is_on_an_english_page_and_as_the_kit_prints_it_under_es_on_its_twin():
