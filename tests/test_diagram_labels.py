@@ -44,6 +44,12 @@ def test_classes_must_be_a_style_spelling_in_full():
         ("f: identity forward, all-reduce in backward", False),
         ("all-reduce (backward)", False),
         ("allreduce bwd", False),
+        # what comes between the all-reduce and "backward", in English or Spanish (a Spanish-first learner's f)
+        ("all-reduce of the gradient in backward", False),
+        ("all-reduce en el backward", False),
+        ("f: identidad, all-reduce del gradiente en el backward", False),
+        ("all-reduce de los gradientes durante el backward", False),
+        ("g: all-reduce en el forward, identidad en el backward", True),
         ("reduce-scatter", False),
         ("sum &amp; all-reduce", True),
     ],

@@ -30,7 +30,11 @@ _STYLE_PATTERNS: dict[str, re.Pattern[str]] = {
     ),
 }
 _ALL_REDUCE = re.compile(r"all[\s_-]?reduce", re.IGNORECASE)
-_BACKWARD_QUALIFIER = re.compile(r"\W*(?:(?:in|on|during|for)\s+(?:the\s+)?)?(?:backward|bwd)\b", re.IGNORECASE)
+# "all-reduce [of the gradient / del gradiente] [in the / en el] backward", in English or Spanish (docs/es/glosario.md
+# keeps "backward" English).
+_GRADIENT = r"(?:(?:of|del?)\s+(?:the\s+|los\s+)?gradi(?:ent|ente)s?\W+)?"
+_IN_THE = r"(?:(?:in|on|during|for|en|durante|para)\s+(?:the\s+|el\s+|la\s+)?)?"
+_BACKWARD_QUALIFIER = re.compile(rf"\W*{_GRADIENT}{_IN_THE}(?:backward|bwd)\b", re.IGNORECASE)
 _RANK = re.compile(r"(?<![a-z])(?:tp[\s_-]?)?(?:rank|gpu|device|cuda)[\s_#:=-]*(\d+)(?![\w.])", re.IGNORECASE)
 _ALL_GATHER = re.compile(r"all[\s_-]?gather|(?<![a-z])(?:gather|concat(?:enate)?)(?![a-z])", re.IGNORECASE)
 _REDUCE_SCATTER = re.compile(r"reduce[\s_-]?scatter", re.IGNORECASE)
