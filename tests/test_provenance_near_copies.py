@@ -119,11 +119,17 @@ def test_the_note_skeleton_filled_in_is_not_copied(tmp_path, template):
 
 def test_the_kits_own_docs_written_apart_from_the_sources_are_not_copies():
     """Prose by the course's authors that is not a source (the CI pages, the benchmarks' README) holds far less
-    of the kit's texts than a copy: calibration of :data:`copies.PIECED` and :data:`copies.CONTAINED`."""
+    of the kit's texts than a copy: calibration of :data:`copies.PIECED` and :data:`copies.CONTAINED`. PIECED is a
+    count for a note's length (the longest reference note is about 2000 words); a page several times as long holds
+    as many incidental phrases ("in the kit's repository") per note's length of it, so it is scaled."""
     sources = provenance.shipped_fingerprints()["shingles"]["sources"]
-    for rel in ("docs/ci/github-actions.md", "benchmarks/README.md", "fixtures/diagrams/README.md"):
-        held, kit = copies.contained((REPO / rel).read_text(encoding="utf-8"), sources)
-        assert kit < copies.PIECED / 2, (rel, kit)
+    note_words = 2000
+    for rel in ("docs/ci/github-actions.md", "benchmarks/README.md", "fixtures/diagrams/README.md",
+                "docs/ci/known-limitations.md"):
+        text = (REPO / rel).read_text(encoding="utf-8")
+        held, kit = copies.contained(text, sources)
+        per_note = kit / max(1.0, len(text.split()) / note_words)
+        assert per_note < copies.PIECED / 2, (rel, kit, per_note)
         assert all(n < copies.CONTAINED * total / 4 for n, total in held.values()), rel
 
 
