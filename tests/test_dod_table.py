@@ -160,3 +160,17 @@ def test_every_line_of_a_reason_is_indented_under_the_reason_column(workspace_di
     result.stdout.fnmatch_lines(["PENDING  alpha  a note in progress",
                                  "                notes/a.md:4 not counted",
                                  "                -> cite"])
+
+
+def test_a_long_reason_an_earlier_row_gave_is_not_repeated(workspace_dir):
+    """The gate's untrusted workspace gives every item the same long reason (an instructor's walkthrough: six
+    copies of it); the table says it once, the reports keep it on every item."""
+    from pytest_distcheck.dod.table import SAME_REASON, SAME_REASON_FROM
+
+    toml = workspace_dir.path / "checks" / "distcheck.toml"
+    toml.write_text(toml.read_text().replace('requires = ["alpha"]\n', ""))  # beta on its own, not blocked
+    long, short = "x" * (SAME_REASON_FROM + 1), "too short to skip"
+    result = run(workspace_dir, f"pytest_distcheck.broken({long!r})", f"pytest_distcheck.broken({long!r})")
+    result.stdout.fnmatch_lines([f"BROKEN   alpha  {long}", f"BROKEN   beta   {SAME_REASON.format(item='alpha')}"])
+    result = run(workspace_dir, f"pytest_distcheck.broken({short!r})", f"pytest_distcheck.broken({short!r})")
+    result.stdout.fnmatch_lines([f"BROKEN   alpha  {short}", f"BROKEN   beta   {short}"])

@@ -32,6 +32,9 @@ NOTED = N_("; noted for the grader, not a failure: {items}")
 GATE_LINE = N_("gate: {verdict} ({summary})")
 # The gate's verdict as the table's last line says it; the reports keep the identifiers (report.PASSED, ...).
 VERDICTS = {PASSED: N_("PASSED"), FAILED: N_("FAILED"), UNVERIFIED: N_("UNVERIFIED")}
+# A reason this long that an earlier row gave is not repeated; the reports keep it in full.
+SAME_REASON_FROM = 100
+SAME_REASON = N_("as {item} above")
 NOT_GATED = N_("{summary} (not gated; use --gate to require every item)")
 
 _COLOURS = {
@@ -85,9 +88,14 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
         return at_root(command, ws.root, here)
     state_w = max(7, *(len(r.state.label) for r in results))
     width = max(len(r.item_id) for r in results)
+    shown: dict[str, str] = {}  # a long reason already shown (the gate's untrusted workspace: every item) -> item
     for r in results:
         tr.write(f"{r.state.label:<{state_w}}  ", **_COLOURS[r.state])
         first, *more = r.reason.splitlines() or [""]
+        if len(r.reason) > SAME_REASON_FROM and r.reason in shown:
+            first, more = _(SAME_REASON).format(item=shown[r.reason]), []
+        elif len(r.reason) > SAME_REASON_FROM:
+            shown[r.reason] = r.item_id
         tr.write_line(f"{r.item_id:<{width}}  {first}")
         for line in more:  # a reason of several lines (one per failing citation) stays in its column
             tr.write_line(f"{'':<{state_w}}  {'':<{width}}  {line}")
