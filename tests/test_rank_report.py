@@ -184,3 +184,18 @@ def test_the_errors_a_test_catches_come_from_the_top_level_package():
         assert getattr(pytest_distcheck, name) is getattr(errors, name) and name in pytest_distcheck.__all__
     code = "import sys, pytest_distcheck; print('torch' in sys.modules)"  # still import-light
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def test_the_errors_are_named_as_users_import_them_in_tracebacks():
+    """pytest's short summary (-q, -r) and a traceback's last line show `pytest_distcheck.RankError`, the name a
+    test catches, not `pytest_distcheck.ranks.errors.RankError` (a plugin user's walkthrough)."""
+    import pickle
+    import traceback
+
+    import pytest_distcheck
+
+    err = RankError([RankOutcome(0, "error", "ValueError: x")])
+    assert traceback.format_exception_only(err)[0].startswith(f"pytest_distcheck.RankError: {err}".splitlines()[0])
+    assert pickle.loads(pickle.dumps(pytest_distcheck.RankError)) is pytest_distcheck.RankError  # found by that name
+    for name in ("RankError", "RankTimeout", "PicklingError", "RanksOutOfStepWarning"):
+        assert getattr(pytest_distcheck, name).__module__ == "pytest_distcheck"

@@ -150,7 +150,7 @@ def spawn_error(err: RankError) -> RankError:
     cls = _SPAWN_ERRORS.get(base)
     if cls is None:
         cls = _SPAWN_ERRORS[base] = type("RankError", (RankError, base), {
-            "__module__": __name__,
+            "__module__": "pytest_distcheck",
             # unpickled as torch's own (this class is made at run time)
             "__reduce__": lambda self: (base, (self.msg, self.error_index, self.error_pid)),
         })
@@ -158,3 +158,9 @@ def spawn_error(err: RankError) -> RankError:
     new.args, new.outcomes, new.failed_ranks = err.args, err.outcomes, err.failed_ranks
     new.msg, new.error_index, new.error_pid = str(err), raised[0], None
     return new
+
+
+# Tracebacks and pytest's short summary name them as users import and catch them (pytest_distcheck.RankError),
+# not by this module's path.
+for _public in (RankError, RankTimeout, PicklingError, RanksOutOfStepWarning):
+    _public.__module__ = "pytest_distcheck"
