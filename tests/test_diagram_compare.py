@@ -300,3 +300,24 @@ def test_sequence_parallel_reduce_scatter_and_all_gather():
     e_no_gather = tuple(x for x in e if (x.start, x.end) not in {("add1", "ag2"), ("ag2", "u")}) + (Edge("add1", "u"),)
     assert messages(Flowchart(v, e_no_gather, ()), plan)[0].startswith(
         flow_text("input-shard", styled="mlp.up (column-parallel)", where="edge add1 --> u"))
+
+
+def test_a_forward_all_reduce_on_the_whole_input_of_a_column_parallel_layer_is_named():
+    """Where f goes (identity in forward) a forward all-reduce sums a tensor already whole on every rank, world-size
+    times it (a Spanish-first learner's walkthrough: a plain 'all-reduce' in f's place passed). f's own label and
+    no label at all pass."""
+    def into_qkv(label: str) -> Flowchart:
+        return chart(drop_edges=(("x", "q0"), ("x", "q1")),
+                     extra_edges=(Edge("x", "q0", label), Edge("x", "q1", label)))
+
+    [msg] = messages(into_qkv("all-reduce"))
+    assert msg == taught("a forward all-reduce is drawn into attn.qkv (column-parallel) at edge x --> q0, on a "
+                         "tensor already whole on every rank", concepts.COLUMN_INPUT)
+    assert messages(into_qkv("f: identity, all-reduce in backward")) == []
+    assert messages(into_qkv("f: identidad, all-reduce del gradiente en el backward")) == []
+    assert messages(chart()) == []
+    # the same as a node between the input and the layer
+    fc = chart(drop_edges=(("x", "q0"), ("x", "q1")), extra_vertices=(Vertex("f", "all-reduce"),),
+               extra_edges=(Edge("x", "f"), Edge("f", "q0"), Edge("f", "q1")))
+    [msg] = messages(fc)
+    assert msg.startswith("a forward all-reduce is drawn into attn.qkv (column-parallel) at f, on a tensor")

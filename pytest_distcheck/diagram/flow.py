@@ -70,6 +70,10 @@ FLOW_MESSAGES: dict[str, FlowMessage] = {
                                        "rank's")),
     "extra-all-reduce": FlowMessage("extra-all-reduce", concepts.NO_COLLECTIVE_AFTER_COLUMN,
                                     N_("all-reduce drawn after {styled} at {at}")),
+    # Summing a tensor that is whole on every rank makes it world-size times itself (f's all-reduce is backward).
+    "whole-all-reduce": FlowMessage("extra-all-reduce", concepts.COLUMN_INPUT,
+                                    N_("a forward all-reduce is drawn into {styled} at {at}, on a tensor already "
+                                       "whole on every rank")),
     "first": FlowMessage("order", concepts.ORDER,
                          N_("{path} ({nodes}) is drawn first: no layer of the plan comes before it along the edges, "
                             "but the plan starts with {first}")),
@@ -127,6 +131,8 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
             if v.kind == "shard" and v.origin in layout.layers_of:
                 found[(layout.layers_of[v.origin][0], "extra-all-reduce")].append(link)
                 return v  # reported once; read on as if it were not there
+            if v.kind == "replicated" and link.end in layout.layers_of:
+                found[(layout.layers_of[link.end][0], "whole-all-reduce")].append(link)
             return REPLICATED
         if v.kind == "shard" and labels.all_gather(link.text):
             return REPLICATED
@@ -164,6 +170,10 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
             if is_ar[n] and layout.per_rank and n not in graph.rank and partial_ranks:
                 origin = next(v.origin for _, v in ins if v.kind == "partial")
                 ar_inputs.append((n, layout.layers_of[origin][0], partial_ranks))
+            if labels.forward_all_reduce(graph.nodes[n]) and ins and all(v.kind == "replicated" for _, v in ins):
+                for link in graph.succ.get(n, []):
+                    if link.end in layout.layers_of:
+                        found[(layout.layers_of[link.end][0], "whole-all-reduce")].append(n)
             shards = [v for _, v in ins if v.kind == "shard"]
             if is_ar[n] and shards and not partial_ranks:
                 out[n] = shards[0]  # an all-reduce of shards is reported above; read on as if it were not there
@@ -227,6 +237,7 @@ _PLACES: dict[str, Callable[[list], str | Link]] = {
     "all-reduce-ranks": lambda items: items[0][0],
     "all-reduce-split": lambda items: items[0][0],
     "extra-all-reduce": lambda items: items[0],
+    "whole-all-reduce": lambda items: items[0],
     "first": lambda items: items[0],
     "order": lambda items: items[0][1],  # the layer drawn too late
     "residual": lambda items: items[0][1][0],
@@ -261,6 +272,7 @@ def _fields(layout: Layout) -> dict[str, Callable[[list], dict[str, object]]]:
         "dead-end-layer": nodes, "dead-end": nodes, "missing-all-reduce": read,
         "all-reduce-ranks": takes, "all-reduce-split": takes,
         "extra-all-reduce": lambda items: {"at": _edges([items[0].drawn]) if isinstance(items[0], Link) else items[0]},
+        "whole-all-reduce": lambda items: {"at": _edges([items[0].drawn]) if isinstance(items[0], Link) else items[0]},
         "first": lambda items: {**nodes(items), "first": next(iter(layout.styles))},
         "order": lambda items: dict(zip(("v", "w", "earlier"), items[0], strict=True)),
         "residual": lambda items: {"parent": items[0][0], "nodes": _node_list(items[0][1])},
