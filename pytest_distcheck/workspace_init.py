@@ -38,8 +38,16 @@ if "pytest_distcheck.plugin" not in sys.modules:
                    key=lambda n: (n != ".venv", n))  # the README's .venv first
     activate = (shlex.quote(os.path.relpath(os.path.join(here, venvs[0], "bin", "activate"))) if venvs
                 else "PATH/TO/VENV/bin/activate")
-    # Without the kit there is no catalog: its two languages are here, chosen as the kit would (no ini key).
-    lang = os.environ.get("DISTCHECK_LANG") or next(
+    # Without the kit there is no catalog: its two languages are here, chosen as the kit would (DISTCHECK_LANG,
+    # the distcheck_lang that distcheck init --lang wrote in pytest.ini, the locale).
+    import configparser
+
+    ini = configparser.ConfigParser(interpolation=None)
+    try:
+        ini.read(os.path.join(here, "pytest.ini"), encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        pass
+    lang = os.environ.get("DISTCHECK_LANG") or ini.get("pytest", "distcheck_lang", fallback="") or next(
         (os.environ[v] for v in ("LC_ALL", "LC_MESSAGES", "LANG") if os.environ.get(v)), "")
     line = ("pytest-distcheck: a este Python ({python}) le falta el kit (pytest-distcheck): este pytest no es el del "
             "kit. Activa el venv en el que instalaste el kit (source {activate}) o ejecuta su pytest; para usar este "

@@ -134,17 +134,19 @@ def test_this_repository_has_the_conftest_init_writes():
 
 
 @pytest.mark.parametrize(("made_by", "venv", "lang"), [
-    ("init", None, "es"), ("a clone of this repository", ".venv", ""), ("a clone with its egg-info", "venv", "")])
+    ("init", None, "es"), ("init --lang es", None, ""), ("a clone of this repository", ".venv", ""),
+    ("a clone with its egg-info", "venv", "")])
 def test_a_pytest_outside_the_venv_stops_with_one_line(tmp_path, made_by, venv, lang):
     """README: "A `pytest` from outside the venv stops with a message saying so", in a workspace made by init
     (before: one ModuleNotFoundError traceback per check file) and in this one, whose addopts name xdist's
     --dist (before: "unrecognized arguments: --dist"), also when the clone's egg-info (an editable install in
     another Python) lets that pytest load the plugin from the clone without its dependencies. The line names the
     venv found in the workspace (the README's .venv, or another name), else a path to fill in; in Spanish under es
-    (no catalog without the kit: conftest.py holds both)."""
+    (no catalog without the kit: conftest.py holds both), DISTCHECK_LANG's or the distcheck_lang that
+    `distcheck init --lang es` wrote in pytest.ini (an init-workspace learner saw English there)."""
     ws = tmp_path / "ws"
-    if made_by == "init":
-        assert init_workspace(ws).conflicts == []
+    if made_by.startswith("init"):
+        assert init_workspace(ws, lang="es" if made_by.endswith("es") else None).conflicts == []
     else:
         ws.mkdir()
         for name in ("conftest.py", "pyproject.toml"):
@@ -170,7 +172,7 @@ def test_a_pytest_outside_the_venv_stops_with_one_line(tmp_path, made_by, venv, 
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, out
     assert "Traceback" not in out and "ModuleNotFoundError" not in out, out
     lacks = "the kit's dependencies pytest-xdist:" if "egg-info" in made_by else "the kit (pytest-distcheck)"
-    if lang == "es":
+    if lang == "es" or made_by == "init --lang es":
         assert f"pytest-distcheck: a este Python ({sys.executable}) le falta el kit (pytest-distcheck)" in out, out
     else:
         assert f"pytest-distcheck: this Python ({sys.executable}) lacks {lacks}" in out, out
