@@ -25,7 +25,7 @@ SPANISH = translate(ENGLISH, "es")
 RAW_ES = {it["id"]: it for it in json.loads(translation_path(ENGLISH, "es").read_text())["items"]}
 RAW_EN = {it["id"]: it for it in json.loads(BANK.read_text())["items"]}
 NUMBER = re.compile(r"\d+(?:\.\d+)*")
-TEXT = ("question", "choices", "explanation", "topic")
+TEXT = ("question", "choices", "explanation", "topic", "source")
 
 
 def _numbers(text: str) -> Counter[str]:
@@ -45,7 +45,7 @@ def test_the_bank_has_a_spanish_twin_in_spanish():
 
 @pytest.mark.parametrize("item_id", [it.id for it in ENGLISH.items])
 def test_a_spanish_item_differs_from_its_english_one_only_in_its_text(item_id):
-    """Same id, kind, number of choices, key, calculator, parameters, unit, tolerance, source and goal: with
+    """Same id, kind, number of choices, key, calculator, parameters, unit, tolerance and goal: with
     the English text put back, the Spanish item *is* the English one; and the same placeholders."""
     en, es = ENGLISH.item(item_id), SPANISH.item(item_id)
     assert dataclasses.replace(es, **{k: getattr(en, k) for k in TEXT if hasattr(en, k)}) == en
@@ -61,7 +61,8 @@ def test_a_spanish_item_states_the_numbers_of_its_english_text_field_by_field(it
     """Each question, choice and explanation gives the same numbers in both languages (choice by choice, so
     a translated choice sits under the letter of its English one)."""
     en, es = ENGLISH.item(item_id), SPANISH.item(item_id)
-    fields = [("question", en.question, es.question), ("explanation", en.explanation, es.explanation)]
+    fields = [("question", en.question, es.question), ("explanation", en.explanation, es.explanation),
+              ("source", en.source, es.source)]
     if isinstance(en, ChoiceItem):
         fields += [(f"choices[{i}]", a, b) for i, (a, b) in enumerate(zip(en.choices, es.choices, strict=True))]
     for name, a, b in fields:
@@ -148,3 +149,9 @@ def test_a_translation_that_could_grade_differently_is_refused_naming_the_field(
         translate(bank, "es")
     assert excinfo.value.path.name == "35.es.json" and excinfo.value.where == where
     assert words in excinfo.value.problem
+
+
+def test_a_prose_source_reads_in_spanish_and_a_citation_stays_as_the_bank_gives_it():
+    """An init-workspace learner saw `fuente: billing rule as stated (...)` in the Spanish quiz."""
+    assert SPANISH.item("run-cost").source.startswith("regla de facturación tal como se enuncia")
+    assert SPANISH.item("ddp-when-allreduce").source == ENGLISH.item("ddp-when-allreduce").source

@@ -1,6 +1,6 @@
 """A quiz bank's text in another language: ``<bank>.<lang>.json`` beside the bank (``checks/quiz/35.es.json``,
-schema ``quiz-translation.schema.json``) overlays each item's question, choices and explanation, the title,
-the goals' titles and the topics' names, and nothing else.
+schema ``quiz-translation.schema.json``) overlays each item's question, choices and explanation (and its source,
+where the bank's is prose), the title, the goals' titles and the topics' names, and nothing else.
 
 Ids, kinds, keys, calculators, parameters, units and tolerances exist only in the bank, so a translated item
 draws and grades exactly as the original; the DoD check re-grades with the bank alone and never reads a
@@ -48,7 +48,8 @@ def _overlay(item: Item, raw: dict, topics: dict[str, str], path: Path, where: s
         if placeholders(raw[key]) != placeholders(getattr(item, key)):
             raise ConfigError(path, f"{where}.{key}", _(OTHER_PLACEHOLDERS).format(
                 given=sorted(placeholders(raw[key])), bank=sorted(placeholders(getattr(item, key)))))
-    text = {"question": raw["question"], "explanation": raw["explanation"], "topic": topics.get(item.topic, item.topic)}
+    text = {"question": raw["question"], "explanation": raw["explanation"], "topic": topics.get(item.topic, item.topic),
+            "source": raw.get("source", item.source)}
     if isinstance(item, ChoiceItem):
         if len(raw["choices"]) != len(item.choices):
             raise ConfigError(path, f"{where}.choices", _(OTHER_CHOICE_COUNT).format(
