@@ -146,19 +146,24 @@ def test_a_finding_names_the_line_of_its_node_or_edge(parser):
     from pytest_distcheck.diagram.concepts import STYLE
 
     result = check_page(LATE_LABELS, {"attn.qkv": "colwise", "attn.out": "rowwise"}, None, parser)
-    [(line, message), (flow_line, flow)] = [(f.line, f.message) for f in result.findings]
+    # g1 is read as attn.out, and that one finding says why; the data flow is not walked through the misread node
+    # (an init-workspace learner got four findings contradicting what was drawn)
+    [(line, message)] = [(f.line, f.message) for f in result.findings]
     assert line == 10  # where g1 gets its label, not the fence (line 3) nor the edges drawing g1 (line 5)
     assert message == NO_STYLE.format(path="attn.out", nodes="node g1, whose label names attn.out",
                                       style="row-parallel", hint="RowParallelLinear",
                                       lesson=STYLE.lesson[0].upper() + STYLE.lesson[1:])
-    assert (flow_line, flow.split(":")[0]) == (6, "no all-reduce after attn.out (row-parallel)")  # edge g1 --> y
+    no_g = LATE_LABELS.replace("g: all-reduce (sum of the partial outputs of attn.out)", "sum")
+    [(flow_line, flow)] = [(f.line, f.message) for f in check_page(
+        no_g, {"attn.qkv": "colwise", "attn.out": "rowwise"}, None, parser).findings]
+    assert (flow_line, flow.split(":")[0]) == (6, "no all-reduce after attn.out (row-parallel)")  # edge out --> g1
 
 
 def test_the_spanish_finding_says_why_the_node_is_that_layer(parser):
     from pytest_distcheck import i18n
 
     i18n.use("es")
-    [f, _] = check_page(LATE_LABELS, {"attn.qkv": "colwise", "attn.out": "rowwise"}, None, parser).findings
+    [f] = check_page(LATE_LABELS, {"attn.qkv": "colwise", "attn.out": "rowwise"}, None, parser).findings
     assert f.line == 10
     assert f.message.startswith("attn.out está dibujada sin estilo de paralelismo (nodo g1, cuya etiqueta nombra "
                                 "attn.out): el plan dice row-parallel")

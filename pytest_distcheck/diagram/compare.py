@@ -102,6 +102,10 @@ def compare(
     drawn_ranks = {graph.rank[v] for v in layers_of if v in graph.rank}
     ranks = world_size if world_size is not None else (max(drawn_ranks) + 1 if drawn_ranks else 1)
     missing = False
+    # A node without a style that names a layer after other words ("g: all-reduce of attn.out's partial sums") is
+    # read as that layer, and the no-style finding says why; walking the flow through it would contradict the drawing.
+    misread = any(not node_styles(layout, v)[0] and namer.named_later(graph.nodes[v], p)
+                  for v, paths in layers_of.items() for p in paths)
     for path, style in styles.items():
         nodes = by_layer[path]
         if not nodes:
@@ -115,7 +119,7 @@ def compare(
         diffs.extend(_style_diffs(layout, namer, path, style, nodes))
         if layout.per_rank:
             diffs.extend(_rank_diffs(graph, path, nodes, ranks))
-    if not missing and not ambiguous:
+    if not missing and not ambiguous and not misread:
         diffs.extend(flow_diffs(layout, names))
     return diffs
 
