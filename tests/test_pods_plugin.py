@@ -295,3 +295,17 @@ def test_bad_timings_ini_is_a_usage_error(pod_dir):  # noqa: F811
     result = pod_dir.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*ini key distcheck_pod_timings: ready_timeout='soon' is not a number*"])
+
+
+def test_a_key_without_the_gpu_extra_is_said_in_the_header_and_nothing_is_swept(pod_dir, fake, monkeypatch):  # noqa: F811
+    """The header no longer promises sweeps a Python without the gpu extra cannot make (an instructor's gate job)."""
+    from pytest_distcheck import deps
+    from pytest_distcheck.pods.plugin import HEADER_RUNPOD_NO_EXTRA
+    from pytest_distcheck.pods.session import NOT_SWEPT
+
+    monkeypatch.setattr(deps, "missing_dependencies", lambda requires=None, extra="": ["asyncssh"] if extra else [])
+    pod_dir.makepyfile(test_pod=POD_TEST.format(extra=""))
+    result = pod_dir.runpytest("--co", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([NOT_SWEPT.format(reason=deps.missing_extra_message("gpu", ["asyncssh"])),
+                                 HEADER_RUNPOD_NO_EXTRA])
+    assert fake.api.log == [] and API_KEY not in result.stdout.str()

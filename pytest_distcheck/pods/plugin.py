@@ -53,6 +53,8 @@ HEADER_REHEARSAL = N_("distcheck pods: REHEARSAL against the bundled fake RunPod
                       "results are not evidence")
 HEADER_RUNPOD_KEY = N_("distcheck pods: provider runpod (RUNPOD_API_KEY set); pods named "
                        "distcheck-<run id>-<deadline>, orphans swept at every session start and after paid sessions")
+HEADER_RUNPOD_NO_EXTRA = N_("distcheck pods: provider runpod (RUNPOD_API_KEY set, but the gpu extra is not installed "
+                            "in this Python: no pod is created or swept from it)")
 HEADER_RUNPOD_NO_KEY = N_("distcheck pods: provider runpod (RUNPOD_API_KEY not set); pods named "
                           "distcheck-<run id>-<deadline>, orphans swept once RUNPOD_API_KEY is set")
 HEADER_LOCAL = N_("distcheck pods: provider local (this machine's GPUs, ${rate:g}/GPU-hour)")
@@ -151,8 +153,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if rehearsal(config):
         return [_(HEADER_REHEARSAL)]
     if name == "runpod":
-        has_key = bool(os.environ.get("RUNPOD_API_KEY", "").strip())
-        return [_(HEADER_RUNPOD_KEY) if has_key else _(HEADER_RUNPOD_NO_KEY)]
+        if not os.environ.get("RUNPOD_API_KEY", "").strip():
+            return [_(HEADER_RUNPOD_NO_KEY)]
+        from pytest_distcheck.deps import missing_dependencies
+
+        return [_(HEADER_RUNPOD_NO_EXTRA if missing_dependencies(extra="gpu") else HEADER_RUNPOD_KEY)]
     return [_(HEADER_LOCAL).format(rate=_local_rate(config))]
 
 
