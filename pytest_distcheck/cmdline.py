@@ -93,7 +93,7 @@ def subfolder_checks(config: Any, checks_dir: Path, root: Path) -> list[str] | N
     if here == root or root not in here.parents:
         return None
     dod_run = config.getoption("distcheck_gate") or config.getoption("distcheck_dod")
-    if not dod_run and _holds_tests(here, list(config.getini("python_files"))):
+    if not dod_run and _holds_tests(here, list(config.getini("python_files")), list(config.getini("norecursedirs"))):
         return None
     return [str(checks_dir)]
 
@@ -112,14 +112,16 @@ def not_checked_next_step(config: Any, root: Path) -> str:
     return _(CHECK_IT)
 
 
-def _holds_tests(folder: Path, patterns: list[str]) -> bool:
-    """Whether ``folder`` or a folder under it (hidden ones and virtualenvs skipped) holds a file that
-    matches one of pytest's ``python_files`` patterns."""
+def _holds_tests(folder: Path, patterns: list[str], skip: list[str] = ()) -> bool:
+    """Whether ``folder`` or a folder under it (hidden ones, virtualenvs and those matching pytest's
+    ``norecursedirs``, ``skip``, left out as pytest leaves them) holds a file that matches one of pytest's
+    ``python_files`` patterns."""
     import fnmatch
     import os
 
     for _top, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "node_modules", "venv")]
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "node_modules", "venv")
+                   and not any(fnmatch.fnmatch(d, pat) for pat in skip)]
         if any(fnmatch.fnmatch(f, pat) for f in files for pat in patterns):
             return True
     return False

@@ -65,3 +65,17 @@ def test_the_example_goes_from_pending_to_done_and_its_wrong_evidence_is_broken(
     results.write_text(json.dumps({"bandwidth_gbps": 2}))
     git_commit_all(example)
     assert "BROKEN   report-written     docs/report.md does not mention the bandwidth it measured" in _rows(pytester)
+
+
+def test_cd_docs_and_pytest_collects_the_workspaces_checks_not_the_examples():
+    """`cd docs && pytest -m local` (the kit manual's own example of a subfolder) must not collect the example
+    phase's checks (a new user's walkthrough: 'no DoD item report-written', nothing ran, exit 4): pytest's
+    norecursedirs leaves the example out, and so does the kit's look for a subfolder's own tests."""
+    import tomllib
+
+    from pytest_distcheck.cmdline import _holds_tests
+
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert EXAMPLE.name in ini["norecursedirs"] and {"venv", ".*", "build"} <= set(ini["norecursedirs"])
+    assert _holds_tests(ROOT / "docs", ["test_*.py"])  # the example's checks are there
+    assert not _holds_tests(ROOT / "docs", ["test_*.py"], ini["norecursedirs"])
