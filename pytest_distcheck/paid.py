@@ -7,8 +7,8 @@
   refused before anything was rented (:class:`~pytest_distcheck.budget.plugin.Refused`: errors, shown as the
   kit's message alone).
 - In a run without a budget (``pytest -m local``, the gate) an item whose ``how`` is a paid command (``pytest``
-  with ``--max-usd``) names the free rehearsal first as its next step (:data:`REHEARSE_FIRST`): the command a
-  learner copies from the table never pays before the whole paid path has run for $0.
+  with ``--max-usd``) names the free rehearsal as its next step (:data:`REHEARSE_FIRST`), whose last line gives
+  the paid command: the command a learner copies from the table never pays.
 - A budget was given but every paid test was skipped (no ``RUNPOD_API_KEY``, too few local GPUs): one
   line says nothing paid ran, the run exits 4 (pytest's usage error: what was asked for could not
   start), and with no key the items this command completes name the key as their next step.
@@ -29,9 +29,9 @@ NOTHING_PAID_RAN = N_("nothing paid ran ({why}), so this run exits {status}")
 NO_KEY_WHY = N_("RUNPOD_API_KEY is not set; not rehearsed yet? `distcheck rehearse` runs this whole paid path "
                 "for $0, no key needed")
 SKIPPED_WHY = N_("every paid test was skipped: reasons above")
-# The next step of an item completed by a paid command, in a run without a budget: the rehearsal stops the line
-# if it fails, and with no key the paid command skips, saying so.
-REHEARSE_FIRST = "distcheck rehearse && {how}"
+# The next step of an item completed by a paid command, in a run without a budget: the whole paid path for $0,
+# ending with the paid command ({how}) to run for real (pods.rehearsal.FOR_REAL).
+REHEARSE_FIRST = "distcheck rehearse"
 # The terminal summary's lines: the items this -m run completes, and each paid test it skipped or refused.
 COMPLETES = N_("-m {expr!r} completes {items}: its free checks (and its prerequisites') ran after the paid tests")
 PAID_SKIPPED = N_("paid test skipped: {nodeid}: {reason}")

@@ -471,6 +471,7 @@ def test_the_budget_lab_s_shell_comments_are_spanish_and_its_commands_the_englis
                    if t.type == "fence" and t.info.strip() == "bash"]
     comments = [line.split("   # ", 1)[1] for line in es_block.splitlines()]
     assert comments == ["primero, el precio del peor caso de la comprobación de TP",
+                        "todo el camino de pago por $0 (laboratorio 02)",
                         "solo del entorno, nunca de un fichero del repositorio",
                         "o DISTCHECK_MAX_USD=3, o distcheck_max_usd = 3 en el ini",
                         "lo que se ha gastado y lo que queda"]
