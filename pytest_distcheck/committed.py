@@ -133,9 +133,9 @@ def require_committed(paths: Sequence[Path | str], root: Path) -> None:
     gate, whose ``root`` is a commit's files, they are).
 
     The reason lists :func:`uncommitted`'s findings; the command is ``git add <paths> && git commit -m
-    "DoD evidence"`` (:data:`EVIDENCE_MESSAGE`; preceded by ``git init`` outside a repository), with the paths
-    already staged as they are left out of ``git add``: ``git commit -m ...`` alone when every path not committed
-    is staged.
+    "DoD evidence" -- <paths>`` (:data:`EVIDENCE_MESSAGE`; ``--``: nothing else already staged goes in; preceded by
+    ``git init`` outside a repository), with the paths already staged as they are left out of ``git add``:
+    ``git commit -m ... -- <paths>`` alone when every path not committed is staged.
 
     Raises:
         pytest_distcheck.Pending: some path is not committed.
@@ -145,9 +145,12 @@ def require_committed(paths: Sequence[Path | str], root: Path) -> None:
         return
     reasons = [reason for _path, reason, _staged in found]
     staged = {f for f, _reason, is_staged in found if is_staged}
-    command = f'git commit -m "{_(EVIDENCE_MESSAGE)}"'
+    files = [(Path(root) / p).resolve() for p in paths]
+    pending_files = {f for f, _reason, _staged in found}
+    # `-- PATHS`: the evidence alone, not whatever else is staged (as commit_command does)
+    only = " ".join(shlex.quote(_rel(f, Path(root))) for f in files if f in pending_files or None in pending_files)
+    command = f'git commit -m "{_(EVIDENCE_MESSAGE)}" -- {only}'
     if not all(is_staged for _f, _reason, is_staged in found):
-        files = [(Path(root) / p).resolve() for p in paths]
         rels = " ".join(shlex.quote(_rel(f, Path(root))) for f in files if f not in staged)
         command = f"git add {rels} && {command}"
     if reasons[0] == _(NOT_A_REPOSITORY).format(root=Path(root)):

@@ -66,7 +66,7 @@ def test_committed_empty_ledger_is_done(phase: pytest.Pytester):
     use(phase, LEDGER)
     result = run_check(phase)
     result.stdout.fnmatch_lines([f"PENDING*spend-within-budget*{phase.path} is not in a git repository",
-                                 f"*-> git init && git add {LEDGER} && git commit -m \"DoD evidence\""])
+                                 f"*-> git init && git add {LEDGER} && git commit -m \"DoD evidence\" -- {LEDGER}"])
     git_commit_all(phase.path)
     result = run_check(phase)
     result.stdout.fnmatch_lines(["DONE*spend-within-budget*evidence checked, self-reported: *"])

@@ -51,7 +51,7 @@ def test_outside_a_repository_the_item_is_pending_with_git_init(tmp_path, monkey
     with pytest.raises(pytest_distcheck.Pending) as info:
         require_committed(["a.md"], tmp_path)
     assert info.value.reason == f"{tmp_path} is not in a git repository"
-    assert info.value.command == "git init && git add a.md && git commit -m \"DoD evidence\""
+    assert info.value.command == "git init && git add a.md && git commit -m \"DoD evidence\" -- a.md"
 
 
 def test_untracked_is_pending_with_the_git_command(tmp_path):
@@ -60,7 +60,7 @@ def test_untracked_is_pending_with_the_git_command(tmp_path):
     with pytest.raises(pytest_distcheck.Pending) as info:
         require_committed(["a b.md"], tmp_path)
     assert info.value.reason == "a b.md is not committed"
-    assert info.value.command == "git add 'a b.md' && git commit -m \"DoD evidence\""
+    assert info.value.command == "git add 'a b.md' && git commit -m \"DoD evidence\" -- 'a b.md'"
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-qm", "c")
     require_committed(["a b.md"], tmp_path)  # returns: committed as it is
@@ -77,11 +77,11 @@ def test_staged_as_it_is_is_pending_with_git_commit_alone(tmp_path):
     with pytest.raises(pytest_distcheck.Pending) as info:
         require_committed(["a b.md"], tmp_path)
     assert info.value.reason == STAGED.format(path="a b.md")
-    assert info.value.command == 'git commit -m "DoD evidence"'
+    assert info.value.command == 'git commit -m "DoD evidence" -- \'a b.md\''
     with pytest.raises(pytest_distcheck.Pending) as info:
         require_committed(["a b.md", "log.json"], tmp_path)
     assert info.value.reason == STAGED.format(path="a b.md") + "; " + NOT_COMMITTED.format(path="log.json")
-    assert info.value.command == "git add log.json && git commit -m \"DoD evidence\""
+    assert info.value.command == "git add log.json && git commit -m \"DoD evidence\" -- 'a b.md' log.json"
     git(tmp_path, "add", "log.json")
     git(tmp_path, "commit", "-qm", "c")
     require_committed(["a b.md", "log.json"], tmp_path)
@@ -126,7 +126,7 @@ def test_a_pre_commit_hook_sees_its_staged_evidence_as_staged(workspace_dir, com
     git(ws, *commit, "-qm", "evidence")  # the hook ends 0: the commit is made
     text = out.read_text()
     assert "PENDING  alpha  " + STAGED.format(path="evidence.md") in text, text
-    assert "-> git commit -m \"DoD evidence\"\n" in text, text
+    assert "-> git commit -m \"DoD evidence\" -- evidence.md\n" in text, text
     assert "git add" not in text, text
     require_committed(["evidence.md"], ws)  # once the commit is made, it counts
 

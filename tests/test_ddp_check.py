@@ -41,7 +41,7 @@ def test_the_real_log_is_done_only_once_committed(ddp_workspace, pytester):
     (pytester.path / "log.json").write_text(json.dumps(data, indent=1))
     result = ddp_workspace("log.json")
     result.stdout.fnmatch_lines([f"PENDING  ddp-allreduce-logged  {pytester.path} is not in a git repository",
-                                 "*-> git init && git add log.json && git commit -m \"DoD evidence\""])
+                                 "*-> git init && git add log.json && git commit -m \"DoD evidence\" -- log.json"])
     git_commit_all(pytester.path)
     result = ddp_workspace("log.json")
     result.assert_outcomes(passed=1, deselected=1)

@@ -95,7 +95,7 @@ def test_the_committed_diagram_is_done(phase: pytest.Pytester, rendered, monkeyp
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(phase.path.parent))  # whatever holds the temp folder
     run_check(phase).stdout.fnmatch_lines([
         f"PENDING  tp-diagram-committed  {phase.path} is not in a git repository",
-        f"*-> git init && git add {PAGE} {SVG} && git commit -m \"DoD evidence\""])
+        f"*-> git init && git add {PAGE} {SVG} && git commit -m \"DoD evidence\" -- {PAGE} {SVG}"])
     git_commit_all(phase.path)
     (phase.path / SVG).write_text((phase.path / SVG).read_text() + "\n")
     run_check(phase).stdout.fnmatch_lines([f"PENDING  tp-diagram-committed  {SVG} has uncommitted changes"])

@@ -43,7 +43,8 @@ def test_the_example_goes_from_pending_to_done_and_its_wrong_evidence_is_broken(
     assert "BLOCKED  report-written     blocked by results-committed (pending)" in rows
     results.parent.mkdir(parents=True)
     results.write_text(json.dumps({"bandwidth_gbps": 1.5}))
-    assert '-> git add experiments/results/bench.json && git commit -m "DoD evidence"' in _rows(pytester)
+    assert ('-> git add experiments/results/bench.json && git commit -m "DoD evidence" -- '
+            'experiments/results/bench.json') in _rows(pytester)
     (example / "docs").mkdir()
     (example / "docs" / "report.md").write_text("bandwidth: 1.5 GB/s\n")
     git_commit_all(example)

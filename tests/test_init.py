@@ -193,7 +193,8 @@ def test_pytest_m_local_works_in_a_fresh_workspace(tmp_path):
     assert states == {"ddp-allreduce-logged": "pending", "tp-speedup-committed": "blocked",
                       "reading-notes-cited": "pending", "spend-within-budget": "pending",
                       "tp-diagram-committed": "pending", "quiz-passed": "pending"}, proc.stdout[-3000:]
-    commit = '-> git init && git add experiments/35-cloud-budget.md && git commit -m "DoD evidence"'
+    commit = ('-> git init && git add experiments/35-cloud-budget.md && git commit -m "DoD evidence" '
+              '-- experiments/35-cloud-budget.md')
     assert commit in proc.stdout, proc.stdout[-3000:]
     ddp = next(i for i in doc["items"] if i["id"] == "ddp-allreduce-logged")
     assert [c["state"] for c in ddp["checks"]] == ["done", "pending"]  # the live run ran and passed

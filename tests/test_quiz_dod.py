@@ -33,7 +33,7 @@ def test_done_after_a_passing_attempt_once_the_log_is_committed(quiz_ws, pyteste
     log = write_log(pytester.path, attempt_record(11, wrong=5), attempt_record(12, wrong=3))  # 50%, then 70%
     result = quiz_ws()
     result.stdout.fnmatch_lines([f"PENDING*quiz-passed*{pytester.path} is not in a git repository",
-                                 f"*-> git init && git add {LOG_REL} && git commit -m \"DoD evidence\""])
+                                 f"*-> git init && git add {LOG_REL} && git commit -m \"DoD evidence\" -- {LOG_REL}"])
     git_commit_all(pytester.path)
     result = quiz_ws()
     result.stdout.fnmatch_lines(["DONE*quiz-passed*evidence checked, self-reported: line 2 re-grades to 7/10 (70%)"])
@@ -42,7 +42,7 @@ def test_done_after_a_passing_attempt_once_the_log_is_committed(quiz_ws, pyteste
         fh.write(json.dumps(attempt_record(14)) + "\n")
     result = quiz_ws()
     result.stdout.fnmatch_lines([f"PENDING*quiz-passed*{LOG_REL} has uncommitted changes",
-                                 f"*-> git add {LOG_REL} && git commit -m \"DoD evidence\""])
+                                 f"*-> git add {LOG_REL} && git commit -m \"DoD evidence\" -- {LOG_REL}"])
     assert len(log.read_text().splitlines()) == 3
 
 

@@ -155,7 +155,8 @@ def test_an_uncommitted_result_is_pending_with_the_git_command(workspace, good):
     result.stdout.fnmatch_lines([
         "PENDING  tp-speedup-committed  results/synthetic-cuda-2gpu.json is not committed; "
         "results/synthetic-cuda-2gpu.png is not committed",
-        '*-> git add results/synthetic-cuda-2gpu.json results/synthetic-cuda-2gpu.png && git commit -m "DoD evidence"',
+        '*-> git add results/synthetic-cuda-2gpu.json results/synthetic-cuda-2gpu.png && git commit -m "DoD evidence" '
+        '-- results/synthetic-cuda-2gpu.json results/synthetic-cuda-2gpu.png',
     ])
 
 
