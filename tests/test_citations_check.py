@@ -119,7 +119,7 @@ def test_notes_that_are_right_but_not_committed_are_pending_with_the_git_command
     result.stdout.fnmatch_lines([
         "PENDING  reading-notes-cited  " + NOT_COMMITTED.format(path="docs/a.md") + "; "
         + NOT_COMMITTED.format(path="docs/b.md"),
-        f'*-> git add docs/a.md docs/b.md && git commit -m "{EVIDENCE_MESSAGE}"',
+        f'*-> git add docs/a.md docs/b.md && git commit -m "{EVIDENCE_MESSAGE}" -- docs/a.md docs/b.md',
     ])
     assert "DONE " not in result.stdout.str()
 
