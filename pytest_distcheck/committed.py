@@ -146,10 +146,11 @@ def require_committed(paths: Sequence[Path | str], root: Path) -> None:
     reasons = [reason for _path, reason, _staged in found]
     staged = {f for f, _reason, is_staged in found if is_staged}
     files = [(Path(root) / p).resolve() for p in paths]
-    pending_files = {f for f, _reason, _staged in found}
-    # `-- PATHS`: the evidence alone, not whatever else is staged (as commit_command does)
-    only = " ".join(shlex.quote(_rel(f, Path(root))) for f in files if f in pending_files or None in pending_files)
-    command = f'git commit -m "{_(EVIDENCE_MESSAGE)}" -- {only}'
+    not_committed = {f for f, _reason, _staged in found}
+    # `-- PATHS`: the evidence alone, not whatever else is staged (as commit_command does); every path when the
+    # finding is about the whole repository (file None)
+    only = files if None in not_committed else [f for f in files if f in not_committed]
+    command = f'git commit -m "{_(EVIDENCE_MESSAGE)}" -- ' + " ".join(shlex.quote(_rel(f, Path(root))) for f in only)
     if not all(is_staged for _f, _reason, is_staged in found):
         rels = " ".join(shlex.quote(_rel(f, Path(root))) for f in files if f not in staged)
         command = f"git add {rels} && {command}"

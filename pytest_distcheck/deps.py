@@ -89,6 +89,12 @@ def missing_extra_message(extra: str, missing: list[str]) -> str:
     return _(MISSING_EXTRA).format(extra=extra, missing=", ".join(missing), python=sys.executable)
 
 
+def extra_missing(extra: str) -> str:
+    """:func:`missing_extra_message` for ``extra`` when a distribution it adds is not installed, else ``""``."""
+    missing = missing_dependencies(extra=extra)
+    return missing_extra_message(extra, missing) if missing else ""
+
+
 def not_activated(cwd: str | Path, root: str | Path) -> str | None:
     """:data:`NOT_ACTIVATED` when this Python runs from a venv whose scripts are not what ``PATH`` finds (its
     ``pytest`` was started by its full path), else ``None``; the ``activate`` is named from ``cwd`` when the venv

@@ -99,7 +99,7 @@ class PaidPath:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         # A paid test on rented pods needs the gpu extra (runpod, asyncssh): say so before any setup runs.
         from pytest_distcheck.budget.plugin import max_usd
-        from pytest_distcheck.deps import missing_dependencies, missing_extra_message
+        from pytest_distcheck.deps import extra_missing
         from pytest_distcheck.pods.plugin import GPU_PROVIDER
 
         if item.get_closest_marker("gpu") is None or max_usd(item.config) is None:
@@ -107,9 +107,9 @@ class PaidPath:
         if GPU_PROVIDER.raw(item.config)[0] != "runpod":
             return
 
-        missing = missing_dependencies(extra="gpu")
+        missing = extra_missing("gpu")
         if missing:
-            pytest.fail(missing_extra_message("gpu", missing), pytrace=False)
+            pytest.fail(missing, pytrace=False)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):

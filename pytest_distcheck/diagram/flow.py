@@ -264,6 +264,7 @@ def _fields(layout: Layout) -> dict[str, Callable[[list], dict[str, object]]]:
         return {"takes": "; ".join(parts), "missing": ", ".join(map(str, items[0][1]))}
 
     nodes = lambda items: {"nodes": _node_list(items)}  # noqa: E731
+    at = lambda items: {"at": _edges([items[0].drawn]) if isinstance(items[0], Link) else items[0]}  # noqa: E731
     where = lambda items: {"where": _where(layout, items)}  # noqa: E731
     return {
         "no-input": nodes, "input-replicated": where, "input-shard": where,
@@ -271,8 +272,7 @@ def _fields(layout: Layout) -> dict[str, Callable[[list], dict[str, object]]]:
         "no-forward-edge": lambda items: {**nodes(items), "has": i18n.ngettext("has", "have", len(items))},
         "dead-end-layer": nodes, "dead-end": nodes, "missing-all-reduce": read,
         "all-reduce-ranks": takes, "all-reduce-split": takes,
-        "extra-all-reduce": lambda items: {"at": _edges([items[0].drawn]) if isinstance(items[0], Link) else items[0]},
-        "whole-all-reduce": lambda items: {"at": _edges([items[0].drawn]) if isinstance(items[0], Link) else items[0]},
+        "extra-all-reduce": at, "whole-all-reduce": at,
         "first": lambda items: {**nodes(items), "first": next(iter(layout.styles))},
         "order": lambda items: dict(zip(("v", "w", "earlier"), items[0], strict=True)),
         "residual": lambda items: {"parent": items[0][0], "nodes": _node_list(items[0][1])},

@@ -119,7 +119,7 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
         notes = noted(results)
         if notes:
             summary += _(NOTED).format(items=", ".join(notes))
-        if verdict == UNVERIFIED or ws.phase_id not in shipped_phases():  # said before every item is done too
+        if ws.phase_id not in shipped_phases():  # UNVERIFIED once every item is done; said before that too
             summary += f"; {unverified_reason(ws.phase_id)}"
         tr.write_line(_(GATE_LINE).format(verdict=_(VERDICTS[verdict]), summary=summary), green=ok, red=not ok,
                       bold=True)

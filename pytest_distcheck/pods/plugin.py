@@ -155,9 +155,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if name == "runpod":
         if not os.environ.get("RUNPOD_API_KEY", "").strip():
             return [_(HEADER_RUNPOD_NO_KEY)]
-        from pytest_distcheck.deps import missing_dependencies
+        from pytest_distcheck.deps import extra_missing
 
-        return [_(HEADER_RUNPOD_NO_EXTRA if missing_dependencies(extra="gpu") else HEADER_RUNPOD_KEY)]
+        return [_(HEADER_RUNPOD_NO_EXTRA if extra_missing("gpu") else HEADER_RUNPOD_KEY)]
     return [_(HEADER_LOCAL).format(rate=_local_rate(config))]
 
 

@@ -65,9 +65,9 @@ def sdk() -> Any:
     try:
         import runpod
     except ImportError:
-        from pytest_distcheck.deps import missing_dependencies, missing_extra_message
+        from pytest_distcheck.deps import extra_missing, missing_extra_message
 
-        raise Unavailable(missing_extra_message("gpu", missing_dependencies(extra="gpu") or ["runpod"])) from None
+        raise Unavailable(extra_missing("gpu") or missing_extra_message("gpu", ["runpod"])) from None
 
     if runpod.__version__ != SDK_VERSION:
         raise Unavailable(_(WRONG_SDK).format(installed=runpod.__version__, version=SDK_VERSION))

@@ -51,13 +51,13 @@ def make_provider(name: str, timings: Timings, local_rate: float) -> Provider:
 
         return LocalProvider(usd_per_gpu_hour=local_rate)
     if name == "runpod":
-        from pytest_distcheck.deps import missing_dependencies, missing_extra_message
+        from pytest_distcheck.deps import extra_missing
         from pytest_distcheck.pods.runpod_api import api_key
 
         api_key()  # Unavailable before generating keys or importing the SDK
-        missing = missing_dependencies(extra="gpu")
+        missing = extra_missing("gpu")
         if missing:  # the SDK and SSH come with the gpu extra
-            raise Unavailable(missing_extra_message("gpu", missing))
+            raise Unavailable(missing)
         from pytest_distcheck.pods.runpod import RunPodProvider
         from pytest_distcheck.pods.ssh import new_key_pair
 
