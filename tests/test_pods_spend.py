@@ -11,10 +11,12 @@ import pytest
 
 from pytest_distcheck.budget import accounting
 from pytest_distcheck.budget.errors import BudgetRefused
+from pytest_distcheck.budget.plugin import PAID_REHEARSAL, SPENT_REHEARSAL
 from pytest_distcheck.pods import deadman
 from pytest_distcheck.pods.base import GpuRequest
 from pytest_distcheck.pods.fake.fixtures import fake, guard, pod_dir, provider, timings  # noqa: F401 - fixtures
 from pytest_distcheck.pods.lease import Lease
+from pytest_distcheck.pods.plugin import RECONCILED_REHEARSAL
 from pytest_distcheck.pods.reaper import Reaper
 
 GPU = "NVIDIA GeForce RTX 4090"
@@ -136,6 +138,25 @@ def test_a_paid_session_ends_reconciled_with_the_providers_bill(fake, pod_dir): 
     rows = Ledger(pod_dir.path / "ledger.md", pod_dir.path / ".distcheck" / "budget.lock").read()
     assert [r.status for r in rows] == ["open", "started", "settled", "reconciled"]
     assert abs(accounting.totals(rows).total - Decimal(str(round(fake.billed_usd(), 6)))) <= Decimal("0.0001")
+
+
+def test_a_rehearsals_budget_lines_say_nothing_was_paid(fake, pod_dir, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("DISTCHECK_REHEARSAL", "1")  # as `distcheck rehearse` sets it, the fake API on loopback
+    pod_dir.makepyfile("""
+        import pytest
+
+        @pytest.mark.gpu
+        @pytest.mark.pod(gpus=2, minutes=1, experiment="tp-inference")
+        def test_paid(gpu_pod):
+            assert gpu_pod.run("true", timeout=30).ok
+    """)
+    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    budget_lines = [line for line in result.outlines if line.startswith("distcheck budget:")]
+    assert len(budget_lines) == 3, budget_lines  # the header, the reconciliation, what the session came to
+    assert budget_lines[0].startswith("distcheck budget: " + PAID_REHEARSAL.format(usd="$3.00")), budget_lines
+    assert budget_lines[1].startswith(RECONCILED_REHEARSAL.format(finding="")), budget_lines
+    assert budget_lines[2].startswith(SPENT_REHEARSAL.split("{spent}")[0]), budget_lines
 
 
 @pytest.mark.parametrize("gpu", ['RTX 4090") { id } mutation { podTerminate(input: {podId: "x"}) } #',
@@ -287,6 +308,7 @@ from pytest_distcheck.budget.ledger import Ledger
 from pytest_distcheck.pods.base import GpuRequest
 from pytest_distcheck.pods.fake.fixtures import FAST_TIMINGS
 from pytest_distcheck.pods.lease import Lease
+from pytest_distcheck.pods.plugin import RECONCILED_REHEARSAL
 from pytest_distcheck.pods.names import SessionLock
 from pytest_distcheck.pods.reaper import Reaper
 from pytest_distcheck.pods.runpod import RunPodProvider

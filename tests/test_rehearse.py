@@ -20,6 +20,7 @@ from pods_support import STEPS, tp_check_workspace  # noqa: I001 - the same work
 
 from pytest_distcheck import i18n
 from pytest_distcheck.budget.ledger import Ledger
+from pytest_distcheck.budget.plugin import SPENT_REHEARSAL
 from pytest_distcheck.i18n import _
 from pytest_distcheck.paid import NO_KEY_STEP
 from pytest_distcheck.pods.fake.fixtures import FAST_TIMINGS, write_workspace
@@ -76,6 +77,11 @@ def test_rehearse_runs_the_paid_path_in_a_scratch_copy(rehearsal_ws):
     assert "paid path: PASSED end to end against the fake RunPod API; $0 paid" in out
     assert "not covered by a rehearsal: no GPU visible: nvidia-smi: nvidia-smi not found" in out
     assert "pods left on the fake API: none" in out
+    # the budget's own lines say the amounts are the fake's (they read as real money)
+    spent = [line for line in out.splitlines() if line.startswith("distcheck budget:")]
+    assert spent and all(line.startswith("distcheck budget: REHEARSAL, nothing paid: ") for line in spent), spent
+    assert any(fnmatch.fnmatch(line, SPENT_REHEARSAL.format(spent="$*", runs="1 run", unsettled="", left="$*",
+                                                            ceiling="$5.00")) for line in spent), spent
     assert FOR_REAL.format(command=paid_command(ENV)) in out.splitlines()
     scratch = Path(re.search(r"scratch copy kept at (\S+) ", out).group(1))
     assert out.rstrip().endswith(f"remove it with: rm -rf {scratch.parent}")

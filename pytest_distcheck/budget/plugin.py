@@ -35,21 +35,27 @@ NOT_USD = N_("{source}: {text!r} is not a number of USD (e.g. 3 or 0.5)")
 NEGATIVE_USD = N_("{source}: must be a number of USD >= 0, got {text!r}")
 NO_WORKSPACE = N_("paid tests need a workspace file with a [budget] section ({label!r} not found)")
 PAID_ON = N_("paid GPU tests on, --max-usd {usd} this session")
+PAID_REHEARSAL = N_("REHEARSAL, nothing paid: GPU tests on against the fake API, --max-usd {usd} this session")
 PAID_OFF = N_("paid GPU tests off (give --max-usd USD to run tests marked gpu)")
 HEADER = N_("distcheck budget: {paid}; {left} left of {ceiling} phase ceiling ({spent} in {ledger}{held})")
 MARKER_ARGS = N_("@pytest.mark.budget takes one amount, usd=X; got args {args!r} kwargs {kwargs!r}")
 MARKER_NOT_POSITIVE = N_("@pytest.mark.budget(usd=X) needs X > 0 USD, got {value!r}")
 MARKER_PROBLEM = N_("@pytest.mark.budget(usd=X): X {problem}")  # {problem}: budget.config.ceiling_problem's words
-# {runs}: budget.errors.runs(n); SPENT's: paid_runs(n)
+# {runs}: budget.errors.runs(n); SPENT's: paid_runs(n) (SPENT_REHEARSAL's: runs(n))
 HEADER_HELD = N_(", {runs} in progress at their worst case")
 HEADER_NO_SECTION = N_("distcheck budget: {paid}; no [budget] section in the workspace, paid tests will be refused")
 HEADER_PROBLEM = N_("distcheck budget: {paid}; {problem} (paid tests will be refused)")
 SPENT = N_("distcheck budget: this session spent {spent} in {runs}{unsettled}; {left} left of {ceiling} "
            "phase ceiling")
+# The same in a session whose provider bills no one (a plugin sets rehearsal_key: the fake API's prices).
+SPENT_REHEARSAL = N_("distcheck budget: REHEARSAL, nothing paid: this session's runs came to {spent} at the fake "
+                     "API's prices in {runs}{unsettled}; the scratch copy's ledger has {left} left of {ceiling}")
 SPENT_UNSETTLED = N_(", {n} not settled (counted at worst case)")
 NO_TIME_LIMIT = N_("{purpose}: no time limit to price the worst case; pass max_seconds or mark the test "
                    "@pytest.mark.timeout(SECONDS)")
 _session_key = pytest.StashKey[str]()
+# Set by the plugin that runs a rehearsal: the session's amounts are a fake provider's, in a scratch ledger.
+rehearsal_key = pytest.StashKey[bool]()
 _max_usd_key = pytest.StashKey["Decimal | None"]()
 
 
@@ -180,6 +186,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if ws is None and cap is None:  # a suite of dist_world tests, no course workspace: nothing to say
         return []
     paid = _(PAID_ON).format(usd=usd(cap)) if cap is not None else _(PAID_OFF)
+    if cap is not None and config.stash.get(rehearsal_key, False):
+        paid = _(PAID_REHEARSAL).format(usd=usd(cap))
     try:
         cfg = budget_config(ws) if ws is not None else None
         if cfg is None:
@@ -211,8 +219,12 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     if n_runs:
         phase = status.limits["phase"]
         unsettled = _(SPENT_UNSETTLED).format(n=len(mine.unsettled)) if mine.unsettled else ""
-        terminalreporter.write_line(_(SPENT).format(spent=usd(mine.total), runs=paid_runs(n_runs), unsettled=unsettled,
-                                                    left=usd(max(phase.left, Decimal(0))), ceiling=usd(phase.ceiling)))
+        fake = config.stash.get(rehearsal_key, False)
+        runs = count_runs(n_runs) if fake else paid_runs(n_runs)
+        line = _(SPENT_REHEARSAL if fake else SPENT).format(spent=usd(mine.total), runs=runs, unsettled=unsettled,
+                                                            left=usd(max(phase.left, Decimal(0))),
+                                                            ceiling=usd(phase.ceiling))
+        terminalreporter.write_line(line)
 
 
 class TestBudget:

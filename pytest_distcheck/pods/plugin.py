@@ -64,6 +64,7 @@ SKIPPED = N_("gpu_pod ({provider}): {reason}")
 NOT_RECONCILED = N_("distcheck budget: not reconciled with RunPod ({problem}); run `distcheck budget --reconcile` "
                     "later")
 RECONCILED = N_("distcheck budget: reconciled {finding}")
+RECONCILED_REHEARSAL = N_("distcheck budget: REHEARSAL, nothing paid: reconciled with the fake RunPod API {finding}")
 NO_FINAL_SWEEP = N_("distcheck pods: no final sweep ({problem})")
 CUDA_NOT_A_LIST = N_("allowed_cuda_versions must be a list such as [\"12.8\", \"12.9\"], got {value!r}")
 # The pod's status line (pods/progress.py) as the fixture starts and ends it.
@@ -132,10 +133,12 @@ def rehearsal(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     if rehearsal(config):
+        from pytest_distcheck.budget.plugin import rehearsal_key
         from pytest_distcheck.dod.plugin import table_instead_key
         from pytest_distcheck.pods.rehearsal import NO_DOD_TABLE
 
         config.stash[table_instead_key] = _(NO_DOD_TABLE)
+        config.stash[rehearsal_key] = True
     _provider_name(config)  # bad values are usage errors now, not at the first paid test
     _local_rate(config)
     _timings(config)
@@ -165,6 +168,9 @@ def _report(config: pytest.Config):
     def write(line: str) -> None:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
+            # after the last test's "[100%]" (written with no file on the line) write_line would go on that line
+            if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):
+                reporter.line("")
             reporter.write_line(line)
         else:
             print(line, file=sys.stderr)  # noqa: T201 - no terminal reporter (e.g. -p no:terminal)
@@ -333,7 +339,7 @@ def _reconcile_at_end(config: pytest.Config) -> None:
         return
     for f in findings:
         if f.run_id.startswith(f"{session_id(config)}-") or f.state == "difference":
-            report(_(RECONCILED).format(finding=f.line()))
+            report(_(RECONCILED_REHEARSAL if rehearsal(config) else RECONCILED).format(finding=f.line()))
 
 
 @pytest.hookimpl(trylast=True)
