@@ -20,7 +20,7 @@ from typing import Any
 from pytest_distcheck import textnorm
 from pytest_distcheck.citations.syntax import CITATION
 from pytest_distcheck.diagram.markdown import DRAWING_ASIDE, drawing_key, mermaid_blocks, without_mermaid
-from pytest_distcheck.dod.provenance import SOLUTIONS, digest, json_digest, shipped_fingerprints
+from pytest_distcheck.dod.provenance import CONFIRMED, SOLUTIONS, digest, json_digest, shipped_fingerprints
 from pytest_distcheck.i18n import N_, _
 
 # A Mermaid drawing shorter than this may well be drawn the same way twice.
@@ -145,7 +145,7 @@ def copied_from(path: Path) -> str | None:
 def evidence_entry(paths: Iterable[Path], root: Path, flags: Iterable[str] = ()) -> dict[str, Any]:
     """What the ``distcheck_evidence`` fixture records for a check: each existing file (path relative to
     ``root``, sha256, and ``copied``: :func:`copied_from` or ``None``) and the check's ``flags``, plus
-    ``copied`` when a file is a copy."""
+    ``copied`` when a file is a copy (and then not ``confirmed``)."""
     files = []
     for path in map(Path, paths):
         if not path.is_file():
@@ -158,5 +158,7 @@ def evidence_entry(paths: Iterable[Path], root: Path, flags: Iterable[str] = ())
             except ValueError:
                 continue
         files.append({"path": rel, "sha256": digest(path.read_bytes()), "copied": copied_from(path)})
-    flags = list(flags) + (["copied"] if any(f["copied"] for f in files) else [])
+    flags = list(flags)
+    if any(f["copied"] for f in files):  # what the check established of a copy is not the learner's
+        flags = [f for f in flags if f != CONFIRMED] + ["copied"]
     return {"files": files, "flags": list(dict.fromkeys(flags))}

@@ -222,7 +222,7 @@ def test_the_report_carries_each_items_evidence_and_flags(workspace_dir):
     assert alpha["state"] == "done" and alpha["flags"] == ["self-reported", "fast-quiz"]
     assert alpha["evidence"] == [{"path": "results.txt", "sha256": "sha256:" + hashlib.sha256(b"42\n").hexdigest(),
                                   "copied": None}]
-    assert beta["state"] == "untrusted" and beta["flags"] == ["confirmed", "copied"]
+    assert beta["state"] == "untrusted" and beta["flags"] == ["copied"]  # a copy is not confirmed by its check
     assert beta["evidence"][0]["copied"] == copied
 
 
