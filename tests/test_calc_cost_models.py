@@ -59,6 +59,9 @@ def test_dp_volume_is_zero_sec_7(sharding, zero_volume):
 def test_dp_volume_with_fp32_gradients():
     # Megatron bf16 with fp32 grads: reduce-scatter fp32 grads + all-gather bf16 params = (4 + 2) (n-1)/n Psi
     assert c.dp_bytes_per_step(1e9, "megatron-distopt", 8, grad_bytes=4, param_bytes=2) == pytest.approx(6e9 * 7 / 8)
+    # DDP all-reduces gradients: both halves of the ring carry gradients, whatever the parameters' dtype
+    assert c.dp_bytes_per_step(1e9, "ddp", 8, grad_bytes=4, param_bytes=2) == pytest.approx(8e9 * 7 / 8)
+    assert c.dp_bytes_per_step(1e9, "NO_SHARD", 8, grad_bytes=4, param_bytes=2) == pytest.approx(8e9 * 7 / 8)
 
 
 def test_hsdp_volume_splits_intra_and_inter():

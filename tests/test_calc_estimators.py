@@ -27,6 +27,13 @@ def test_the_current_deepspeed_estimator_follows_pr_5099():
     assert rows[1].gpu_formula == "2 Psi + 18 Psi/N" and "PR #5099" in rows[1].source
 
 
+def test_the_offloaded_zero2_host_memory_counts_every_gpu_as_deepspeed_does():
+    # stage_1_and_2.py: cpu_mem = total_params * max(4 * total_gpus, 16) * factor, total_gpus = nodes x per node
+    two_nodes = est.deepspeed_zero2(2851e6, gpus_per_node=8, nodes=2)[0]
+    assert two_nodes.host_bytes == int(2851e6 * max(4 * 16, 16) * 1.5)
+    assert two_nodes.host_formula == "1.5 x max(4 N, 16) Psi"
+
+
 def test_deepspeeds_gb_are_gib_the_same_formula_reads_17_11_gb():
     # the kit's 1e9 "GB" and DeepSpeed's 2**30 "GB" of the same bytes (issue 28: 17.11 against 15.93)
     docs = est.deepspeed_zero2(2851e6, gpus_per_node=8, variant=est.DEEPSPEED_DOCS)[1]

@@ -230,7 +230,7 @@ def test_memory_framework_tables_speak_spanish(capsys):
     assert lines[0].endswith(_(memory_command.UNIT_NOTE["GiB"])) and 'lo que DeepSpeed imprime como "GB"' in lines[0]
     assert lines[1] == "  Psi = 2.851e+09, 1 nodo x 8 GPU; N = 8"
     assert lines[2].endswith(" " + _(memory_command.DEEPSPEED_ROW).format(
-        gpu="   5.31 GiB", gpu_formula="2 Psi", host=" 127.45 GiB", host_formula="1.5 x max(4 n, 16) Psi"))
+        gpu="   5.31 GiB", gpu_formula="2 Psi", host=" 127.45 GiB", host_formula="1.5 x max(4 N, 16) Psi"))
     assert "por GPU    5.31 GiB (2 Psi); por nodo  127.45 GiB" in lines[2]
     assert _(memory_command.ZERO3_NEEDS_LAYER) in lines
     assert "  (las filas de ZeRO-3 necesitan --largest-layer: el 4L de DeepSpeed, la capa más grande reunida)" in lines

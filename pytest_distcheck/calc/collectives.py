@@ -292,8 +292,10 @@ def dp_bytes_per_step(params: float, sharding: str, n: int, grad_bytes: int = 2,
     """Bytes each data-parallel rank sends per training step (ring algorithms), for the gradient and
     parameter collectives of DDP, ZeRO-1/2/3 and the FSDP strategies.
 
-      DDP / NO_SHARD, ZeRO-1, ZeRO-2, SHARD_GRAD_OP, Megatron distopt: all-reduce of the gradients
-          (= reduce-scatter + all-gather of the updated parameters): (n-1)/n Psi (grad_bytes + param_bytes)
+      DDP / NO_SHARD: all-reduce of the gradients (a ring's reduce-scatter + all-gather, both of gradients):
+          2 (n-1)/n Psi grad_bytes (Li et al. 2020, sec. 3.2)
+      ZeRO-1, ZeRO-2, SHARD_GRAD_OP, Megatron distopt: reduce-scatter of the gradients + all-gather of the
+          updated parameters: (n-1)/n Psi (grad_bytes + param_bytes)
       ZeRO-3 / FULL_SHARD: all-gather of the parameters in the forward and again in the backward +
           reduce-scatter of the gradients: (n-1)/n Psi (2 param_bytes + grad_bytes)
     With 2-byte gradients and parameters that is ZeRO's 2 Psi and 3 Psi (Rajbhandari et al. 2019, sec. 7.2.1
@@ -309,7 +311,10 @@ def dp_bytes_per_step(params: float, sharding: str, n: int, grad_bytes: int = 2,
     _whole(_(RANKS_N), n)
     if "HYBRID" in sharding.upper():
         raise ValueError(_(HYBRID_BYTES))
-    gathers = 2 if precision.scheme(sharding) == "zero3" else 1
+    key = precision.scheme(sharding)
+    if key == "ddp":
+        return 2 * (n - 1) / n * params * grad_bytes
+    gathers = 2 if key == "zero3" else 1
     return (n - 1) / n * params * (grad_bytes + gathers * param_bytes)
 
 

@@ -88,7 +88,7 @@ def deepspeed_zero2(params: float, gpus_per_node: int = 1, nodes: int = 1, varia
                     buffer_factor: float = BUFFER_FACTOR) -> list[Estimate]:
     """DeepSpeed's ZeRO-2 rows (optimizer offloaded to the CPU, then not), as ``estimate_zero2_model_states_mem_needs``.
 
-    Offloaded: GPU 2 Psi, host Psi max(4n, 16) x factor. Not: GPU 4 Psi + 16 Psi/N (``deepspeed-docs``) or
+    Offloaded: GPU 2 Psi, host Psi max(4N, 16) x factor (N all the GPUs, DeepSpeed's ``total_gpus``). Not: GPU 4 Psi + 16 Psi/N (``deepspeed-docs``) or
     2 Psi + 18 Psi/N (``deepspeed-estimator``, PR #5099: 2 fp16 params whole; 2 fp16 grads + 4 fp32 grads + 4 fp32
     params + 8 Adam partitioned), host 4 Psi n x factor (the fp32 model each process builds first). DeepSpeed
     truncates with ``int``, as here. Raises ValueError: bad counts, a variant that is not DeepSpeed's.
@@ -100,8 +100,8 @@ def deepspeed_zero2(params: float, gpus_per_node: int = 1, nodes: int = 1, varia
     total, n, f = nodes * gpus_per_node, gpus_per_node, buffer_factor
     whole, split = (4, 16) if variant == DEEPSPEED_DOCS else (2, 18)
     return [
-        Estimate(variant, "offload_optimizer=cpu", int(2 * params), int(params * max(4 * n, 16) * f),
-                 "2 Psi", f"{f:g} x max(4 n, 16) Psi"),
+        Estimate(variant, "offload_optimizer=cpu", int(2 * params), int(params * max(4 * total, 16) * f),
+                 "2 Psi", f"{f:g} x max(4 N, 16) Psi"),
         Estimate(variant, "offload_optimizer=none", int(whole * params + int(split * params / total)),
                  int(params * 4 * n * f), f"{whole} Psi + {split} Psi/N", f"{f:g} x 4 n Psi"),
     ]
