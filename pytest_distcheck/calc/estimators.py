@@ -88,7 +88,8 @@ def deepspeed_zero2(params: float, gpus_per_node: int = 1, nodes: int = 1, varia
                     buffer_factor: float = BUFFER_FACTOR) -> list[Estimate]:
     """DeepSpeed's ZeRO-2 rows (optimizer offloaded to the CPU, then not), as ``estimate_zero2_model_states_mem_needs``.
 
-    Offloaded: GPU 2 Psi, host Psi max(4N, 16) x factor (N all the GPUs, DeepSpeed's ``total_gpus``). Not: GPU 4 Psi + 16 Psi/N (``deepspeed-docs``) or
+    Offloaded: GPU 2 Psi, host Psi max(4N, 16) x factor (N all the GPUs, DeepSpeed's ``total_gpus``).
+    Not: GPU 4 Psi + 16 Psi/N (``deepspeed-docs``) or
     2 Psi + 18 Psi/N (``deepspeed-estimator``, PR #5099: 2 fp16 params whole; 2 fp16 grads + 4 fp32 grads + 4 fp32
     params + 8 Adam partitioned), host 4 Psi n x factor (the fp32 model each process builds first). DeepSpeed
     truncates with ``int``, as here. Raises ValueError: bad counts, a variant that is not DeepSpeed's.
