@@ -222,8 +222,9 @@ def hierarchical_allreduce_seconds(
     in the node, seconds (ring model at each level).
 
     ring_reduce_scatter(S, g, intra) + ring_allreduce(S/g, nodes, inter) + ring_all_gather(S, g, intra).
-    Source: Jia et al. 2018, "Highly Scalable Deep Learning Training System with Mixed-Precision" (arXiv:
-    1807.11205), sec. 3.3 (hierarchical all-reduce); the same split FSDP HYBRID_SHARD makes. Each of the
+    Source: Cho et al. 2019, "BlueConnect: Decomposing All-Reduce for Deep Learning on Heterogeneous Network
+    Hierarchy" (SysML 2019), and Horovod's hierarchical all-reduce (horovod PR #411: NCCL reduce-scatter, MPI
+    all-reduce, NCCL all-gather); the same split FSDP HYBRID_SHARD makes. Each of the
     g GPUs of a node sends its shard over its own inter-node bandwidth (one NIC per GPU, as on DGX nodes).
 
     Raises:
