@@ -32,7 +32,7 @@ def test_halving_doubling_rabenseifner():
 
 
 def test_hierarchical_allreduce():
-    # BlueConnect / Horovod PR #411: RS in node (g = 8, NVLink 300 GB/s) + AR of S/8 across 4 nodes (25 GB/s) + AG in node
+    # BlueConnect, Horovod #411: RS in node (g = 8, NVLink 300 GB/s) + AR of S/8 across 4 nodes (25 GB/s) + AG in node
     got = c.hierarchical_allreduce_seconds(S, 4, 8, 1e-6, 300e9, 10e-6, 25e9)
     rs = 7 * 1e-6 + 7 / 8 * S / 300e9
     ar = 2 * 3 * 10e-6 + 2 * 3 / 4 * (S / 8) / 25e9
