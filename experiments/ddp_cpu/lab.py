@@ -96,7 +96,8 @@ def loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 def _timing_hook(records: list[dict], step_ref: list[int]):
     """A DDP comm hook that all-reduces each bucket synchronously and records its time.
 
-    Synchronous on purpose: the time measured is the all-reduce alone, not overlapped with backward.
+    Synchronous on purpose: the time is not overlapped with backward. No barrier precedes it, so it also holds
+    the wait for the other rank's backward to reach this bucket (the all-reduce plus the ranks' skew).
     """
 
     def hook(state, bucket):
