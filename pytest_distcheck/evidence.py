@@ -43,7 +43,7 @@ def _file_bytes(path: Path) -> bytes:
 
 
 def _table(path: Path, table: str) -> Any:
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8-sig")
     try:
         data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:

@@ -36,6 +36,13 @@ def test_append_refuses_an_incomplete_last_line(tmp_path):
     assert path.read_text() == '{"bank": "35"'
 
 
+def test_a_byte_order_mark_before_the_first_attempt_is_skipped(tmp_path, bank):
+    path = write_log(tmp_path, attempt_record(5), attempt_record(6, wrong=4))
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # saved again by an editor that adds a BOM
+    assert [(n, r["seed"]) for n, r in read_attempts(path)] == [(1, 5), (2, 6)]
+    assert [s.correct for s in regrade_log(bank, path, 10)] == [10, 6]
+
+
 def test_regrade_scores_each_attempt(tmp_path, bank):
     path = write_log(tmp_path, attempt_record(5), attempt_record(6, wrong=4), "")
     scores = regrade_log(bank, path, 10)

@@ -33,3 +33,12 @@ def test_not_json_names_the_line(tmp_path):
     path.write_text('{\n  "a": 1,\n  oops\n}\n')
     with pytest.raises(ConfigError, match=r"r\.json, line 3: not valid JSON"):
         load_json(path, "allreduce-result.schema.json")
+
+
+def test_a_byte_order_mark_is_not_a_json_error(tmp_path):
+    # Notepad and some Windows tools save UTF-8 with a BOM; the JSON after it is the learner's, intact
+    path = tmp_path / "r.json"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{\n  "a": 1\n}\n')
+    with pytest.raises(ConfigError, match=r"r\.json") as info:
+        load_json(path, "allreduce-result.schema.json")
+    assert "JSON" not in str(info.value) and "BOM" not in str(info.value)  # only the schema's own findings

@@ -69,7 +69,8 @@ def append_attempt(path: Path, record: dict[str, Any]) -> int:
 
 
 def read_attempts(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """The attempts in the log as (line number, record); blank lines are skipped; [] if the file is absent.
+    """The attempts in the log as (line number, record); blank lines and a byte-order mark are skipped; [] if the
+    file is absent.
 
     Raises:
         ConfigError: naming the file and ``line N`` (and the field) for a line that is not JSON or does
@@ -79,7 +80,7 @@ def read_attempts(path: Path) -> list[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         return []
     out = []
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8-sig") as fh:
         for n, text in enumerate(fh, start=1):
             if not text.strip():
                 continue

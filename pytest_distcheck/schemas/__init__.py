@@ -77,13 +77,14 @@ def _problem(error: jsonschema.ValidationError) -> str:
 
 
 def load_json(path: Path | str, schema_name: str) -> Any:
-    """Read a JSON file and validate it against a shipped schema.
+    """Read a JSON file (UTF-8; a byte-order mark, as some editors save one, is dropped) and validate it against
+    a shipped schema.
 
     Raises:
         ConfigError: the file is missing, is not JSON (with the line), or is invalid (with the field).
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ConfigError(path, "", _(CANNOT_READ).format(error=exc.strerror)) from None
     try:
