@@ -27,10 +27,14 @@ pytest_plugins: list[str] = [
 ]
 
 MARKERS = {
+    "dod": "dod(item_id): the Definition-of-Done item this check covers",
+}
+# A course workspace's markers: registered and acted on only where a workspace file is found, so a project of
+# its own keeps its own `gpu`, `local` and `budget` markers (no paid test runs without a workspace's budget).
+WORKSPACE_MARKERS = {
     "local": "local: a free check that runs on this machine (pytest -m local)",
     "gpu": "gpu: needs GPUs and may cost money; runs only with --max-usd",
     "budget": "budget(usd): the most this test may spend, in USD",
-    "dod": "dod(item_id): the Definition-of-Done item this check covers",
 }
 # The checks folder a run started in a subfolder without paths collects instead (None: the usual paths).
 SUBFOLDER_CHECKS = pytest.StashKey[list]()
@@ -95,11 +99,11 @@ def pytest_configure(config: pytest.Config) -> None:
     missing = missing_dependencies()
     if missing:  # a pytest outside the kit's venv: one line, not an INTERNALERROR at the first import
         raise pytest.UsageError(missing_message(missing, config.rootpath))
-    for line in MARKERS.values():
+    ws = get_workspace(config)
+    for line in [*MARKERS.values(), *(WORKSPACE_MARKERS.values() if ws is not None else ())]:
         config.addinivalue_line("markers", line)
     TIMEOUT.positive_float(config)  # a bad value is a usage error now, not at the first test
     config.pluginmanager.register(DodPlugin(config), "distcheck-dod")
-    ws = get_workspace(config)
     paths = subfolder_checks(config, ws.checks_dir, ws.root) if ws else None
     if paths:  # from a subfolder without tests of its own (or --gate/--dod): check the workspace
         config.args = paths
@@ -108,6 +112,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     ws = get_workspace(config)
+    if ws is None and not (TIMEOUT.given(config) or config.getoption("distcheck_gate")):
+        return []  # a project of its own, with the defaults: nothing to say, as pytest-timeout with no timeout
     where = (ngettext("workspace {label} (phase {phase}, {n} DoD item)",
                       "workspace {label} (phase {phase}, {n} DoD items)", len(ws.items)).format(
         label=workspace_label(config), phase=ws.phase_id, n=len(ws.items)) if ws else _(NO_WORKSPACE_FILE))

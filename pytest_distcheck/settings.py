@@ -52,6 +52,11 @@ class Setting:
             return os.environ[self.env], _(FROM_ENV).format(env=self.env)
         return str(config.getini(self.ini)), _(FROM_INI).format(ini=self.ini)
 
+    def given(self, config: pytest.Config) -> bool:
+        """Whether the setting was given (command line, environment or an ini value other than the default)."""
+        return config.getoption(self.dest) is not None or self.env in os.environ or (
+            str(config.getini(self.ini)) != self.default)
+
     def positive_float(self, config: pytest.Config) -> float:
         """The value as seconds or USD, finite and > 0. Raises ``pytest.UsageError`` naming the source."""
         text, source = self.raw(config)
@@ -59,10 +64,10 @@ class Setting:
             value = float(text)
         except ValueError:
             raise pytest.UsageError(_(NOT_A_NUMBER).format(source=source, text=text)) from None
+        if not math.isfinite(value):  # nan and inf: "must be > 0" would be no help for nan
+            raise pytest.UsageError(_(NOT_FINITE).format(source=source, text=text))
         if not value > 0:
             raise pytest.UsageError(_(NOT_POSITIVE).format(source=source, text=text))
-        if value == math.inf:
-            raise pytest.UsageError(_(NOT_FINITE).format(source=source, text=text))
         return value
 
 

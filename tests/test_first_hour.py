@@ -249,8 +249,7 @@ def test_pytest_outside_any_workspace_says_none_was_found_and_where_to_go(pytest
     and the next step; the exit status stays pytest's "nothing collected"."""
     result = pytester.runpytest("-p", "no:cacheprovider", "-m", "local")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
-    result.stdout.fnmatch_lines(["*; no workspace file (checks/distcheck.toml is not in this folder or above); gate*",
-                                 "distcheck: " + NO_WORKSPACE.format(start=pytester.path)])
+    result.stdout.fnmatch_lines(["distcheck: " + NO_WORKSPACE.format(start=pytester.path)])
 
 
 def test_a_suite_without_a_workspace_that_collects_tests_gets_no_workspace_line(pytester):

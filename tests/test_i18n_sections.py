@@ -140,7 +140,8 @@ def test_a_note_front_matter_error_is_said_in_spanish(tmp_path):
     assert err.problem == "la entrada 'torch' de checked-against no es 'PAQUETE VERSIÓN'"
 
 
-def test_a_bad_budget_marker_is_said_in_spanish(pytester):
+def test_a_bad_budget_marker_is_said_in_spanish(workspace_dir):
+    pytester = workspace_dir  # the budget marker is a course workspace's
     pytester.makepyfile("""
         import pytest
 

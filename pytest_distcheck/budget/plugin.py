@@ -137,6 +137,8 @@ def _marker_cap(item: pytest.Item) -> Decimal | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if get_workspace(config) is None:
+        return  # `gpu` and `budget` are a course workspace's markers (plugin.WORKSPACE_MARKERS); not the project's
     enabled = max_usd(config) is not None
     for item in items:
         _marker_cap(item)
