@@ -48,6 +48,9 @@ SUBFOLDER = N_("; started in a subfolder without paths: collecting {path}")
 # of another clone, an install of a release): its edits here would not run.
 OTHER_KIT = N_("distcheck: the kit running is {kit}, not this folder's {here}")
 NO_WORKSPACE_SKIP = N_("no workspace file {label!r}")
+# pytest takes pytest.ini before pyproject.toml: a pytest.ini made for one key hides the repository's settings.
+SHADOWED_PYPROJECT = N_("distcheck: pytest reads {ini} here, so pyproject.toml's [tool.pytest.ini_options] is not "
+                        "read (its testpaths, distcheck_config...); put your keys in one of the two")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -123,11 +126,24 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         gate += _(SUBFOLDER).format(path=display_path(Path(ws_paths[0]), config.rootpath))
     lines = [_(HEADER).format(world_size=DEFAULT_WORLD_SIZE, timeout=TIMEOUT.positive_float(config), where=where,
                               gate=gate)]
+    ini = config.inipath
+    if ini is not None and ini.name in ("pytest.ini", ".pytest.ini") and _has_pytest_section(
+            ini.parent / "pyproject.toml"):
+        lines.append(_(SHADOWED_PYPROJECT).format(ini=ini.name))
     kit, here = Path(__file__).resolve().parent, config.rootpath / "pytest_distcheck"
     # Not under the gate: its folder is a copy of the commit, never the kit that runs (the gate says which it is).
     if (here / "plugin.py").is_file() and kit != here.resolve() and not config.getoption("distcheck_gate"):
         lines.append(_(OTHER_KIT).format(kit=kit, here=display_path(here, config.rootpath)))
     return lines
+
+
+def _has_pytest_section(pyproject: Path) -> bool:
+    import tomllib
+
+    try:
+        return "ini_options" in tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("pytest", {})
+    except (OSError, ValueError):
+        return False
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -73,6 +73,16 @@ def test_without_a_workspace_the_header_says_only_a_setting_given(pytester):
                                  f"{plugin.NO_WORKSPACE_FILE}; gate off"])
 
 
+def test_a_pytest_ini_that_hides_pyprojects_settings_is_said(workspace_dir):
+    # a learner adds pytest.ini for one key (distcheck_lang) in a repository configured in pyproject.toml
+    workspace_dir.makepyprojecttoml("[tool.pytest.ini_options]\ntestpaths = ['checks']\n")
+    workspace_dir.makefile(".ini", pytest="[pytest]\ndistcheck_lang = en\n")
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--co")
+    result.stdout.fnmatch_lines([plugin.SHADOWED_PYPROJECT.format(ini="pytest.ini")])
+    (workspace_dir.path / "pytest.ini").unlink()
+    assert "pyproject.toml's" not in workspace_dir.runpytest("-p", "no:cacheprovider", "--co").stdout.str()
+
+
 def test_header_names_workspace_and_settings(workspace_dir):
     workspace_dir.makepyfile("def test_x(): pass")
     result = workspace_dir.runpytest("--distcheck-timeout", "12")
