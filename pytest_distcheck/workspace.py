@@ -43,6 +43,8 @@ NAME_ANOTHER = N_("; name an existing workspace file, or start one with `distche
 # A workspace file given with --config (or found) that is not there, when no close name is there either.
 FILE_NOT_FOUND = N_("workspace file not found")
 NAME_IT = N_(" (name another with --config FILE, or start one with `distcheck init`)")
+# After TOML's own words, when the line it stopped at holds a number written with a decimal comma.
+DECIMAL_COMMA = N_("; TOML numbers take a point, not a comma: 5.0, not 5,0")
 ABOVE_ROOTDIR = N_("found walking up from {start}, but pytest's rootdir is {rootdir} (no ini file at {root}): run "
                    "pytest from there, or add a pytest.ini there (distcheck init writes one)")
 
@@ -181,13 +183,17 @@ def load_workspace(path: Path, root: Path | None = None) -> Workspace:
     if not path.is_file():
         close = _nearest_toml(str(path), Path.cwd())[0]
         raise ConfigError(path, "", _(FILE_NOT_FOUND) + (_(DID_YOU_MEAN).format(path=close) if close else _(NAME_IT)))
+    text = read_text(path, WORKSPACE_FILE)
     try:
-        raw = tomllib.loads(read_text(path, WORKSPACE_FILE))
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         # Python < 3.14 has no exc.lineno; the message ends "(at line N, column M)".
         where = re.search(r"at line (\d+)", str(exc))
-        raise ConfigError(path, at_line(int(where.group(1))) if where else "",
-                          _("not valid TOML: {error}").format(error=exc)) from None
+        line = int(where.group(1)) if where else 0
+        bad = text.splitlines()[line - 1] if 0 < line <= len(text.splitlines()) else ""
+        comma = _(DECIMAL_COMMA) if re.search(r"=\s*-?\d+,\d", bad) else ""
+        raise ConfigError(path, at_line(line) if line else "",
+                          _("not valid TOML: {error}").format(error=exc) + comma) from None
     validate(raw, "workspace.schema.json", path)
     items = tuple(
         DodItem(id=i["id"], title=i["title"], how=i["how"], requires=tuple(i.get("requires", ())),

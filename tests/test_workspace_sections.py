@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_distcheck.errors import ConfigError
-from pytest_distcheck.workspace import load_workspace
+from pytest_distcheck.workspace import DECIMAL_COMMA, load_workspace
 
 REPO = Path(__file__).resolve().parents[1]
 HEAD = "[phase]\nid = 't'\ntitle = 't'\n[[items]]\nid = 'a'\ntitle = 't'\nhow = 'h'\n"
@@ -45,6 +45,15 @@ def test_the_error_lists_the_keys_allowed_there(tmp_path):
         load(tmp_path, "[budget]\nledger = 'l.md'\nphase_ceilng_usd = 5.0\n")
     assert info.value.problem.endswith(
         "(known: ledger, phase_ceiling_usd, experiment_ceilings_usd, uncapped_experiments)")
+
+
+def test_a_decimal_comma_is_named_after_tomls_own_words(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, "[budget]\nledger = 'l.md'\nphase_ceiling_usd = 5,0\n")
+    assert info.value.where == "line 10" and info.value.problem.endswith(DECIMAL_COMMA)
+    with pytest.raises(ConfigError) as info:  # another TOML error: no hint about commas
+        load(tmp_path, "[budget]\nledger = 'l.md\n")
+    assert DECIMAL_COMMA not in info.value.problem
 
 
 def test_experiment_ids_and_unknown_sections_stay_free(tmp_path):
