@@ -12,6 +12,7 @@ from dod_support import git_commit_all
 
 from pytest_distcheck.citations.decision import PLACEHOLDER
 from pytest_distcheck.citations.report import SUMMARY, UNSEEN, citations, cited_statements
+from pytest_distcheck.citations.syntax import UNCLOSED_COMMENT
 from pytest_distcheck.citations.verdict import (
     COUNT_OF,
     DO_NOT_RESOLVE,
@@ -80,6 +81,19 @@ def test_hidden_and_filler_notes_are_not_done(notes_workspace):
     assert "docs/b.md:4 [cite: toyparallel" in out
     reason = NO_DECISION.format(kind=KINDS["list item"], line=3, problem=PLACEHOLDER.format(word="Lorem"))
     assert ": not counted: " + reason in out
+
+
+def test_an_unclosed_html_comment_is_named_with_its_line_in_the_dod_row(notes_workspace, tmp_path):
+    lines = (NOTES / "good.md").read_text().split("\n")
+    lines.insert(11, "<!-- draft: rewrite below")  # becomes line 12, above two of the five citations
+    (tmp_path / "a.md").write_text("\n".join(lines))
+    result = notes_workspace({"a.md": tmp_path / "a.md"})
+    result.stdout.fnmatch_lines([
+        "BROKEN   reading-notes-cited  " + TOO_FEW.format(label="docs/a.md", statements=cited_statements(3), minimum=5)
+        + "; " + DO_NOT_RESOLVE.format(n=1),
+    ])
+    assert "docs/a.md:12 <!-- draft: rewrite below: " + UNCLOSED_COMMENT.format(citations=citations(3)) in (
+        result.stdout.str())
 
 
 def test_four_good_and_many_bad_is_broken_and_lists_every_failure(notes_workspace):

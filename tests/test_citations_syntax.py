@@ -8,19 +8,27 @@ from pathlib import Path
 import pytest
 
 from pytest_distcheck.citations.decision import words
+from pytest_distcheck.citations.report import citations
 from pytest_distcheck.citations.syntax import (
+    CURLY_CLOSE,
+    ECHO_CHARS,
     EMPTY,
     EXPECTED,
     FORM,
+    MISSPELT_OPEN,
     NEVER_CLOSED,
     NO_PATH_SYMBOL,
     NO_SYMBOL,
+    NOT_CLOSED,
+    NOT_CLOSED_AFTER,
     TEXT_AFTER_QUOTE,
+    UNCLOSED_COMMENT,
     parse_note,
 )
 from pytest_distcheck.errors import ConfigError
 
 NOTE = Path("note.md")
+REFERENCE = Path(__file__).resolve().parents[1] / "solutions" / "docs" / "notes" / "megatron.md"
 
 
 def parse(text: str):
@@ -139,6 +147,91 @@ def test_malformed_citations_say_what_is_wrong(text, problem):
     assert note.citations == []
     (bad,) = note.malformed
     assert bad.line == 3 and bad.problem == EXPECTED.format(problem=problem, form=FORM)
+
+
+F = "[cite: torch torch/a.py::f"  # a citation's opening, up to its symbol
+
+
+@pytest.mark.parametrize(
+    ("text", "written", "problem"),
+    [
+        (F + ' "A = [A_1, ..., A_p]"', F + ' "A = [A_1, ..., A_p]"', NOT_CLOSED),
+        ("`" + F + ' "A is split by its columns"`.', F + ' "A is split by its columns"', NOT_CLOSED),
+        (F + ' "a quote of the code" and prose after', F + ' "a quote of the code"', NOT_CLOSED),
+        (F, F, NOT_CLOSED_AFTER.format(symbol="f")),
+        (F + ' "a quote of the code\u201d]', F + ' "a quote of the code\u201d]', CURLY_CLOSE.format(quote="\u201d")),
+    ],
+)
+def test_a_citation_not_closed_says_where_the_bracket_goes_and_is_echoed_as_written(text, written, problem):
+    note = parse(f"intro line\n\nA decision in prose {text}\n")
+    (bad,) = note.malformed
+    assert (bad.line, bad.text, bad.problem) == (3, written, EXPECTED.format(problem=problem, form=FORM))
+
+
+def test_a_citation_not_closed_before_the_next_one_is_not_closed():
+    note = parse('A decision [cite: torch torch/a.py::f "a quote of the code" and [cite: torch torch/a.py::g "two"].\n')
+    assert [c.symbol for c in note.citations] == ["g"]
+    (bad,) = note.malformed
+    assert bad.text == '[cite: torch torch/a.py::f "a quote of the code"'
+    assert bad.problem == EXPECTED.format(problem=NOT_CLOSED, form=FORM)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [('A_p]"]`', 'A_p]"`'), ('as A = [A_1, ..., A_p]"]`', 'as"`')],
+    ids=["bracket-inside-the-quote", "no-bracket-inside-the-quote"],
+)
+def test_the_reference_notes_citation_without_its_bracket_is_echoed_whole(old, new):
+    lines = REFERENCE.read_text().split("\n")
+    assert old in lines[23]
+    lines[23] = lines[23].replace(old, new)
+    (bad,) = parse_note("\n".join(lines), REFERENCE).malformed
+    cited = lines[23][lines[23].index("[cite:") : lines[23].rindex('"') + 1]
+    assert (bad.line, bad.text, bad.problem) == (24, cited, EXPECTED.format(problem=NOT_CLOSED, form=FORM))
+
+
+def test_a_long_malformed_citation_is_cut_with_an_ellipsis_not_a_bracket():
+    text = '[cite: torch torch/a.py::f "' + "word " * 60 + '"'
+    (bad,) = parse(f"A decision in prose {text}\n").malformed
+    assert bad.text.endswith("...") and len(bad.text) == ECHO_CHARS and bad.text.startswith(text[:100])
+
+
+@pytest.mark.parametrize("opening", ["[cit:", "[Cite:", "[CITE:", "[ cite:", "[cite :", "[cite", "[cita:"])
+def test_a_misspelt_cite_keyword_is_named_not_ignored(opening):
+    note = parse(f'intro line\n\nA decision {opening} torch torch/a.py::f "a quote of the code"] after\n')
+    assert note.citations == [] and note.unseen == 0
+    (bad,) = note.malformed
+    assert (bad.line, bad.text) == (3, f'{opening} torch torch/a.py::f "a quote of the code"]')
+    assert bad.problem == EXPECTED.format(problem=MISSPELT_OPEN.format(written=opening), form=FORM)
+
+
+def test_a_reference_to_a_paper_in_brackets_is_no_misspelt_citation():
+    note = parse("As the paper shows [Citation: Shoeybi et al. 2019, Sec. 3] and [cite 2].\n")
+    assert note.malformed == [] and note.citations == []
+
+
+def test_an_unclosed_html_comment_says_where_it_hides_the_citations():
+    note = parse("""
+        A decision stated in prose [cite: torch torch/a.py::f "quote one here"].
+
+        <!-- draft: rewrite below
+        A second decision [cite: torch torch/a.py::g "quote two here"].
+
+        A third decision [cite: torch torch/a.py::h "quote three here"].
+    """)
+    assert [c.symbol for c in note.citations] == ["f"] and note.unseen == 2
+    assert [(m.line, m.text, m.problem) for m in note.malformed] == [
+        (3, "<!-- draft: rewrite below", UNCLOSED_COMMENT.format(citations=citations(2)))]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["<!-- a draft -->\nA decision [cite: torch torch/a.py::f \"quote one here\"].\n",
+     "A decision [cite: torch torch/a.py::f \"quote one here\"].\n\n<!-- nothing cited below\ntext\n"],
+    ids=["closed", "no-citation-below"],
+)
+def test_an_html_comment_that_hides_no_citation_is_not_reported(text):
+    assert parse_note(text, NOTE).malformed == []
 
 
 def test_link_targets_and_html_are_not_words_and_hide_no_citation():

@@ -23,7 +23,7 @@ import pytest
 from pytest_distcheck.budget.config import ABSURD_CEILING, CURRENCY_SIGN, MAX_CEILING_USD, NOT_FINITE
 from pytest_distcheck.budget.ledger import Ledger, LedgerError, make_row, parse
 from pytest_distcheck.budget.pricing import PriceBook
-from pytest_distcheck.citations.syntax import NOT_THE_FORM, parse_note
+from pytest_distcheck.citations.syntax import EXPECTED, FORM, NOT_CLOSED_AFTER, parse_note
 from pytest_distcheck.cli import main
 from pytest_distcheck.errors import ConfigError, DistcheckError
 from pytest_distcheck.quiz.answers import AnswerError, parse_choice, parse_number
@@ -200,7 +200,7 @@ def test_fuzz_quiz_answers_give_a_finite_number_a_letter_or_an_answer_error():
 @pytest.mark.parametrize("text", ["A claim [cite: torch torch/x.py::f", "A claim [cite: torch torch/x.py::f  \n"])
 def test_a_citation_cut_off_after_its_symbol_is_malformed_not_a_crash(text):
     (bad,) = parse_note(text, Path("note.md")).malformed
-    assert bad.line == 1 and bad.problem == NOT_THE_FORM.format(form='[cite: PACKAGE PATH::SYMBOL "QUOTE"]')
+    assert bad.line == 1 and bad.problem == EXPECTED.format(problem=NOT_CLOSED_AFTER.format(symbol="f"), form=FORM)
 
 
 def _notes() -> list[str]:

@@ -164,3 +164,15 @@ def test_the_placeholder_quote_of_cite_find_is_named_in_the_language_in_use(toy_
     args = dict(placeholder="...", low=12, high=100, path="toyparallel/layers.py", symbol="divide", start=14, end=17)
     assert res.reason == _(QUOTE_NOT_FILLED).format(**args)
     assert (res.reason == QUOTE_NOT_FILLED.format(**args)) == (lang == "en")
+
+
+def test_an_unclosed_citation_and_comment_are_explained_in_spanish():
+    from pytest_distcheck.citations.report import citations
+    from pytest_distcheck.citations.syntax import EXPECTED, FORM, NOT_CLOSED, UNCLOSED_COMMENT, parse_note
+
+    i18n.use("es")
+    text = 'A decision [cite: torch torch/a.py::f "a quote of the code"\n\n<!-- draft\n[cite: torch a.py::g "x"]\n'
+    problems = [m.problem for m in parse_note(text, Path("n.md")).malformed]
+    assert problems == [_(EXPECTED).format(problem=_(NOT_CLOSED), form=FORM),
+                        _(UNCLOSED_COMMENT).format(citations=citations(1))]
+    assert problems[0].startswith("cita sin cerrar: añade `]`") and "1 cita);" in problems[1]

@@ -18,7 +18,7 @@ from pathlib import Path
 from pytest_distcheck.citations.blocks import Block, blocks
 from pytest_distcheck.citations.quote import unescape
 from pytest_distcheck.errors import ConfigError, at_line
-from pytest_distcheck.i18n import N_, _
+from pytest_distcheck.i18n import N_, _, ngettext
 
 FORM = '[cite: PACKAGE PATH::SYMBOL "QUOTE"]'
 OPEN = "[cite:"
@@ -29,6 +29,11 @@ CITATION = re.compile(
 # A citation whose quote is still open at the end of its statement (it wrapped onto a line that
 # Markdown reads as a heading, list item or the like).
 _OPEN_QUOTE = re.compile(r'\[cite:\s+\S+\s+\S+::[A-Za-z_][\w.]*\s+"(?:[^"\\]|\\.)*\Z')
+# ``[Cite:``, ``[cit:``, ``[cite :``, ``[cita:`` or ``[cite`` before ``PACKAGE PATH::``: meant as a citation.
+_MISSPELT = re.compile(r"\[\s*(?i:cit[a-z]*)\s*:?(?=\s+[A-Za-z0-9][\w.-]*\s+[^\s\]\"]+::)")
+# A malformed citation as written, up to its ``]`` outside the quote.
+_TO_BRACKET = re.compile(r'(?:[^"\]]|"(?:[^"\\]|\\.)*")*\]')
+ECHO_CHARS = 200  # a malformed citation longer than this is echoed cut, ending "..."
 WRAP_LINES = 5
 _CURLY = "\u201c\u201d\u2018\u2019"
 _URL = re.compile(r"https?://|(?:www\.)?github\.com/")
@@ -142,19 +147,23 @@ def parse_note(text: str, path: Path) -> ParsedNote:
                 consumed_to = block.end + extra
         _scan(note, block, text, source)
     body_text = "\n".join(lines[body:])
-    note.unseen = max(0, body_text.count("[cite:") - len(note.citations) - len(note.malformed))
-    fence = _unclosed_fence("\n" * body + body_text)
-    if fence is not None and "[cite:" in "\n".join(lines[fence[0]:]):  # it hides citations: say why
-        note.malformed.append(Malformed(fence[0], lines[fence[0] - 1].strip(), UNCLOSED_FENCE.format(fence=fence[1])))
+    written = sum(m.text.startswith(OPEN) for m in note.malformed)  # a misspelt opening holds no "[cite:"
+    note.unseen = max(0, body_text.count(OPEN) - len(note.citations) - written)
+    hiding = _unclosed("\n" * body + body_text)
+    if hiding is not None:  # it hides citations: say why
+        note.malformed.append(Malformed(hiding[0], lines[hiding[0] - 1].strip(), hiding[1]))
     return note
 
 
-UNCLOSED_FENCE = ("this code fence is never closed, so everything below it renders as code and no citation there is "
-                  "seen (0 counted); close the block with a line of {fence}")
+UNCLOSED_FENCE = N_("this code fence is never closed, so everything below it renders as code and no citation there "
+                    "is seen (0 counted); close the block with a line of {fence}")
+UNCLOSED_COMMENT = N_("this `<!--` is never closed, so everything below it is hidden ({citations}); close it with "
+                      "`-->`")
 
 
-def _unclosed_fence(text: str) -> tuple[int, str] | None:
-    """(1-based line, fence) of a fenced code block that runs unclosed to the end of ``text``, or None."""
+def _unclosed(text: str) -> tuple[int, str] | None:
+    """(1-based line, problem) of a fenced code block or HTML comment that runs unclosed to the end of
+    ``text`` and hides a citation, or None."""
     from pytest_distcheck.citations.blocks import _MD
 
     lines = text.split("\n")
@@ -162,8 +171,14 @@ def _unclosed_fence(text: str) -> tuple[int, str] | None:
         if tok.type == "fence" and tok.map:
             last = lines[tok.map[1] - 1].strip()
             closed = tok.map[1] - tok.map[0] >= 2 and last.startswith(tok.markup) and set(last) == {tok.markup[0]}
-            if not closed:
-                return tok.map[0] + 1, tok.markup
+            if not closed and OPEN in "\n".join(lines[tok.map[0] + 1 :]):
+                return tok.map[0] + 1, _(UNCLOSED_FENCE).format(fence=tok.markup)
+        elif (tok.type == "html_block" and tok.map and tok.content.lstrip().startswith("<!--")
+              and "-->" not in tok.content and not "".join(lines[tok.map[1] :]).strip()):
+            n = "\n".join(lines[tok.map[0] :]).count(OPEN)  # it runs to the end: everything below is hidden
+            if n:
+                hidden = ngettext("{n} citation", "{n} citations", n).format(n=n)
+                return tok.map[0] + 1, _(UNCLOSED_COMMENT).format(citations=hidden)
     return None
 
 
@@ -215,10 +230,31 @@ def _scan(note: ParsedNote, block: Block, text: str, source: str) -> None:
                 )
             )
         else:
-            fragment = text[start:].split("]", 1)[0][:120]
-            note.malformed.append(
-                Malformed(line=line, text=" ".join(fragment.split()) + "]", problem=_why_malformed(text[start:]))
-            )
+            note.malformed.append(Malformed(line, _as_written(text[start:]), _why_malformed(text[start:])))
+    for m in _MISSPELT.finditer(text):
+        if m[0] != OPEN and not any(a <= m.start() < b for a, b in matched):
+            problem = _(EXPECTED).format(problem=_(MISSPELT_OPEN).format(written=m[0]), form=FORM)
+            line = _line(block, source, text[m.start() : m.start() + 80], [0])
+            note.malformed.append(Malformed(line, _as_written(text[m.start() :]), problem))
+
+
+def _reach(rest: str) -> str:
+    """The text a citation that opens ``rest`` may span: up to the next ``[cite:``."""
+    following = rest.find(OPEN, 1)
+    return rest if following < 0 else rest[:following]
+
+
+def _as_written(rest: str) -> str:
+    """The malformed citation that opens ``rest``, as written: to its ``]`` outside the quote; without
+    one, to the end of its quote, else of its symbol, else of its line. Cut with "..." when long."""
+    reach = _reach(rest)
+    quoted = re.match(r'[^"]*::[A-Za-z_][\w.]*\s*"(?:[^"\\]|\\.)*"', reach)
+    end = _TO_BRACKET.match(reach) or quoted
+    if end is None and re.match(r'[^"]*::[A-Za-z_][\w.]*\s*"', reach):  # a quote never closed
+        end = re.match(r"[^\]]*\]", reach)
+    end = end or re.match(r"\S*\s+\S+\s+\S+::[A-Za-z_][\w.]*", reach) or re.match(r"[^\]\n]*\]?", reach)
+    written = " ".join(end[0].split())
+    return written if len(written) <= ECHO_CHARS else written[: ECHO_CHARS - 3] + "..."
 
 
 def github_path(url: str) -> tuple[str, int | None] | None:
@@ -253,13 +289,19 @@ CURLY_QUOTE = N_("the quote opens with a curly quote {quote!r}: write it between
 SINGLE_QUOTES = N_("the quote is in single quotes: write it between double quotes \"...\" (single quotes may stand "
                    "inside)")
 NEVER_CLOSED = N_("the quote is never closed with '\"'")
+CURLY_CLOSE = N_("the quote is closed with a curly quote {quote!r}: close it with a straight double quote '\"' "
+                 "(editors and word processors curl them)")
 TEXT_AFTER_QUOTE = N_("text after the closing '\"' of the quote")
+NOT_CLOSED = N_("citation not closed: add `]` after the closing quote")
+NOT_CLOSED_AFTER = N_("citation not closed: add `]` after the symbol {symbol}")
+MISSPELT_OPEN = N_("{written!r} does not open a citation: write '[cite:' (lowercase, with the colon right after "
+                   "'cite')")
 NOT_THE_FORM = N_("not of the form {form} (check the spaces, the '::' and the closing ']')")
 
 
 def _why_malformed(rest: str) -> str:
     """A guess at what is wrong with text that opens ``[cite:`` but does not parse."""
-    body = rest[len(OPEN) :]
+    body = _reach(rest)[len(OPEN) :]
     words = body.split(None, 2)
     after_symbol = words[2].lstrip() if len(words) > 2 else ""
     problem = None
@@ -275,12 +317,16 @@ def _why_malformed(rest: str) -> str:
         problem = _(CURLY_QUOTE).format(quote=after_symbol[0])
     elif after_symbol[:1] == "'":
         problem = _(SINGLE_QUOTES)
-    elif '"' in body:
-        closed = re.match(r'(?:[^"\\]|\\.)*"\s*(.?)', body[body.index('"') + 1 :])
+    elif after_symbol[:1] == '"':
+        quote = body[body.index('"') + 1 :]
+        closed = re.match(r'(?:[^"\\]|\\.)*"\s*(.?)', quote)
+        curly = re.match(r"[^\]\n]*?([\u201d\u2019])\s*\]", quote)
         if closed is None:
-            problem = _(NEVER_CLOSED)
+            problem = _(CURLY_CLOSE).format(quote=curly[1]) if curly else _(NEVER_CLOSED)
         elif closed[1] != "]":
-            problem = _(TEXT_AFTER_QUOTE)
+            problem = _(TEXT_AFTER_QUOTE) if "]" in quote[closed.start(1) :] else _(NOT_CLOSED)
+    elif "]" not in body:
+        problem = _(NOT_CLOSED_AFTER).format(symbol=re.match(r"[^:]*::([A-Za-z_][\w.]*)", words[1])[1])
     if problem is None:
         return _(NOT_THE_FORM).format(form=FORM)
     return _(EXPECTED).format(problem=problem, form=FORM)
