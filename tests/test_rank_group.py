@@ -14,7 +14,7 @@ from pytest_distcheck.ranks.errors import (
     RanksOutOfStepWarning,
     RankTimeout,
 )
-from pytest_distcheck.ranks.payload import CANNOT_PICKLE, KEYWORD, NOT_CALLABLE
+from pytest_distcheck.ranks.payload import CANNOT_PICKLE, CAPTURED, KEYWORD, NOT_CALLABLE
 from pytest_distcheck.ranks.pool import CAPPED, EXITED_WITH, SKIPS_DISAGREE, capped_timeout
 from pytest_distcheck.ranks.worker import NOT_PICKLED
 
@@ -202,6 +202,19 @@ def test_unpicklable_argument_is_named(dist_world):
     what = KEYWORD.format(name="lock")
     with pytest.raises(PicklingError, match=re.escape(CANNOT_PICKLE.format(what=what, type="lock", error=""))):
         dist_world.run(lambda lock: None, lock=threading.Lock())
+
+
+def test_an_unpicklable_variable_a_function_captures_is_named(dist_world):
+    import threading
+
+    lock = threading.Lock()
+
+    def body():
+        return lock.locked()
+
+    what = CAPTURED.format(variable="lock", name=body.__qualname__)
+    with pytest.raises(PicklingError, match=re.escape(CANNOT_PICKLE.format(what=what, type="lock", error=""))):
+        dist_world.run(body)
 
 
 def test_unpicklable_result_is_reported(dist_world):

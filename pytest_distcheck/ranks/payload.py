@@ -19,8 +19,9 @@ from pytest_distcheck.i18n import N_, _
 from pytest_distcheck.ranks.errors import PicklingError
 
 NOT_CALLABLE = N_("run() needs a callable, got {type}")
-# CANNOT_PICKLE's {what}: one of the three below.
+# CANNOT_PICKLE's {what}: one of the four below.
 CANNOT_PICKLE = N_("{what} ({type}) cannot be pickled: {error}")
+CAPTURED = N_("{variable!r}, which the function {name!r} captures,")
 THE_FUNCTION = N_("the function {name!r}")
 POSITIONAL = N_("positional argument {i}")
 KEYWORD = N_("keyword argument {name!r}")
@@ -101,7 +102,10 @@ def dump_call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bytes:
         try:
             return cloudpickle.dumps((fn, args, kwargs))
         except Exception:  # noqa: BLE001 - find the culprit, then say which it is
-            _check(fn, _(THE_FUNCTION).format(name=getattr(fn, "__qualname__", fn)))
+            name = getattr(fn, "__qualname__", fn)
+            for variable, value in _captured(fn):  # a fixture a lambda closes over: name it, not the lambda
+                _check(value, _(CAPTURED).format(variable=variable, name=name))
+            _check(fn, _(THE_FUNCTION).format(name=name))
             for i, a in enumerate(args):
                 _check(a, _(POSITIONAL).format(i=i))
             for k, v in kwargs.items():
@@ -110,6 +114,18 @@ def dump_call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bytes:
     finally:
         for m in modules:
             cloudpickle.unregister_pickle_by_value(m)
+
+
+def _captured(fn: Any) -> list[tuple[str, Any]]:
+    """The variables a Python function closes over, as (name, value); [] for other callables."""
+    code, cells = getattr(fn, "__code__", None), getattr(fn, "__closure__", None) or ()
+    out = []
+    for variable, cell in zip(getattr(code, "co_freevars", ()), cells, strict=False):
+        try:
+            out.append((variable, cell.cell_contents))
+        except ValueError:  # a cell not filled yet
+            continue
+    return out
 
 
 def _check(value: Any, what: str) -> None:
