@@ -88,6 +88,23 @@ def test_the_committed_diagram_matches_the_plan(plan, parser):
 
 # The fixture pages (wrong and right) are checked table-driven in test_diagram_corpus.py.
 
+F_EDGE = '"f: identity (all-reduce in backward)"'
+
+
+@pytest.mark.parametrize("f_label", [
+    "f: fwd identity, bwd all-reduce",
+    "f (backward: all-reduce)",
+    "f: identity in forward; its backward is an all-reduce",
+    "f: identidad en el forward; en el backward, all-reduce",
+    "f (en el backward: all-reduce del gradiente)",
+    "f: identidad; su backward es un all-reduce",
+])
+def test_f_labelled_with_backward_before_its_all_reduce_matches(plan, parser, f_label):
+    """Each was read as a forward all-reduce on a tensor already whole, and a right diagram failed."""
+    page = DOC.read_text(encoding="utf-8")
+    assert page.count(F_EDGE) == 4
+    assert check_page(page.replace(F_EDGE, f'"{f_label}"'), plan, 2, parser).findings == []
+
 
 def test_a_page_without_mermaid(plan, parser):
     result = check_page("# nothing here\n", plan, 2, parser)

@@ -315,6 +315,10 @@ def test_a_forward_all_reduce_on_the_whole_input_of_a_column_parallel_layer_is_n
                          "tensor already whole on every rank", concepts.COLUMN_INPUT)
     assert messages(into_qkv("f: identity, all-reduce in backward")) == []
     assert messages(into_qkv("f: identidad, all-reduce del gradiente en el backward")) == []
+    # "backward" before the all-reduce says the same (an expert's "f: fwd identity, bwd all-reduce" got the error)
+    assert messages(into_qkv("f: fwd identity, bwd all-reduce")) == []
+    assert messages(into_qkv("f: identidad en el forward; en el backward, all-reduce")) == []
+    assert messages(into_qkv("g: identidad en el backward, all-reduce"))[0].startswith("a forward all-reduce is drawn")
     assert messages(chart()) == []
     # the same as a node between the input and the layer
     fc = chart(drop_edges=(("x", "q0"), ("x", "q1")), extra_vertices=(Vertex("f", "all-reduce"),),
