@@ -88,6 +88,44 @@ def test_the_committed_diagram_matches_the_plan(plan, parser):
 
 # The fixture pages (wrong and right) are checked table-driven in test_diagram_corpus.py.
 
+G_MLP = '  ar2(["g: all-reduce, sum of the partial outputs<br/>[B, T, d], replicated again"])'
+F_EDGE = '"f: identity (all-reduce in backward)"'
+
+
+def test_a_reduce_scatter_in_place_of_the_mlp_g_is_named_at_the_residual_add(plan, parser):
+    """The expert review: the committed diagram with its second g a reduce-scatter, nothing gathering after it,
+    was reported as matching the plan."""
+    from diagram_support import flow_text
+
+    from pytest_distcheck.diagram.concepts import SEQUENCE_SHARD
+
+    page = DOC.read_text(encoding="utf-8")
+    assert G_MLP in page
+    wrong = page.replace(G_MLP, '  ar2(["reduce-scatter of the partial outputs"])')
+    [f] = check_page(wrong, plan, 2, parser).findings
+    assert f.message == flow_text("sequence-shard", rs="node ar2", styled="mlp.down (row-parallel)",
+                                  nodes="node add2", label="+", reads="reads",
+                                  where="edge ar2 --> add2") + ": " + SEQUENCE_SHARD.lesson
+    assert wrong.splitlines()[f.line - 1].strip() == "ar2 --> add2"
+    # the pair that adds up to the all-reduce
+    both = page.replace(G_MLP, '  ar2(["g: reduce-scatter then all-gather of the partial outputs"])')
+    assert check_page(both, plan, 2, parser).findings == []
+
+
+@pytest.mark.parametrize("f_label", [
+    "f: fwd identity, bwd all-reduce",
+    "f (backward: all-reduce)",
+    "f: identity in forward; its backward is an all-reduce",
+    "f: identidad en el forward; en el backward, all-reduce",
+    "f (en el backward: all-reduce del gradiente)",
+    "f: identidad; su backward es un all-reduce",
+])
+def test_f_labelled_with_backward_before_its_all_reduce_matches(plan, parser, f_label):
+    """Each was read as a forward all-reduce on a tensor already whole, and a right diagram failed."""
+    page = DOC.read_text(encoding="utf-8")
+    assert page.count(F_EDGE) == 4
+    assert check_page(page.replace(F_EDGE, f'"{f_label}"'), plan, 2, parser).findings == []
+
 
 def test_a_page_without_mermaid(plan, parser):
     result = check_page("# nothing here\n", plan, 2, parser)

@@ -285,9 +285,11 @@ def test_style_from_the_edge_into_the_node_or_its_subgraph_title():
     assert messages(fc, world_size=None) == []
 
 
-def test_sequence_parallel_reduce_scatter_and_all_gather():
-    """Megatron-LM's sequence parallelism: reduce-scatter after the row-parallel layer, all-gather
-    before the next column-parallel one (Korthikanti et al. 2022, sec. 4.2.2)."""
+def test_sequence_parallelism_drawn_with_the_residual_adds_on_sequence_shards_is_named():
+    """Megatron-LM's sequence parallelism (Korthikanti et al. 2022, sec. 4.2.2) keeps the residual stream in
+    sequence shards: reduce-scatter after each row-parallel layer, all-gather before the next column-parallel one.
+    A plan has no sequence parallelism (its row-parallel layers end with an all-reduce), so the slice each
+    reduce-scatter leaves must not reach a residual add, a layer or the block's output ungathered."""
     plan = {"attn.qkv": "colwise", "attn.out": "rowwise", "mlp.up": "colwise", "mlp.down": "rowwise"}
     ids = ["x", "ag1", "q", "att", "o", "rs1", "add1", "ag2", "u", "act", "d", "rs2", "add2"]
     text = {"ag1": "all-gather", "q": "attn.qkv colwise", "o": "attn.out rowwise", "rs1": "reduce-scatter",
@@ -296,10 +298,57 @@ def test_sequence_parallel_reduce_scatter_and_all_gather():
     v = {i: Vertex(i, text.get(i, i)) for i in ids}
     e = tuple(Edge(a, b) for a, b in zip(ids, ids[1:], strict=False) if (a, b) != ("add1", "ag2")) + (
         Edge("add1", "ag2"), Edge("x", "add1"), Edge("add1", "add2"))
-    assert messages(Flowchart(v, e, ()), plan) == []
-    e_no_gather = tuple(x for x in e if (x.start, x.end) not in {("add1", "ag2"), ("ag2", "u")}) + (Edge("add1", "u"),)
-    assert messages(Flowchart(v, e_no_gather, ()), plan)[0].startswith(
-        flow_text("input-shard", styled="mlp.up (column-parallel)", where="edge add1 --> u"))
+    found = compare(Flowchart(v, e, ()), plan, 2)
+    assert [(d.kind, d.layer, d.edge) for d in found] == [
+        ("sequence-shard", "attn.out", ("rs1", "add1")), ("sequence-shard", "mlp.down", ("rs2", "add2"))]
+    assert found[1].message == taught(flow_text(
+        "sequence-shard", rs="node rs2", styled="mlp.down (row-parallel)", nodes="node add2", label="+",
+        reads="reads", where="edge rs2 --> add2"), concepts.SEQUENCE_SHARD)
+    # gathered before the adds, the reduce-scatters and all-gathers are the all-reduces they add up to
+    e_gathered = tuple(Edge(x.start, x.end, "all-gather") if x.start in ("rs1", "rs2") else x for x in e)
+    assert messages(Flowchart(v, e_gathered, ()), plan) == []
+
+
+def residual_chart(g: str, into_add: str = "") -> Flowchart:
+    """chart() with its all-reduce node labelled ``g`` and a residual add after it: ar -> add <- x, add -> y."""
+    return chart(ar=g, drop_edges=(("ar", "y"),), extra_vertices=(Vertex("add", "+"),),
+                 extra_edges=(Edge("ar", "add", into_add), Edge("x", "add", "residual"), Edge("add", "y")))
+
+
+def test_a_reduce_scatter_in_place_of_g_is_named_where_its_slice_is_read_whole():
+    """The expert review: g replaced by a reduce-scatter, nothing gathering after it, passed as matching the plan."""
+    [d] = compare(residual_chart("reduce-scatter of the partial outputs"), PLAN, 2)
+    assert (d.kind, d.layer, d.edge, d.concept) == ("sequence-shard", "attn.out", ("ar", "add"),
+                                                    concepts.SEQUENCE_SHARD)
+    assert d.message == taught(flow_text(
+        "sequence-shard", rs="node ar", styled="attn.out (row-parallel)", nodes="node add", label="+",
+        reads="reads", where="edge ar --> add"), concepts.SEQUENCE_SHARD)
+    # the block's output itself
+    [d] = compare(chart(ar="reduce-scatter"), PLAN, 2)
+    assert (d.kind, d.node) == ("sequence-shard", "y")
+    assert d.message == taught(flow_text("sequence-output", rs="node ar", styled="attn.out (row-parallel)",
+                                         nodes="node y"), concepts.SEQUENCE_SHARD)
+    # the next layer, which wants its input whole: the reduce-scatter is named, not f's edge
+    ids = ["x", "q", "att", "o", "rs", "u", "z"]
+    text = {"q": "attn.qkv colwise", "o": "attn.out rowwise", "rs": "reduce-scatter", "u": "mlp.up colwise"}
+    fc = Flowchart({i: Vertex(i, text.get(i, i)) for i in ids},
+                   tuple(Edge(a, b) for a, b in zip(ids, ids[1:], strict=False)), ())
+    assert [(d.kind, d.layer, d.edge) for d in compare(fc, {**PLAN, "mlp.up": "colwise"}, 2)] == [
+        ("sequence-shard", "attn.out", ("rs", "u"))]
+
+
+@pytest.mark.parametrize("g, into_add", [
+    ("g: reduce-scatter then all-gather of the partial outputs", ""),  # the pair is an all-reduce
+    ("reduce-scatter", "all-gather"),
+])
+def test_a_reduce_scatter_gathered_before_the_add_passes(g, into_add):
+    assert messages(residual_chart(g, into_add)) == []
+    # or gathered by a node of its own, after element-wise work on the slices
+    fc = chart(ar="reduce-scatter", drop_edges=(("ar", "y"),),
+               extra_vertices=(Vertex("drop", "dropout"), Vertex("ag", "all-gather"), Vertex("add", "+")),
+               extra_edges=(Edge("ar", "drop"), Edge("drop", "ag"), Edge("ag", "add"), Edge("x", "add"),
+                            Edge("add", "y")))
+    assert messages(fc) == []
 
 
 def test_a_forward_all_reduce_on_the_whole_input_of_a_column_parallel_layer_is_named():
@@ -315,6 +364,10 @@ def test_a_forward_all_reduce_on_the_whole_input_of_a_column_parallel_layer_is_n
                          "tensor already whole on every rank", concepts.COLUMN_INPUT)
     assert messages(into_qkv("f: identity, all-reduce in backward")) == []
     assert messages(into_qkv("f: identidad, all-reduce del gradiente en el backward")) == []
+    # "backward" before the all-reduce says the same (an expert's "f: fwd identity, bwd all-reduce" got the error)
+    assert messages(into_qkv("f: fwd identity, bwd all-reduce")) == []
+    assert messages(into_qkv("f: identidad en el forward; en el backward, all-reduce")) == []
+    assert messages(into_qkv("g: identidad en el backward, all-reduce"))[0].startswith("a forward all-reduce is drawn")
     assert messages(chart()) == []
     # the same as a node between the input and the layer
     fc = chart(drop_edges=(("x", "q0"), ("x", "q1")), extra_vertices=(Vertex("f", "all-reduce"),),

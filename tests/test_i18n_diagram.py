@@ -216,3 +216,36 @@ def test_a_spanish_skeleton_drawn_honestly_matches_the_plan(tmp_path, monkeypatc
         assert main(["diagram", "--check", "page.md", "--plan", BLOCK, "--world-size", "2", "--lang", lang]) == 0
         assert capsys.readouterr().out == _(MATCHES).format(page="page.md", line=line, plan=_(INLINE_PLAN),
                                                             ranks=_(RANKS).format(n=2)) + "\n"
+
+
+def test_a_spanish_drawing_whose_g_is_a_reduce_scatter_is_named_in_spanish(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    page = _drawn(_skeleton_page(capsys, "es")).replace('ar2["all-reduce (g)"]', 'ar2["reduce-scatter (g)"]')
+    Path("page.md").write_text(page, encoding="utf-8")
+    assert main(["diagram", "--check", "page.md", "--plan", BLOCK, "--world-size", "2", "--lang", "es"]) == 1
+    line = page.splitlines().index("  ar2 --> add2") + 1
+    assert capsys.readouterr().out == (
+        f"page.md:{line}: no hay all-gather después del reduce-scatter (nodo ar2) que sigue a mlp.down (row-parallel): "
+        "nodo add2 ('suma residual') lee su porción de la secuencia por la arista ar2 --> add2: "
+        f"{concepts.SEQUENCE_SHARD.lesson}\n")
+    assert concepts.SEQUENCE_SHARD.lesson.startswith("un reduce-scatter suma las sumas parciales")
+    # the block's output itself
+    fc = Flowchart({i: Vertex(i, t) for i, t in (("x", "x"), ("q", "attn.qkv colwise"), ("o", "attn.out rowwise"),
+                                                 ("rs", "reduce-scatter"), ("y", "y"))},
+                   (Edge("x", "q"), Edge("q", "o"), Edge("o", "rs"), Edge("rs", "y")), ())
+    [d] = compare(fc, {"attn.qkv": "colwise", "attn.out": "rowwise"}, 2)
+    assert d.message == ("no hay all-gather después del reduce-scatter (nodo rs) que sigue a attn.out (row-parallel): "
+                         "el bloque termina en nodo y con su porción de la secuencia: "
+                         f"{concepts.SEQUENCE_SHARD.lesson}")
+
+
+@pytest.mark.parametrize("f_label", ["f: identidad en el forward; en el backward, all-reduce",
+                                     "f: identidad, bwd: all-reduce", "f (backward = all-reduce)"])
+def test_a_spanish_drawing_whose_f_says_backward_first_matches(tmp_path, monkeypatch, capsys, f_label):
+    monkeypatch.chdir(tmp_path)
+    page = _drawn(_skeleton_page(capsys, "es"))
+    page = page.replace("  ln1 --> n_attn_qkv_r", f'  ln1 -- "{f_label}" --> n_attn_qkv_r')
+    assert page.count(f_label) == 2
+    Path("page.md").write_text(page, encoding="utf-8")
+    assert main(["diagram", "--check", "page.md", "--plan", BLOCK, "--world-size", "2", "--lang", "es"]) == 0, (
+        capsys.readouterr().out)

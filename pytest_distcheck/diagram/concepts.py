@@ -3,7 +3,8 @@
 Every difference the diagram check reports (:mod:`.compare`, :mod:`.flow`) carries one :class:`Concept`:
 its ``name`` says which idea is at fault and its ``lesson`` (ending the message) teaches it, without
 drawing the right diagram. Sources: Shoeybi et al. 2019 (Megatron-LM, arXiv:1909.08053), sec. 3 and
-Fig. 3 (column-/row-parallel, ``f`` and ``g``); Radford et al. 2019, sec. 2.3 (pre-LN residual).
+Fig. 3 (column-/row-parallel, ``f`` and ``g``); Korthikanti et al. 2022 (arXiv:2205.05198), sec. 4.2.2
+(sequence parallelism); Radford et al. 2019, sec. 2.3 (pre-LN residual).
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ G_AFTER_ROW = Concept(
     N_("a row-parallel layer's output is a partial sum; g, one all-reduce over every rank's partial sum, "
        "makes it whole before anything reads it"),
 )
+SEQUENCE_SHARD = Concept(
+    "an all-gather after a reduce-scatter",
+    N_("a reduce-scatter sums the partial sums but leaves each rank only its slice of the sequence; sequence "
+       "parallelism (Korthikanti et al. 2022, sec. 4.2.2) all-gathers it before anything needs the whole tensor, "
+       "and the plan has no sequence parallelism: its row-parallel layers end with g, an all-reduce"),
+)
 NO_COLLECTIVE_AFTER_COLUMN = Concept(
     "no collective after a column-parallel layer",
     N_("a column-parallel layer's output stays sharded until the row-parallel layer after it reads it, so no "
@@ -73,8 +80,8 @@ NAMING = Concept(
 )
 SYNTAX = Concept("Mermaid syntax", N_("the block must parse before the check can read what it draws"))
 
-ALL = (EVERY_RANK, STYLE, COLUMN_INPUT, ROW_INPUT, G_AFTER_ROW, NO_COLLECTIVE_AFTER_COLUMN, DATA_FLOW, ORDER,
-       RESIDUAL, NAMING, SYNTAX)
+ALL = (EVERY_RANK, STYLE, COLUMN_INPUT, ROW_INPUT, G_AFTER_ROW, SEQUENCE_SHARD, NO_COLLECTIVE_AFTER_COLUMN,
+       DATA_FLOW, ORDER, RESIDUAL, NAMING, SYNTAX)
 
 
 SLICE_OF_INPUT = N_("its slice of the input, taken by an edge labelled split")

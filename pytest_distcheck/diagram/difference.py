@@ -16,7 +16,7 @@ class Difference:
         kind: ``missing``, ``style``, ``no-style``, ``conflicting-style``, ``rank``,
             ``ambiguous-node``, ``unplanned-style``, or one of the flow kinds of :mod:`.flow`
             (``missing-all-reduce``, ``extra-all-reduce``, ``input``, ``no-input``, ``dead-end``,
-            ``all-reduce-ranks``, ``order``, ``residual``).
+            ``all-reduce-ranks``, ``sequence-shard``, ``order``, ``residual``).
         layer: the plan's module path concerned, or ``""``.
         message: the difference for a person (names the layer and what is drawn, then teaches the concept).
         concept: the idea at fault (:mod:`.concepts`); the message ends with its lesson.

@@ -3,7 +3,8 @@
 Every node's output gets a layout (``replicated``, rank r's ``shard``, rank r's ``partial`` sum), propagated along
 the edges in topological order as Megatron-LM's f/g operators make it (Shoeybi et al. 2019, arXiv:1909.08053,
 sec. 3, Fig. 3). :func:`flow_diffs` names each wrong flow by its kind (:data:`FLOW_MESSAGES`: no input, wrong input,
-missing or extra all-reduce, dead end, order, residual). The rules per node and per kind: docs/design/diagram.md.
+missing or extra all-reduce, a reduce-scatter's slice read whole, dead end, order, residual). The rules per node and
+per kind: docs/design/diagram.md.
 """
 
 from __future__ import annotations
@@ -23,12 +24,15 @@ from pytest_distcheck.i18n import N_
 
 @dataclass(frozen=True)
 class Value:
-    """The layout of a tensor on an edge: ``kind`` (``replicated``, ``shard``, ``partial``),
-    ``rank`` (``None``: any, as in a summary diagram) and ``origin`` (the layer node that made it)."""
+    """The layout of a tensor on an edge: ``kind`` (``replicated``, ``shard``, ``partial``, ``sequence``: the slice
+    of the sequence a reduce-scatter leaves), ``rank`` (``None``: any, as in a summary diagram), ``origin`` (the layer
+    node that made it; for a ``sequence`` slice, the row-parallel one whose partial sum was reduce-scattered) and
+    ``via`` (that reduce-scatter node)."""
 
     kind: str
     rank: int | None = None
     origin: str = ""
+    via: str = ""
 
 
 REPLICATED = Value("replicated")
@@ -68,6 +72,12 @@ FLOW_MESSAGES: dict[str, FlowMessage] = {
     "all-reduce-split": FlowMessage("all-reduce-ranks", concepts.G_AFTER_ROW,
                                     N_("the all-reduce after {styled}: {takes}; one all-reduce must take every "
                                        "rank's")),
+    "sequence-shard": FlowMessage("sequence-shard", concepts.SEQUENCE_SHARD,
+                                  N_("no all-gather after the reduce-scatter ({rs}) that follows {styled}: {nodes} "
+                                     "({label!r}) {reads} its slice of the sequence by {where}")),
+    "sequence-output": FlowMessage("sequence-shard", concepts.SEQUENCE_SHARD,
+                                   N_("no all-gather after the reduce-scatter ({rs}) that follows {styled}: the block "
+                                      "ends at {nodes} with its slice of the sequence")),
     "extra-all-reduce": FlowMessage("extra-all-reduce", concepts.NO_COLLECTIVE_AFTER_COLUMN,
                                     N_("all-reduce drawn after {styled} at {at}")),
     # Summing a tensor that is whole on every rank makes it world-size times itself (f's all-reduce is backward).
@@ -134,7 +144,7 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
             if v.kind == "replicated" and link.end in layout.layers_of:
                 found[(layout.layers_of[link.end][0], "whole-all-reduce")].append(link)
             return REPLICATED
-        if v.kind == "shard" and labels.all_gather(link.text):
+        if v.kind in ("shard", "sequence") and labels.all_gather(link.text):
             return REPLICATED
         if v.kind == "replicated" and labels.split(link.text) and not labels.reduce_scatter(link.text):
             return Value("shard", graph.rank.get(link.end), "")
@@ -147,6 +157,11 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
                 found[(layout.layers_of[v.origin][0], "missing-all-reduce")].append((n, link))
         if any(v.kind == "partial" for _, v in ins) and not is_ar[n]:
             consumed_partial.add(n)
+        slices = [(link, v) for link, v in ins if v.kind == "sequence"]
+        if n in layout.layers_of or (len(ins) > 1 and not (is_ar[n] or labels.all_gather(graph.nodes[n]))):
+            for link, v in slices:  # a layer, or a residual add (any node combining tensors), reads it as whole
+                found[(layout.layers_of[v.origin][0], "sequence-shard")].append((n, link, v.via))
+            slices = []  # reported once; read on as if it were gathered
         if n in layout.layers_of:
             path, style = layout.layers_of[n][0], layout.style_of(n)
             if not ins:
@@ -177,14 +192,15 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
             shards = [v for _, v in ins if v.kind == "shard"]
             if is_ar[n] and shards and not partial_ranks:
                 out[n] = shards[0]  # an all-reduce of shards is reported above; read on as if it were not there
-            elif labels.reduce_scatter(graph.nodes[n]) and partial_ranks:
-                out[n] = Value("shard", graph.rank.get(n), "")  # a sequence shard, whole after an all-gather
+            elif labels.reduce_scatter(graph.nodes[n]) and partial_ranks and not labels.all_gather(graph.nodes[n]):
+                origin = next(v.origin for _, v in ins if v.kind == "partial")
+                out[n] = Value("sequence", graph.rank.get(n), origin, n)  # whole only after an all-gather
             else:
                 out[n] = REPLICATED
         else:
             vals = [v for _, v in ins]
             out[n] = next((v for v in vals if v.kind == "partial"), None) or next(
-                (v for v in vals if v.kind == "shard"), REPLICATED)
+                (v for v in vals if v.kind == "shard"), None) or next((v for _, v in slices), REPLICATED)
         if not graph.succ.get(n):
             v = out[n]
             if n in layout.layers_of:
@@ -192,6 +208,8 @@ def flow_diffs(layout: Layout, names: LayerNames) -> list[Difference]:
                 found[(layout.layers_of[n][0], ends)].append(n)
             elif v.kind == "shard" and v.origin in layout.layers_of and _row_parallel_after(layout, v.origin):
                 found[(layout.layers_of[v.origin][0], "dead-end")].append(n)
+            elif v.kind == "sequence":
+                found[(layout.layers_of[v.origin][0], "sequence-output")].append((n, v.via))
 
     for n, path, got in ar_inputs:
         # ranks whose partial sum went nowhere or elsewhere are reported above, at their own node
@@ -236,6 +254,8 @@ _PLACES: dict[str, Callable[[list], str | Link]] = {
     "missing-all-reduce": lambda items: items[0][1],  # the edge an all-reduce belongs on
     "all-reduce-ranks": lambda items: items[0][0],
     "all-reduce-split": lambda items: items[0][0],
+    "sequence-shard": lambda items: items[0][1],  # the edge an all-gather belongs on
+    "sequence-output": lambda items: items[0][0],
     "extra-all-reduce": lambda items: items[0],
     "whole-all-reduce": lambda items: items[0],
     "first": lambda items: items[0],
@@ -259,6 +279,12 @@ def _fields(layout: Layout) -> dict[str, Callable[[list], dict[str, object]]]:
                 "reads": i18n.ngettext("reads", "read", len(consumers)),
                 "where": _where(layout, [lk for _, lk in items])}
 
+    def sliced(items: list) -> dict[str, object]:
+        consumers = list(dict.fromkeys(n for n, _, _ in items))
+        return {"rs": _node_list([rs for _, _, rs in items]), "nodes": _node_list(consumers),
+                "label": graph.label(consumers[0]), "reads": i18n.ngettext("reads", "read", len(consumers)),
+                "where": _where(layout, [lk for _, lk, _ in items])}
+
     def takes(items: list) -> dict[str, object]:
         parts = [i18n._(TAKES_PARTIAL).format(node=n, ranks=", ".join(map(str, sorted(got)))) for n, _, got in items]
         return {"takes": "; ".join(parts), "missing": ", ".join(map(str, items[0][1]))}
@@ -271,7 +297,9 @@ def _fields(layout: Layout) -> dict[str, Callable[[list], dict[str, object]]]:
         "input-rank": lambda items: {"where": _where(layout, [link for link, _ in items])},
         "no-forward-edge": lambda items: {**nodes(items), "has": i18n.ngettext("has", "have", len(items))},
         "dead-end-layer": nodes, "dead-end": nodes, "missing-all-reduce": read,
-        "all-reduce-ranks": takes, "all-reduce-split": takes,
+        "all-reduce-ranks": takes, "all-reduce-split": takes, "sequence-shard": sliced,
+        "sequence-output": lambda items: {"rs": _node_list([rs for _, rs in items]),
+                                          "nodes": _node_list([n for n, _ in items])},
         "extra-all-reduce": at, "whole-all-reduce": at,
         "first": lambda items: {**nodes(items), "first": next(iter(layout.styles))},
         "order": lambda items: dict(zip(("v", "w", "earlier"), items[0], strict=True)),

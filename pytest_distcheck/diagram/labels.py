@@ -2,9 +2,10 @@
 
 Read from the parsed diagram's vertices, edges and subgraphs, never from its source text: a **layer** (a node naming
 a plan module path or another of its names, :mod:`.names`), its **style** (column-/row-parallel or a framework's
-class name, from the node, the edge into it or an enclosing subgraph), **all-reduce** (forward only; one "in
-backward" is Megatron's f), **all-gather**, **reduce-scatter**, **split** (an edge), and **rank** (a subgraph titled
-``rank N``, ``GPU N``, ...). Every spelling accepted: docs/design/diagram.md; the learner's page: docs/tp-sharding.md.
+class name, from the node, the edge into it or an enclosing subgraph), **all-reduce** (forward only; one with
+"backward" just after or before it is Megatron's f), **all-gather**, **reduce-scatter**, **split** (an edge), and
+**rank** (a subgraph titled ``rank N``, ``GPU N``, ...). Every spelling accepted: docs/design/diagram.md; the
+learner's page: docs/tp-sharding.md.
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ _ALL_REDUCE = re.compile(r"all[\s_-]?reduce", re.IGNORECASE)
 _GRADIENT = r"(?:(?:of|del?)\s+(?:the\s+|los\s+)?gradi(?:ent|ente)s?\W+)?"
 _IN_THE = r"(?:(?:in|on|during|for|en|durante|para)\s+(?:the\s+|el\s+|la\s+)?)?"
 _BACKWARD_QUALIFIER = re.compile(rf"\W*{_GRADIENT}{_IN_THE}(?:backward|bwd)\b", re.IGNORECASE)
+# "bwd all-reduce", "backward: all-reduce", "its backward is an all-reduce", "en el backward, all-reduce": the text
+# before an all-reduce ends with "backward"/"bwd" and at most a separator, a verb and an article.
+_BACKWARD_BEFORE = re.compile(
+    r"(?<![a-z])(?:backward|bwd)\s*(?:pass\s*|pasada\s*)?(?:[:=,\u2013\u2014-]|->|\u2192|=>|(?:is|es|does|hace)\b)?"
+    r"\s*(?:(?:an?|un|una)\s+)?$", re.IGNORECASE)
+# ...where "in backward" right after a word ("identity in backward, all-reduce") qualifies that word, not the all-reduce
+_IN_THE_END = re.compile(r"(?<![a-z])(?:in|on|during|for|en|durante|para)\s+(?:(?:the|el|la)\s+)?$", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"(?:^|[^\w\s]|(?<![a-z])(?:and|y|then|luego))\s*$", re.IGNORECASE)
 _RANK = re.compile(r"(?<![a-z])(?:tp[\s_-]?)?(?:rank|gpu|device|cuda)[\s_#:=-]*(\d+)(?![\w.])", re.IGNORECASE)
 _ALL_GATHER = re.compile(r"all[\s_-]?gather|(?<![a-z])(?:gather|concat(?:enate)?)(?![a-z])", re.IGNORECASE)
 _REDUCE_SCATTER = re.compile(r"reduce[\s_-]?scatter", re.IGNORECASE)
@@ -78,8 +87,18 @@ def names_layer(text: str, path: str) -> bool:
 def forward_all_reduce(text: str) -> bool:
     """Whether a label names an all-reduce of the forward pass (see the module docstring)."""
     text = plain(text)
-    return any(not _BACKWARD_QUALIFIER.match(text, m.end()) for m in _ALL_REDUCE.finditer(text))
+    return any(not _BACKWARD_QUALIFIER.match(text, m.end()) and not _backward_before(text[:m.start()])
+               for m in _ALL_REDUCE.finditer(text))
 
+
+def _backward_before(before: str) -> bool:
+    """Whether the text before an all-reduce ends with the backward qualifier of that all-reduce."""
+    qualifier = _BACKWARD_BEFORE.search(before)
+    if qualifier is None:
+        return False
+    lead = before[:qualifier.start()]
+    prep = _IN_THE_END.search(lead)
+    return prep is None or _CLAUSE_END.search(lead[:prep.start()]) is not None
 
 
 def all_gather(text: str) -> bool:
