@@ -164,6 +164,20 @@ def test_every_block_must_parse_and_close(plan, parser):
     assert len(messages) == 2  # the unclosed pie chart parses; the flowchart matches
 
 
+def test_a_subgraph_without_its_end_is_named_at_its_own_line(plan, parser):
+    """A bad-input walkthrough: the reference diagram without attn_rank0's `end` was a syntax error at the last
+    line of the block, blaming an unclosed bracket or quote."""
+    from pytest_distcheck.diagram.check import SUBGRAPH_NOT_CLOSED
+
+    lines = DOC.read_text(encoding="utf-8").splitlines(keepends=True)
+    opened = next(n for n, ln in enumerate(lines, start=1) if ln.strip().startswith("subgraph attn_rank0"))
+    first_end = next(n for n in range(opened, len(lines) + 1) if lines[n - 1].strip() == "end")
+    del lines[first_end - 1]
+    result = check_page("".join(lines), plan, 2, parser)
+    assert [(f.line, f.message) for f in result.findings] == [
+        (opened, SUBGRAPH_NOT_CLOSED.format(title='attn_rank0["rank 0"]', line=opened))]
+
+
 # A node given its label on a later line than the edges drawing it; g1 names attn.out in prose, after other words.
 LATE_LABELS = """# The block
 

@@ -36,6 +36,9 @@ NO_BLOCK = N_("no ```mermaid block on the page")
 NEVER_CLOSED = N_("the ```mermaid block opened at line {line} is never closed")
 SYNTAX_ERROR = N_("Mermaid syntax error in the block at line {line}: {summary} (the line where Mermaid's parser "
                   "stopped: an unclosed bracket or quote may be on an earlier line)")
+# A syntax error at the end of a block with more `subgraph` lines than `end` lines: the one left open.
+SUBGRAPH_NOT_CLOSED = N_("the subgraph {title!r} opened at line {line} is never closed: add a line `end` where it ends "
+                         "(Mermaid's parser ran on to the end of the block)")
 NOTHING_NAMES_PLAN = N_("no Mermaid flowchart on the page names a layer of the plan; looked for {looked_for}")
 NO_LABELS = N_("; the page's flowcharts have no node labels")
 CLOSEST = N_("; closest labels: {labels}")
@@ -121,6 +124,12 @@ def check_page(
         except MermaidSyntaxError as exc:
             syntax_ok = False
             line = block.page_line(exc.line)
+            open_subgraph = unclosed_subgraph(block.source)
+            if open_subgraph is not None and line == block.page_line(block.source.count("\n") + 1):
+                at, title = open_subgraph
+                result.findings.append(Finding(block.page_line(at), _(SUBGRAPH_NOT_CLOSED).format(
+                    title=title, line=block.page_line(at)), SYNTAX))
+                continue
             result.findings.append(Finding(
                 line, _(SYNTAX_ERROR).format(line=block.fence_line, summary=exc.summary), SYNTAX))
             continue
@@ -137,6 +146,19 @@ def check_page(
     if result.diagram is None and syntax_ok:
         result.findings.append(Finding(result.blocks[0].fence_line, _nothing_matches(namer, seen_labels)))
     return result
+
+
+def unclosed_subgraph(source: str) -> tuple[int, str] | None:
+    """The ``subgraph`` of a Mermaid flowchart ``source`` left open when its ``end`` lines are matched in order, as
+    (1-based line in the block, its title or id); None when every one is closed."""
+    stack: list[tuple[int, str]] = []
+    for n, raw in enumerate(source.splitlines(), start=1):
+        text = raw.split("%%", 1)[0].strip().rstrip(";").strip()
+        if text.startswith("subgraph ") or text == "subgraph":
+            stack.append((n, text[len("subgraph"):].strip()))
+        elif text == "end" and stack:
+            stack.pop()
+    return stack[-1] if stack else None
 
 
 def _line(block: MermaidBlock, d: Difference) -> int:
