@@ -7,7 +7,7 @@ from quiz_support import BANK, attempt_record, write_log
 
 from pytest_distcheck.errors import ConfigError
 from pytest_distcheck.quiz.bank import load_bank
-from pytest_distcheck.quiz.log import append_attempt, read_attempts
+from pytest_distcheck.quiz.log import CUT_SHORT, append_attempt, read_attempts
 from pytest_distcheck.quiz.regrade import regrade_log
 
 
@@ -41,6 +41,15 @@ def test_a_byte_order_mark_before_the_first_attempt_is_skipped(tmp_path, bank):
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # saved again by an editor that adds a BOM
     assert [(n, r["seed"]) for n, r in read_attempts(path)] == [(1, 5), (2, 6)]
     assert [s.correct for s in regrade_log(bank, path, 10)] == [10, 6]
+
+
+@pytest.mark.parametrize("cut", [300, 40, 1])
+def test_a_line_cut_short_is_said_to_be(tmp_path, cut):
+    whole = json.dumps(attempt_record(3))
+    path = write_log(tmp_path, attempt_record(2), whole[:cut], attempt_record(4))
+    with pytest.raises(ConfigError) as info:
+        read_attempts(path)
+    assert info.value.where == "line 2" and info.value.problem.startswith(CUT_SHORT.split("{")[0]), info.value
 
 
 def test_regrade_scores_each_attempt(tmp_path, bank):

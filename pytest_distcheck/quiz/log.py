@@ -26,6 +26,8 @@ FIX_BY_HAND = N_("fix or remove that line by hand (the quiz only appends to its 
 INCOMPLETE = N_("last line is incomplete (no newline)")
 CANNOT_APPEND = N_("cannot append to the quiz log: {reason}")
 NOT_JSON = N_("not valid JSON: {error} (column {column})")
+# A line whose JSON stops before its end: cut short (an editor's paste, a truncated copy), not a typo inside it.
+CUT_SHORT = N_("the line is cut short: its JSON ends at column {column} before the record is complete")
 
 
 def bad_line(path: Path, where: str, problem: str) -> ConfigError:
@@ -84,9 +86,12 @@ def read_attempts(path: Path) -> list[tuple[int, dict[str, Any]]]:
         for n, text in enumerate(fh, start=1):
             if not text.strip():
                 continue
+            line = text.rstrip("\r\n")
             try:
-                record = json.loads(text)
+                record = json.loads(line)
             except json.JSONDecodeError as exc:
+                if exc.pos >= len(line.rstrip()) or exc.msg.startswith("Unterminated string"):  # ran off the end
+                    raise bad_line(path, at_line(n), _(CUT_SHORT).format(column=exc.colno)) from None
                 raise bad_line(path, at_line(n), _(NOT_JSON).format(error=exc.msg, column=exc.colno)) from None
             try:
                 validate(record, "quiz-log.schema.json", path)
