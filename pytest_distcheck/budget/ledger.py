@@ -607,15 +607,19 @@ class Ledger:
         title: heading for a newly created file.
         clock: ``() -> datetime`` (UTC) the future-date check measures against; injectable for tests.
         notify: receives one line while a writer waits for the lock (default: standard error).
+        on_missing: called before a file that does not exist is read as empty or created; it may raise
+            (a workspace whose path names no ledger while another lies beside it).
     """
 
     def __init__(self, path: Path | str, lock_path: Path | str, title: str = "Cloud spend ledger",
-                 clock: Callable[[], datetime] | None = None, notify: Callable[[str], object] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, notify: Callable[[str], object] | None = None,
+                 on_missing: Callable[[], None] | None = None) -> None:
         self.path = Path(path)
         self.lock_path = Path(lock_path)
         self.title = title
         self.clock = clock or (lambda: datetime.now(UTC))
         self.notify = notify or (lambda line: sys.stderr.write(line + "\n"))
+        self.on_missing = on_missing
         # One FileLock object per ledger: it is re-entrant in a thread, two objects on one file are not.
         self.lock = FileLock(str(self.lock_path), timeout=LOCK_WAIT_S)
 
@@ -648,6 +652,8 @@ class Ledger:
 
     def _text(self) -> str:
         if not self.path.exists() and not self.path.is_symlink():
+            if self.on_missing is not None:
+                self.on_missing()
             return ""
         return read_text(self.path, LEDGER, limit=MAX_BYTES)
 
@@ -777,6 +783,21 @@ def _not_torn(exc: LedgerError, text: str) -> LedgerError:
     if not lines or not any(n == last for n, _p in exc.problems) or len(_split(lines[-1])) < len(COLUMNS):
         return exc
     return LedgerError(exc.path, [(last, _(NOT_TORN).format(n=len(COLUMNS), command=REPAIR_COMMAND)), *exc.problems])
+
+
+def ledgers_beside(path: Path) -> list[Path]:
+    """The other ledgers in ``path``'s folder: its ``*.md`` files with the ledger's header line."""
+    found = []
+    for other in sorted(Path(path).parent.glob("*.md")):
+        try:
+            if other == path or not other.is_file() or other.stat().st_size > MAX_BYTES:
+                continue
+            text = other.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if any(ln.lstrip().startswith("|") and tuple(_split(ln)) == COLUMNS for ln in text.splitlines()):
+            found.append(other)
+    return found
 
 
 def _free(folder: Path) -> int:
