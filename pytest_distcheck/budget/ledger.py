@@ -1,6 +1,6 @@
 """The spend ledger: a Markdown table of charge events that people read and the kit parses and appends to.
 
-Free text, then one table whose columns are ``COLUMNS`` (a hash chain in the last two), then nothing.
+Free text, then one table whose columns are ``COLUMNS`` (a hash chain in the last two), then blank lines at most.
 A run's rows: ``open``, ``started``, ``settled``, ``overrun``, ``reconciled``, and the events
 ``rate-unknown`` and ``terminate-failed`` (no cost). ``cost = rate_per_hour * billed_s / 3600``.
 Writes only append, under one lock, one ``write`` per append: a row lands whole or the file is cut
