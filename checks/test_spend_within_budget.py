@@ -53,6 +53,9 @@ def test_spend_within_budget(distcheck_workspace, distcheck_log, distcheck_evide
     if cfg is None:
         pytest_distcheck.broken(_(m.NO_BUDGET_SECTION).format(path=distcheck_workspace.path))
     if not cfg.ledger.is_file():
+        misnamed = cfg.misnamed_ledger()  # a misspelt path beside the real ledger: not "no ledger yet"
+        if misnamed is not None:
+            pytest_distcheck.broken(str(misnamed))
         pytest_distcheck.pending(_(m.NO_LEDGER).format(ledger=cfg.ledger_rel), item.how)
     distcheck_evidence(cfg.ledger)
     try:

@@ -216,3 +216,74 @@ def test_a_reconciled_row_read_from_the_ledger_is_not_confirmed(phase: pytest.Py
     result = run_check(phase)
     result.stdout.fnmatch_lines(["DONE*spend-within-budget*evidence checked, self-reported (reconciled row in the "
                                  "ledger, not re-checked in this run): *"])
+
+
+# -- a misspelt ledger path beside the real ledger -----------------------------------------------------------
+
+TYPO = "experiments/35-cloud-budjet.md"
+
+
+def _misspell(phase: pytest.Pytester) -> Path:
+    """The phase's real ledger with rows, and a workspace file whose budget.ledger misspells its name."""
+    ledger = use(phase, "ledger-within.md")
+    toml = phase.path / "checks" / "distcheck.toml"
+    toml.write_text(toml.read_text().replace(f'ledger = "{LEDGER}"', f'ledger = "{TYPO}"'))
+    return ledger
+
+
+def _misnamed_text(toml: Path | str = "checks/distcheck.toml") -> str:
+    from pytest_distcheck.budget.config import DID_YOU_MEAN, MISNAMED_LEDGER
+
+    return (f"{toml}, budget.ledger: " + MISNAMED_LEDGER.format(
+        ledger=TYPO, others="35-cloud-budget.md", hint=DID_YOU_MEAN.format(name=LEDGER), folder="experiments"))
+
+
+def test_a_misspelt_ledger_path_is_an_error_of_the_budget_command_naming_the_field(phase: pytest.Pytester,
+                                                                                    monkeypatch, capsys):
+    _misspell(phase)
+    monkeypatch.chdir(phase.path)
+    assert main(["budget"]) == 2
+    cap = capsys.readouterr()
+    assert cap.err == f"distcheck budget: {_misnamed_text()}\n" and "nothing spent" not in cap.out
+    assert not (phase.path / TYPO).exists()
+
+
+def test_a_misspelt_ledger_path_refuses_the_estimate_of_what_is_left(phase: pytest.Pytester, monkeypatch, capsys):
+    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
+    _misspell(phase)
+    monkeypatch.chdir(phase.path)
+    assert main(["estimate", "--gpu", "RTX 4090", "--count", "2", "--minutes", "30", "--pod"]) == 2
+    cap = capsys.readouterr()
+    assert cap.err == f"distcheck estimate: {_misnamed_text()}\n" and "left after" not in cap.out
+
+
+def test_a_misspelt_ledger_path_never_starts_a_second_ledger(phase: pytest.Pytester):
+    from pytest_distcheck.budget.guard import BudgetGuard
+    from pytest_distcheck.errors import ConfigError
+    from pytest_distcheck.workspace import load_workspace
+
+    ledger = _misspell(phase)
+    before = ledger.read_bytes()
+    guard = BudgetGuard.from_workspace(load_workspace(phase.path / "checks" / "distcheck.toml"), session_id="abcd0001")
+    with pytest.raises(ConfigError) as exc:
+        guard.reserve("runpod", "RTX 4090", 2, 600, "t::paid", experiment="tp-inference")
+    assert str(exc.value) == _misnamed_text(phase.path / "checks" / "distcheck.toml")
+    assert not (phase.path / TYPO).exists() and ledger.read_bytes() == before
+
+
+def test_a_misspelt_ledger_path_is_broken_in_the_dod_not_pending(phase: pytest.Pytester):
+    _misspell(phase)
+    result = run_check(phase)
+    result.stdout.fnmatch_lines([f"BROKEN*spend-within-budget*budget.ledger: {TYPO} does not exist*did you mean "
+                                 f"'{LEDGER}'?*"])
+
+
+def test_a_new_ledger_beside_other_markdown_that_is_no_ledger_is_still_created(phase: pytest.Pytester):
+    from pytest_distcheck.budget.guard import BudgetGuard
+    from pytest_distcheck.workspace import load_workspace
+
+    (phase.path / "experiments" / "README.md").write_text("# Experiments\n\n| a | b |\n|---|---|\n")
+    guard = BudgetGuard.from_workspace(load_workspace(phase.path / "checks" / "distcheck.toml"), session_id="abcd0001")
+    assert guard.status().rows == []
+    guard.reserve("runpod", "RTX 4090", 2, 600, "t::paid", experiment="tp-inference").settle(0)
+    assert [r.status for r in guard.ledger.read()] == ["open", "settled"]

@@ -62,7 +62,9 @@ def test_a_hand_written_row_with_bad_cells_names_each_in_spanish_after_its_line(
     ]
     assert "línea 5: time_utc '2026-11-30 10:00' no tiene la forma YYYY-MM-DDTHH:MM:SSZ; línea 5: status" in str(err)
     assert "status 'abierta' debe ser uno de open, started" in str(err)
-    assert str(err).endswith(_(ledger.NOTHING_WRITTEN_RESTORE)) and "deshaz el cambio de esas líneas" in str(err)
+    assert str(err).endswith(_(ledger.NOTHING_WRITTEN_RESTORE).format(ledger="ledger.md"))
+    assert "deshaz el cambio de esas líneas (git diff, o si ya tiene commit git log -p -- ledger.md, lo muestra)" \
+        in str(err)
 
 
 def test_a_row_dated_in_the_future_and_a_missing_column_are_said_in_spanish():
@@ -76,7 +78,9 @@ def test_a_row_dated_in_the_future_and_a_missing_column_are_said_in_spanish():
     short = " | ".join(format_row(_row(), ledger.GENESIS).split(" | ")[:12]) + " |"
     (problem,) = [p for _n, p in _problems(_text(short)).problems]
     assert problem.startswith("12 celda(s), se esperaban 14 (")
-    assert problem.endswith(", faltan columnas: prev_hash, row_hash")
+    assert problem.endswith(", " + _(ledger.LOOKS_MISSING).format(columns="prev_hash, row_hash"))
+    assert problem.endswith(", parece que falta(n) la(s) celda(s) prev_hash, row_hash (todas las demás encajan en su "
+                            "columna)")
 
 
 def test_a_runs_rows_out_of_order_are_named_in_spanish_with_the_status_keyword_kept():
@@ -115,6 +119,19 @@ def test_a_torn_last_line_says_where_its_bytes_go_in_spanish():
     where = _(ledger.TORN_WHERE).format(name="ledger.md")
     assert err.problems == [(6, _(ledger.TORN).format(rows=1, command=ledger.REPAIR_COMMAND, where=where))]
     assert "junto al cerrojo del registro de gastos" in str(err) and str(err).endswith(_(ledger.NOTHING_WRITTEN_TORN))
+
+
+def test_a_decimal_comma_in_a_whole_last_row_is_named_and_not_cut_in_spanish(tmp_path: Path):
+    book = Ledger(tmp_path / "ledger.md", tmp_path / ".distcheck" / "budget.lock", clock=lambda: NOW)
+    book.append(_row("s1-a"))
+    book.path.write_text(book.path.read_text().rstrip("\n").replace("| 0.59 |", "| 0,59 |"))
+    with pytest.raises(LedgerError) as info:
+        book.repair_torn_line()
+    assert info.value.problems[:2] == [
+        (7, _(ledger.NOT_TORN).format(n=14, command=ledger.REPAIR_COMMAND)),
+        (7, _(ledger.DECIMAL_COMMA).format(name="rate_per_hour", value="0,59", fixed="0.59"))]
+    assert "no se corta: la última línea tiene sus 14 celdas" in str(info.value)
+    assert "rate_per_hour '0,59' no es un número: usa '.' como separador decimal (0.59)" in str(info.value)
 
 
 @pytest.fixture

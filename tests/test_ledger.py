@@ -12,7 +12,15 @@ from pathlib import Path
 import pytest
 
 from pytest_distcheck.budget import accounting
-from pytest_distcheck.budget.ledger import COLUMNS, GENESIS, Ledger, LedgerError, header_lines, make_row
+from pytest_distcheck.budget.ledger import (
+    COLUMNS,
+    GENESIS,
+    LOOKS_MISSING,
+    Ledger,
+    LedgerError,
+    header_lines,
+    make_row,
+)
 
 NOW = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
 LATER = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
@@ -108,7 +116,8 @@ MALFORMED = {
     "bad rate": ((_valid(rate_per_hour="1,18"),), 8, "rate_per_hour '1,18' is not a number"),
     "nan rate": ((_valid(rate_per_hour="NaN"),), 8, "rate_per_hour 'NaN' is not a number"),
     "missing column": (("| 2026-12-01T10:00:00Z | s1-a | settled | runpod | RTX 4090 x 2 | 600 | 1.18 | 0.1967 "
-                        "| tp-inference | t::x | pod1 |",), 8, "missing column(s) resource_id, prev_hash, row_hash"),
+                        "| tp-inference | t::x | pod1 |",), 8,
+                       LOOKS_MISSING.format(columns="currency, prev_hash, row_hash")),
     "negative cost": ((_valid(cost="-0.1967"),), 8, "negative cost '-0.1967'"),
     "unknown currency": ((_valid(currency="EUR"),), 8, "unknown currency 'EUR'"),
     "unknown status": ((_valid(status="paid"),), 8, "status 'paid' must be one of"),

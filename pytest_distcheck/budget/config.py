@@ -2,15 +2,18 @@
 (``ledger``, ``phase_ceiling_usd``, ``[budget.experiment_ceilings_usd]``, ``uncapped_experiments``).
 
 A paid run may name only a declared experiment (a key of ``experiment_ceilings_usd`` or an entry of
-``uncapped_experiments``): a misspelt id would otherwise escape its ceiling. Example: docs/design/budget.md.
+``uncapped_experiments``): a misspelt id would otherwise escape its ceiling. A ``ledger`` that does not exist
+while another ledger lies in its folder is refused when read or written (a misspelt path would start a
+second ledger and count none of the real one's spend). Example: docs/design/budget.md.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_distcheck.errors import ConfigError
@@ -32,6 +35,11 @@ ABOVE_PHASE = N_("{usd} USD is more than the phase ceiling {phase} USD")
 NOT_ID_LIST = N_("must be a list of experiment ids (letters, digits, '.', '_', ':' or '-'), found {value!r}")
 BAD_ID = N_("an experiment id is letters, digits, '.', '_', ':' or '-'")
 CAPPED_TOO = N_("{id!r} also has a ceiling; declare it once")
+MISNAMED_LEDGER = N_("{ledger} does not exist, but {folder} holds the ledger {others}: a paid run would start a "
+                     "second ledger beside it, and what is left would count none of its spend. Nothing was read or "
+                     "written; fix the path, or move the other ledger out of {folder} to start a new one on "
+                     "purpose{hint}")
+DID_YOU_MEAN = N_("; did you mean {name!r}?")
 STATE_DIR = ".distcheck"  # gitignored: reservations and the lock live here, never in the ledger
 LOCK_FILE = "budget.lock"
 
@@ -59,10 +67,34 @@ class BudgetConfig:
     source: Path = Path("distcheck.toml")
 
     def open_ledger(self):
-        """The :class:`~pytest_distcheck.budget.ledger.Ledger`, under the lock every writer shares."""
+        """The :class:`~pytest_distcheck.budget.ledger.Ledger`, under the lock every writer shares; reading or
+        writing it raises :meth:`misnamed_ledger`'s error."""
         from pytest_distcheck.budget.ledger import Ledger
 
-        return Ledger(self.ledger, self.state_dir / LOCK_FILE)
+        return Ledger(self.ledger, self.state_dir / LOCK_FILE, on_missing=self._refuse_misnamed)
+
+    def misnamed_ledger(self) -> ConfigError | None:
+        """The error naming ``budget.ledger`` when the ledger does not exist but another ledger (a Markdown file
+        with the ledger's header) lies in its folder, with the closest one's path; else None (a new workspace's
+        ledger is created with its first row)."""
+        from pytest_distcheck.budget.ledger import ledgers_beside
+
+        if self.ledger.exists() or self.ledger.is_symlink():
+            return None
+        others = [p.name for p in ledgers_beside(self.ledger)]
+        if not others:
+            return None
+        rel = PurePosixPath(self.ledger_rel.replace("\\", "/"))
+        close = difflib.get_close_matches(self.ledger.name, others, n=1, cutoff=0.6)
+        hint = _(DID_YOU_MEAN).format(name=str(rel.with_name(close[0]))) if close else ""
+        folder = str(rel.parent) if str(rel.parent) != "." else str(self.ledger.parent)
+        return ConfigError(self.source, "budget.ledger", _(MISNAMED_LEDGER).format(
+            ledger=self.ledger_rel, folder=folder, others=", ".join(others), hint=hint))
+
+    def _refuse_misnamed(self) -> None:
+        error = self.misnamed_ledger()
+        if error is not None:
+            raise error
 
 
 def ceiling_problem(value: Decimal, shown: str | None = None) -> str | None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_distcheck.budget import accounting
-from pytest_distcheck.budget.config import BudgetConfig, budget_config
+from pytest_distcheck.budget.config import DID_YOU_MEAN, BudgetConfig, budget_config
 from pytest_distcheck.budget.errors import BudgetRefused, SettleRefused, usd
 from pytest_distcheck.budget.ledger import LOCK_WAIT_AFTER_CREATE_S, Ledger, LedgerRow, make_row
 from pytest_distcheck.budget.pricing import Billing, Price, PriceBook
@@ -37,7 +37,6 @@ EPS = Decimal("0.000001")
 UNDECLARED_EXPERIMENT = N_("experiment {experiment!r} is not declared in [budget] of {source} (declared: {known})"
                            "{hint} Declare it under [budget.experiment_ceilings_usd] with a ceiling, or in "
                            "budget.uncapped_experiments; nothing was reserved or created")
-DID_YOU_MEAN = N_("; did you mean {name!r}?")
 PHASE_CEILING = N_("phase ceiling {usd} in {source}")
 SESSION_CEILING = N_("session ceiling --max-usd {usd:g}")
 EXPERIMENT_CEILING = N_("experiment {experiment} ceiling {usd} in {source}")

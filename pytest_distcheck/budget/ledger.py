@@ -1,6 +1,6 @@
 """The spend ledger: a Markdown table of charge events that people read and the kit parses and appends to.
 
-Free text, then one table whose columns are ``COLUMNS`` (a hash chain in the last two), then nothing.
+Free text, then one table whose columns are ``COLUMNS`` (a hash chain in the last two), then blank lines at most.
 A run's rows: ``open``, ``started``, ``settled``, ``overrun``, ``reconciled``, and the events
 ``rate-unknown`` and ``terminate-failed`` (no cost). ``cost = rate_per_hour * billed_s / 3600``.
 Writes only append, under one lock, one ``write`` per append: a row lands whole or the file is cut
@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import itertools
 import os
 import re
+import shlex
 import shutil
 import sys
 import time
@@ -72,6 +74,9 @@ UNKNOWN_HOLDER = N_("another process (it recorded no pid)")
 # What a read finds wrong with a line: the column names and status keywords stay as they are.
 CELL_COUNT = N_("{cells} cells, expected {expected} ({columns}){missing}")
 MISSING_COLUMNS = N_("missing column(s) {columns}")
+# A row short of cells: which ones, when the cells it has fit their columns only one way (or, one short, a few).
+LOOKS_MISSING = N_("the {columns} cell(s) look missing (every other cell fits its column)")
+ONE_OF_MISSING = N_("one cell of {columns} looks missing (every other cell fits its column either way)")
 BAD_TIME = N_("time_utc {value!r} is not YYYY-MM-DDTHH:MM:SSZ")
 INVALID_TIME = N_("time_utc {value!r} is not a valid date and time")
 FUTURE_TIME = N_("time_utc {value} is in the future (now {now}); rows are written when they happen")
@@ -83,6 +88,7 @@ NEGATIVE = N_("negative {name} {value!r}")
 NOT_WHOLE_SECONDS = N_("billed_s {value!r} is not a whole number of seconds (ASCII digits 0-9)")
 NOT_A_NUMBER = N_("{name} {value!r} is not a number (ASCII digits 0-9, at most {digits} before and after a '.' "
                   "decimal point, no currency sign)")
+DECIMAL_COMMA = N_("{name} {value!r} is not a number: use '.' as the decimal point ({fixed})")
 BAD_CURRENCY = N_("unknown currency {value!r} (this ledger records {currency} only)")
 BAD_EXPERIMENT = N_("experiment {value!r} must be an id or '-'")
 BAD_RESOURCE_ID = N_("resource_id {value!r} must be the provider's id or '-'")
@@ -129,8 +135,11 @@ PROBLEMS = N_("{n} problems")
 AND_MORE = N_(" (and {n} more)")
 NOTHING_WRITTEN_TORN = N_(". Nothing was written to it")
 NOTHING_WRITTEN_RESTORE = N_(". Nothing was written to it; the kit only appends: undo the change to those lines "
-                             "(git diff shows it) rather than editing them further; a plain git checkout of the file "
-                             "would also drop the rows appended since its last commit")
+                             "(git diff, or once committed git log -p -- {ledger}, shows it) rather than editing them "
+                             "further; a plain git checkout of the file would also drop the rows appended since its "
+                             "last commit")
+NOT_TORN = N_("not cut: the last line has all {n} cells, so it is a whole row, not a write cut short (`{command}` "
+              "cuts only a line an interrupted write left without all its cells); fix what is named instead")
 
 _TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
@@ -140,6 +149,7 @@ _WHOLE = re.compile(r"^[0-9]{1,%d}$" % MAX_DIGITS)
 _NEGATIVE = re.compile(r"^-[0-9]+(\.[0-9]+)?$")
 _HASH = re.compile(r"^[0-9a-f]{16}$")
 _SEPARATOR_CELL = re.compile(r"^:?-{3,}:?$")
+_COMMA_DECIMAL = re.compile(r"^[0-9]+,[0-9]+$")
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 
 
@@ -218,8 +228,18 @@ class LedgerError(ConfigError):
         shown = "; ".join(f"{at_line(n)}: {p}" for n, p in problems[:10])
         more = _(AND_MORE).format(n=len(problems) - 10) if len(problems) > 10 else ""
         where = at_line(problems[0][0]) if len(problems) == 1 else _(PROBLEMS).format(n=len(problems))
-        advice = _(NOTHING_WRITTEN_TORN) if torn is not None else _(NOTHING_WRITTEN_RESTORE)
+        advice = _(NOTHING_WRITTEN_TORN) if torn is not None else _(NOTHING_WRITTEN_RESTORE).format(
+            ledger=_shown(path))
         super().__init__(path, where, (problems[0][1] if len(problems) == 1 else shown + more) + advice)
+
+
+def _shown(path: Path) -> str:
+    """``path`` as a git command in the working directory takes it (relative when it is below it), quoted."""
+    try:
+        path = Path(path).resolve().relative_to(Path.cwd().resolve())
+    except (OSError, ValueError):
+        pass
+    return shlex.quote(path.as_posix())
 
 
 class LedgerWriteError(ConfigError):
@@ -285,6 +305,8 @@ def _raw_cells(line: str) -> list[str]:
 def _money(text: str, name: str) -> tuple[Decimal | None, str | None]:
     if _NEGATIVE.match(text):
         return None, _(NEGATIVE).format(name=name, value=text)
+    if _COMMA_DECIMAL.match(text):
+        return None, _(DECIMAL_COMMA).format(name=name, value=text, fixed=text.replace(",", "."))
     if not _DECIMAL.match(text):
         return None, _(NOT_A_NUMBER).format(name=name, value=text, digits=MAX_DIGITS)
     return Decimal(text), None
@@ -295,8 +317,7 @@ def parse_row(cells: list[str], line: int, now: datetime | None = None) -> tuple
 
     ``now`` (default: the clock) is what "in the future" is measured against."""
     if len(cells) != len(COLUMNS):
-        missing = (", " + _(MISSING_COLUMNS).format(columns=", ".join(COLUMNS[len(cells):]))
-                   if len(cells) < len(COLUMNS) else "")
+        missing = _missing_cells(cells)
         return None, [_(CELL_COUNT).format(cells=len(cells), expected=len(COLUMNS), columns=" | ".join(COLUMNS),
                                            missing=missing)]
     c = dict(zip(COLUMNS, cells, strict=True))
@@ -356,6 +377,36 @@ def parse_row(cells: list[str], line: int, now: datetime | None = None) -> tuple
         exact = row.recomputed_cost.quantize(COST_PLACES, rounding=ROUND_HALF_UP)
         return None, [_(COST_MISMATCH).format(cost=c["cost"], rate=c["rate_per_hour"], billed=billed, exact=exact)]
     return row, []
+
+
+def _fits(column: str, value: str) -> bool:
+    """Whether ``value`` has the form of ``column``'s cells (not whether it is right)."""
+    form = _FORMS[column]
+    return form(value) if callable(form) else form.match(value) is not None
+
+
+_FORMS: dict[str, re.Pattern[str] | Callable[[str], bool]] = {
+    "time_utc": _TIME, "run_id": _ID, "status": STATUSES.__contains__, "provider": _ID, "resource": _RESOURCE,
+    "billed_s": _WHOLE, "rate_per_hour": _DECIMAL, "cost": _DECIMAL, "currency": re.compile(r"^[A-Z]{3}$"),
+    "experiment": lambda v: v == "-" or _ID.match(v) is not None, "purpose": lambda v: True,
+    "resource_id": lambda v: v == "-" or _ID.match(v) is not None, "prev_hash": _HASH, "row_hash": _HASH,
+}
+
+
+def _missing_cells(cells: list[str]) -> str:
+    """``", "`` and which columns a row short of cells lacks, when its cells fit the columns in order only one
+    way (one cell short: or which few it could be); else ``""`` (the count says it all)."""
+    short = len(COLUMNS) - len(cells)
+    if short <= 0:
+        return ""
+    fits = [[_fits(col, v) for col in COLUMNS] for v in cells]
+    ways = [gap for gap in itertools.combinations(range(len(COLUMNS)), short)
+            if all(fits[i][j] for i, j in enumerate(j for j in range(len(COLUMNS)) if j not in gap))]
+    if len(ways) == 1:
+        return ", " + _(LOOKS_MISSING).format(columns=", ".join(COLUMNS[j] for j in ways[0]))
+    if ways and short == 1:
+        return ", " + _(ONE_OF_MISSING).format(columns=", ".join(COLUMNS[gap[0]] for gap in ways))
+    return ""
 
 
 def _run_problems(row: LedgerRow, earlier: list[LedgerRow]) -> list[str]:
@@ -437,7 +488,8 @@ class _Table:
     """A ledger's table as parsed so far: its rows, each run's rows, and the hash the next row chains to.
 
     :meth:`read` parses a whole text; :meth:`add` checks one more line against what came before, so an
-    append validates its new rows without parsing the file again."""
+    append validates its new rows without parsing the file again. Blank lines may end the file; as Markdown
+    ends a table there, rows after them come under the header again (:meth:`Ledger.append` writes it)."""
 
     def __init__(self, path: Path, now: datetime, first_row_line: int | None) -> None:
         self.path = path
@@ -447,6 +499,8 @@ class _Table:
         self.runs: dict[str, list[LedgerRow]] = {}
         self.prev: tuple[str, int] | None = None  # (row_hash as written, line) of the last row
         self.hashes: dict[str, int] = {}
+        self.gap: int | None = None  # the first of the blank lines just read, before any line that is not
+        self.resumed = False  # the last line was the header again, after blank lines: its separator is next
 
     @property
     def tail(self) -> str:
@@ -466,16 +520,20 @@ class _Table:
             what = _(MISSING_COLUMNS).format(columns=", ".join(missing)) if missing else _(COLUMNS_REORDERED)
             raise LedgerError(path, [(start + 1, _(BAD_HEADER).format(columns=" | ".join(COLUMNS),
                                                                       found=lines[start].strip(), what=what))])
-        if start + 1 >= len(lines) or not all(_SEPARATOR_CELL.match(c) for c in _split(lines[start + 1])):
+        if start + 1 >= len(lines) or not _is_separator(lines[start + 1]):
             raise LedgerError(path, [(start + 2, _(NO_SEPARATOR))])
         table = cls(path, now, start + 3)
         problems: list[tuple[int, str]] = []
         for i in range(start + 2, len(lines)):
-            problems.extend((i + 1, p) for p in table.add(lines[i]))
+            problems.extend(table.add(lines[i]))
+        if table.resumed:
+            problems.append((len(lines) + 1, _(NO_SEPARATOR)))
         last = len(lines)
         if problems and not text.endswith(("\n", "\r")) and problems[-1][0] == last > start + 2 \
-                and lines[-1].lstrip().startswith("|") and all(n == last for n, _p in problems):
-            # Only the last line is wrong and it has no line end: a row whose write was interrupted.
+                and lines[-1].lstrip().startswith("|") and all(n == last for n, _p in problems) \
+                and len(_split(lines[-1])) < len(COLUMNS):
+            # Only the last line is wrong, it has no line end and lacks cells: a row whose write was interrupted.
+            # A line with all its cells is a whole row (perhaps edited): never taken for torn, never cut.
             where = _(TORN_WHERE).format(name=path.name)
             raise LedgerError(path, [(last, _(TORN).format(rows=len(table.rows), command=REPAIR_COMMAND,
                                                            where=where))], torn=last)
@@ -483,16 +541,29 @@ class _Table:
             raise LedgerError(path, problems)
         return table
 
-    def add(self, text_line: str) -> list[str]:
-        """Check the table's next line; a row without problems joins the table. Returns the problems."""
+    def add(self, text_line: str) -> list[tuple[int, str]]:
+        """Check the table's next line; a row without problems joins the table. Returns the problems, each
+        with its line."""
         assert self.next_line is not None, "no table to add to"
         n = self.next_line
         self.next_line += 1
+        if self.resumed:
+            self.resumed = False
+            return [] if _is_separator(text_line) else [(n, _(NO_SEPARATOR))]
         if not text_line.strip():
-            return [_(BLANK_LINE)]
+            self.gap = n if self.gap is None else self.gap
+            return []
+        gap, self.gap = self.gap, None
         if not text_line.lstrip().startswith("|"):
-            return [_(NOT_A_ROW)]
+            return [(n, _(NOT_A_ROW))]
         cells = _split(text_line)
+        if gap is not None and tuple(cells) == COLUMNS:
+            self.resumed = True
+            return []
+        found = [(gap, _(BLANK_LINE))] if gap is not None else []
+        return found + [(n, p) for p in self._row_problems(text_line, cells, n)]
+
+    def _row_problems(self, text_line: str, cells: list[str], n: int) -> list[str]:
         row, problems = parse_row(cells, n, self.now)
         if len(cells) == len(COLUMNS):
             problems += _chain_problems(_raw_cells(text_line), self.prev, self.hashes)
@@ -505,6 +576,10 @@ class _Table:
                 self.runs.setdefault(row.run_id, []).append(row)
                 self.rows.append(row)
         return problems
+
+
+def _is_separator(line: str) -> bool:
+    return all(_SEPARATOR_CELL.match(c) for c in _split(line))
 
 
 def _chain_problems(cells: list[str], prev: tuple[str, int] | None, hashes: dict[str, int]) -> list[str]:
@@ -532,15 +607,19 @@ class Ledger:
         title: heading for a newly created file.
         clock: ``() -> datetime`` (UTC) the future-date check measures against; injectable for tests.
         notify: receives one line while a writer waits for the lock (default: standard error).
+        on_missing: called before a file that does not exist is read as empty or created; it may raise
+            (a workspace whose path names no ledger while another lies beside it).
     """
 
     def __init__(self, path: Path | str, lock_path: Path | str, title: str = "Cloud spend ledger",
-                 clock: Callable[[], datetime] | None = None, notify: Callable[[str], object] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, notify: Callable[[str], object] | None = None,
+                 on_missing: Callable[[], None] | None = None) -> None:
         self.path = Path(path)
         self.lock_path = Path(lock_path)
         self.title = title
         self.clock = clock or (lambda: datetime.now(UTC))
         self.notify = notify or (lambda line: sys.stderr.write(line + "\n"))
+        self.on_missing = on_missing
         # One FileLock object per ledger: it is re-entrant in a thread, two objects on one file are not.
         self.lock = FileLock(str(self.lock_path), timeout=LOCK_WAIT_S)
 
@@ -573,6 +652,8 @@ class Ledger:
 
     def _text(self) -> str:
         if not self.path.exists() and not self.path.is_symlink():
+            if self.on_missing is not None:
+                self.on_missing()
             return ""
         return read_text(self.path, LEDGER, limit=MAX_BYTES)
 
@@ -616,13 +697,16 @@ class Ledger:
             prefix = "" if not old_text or old_text.endswith("\n") else "\n"
             if not old_text:
                 prefix = f"# {self.title}\n\nAppend-only: the kit adds rows; never edit or remove one.\n\n"
+            body, problems = [], []
             if table.next_line is None:
                 prefix += ("" if not old_text.strip() else "\n") + "\n".join(header_lines()) + "\n"
                 table.next_line = (old_text + prefix).count("\n") + 1
-            body, problems = [], []
+            elif table.gap is not None:  # blank lines end the table: the header again, and the rows under it
+                body += [h + "\n" for h in header_lines()]
+                problems += [p for h in header_lines() for p in table.add(h)]
             for r in new:
                 line = format_row(r, table.tail)
-                problems += [(table.next_line, p) for p in table.add(line)]
+                problems += table.add(line)
                 body.append(line + "\n")
             if problems:
                 raise LedgerError(self.path, problems)
@@ -673,14 +757,16 @@ class Ledger:
     def repair_torn_line(self) -> tuple[int, Path] | None:
         """Cut a last line left torn by an interrupted write: its bytes move to a file beside the lock,
         every other byte stays. Returns (its line number, where its bytes went), or None when the last
-        line is not torn (nothing is done). Raises LedgerError when the ledger has other problems."""
+        line is not torn (nothing is done). Raises LedgerError when the ledger has other problems (led by
+        :data:`NOT_TORN` when the last line is among them with all its cells: a whole row is never cut)."""
         with self.locked():
+            text = self._text()
             try:
-                self._table()
+                self._table(text)
                 return None
             except LedgerError as exc:
                 if exc.torn is None:
-                    raise
+                    raise _not_torn(exc, text) from None
                 line = exc.torn
             data = self.path.read_bytes()
             keep = data.rfind(b"\n") + 1
@@ -688,6 +774,30 @@ class Ledger:
             saved.write_bytes(data[keep:])
             os.truncate(self.path, keep)
             return line, saved
+
+
+def _not_torn(exc: LedgerError, text: str) -> LedgerError:
+    """``exc``, led by why the repair cuts nothing when the last line it names is a whole row (all its cells)."""
+    lines = text.splitlines()
+    last = len(lines)
+    if not lines or not any(n == last for n, _p in exc.problems) or len(_split(lines[-1])) < len(COLUMNS):
+        return exc
+    return LedgerError(exc.path, [(last, _(NOT_TORN).format(n=len(COLUMNS), command=REPAIR_COMMAND)), *exc.problems])
+
+
+def ledgers_beside(path: Path) -> list[Path]:
+    """The other ledgers in ``path``'s folder: its ``*.md`` files with the ledger's header line."""
+    found = []
+    for other in sorted(Path(path).parent.glob("*.md")):
+        try:
+            if other == path or not other.is_file() or other.stat().st_size > MAX_BYTES:
+                continue
+            text = other.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if any(ln.lstrip().startswith("|") and tuple(_split(ln)) == COLUMNS for ln in text.splitlines()):
+            found.append(other)
+    return found
 
 
 def _free(folder: Path) -> int:
