@@ -50,6 +50,7 @@ _TREE = textwrap.dedent("""
     dump = open(sys.argv[1], "w")
     faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)  # as a rank does
     def napping():
+        print("napping", flush=True)  # in its frame now: the test reads its stack only after this line
         time.sleep(60)
     if os.fork() == 0:
         napping()
@@ -64,7 +65,7 @@ def test_a_forked_childs_stack_is_read_and_an_execd_one_is_said_unreadable(tmp_p
     tree = subprocess.Popen([sys.executable, "-c", _TREE, str(stack)], stdout=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
-        assert tree.stdout.readline() == "ready\n"
+        assert sorted([tree.stdout.readline(), tree.stdout.readline()]) == ["napping\n", "ready\n"]
         text = describe_children(tree.pid, str(stack))
     finally:
         os.killpg(tree.pid, signal.SIGKILL)
