@@ -362,6 +362,16 @@ def test_a_failed_or_short_write_is_cut_back_and_the_next_session_reads_every_ro
     assert [r.run_id for r in ledger.read()] == ["s1-a", "s1-b"]
 
 
+def test_a_ledger_in_a_folder_that_does_not_exist_says_so(tmp_path: Path):
+    from pytest_distcheck.budget.ledger import NO_FOLDER, LedgerWriteError
+
+    missing = tmp_path / "experimnts"  # a misspelt folder in budget.ledger: not "0 bytes free"
+    ledger = Ledger(missing / "ledger.md", tmp_path / ".distcheck" / "budget.lock", clock=lambda: LATER)
+    with pytest.raises(LedgerWriteError) as exc:
+        ledger.append(row("s1-a"))
+    assert exc.value.problem == NO_FOLDER.format(folder=missing) and not missing.exists()
+
+
 def test_a_disk_without_room_for_the_row_refuses_before_writing(ledger: Ledger, monkeypatch):
     import shutil
     from collections import namedtuple

@@ -61,6 +61,8 @@ WRITE_FAILED = N_("could not append to the ledger ({reason}; the disk holding {f
                   "{need:,} needed). The ledger is as it was: its {rows} row(s) are untouched and none of the new "
                   "row's bytes were kept")
 DISK_FULL = N_("the disk is full")
+NO_FOLDER = N_("could not append to the ledger: its folder {folder} does not exist (a misspelt budget.ledger in the "
+               "workspace file? else create the folder); nothing was written")
 SHORT_WRITE = N_("only {done} of {size} bytes were written")
 READ_BACK_DIFFERS = N_("the row read back differs from the row written")
 CUT_BACK_FAILED = N_("could not append to the ledger ({reason}) and could not cut the partial row back ({cut}): "
@@ -720,6 +722,8 @@ class Ledger:
         """Append ``data`` in one write, or leave the file as it was. Raises LedgerWriteError."""
         folder = self.path.parent
         need = len(data) + FREE_MARGIN
+        if not folder.is_dir():
+            raise LedgerWriteError(self.path, "", _(NO_FOLDER).format(folder=folder))
         try:
             free = shutil.disk_usage(folder).free
         except OSError as exc:
