@@ -153,7 +153,10 @@ for _i in range(N):
     setattr(TestAllReduce, f"test_all_reduce_{_i:03d}", TestAllReduce._body)
 '''),
     "mpct": ("MultiProcContinuousTest", BODY + '''
-from torch.testing._internal.common_distributed import MultiProcContinuousTest
+try:
+    from torch.testing._internal.common_distributed import MultiProcContinuousTest
+except ImportError:  # spelled MultiProcContinousTest before torch 2.9 (pytorch PR #160892)
+    from torch.testing._internal.common_distributed import MultiProcContinousTest as MultiProcContinuousTest
 
 class TestAllReduce(MultiProcContinuousTest):
     world_size = 2

@@ -128,7 +128,8 @@ PRESETS: dict[str, Recipe] = {r.name: r for r in (
     Recipe("deepspeed-bf16", "bf16", "bf16", "fp32", "adam",
            source=N_("DeepSpeed bf16 config: the fp16 recipe with bf16 weights and grads (2 + 2 + 12)")),
     Recipe("fsdp2-bf16", "fp32", "fp32", None, "adam", compute="bf16",
-           source=N_("torch.distributed.fsdp MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): "
+           source=N_("torch.distributed.fsdp (torch 2.6+; _composable.fsdp in 2.5) "
+                     "MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): "
                      "sharded parameters stay fp32 (no extra master copy), bf16 only when unsharded")),
     Recipe("fp32-adam", "fp32", "fp32", None, "adam", source=N_("plain fp32 Adam: 4 + 4 + 8")),
     Recipe("bf16-sgd-momentum", "bf16", "bf16", "fp32", "sgd_momentum",
