@@ -105,6 +105,56 @@ def test_a_softmax_or_argmax_on_each_vocab_slice_alone_is_named(dist_world):
         assert f"- vocab-local-softmax [head]: {local}" in message
 
 
+def _hand_written_mlp_without_g() -> str:
+    """A learner's MLP (lab 02, exercise 1b): the row-parallel layer as functional linear plus its bias on every
+    rank, and no all-reduce between them (its `down` module holds the weights but never runs)."""
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+
+    from pytest_distcheck.tp import assert_tp_matches_dense
+
+    class Dense(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up, self.down = nn.Linear(8, 16), nn.Linear(16, 8)
+
+        def forward(self, x):
+            return self.down(nn.functional.gelu(self.up(x)))
+
+    class Tp(nn.Module):
+        def __init__(self, dense):
+            super().__init__()
+            r, n = dist.get_rank(), 16 // dist.get_world_size()
+            self.up, self.down = nn.Linear(8, n), nn.Linear(n, 8)
+            with torch.no_grad():
+                self.up.weight.copy_(dense.up.weight[r * n:(r + 1) * n])
+                self.up.bias.copy_(dense.up.bias[r * n:(r + 1) * n])
+                self.down.weight.copy_(dense.down.weight[:, r * n:(r + 1) * n])
+                self.down.bias.copy_(dense.down.bias)
+
+        def forward(self, x):
+            return nn.functional.linear(nn.functional.gelu(self.up(x)), self.down.weight) + self.down.bias
+
+    torch.manual_seed(0)
+    try:
+        assert_tp_matches_dense(Dense(), Tp, {"up": "colwise", "down": "rowwise"},
+                                torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(1)))
+    except AssertionError as exc:
+        return str(exc)
+    return ""
+
+
+def test_a_missing_g_with_the_bias_added_on_every_rank_is_named_missing_g(dist_world):
+    """A new user's walkthrough: this was named fused-contiguous-split (the 16 features of up read as fused parts
+    of the 8 the output has); with bias=False it was missing-g already."""
+    from pytest_distcheck.tp.diagnose import OUTPUTS_ADD_UP_WITH_BIAS
+
+    message, _other = dist_world.run(_hand_written_mlp_without_g)  # it has no f either: named second
+    assert message.splitlines()[0].endswith("): missing-g, missing-f"), message
+    assert _(OUTPUTS_ADD_UP_WITH_BIAS).format(n=1, path="down") in message and "fused" not in message
+
+
 def test_a_sliced_input_without_a_column_parallel_layer_is_not_called_a_missing_f(dist_world):
     message, _other = dist_world.run(_check, "sliced-input", False)
     assert f"- sliced-input [{_(INPUT_I).format(i=0)}]: {_(SLICED).format(i=0, dim=2)}" in message

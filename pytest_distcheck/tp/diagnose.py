@@ -103,6 +103,8 @@ HELD = N_("plan: {style}; the rank {held}")
 WRONG_VALUES = N_("plan: {style}; {diff} from its expected slice {shape}")
 OUTPUT_SHAPE = N_("shape {shape} on rank {rank}, dense {dense} (whole) or one dim's shard")
 OUTPUTS_ADD_UP = N_("the ranks' outputs add up to the dense output")
+OUTPUTS_ADD_UP_WITH_BIAS = N_("the ranks' outputs add up to the dense output plus {n} x the bias of {path}: each rank "
+                              "added the bias to its partial sum, with no all-reduce before it")
 BIAS_ON_EVERY_RANK = N_("output - dense = {n} x the bias of {path} on every rank")
 NEEDS_WHOLE_INPUT = N_("{error} (plan: {style}, which needs the whole input on every rank)")
 LAYER_OUTPUTS_ADD_UP = N_("the ranks' outputs of {path} add up to the dense output (each rank holds a partial sum)")
@@ -297,9 +299,15 @@ class _Diagnosis:
         if len(self.found) > n:
             return
         total = self._sum(outs)
-        if self.t > 1 and total is not None and self.close(total, dense_out):
-            self.add("missing-g", _(OUTPUT), _(OUTPUTS_ADD_UP))
-            return
+        if self.t > 1 and total is not None:
+            if self.close(total, dense_out):
+                self.add("missing-g", _(OUTPUT), _(OUTPUTS_ADD_UP))
+                return
+            for path in self.plan:  # the same, but each rank added a row-parallel bias before the missing g
+                b = self._row_bias(path)
+                if b is not None and self.close(total - (self.t - 1) * b, dense_out):
+                    self.add("missing-g", _(OUTPUT), _(OUTPUTS_ADD_UP_WITH_BIAS).format(n=self.t - 1, path=path))
+                    return
         for path in self.plan:
             b = self._row_bias(path)
             if b is not None and all(self.close(o - w, (self.t - 1) * b.expand_as(w)) for _k, o, w in bad):
