@@ -114,17 +114,67 @@ def test_a_path_that_does_not_exist_gets_pytests_error_without_a_dod_table(works
     assert "was not checked in this run" not in result.stdout.str()
 
 
-def test_collect_only_runs_nothing(workspace_dir):
-    checks(workspace_dir)
-    result = run(workspace_dir, "--collect-only")
-    result.stdout.fnmatch_lines(["NOT RUN  alpha  selected but did not run*"])
+@pytest.mark.parametrize("option", ["--collect-only", "--setup-only", "--setup-plan"])
+def test_collecting_or_setting_up_without_running_says_which_option(workspace_dir, option):
+    # not "the session stopped early: -x, --maxfail or a crash" (a pytest maintainer's review)
+    from pytest_distcheck.dod.plugin import NOTHING_RUNS
 
-
-@pytest.mark.parametrize("option", ["--setup-only", "--setup-plan"])
-def test_setting_up_without_running_is_not_run(workspace_dir, option):
     checks(workspace_dir)
     result = run(workspace_dir, option)
-    result.stdout.fnmatch_lines(["NOT RUN  alpha  selected but did not run*"])
+    result.stdout.fnmatch_lines([f"NOT RUN  alpha  {DID_NOT_RUN.format(why=NOTHING_RUNS.format(option=option))}"])
+
+
+def test_a_stop_by_pytest_itself_is_not_called_ctrl_c():
+    # --sw and xdist's -x raise pytest's own Interrupted, a KeyboardInterrupt subclass (a pytest maintainer's review)
+    from pytest_distcheck.dod.plugin import STOPPED_BY, DodPlugin
+
+    def raised(exc: BaseException) -> pytest.ExceptionInfo:
+        with pytest.raises(type(exc)) as info:
+            raise exc
+        return info
+
+    plugin = DodPlugin.__new__(DodPlugin)  # the hook reads nothing else of the plugin
+    why = "Test failed, continuing from this test next run."
+    plugin.pytest_keyboard_interrupt(raised(pytest.Session.Interrupted(why)))
+    assert plugin.stopped == STOPPED_BY.format(why=why)
+    plugin.pytest_keyboard_interrupt(raised(KeyboardInterrupt()))
+    assert plugin.stopped == INTERRUPTED
+
+
+def test_a_bad_m_expression_gets_no_table_and_no_report(workspace_dir):
+    checks(workspace_dir)
+    result = run(workspace_dir, "-m", "local and", "--dod-json", "r.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "NOT RUN" not in result.stdout.str() and not (workspace_dir.path / "r.json").exists()
+
+
+def test_a_check_whose_file_lf_skipped_says_lf(workspace_dir):
+    from pytest_distcheck.dod.plugin import LAST_FAILED
+
+    ws = workspace_dir.path / "checks" / "distcheck.toml"
+    registered = 'how = "make alpha"\nchecks = ["checks/test_checks.py::test_alpha"]'
+    ws.write_text(ws.read_text().replace('how = "make alpha"', registered))
+    workspace_dir.makepyfile(**{"checks/test_checks": "import pytest\n\n@pytest.mark.dod('alpha')\ndef test_alpha():\n"
+                                                      "    pass\n",
+                                "checks/test_more": "import pytest, pytest_distcheck\n\n@pytest.mark.dod('beta')\n"
+                                                    "def test_beta():\n    pytest_distcheck.broken('wrong')\n"})
+    workspace_dir.runpytest()  # the cache plugin records the last failure
+    result = workspace_dir.runpytest("--lf")
+    result.stdout.fnmatch_lines([f"*checks/test_checks.py::test_alpha ({LAST_FAILED})*"])
+
+
+def test_a_check_not_named_among_its_files_node_ids_says_so(workspace_dir):
+    from pytest_distcheck.dod.plugin import NOT_NAMED
+
+    (workspace_dir.path / "checks" / "distcheck.toml").write_text(
+        (workspace_dir.path / "checks" / "distcheck.toml").read_text().replace(
+            'how = "make alpha"', 'how = "make alpha"\nchecks = ["checks/test_checks.py::test_alpha", '
+                                  '"checks/test_checks.py::test_alpha_slow"]'))
+    write_checks(workspace_dir)
+    path = workspace_dir.path / "checks" / "test_checks.py"
+    path.write_text(path.read_text() + '\n@pytest.mark.dod("alpha")\ndef test_alpha_slow():\n    pass\n')
+    result = run(workspace_dir, "checks/test_checks.py::test_alpha_slow")
+    result.stdout.fnmatch_lines([f"*checks/test_checks.py::test_alpha ({NOT_NAMED})*"])
 
 
 def test_a_hook_that_removes_checks_silently_is_named(workspace_dir):

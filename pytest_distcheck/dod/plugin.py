@@ -45,9 +45,13 @@ NOT_REGISTERED = N_("it is not registered for its item in the workspace file (re
 FILE_MISSING = N_("file missing")
 NOT_IN_FILE = N_("no such check in the file, or not marked for this item")
 FILE_NOT_COLLECTED = N_("its file was not among the paths this run collected")
+NOT_NAMED = N_("not among the tests of its file the command line names")
+LAST_FAILED = N_("its file was not collected: --lf reran the last failures only")
 REMOVED_BY_HOOK = N_("removed from the run by a collection hook without being deselected")
 BLOCKED_BY_REQ = N_("blocked by {item} ({state}: {reason})")
 MAXFAIL = N_("{why} (-x or --maxfail)")
+STOPPED_BY = N_("the session stopped: {why}")  # pytest's own Interrupted (--sw, xdist's -x), not Ctrl-C
+NOTHING_RUNS = N_("{option}: no check runs")
 CANNOT_WRITE = N_("cannot write {path}: {error}")
 
 
@@ -92,6 +96,7 @@ class DodPlugin:
         self.seen_reports: dict[str, list[tuple[str, str, bool]]] = defaultdict(list)
         self.write_errors: list[str] = []
         self.stopped: str | None = None  # why the session ended before every selected check ran
+        self.usage_error = False  # the session ended in a usage error before any check ran (sessionfinish)
         self.gate = bool(config.getoption("distcheck_gate"))
         # The gate's commit: this run's rootdir is its snapshot (pytest_distcheck.dod.gate starts such a run only).
         self.snapshot = snapshot.exported(config.rootpath) if self.gate else None
@@ -190,7 +195,13 @@ class DodPlugin:
         if not (self.config.rootpath / file).is_file():
             return _(FILE_MISSING)
         if file in collected_files:
+            here, path = self.config.invocation_params.dir, (self.config.rootpath / file).resolve()
+            named = [a for a in map(str, self.config.args) if "::" in a]
+            if any((here / a.split("::", 1)[0]).resolve() == path for a in named):
+                return _(NOT_NAMED)
             return _(NOT_IN_FILE)
+        if self.config.getoption("lf", False):
+            return _(LAST_FAILED)
         return _(FILE_NOT_COLLECTED)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
@@ -288,7 +299,10 @@ class DodPlugin:
             self.record = CollectionRecord.from_json(data)
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-        self.stopped = INTERRUPTED
+        if isinstance(excinfo.value, pytest.Session.Interrupted):  # --sw, xdist's -x: pytest stopped, no Ctrl-C
+            self.stopped = _(STOPPED_BY).format(why=str(excinfo.value).strip() or "?")
+        else:
+            self.stopped = INTERRUPTED
 
     # -- end of session --------------------------------------------------------------------------
 
@@ -300,7 +314,12 @@ class DodPlugin:
                 self.config.workeroutput[WORKEROUTPUT_KEY] = self.record.to_json()  # type: ignore[attr-defined]
             return
         if self.record is not None:
-            stop = self.stopped or (_(MAXFAIL).format(why=session.shouldfail) if session.shouldfail else None)
+            opt = self.config.option
+            nothing_runs = next((flag for flag, on in (  # --setup-plan sets setuponly too: asked first
+                ("--collect-only", opt.collectonly), ("--setup-plan", getattr(opt, "setupplan", False)),
+                ("--setup-only", getattr(opt, "setuponly", False))) if on), None)
+            stop = (_(NOTHING_RUNS).format(option=nothing_runs) if nothing_runs else self.stopped
+                    or (_(MAXFAIL).format(why=session.shouldfail) if session.shouldfail else None))
             self.record.stopped = stop or self.record.stopped
             for nodeid, reports in self.seen_reports.items():
                 if nodeid in self.record.checks and not any(has for _, _, has in reports):
@@ -312,7 +331,9 @@ class DodPlugin:
                     # setup and teardown alone (--setup-only): the check did not run
         gated = gate_outcomes(self.workspace, self.canonical) if self.gate else []
         self.results = combine(self.workspace, self.outcomes + gated, self.record)
-        self._write_reports()
+        self.usage_error = session.exitstatus == pytest.ExitCode.USAGE_ERROR and not self.seen_reports
+        if not self.usage_error:  # a bad -m/-k or path: nothing was checked, no report says otherwise
+            self._write_reports()
         from pytest_distcheck.dod.report import PASSED, gate_verdict
 
         self.verdict = gate_verdict(self.results, self.canonical)
@@ -348,9 +369,8 @@ class DodPlugin:
         from pytest_distcheck.cmdline import bad_markexpr
         from pytest_distcheck.dod import table
 
-        if (exitstatus == pytest.ExitCode.USAGE_ERROR and not any(r.outcomes for r in self.results)
-                and not bad_markexpr(self.config)):
-            return  # pytest's own usage error (a path that does not exist) says it all: no table of NOT RUN rows
+        if self.usage_error and not bad_markexpr(self.config):
+            return  # pytest's own usage error (a path that does not exist, a bad -m) says it all: no NOT RUN rows
 
         tr = terminalreporter
         for nodeid, title, text in self.logs:
