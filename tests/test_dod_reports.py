@@ -95,7 +95,8 @@ def test_markdown_summary(workspace_dir):
     assert "- **alpha** (broken): spend $5.20 \\| $5.00" in lines
     assert "  - produce the evidence: `make alpha`" not in lines  # broken: fix what the reason says
     assert "  - check just this item again: `pytest --dod alpha`" in lines
-    assert "  - produce the evidence: `first fix alpha (broken), then: pytest --dod alpha`" in lines
+    # the words before a blocked item's command are not code: what is pasted is the command alone
+    assert "  - produce the evidence: first fix alpha (broken), then: `pytest --dod alpha`" in lines
     assert "<details><summary>Run details</summary>" in lines
 
 

@@ -6,9 +6,10 @@ the two never disagree.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from pytest_distcheck.dod.state import NEEDS_EVIDENCE
+from pytest_distcheck.dod.state import FIRST_CHECK, FIRST_FIX, NEEDS_EVIDENCE
 from pytest_distcheck.i18n import N_, _
 
 _NEEDS_EVIDENCE = {s.value for s in NEEDS_EVIDENCE}
@@ -48,6 +49,16 @@ CI_RUN = N_("; CI run: {url}")
 def _cell(text: str) -> str:
     """Text safe inside a table cell: no line breaks, pipes escaped."""
     return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _step(text: str) -> str:
+    """A next step as Markdown: the command in code, a blocked item's words before it (``first check X: ``) not."""
+    for template in (FIRST_CHECK, FIRST_FIX):
+        head = re.escape(_(template).split("{rerun}")[0]).replace(r"\{item\}", ".+?").replace(r"\{state\}", ".+?")
+        match = re.match(head, text)
+        if match:
+            return text[:match.end()] + _code(text[match.end():])
+    return _code(text)
 
 
 def _code(text: str) -> str:
@@ -98,7 +109,7 @@ def render(doc: dict[str, Any]) -> str:
         for it in todo:
             lines.append(f"- **{it['id']}** ({it['state']}): {_cell(it['reason'])}")
             if it["state"] in _NEEDS_EVIDENCE:
-                lines.append(_(PRODUCE).format(command=_code(it["command"])))
+                lines.append(_(PRODUCE).format(command=_step(it["command"])))
             lines.append(_(RECHECK).format(command=_code(it["rerun"])))
     lines += ["", f"<details><summary>{_(RUN_DETAILS)}</summary>", ""]
     run = doc["run"]
