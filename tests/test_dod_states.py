@@ -148,6 +148,20 @@ def test_a_bad_m_expression_gets_no_table_and_no_report(workspace_dir):
     assert "NOT RUN" not in result.stdout.str() and not (workspace_dir.path / "r.json").exists()
 
 
+def test_an_item_only_some_of_whose_checks_ran_counts_as_not_checked(workspace_dir):
+    # the footer counted it checked while its row read NOT RUN (a pytest maintainer's review)
+    write_checks(workspace_dir)
+    path = workspace_dir.path / "checks" / "test_checks.py"
+    path.write_text(path.read_text() + '\n@pytest.mark.dod("alpha")\ndef test_alpha_slow():\n    pass\n')
+    result = run(workspace_dir, "-k", "test_alpha and not slow", "--dod-json", "r.json")
+    result.stdout.fnmatch_lines(["NOT RUN  alpha  1 of 2 checks did not run: *",
+                                 f"0/2 items done, 2 not checked in this run {NOT_GATED}"])
+    import json
+
+    alpha = json.loads((workspace_dir.path / "r.json").read_text())["items"][0]
+    assert (alpha["state"], alpha["ran"]) == ("not-run", True)  # one of its checks did run
+
+
 def test_a_check_whose_file_lf_skipped_says_lf(workspace_dir):
     from pytest_distcheck.dod.plugin import LAST_FAILED
 

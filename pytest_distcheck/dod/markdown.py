@@ -83,7 +83,9 @@ def render(doc: dict[str, Any]) -> str:
     language in use; item ids, states, commands and the verdict words PASSED/FAILED stay as they are."""
     phase, gate, summary = doc["phase"], doc["gate"], doc["summary"]
     lines = [_(HEADING).format(phase=phase["id"]), "", f"_{_cell(phase['title'])}_", ""]
-    counts = _(COUNTS).format(done=summary["done"], total=summary["total"], ran=summary["ran"])
+    # checked: every check of the item ran (a not-run item whose other check ran is not), as the table counts
+    checked = sum(1 for it in doc["items"] if it["ran"] and it["state"] != "not-run")
+    counts = _(COUNTS).format(done=summary["done"], total=summary["total"], ran=checked)
     if gate["requested"]:
         not_done = [f"{it['id']} ({it['state']})" for it in doc["items"] if it["state"] != "done"]
         if not_done:

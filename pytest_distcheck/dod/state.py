@@ -23,7 +23,8 @@ from pytest_distcheck.workspace import Workspace
 class State(enum.Enum):
     """What the run established about a DoD item. Only DONE counts towards the gate.
 
-    NOT_RUN: no check of the item ran in this session (deselected, not collected, stopped early);
+    NOT_RUN: not every check of the item ran in this session, none or only some (deselected, not collected, stopped
+    early; ``ItemResult.ran`` says whether one did);
     nothing is claimed about its evidence. UNTRUSTED: a check ran, but its outcome cannot be believed
     (:func:`judge`, :func:`gate_outcomes`).
     """

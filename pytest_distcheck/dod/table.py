@@ -104,10 +104,11 @@ def write(tr, ws: Workspace, results: list[ItemResult], gate: bool, verdict: str
         if r.state is not State.DONE:
             tr.write_line(f"{'':<{state_w}}  {'':<{width}}  " + _(RERUN).format(command=shell(r.rerun + named)))
     done = sum(r.state is State.DONE for r in results)
-    ran = sum(r.ran for r in results)
+    # not checked: no check of the item ran, or only some did (a NOT RUN row either way)
+    unchecked = sum(not r.ran or r.state is State.NOT_RUN for r in results)
     summary = _(ITEMS_DONE).format(done=done, total=len(results))
-    if ran < len(results):
-        summary += _(NOT_CHECKED_HERE).format(n=len(results) - ran)
+    if unchecked:
+        summary += _(NOT_CHECKED_HERE).format(n=unchecked)
     if gate:
         ok = verdict == PASSED
         not_done = [f"{r.item_id} ({r.state.word})" for r in results if r.state is not State.DONE]
