@@ -63,8 +63,8 @@ def test_a_hand_written_row_with_bad_cells_names_each_in_spanish_after_its_line(
     assert "línea 5: time_utc '2026-11-30 10:00' no tiene la forma YYYY-MM-DDTHH:MM:SSZ; línea 5: status" in str(err)
     assert "status 'abierta' debe ser uno de open, started" in str(err)
     assert str(err).endswith(_(ledger.NOTHING_WRITTEN_RESTORE).format(ledger="ledger.md"))
-    assert "deshaz el cambio de esas líneas (git diff, o si ya tiene commit git log -p -- ledger.md, lo muestra)" \
-        in str(err)
+    assert ("deshaz el cambio de esas líneas (lo muestra git diff o, si el cambio ya está en un commit, git log -p "
+            "-- ledger.md)") in str(err)
 
 
 def test_a_row_dated_in_the_future_and_a_missing_column_are_said_in_spanish():
