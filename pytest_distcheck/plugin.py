@@ -105,6 +105,10 @@ def pytest_configure(config: pytest.Config) -> None:
     ws = get_workspace(config)
     for line in [*MARKERS.values(), *(WORKSPACE_MARKERS.values() if ws is not None else ())]:
         config.addinivalue_line("markers", line)
+    ini = config.inipath
+    if ini is not None and ini.name in ("pytest.ini", ".pytest.ini") and _has_pytest_section(
+            ini.parent / "pyproject.toml"):  # a warning: shown under -q too, above what the lost settings cause
+        config.issue_config_time_warning(pytest.PytestConfigWarning(_(SHADOWED_PYPROJECT).format(ini=ini.name)), 2)
     TIMEOUT.positive_float(config)  # a bad value is a usage error now, not at the first test
     config.pluginmanager.register(DodPlugin(config), "distcheck-dod")
     paths = subfolder_checks(config, ws.checks_dir, ws.root) if ws else None
@@ -126,10 +130,6 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         gate += _(SUBFOLDER).format(path=display_path(Path(ws_paths[0]), config.rootpath))
     lines = [_(HEADER).format(world_size=DEFAULT_WORLD_SIZE, timeout=TIMEOUT.positive_float(config), where=where,
                               gate=gate)]
-    ini = config.inipath
-    if ini is not None and ini.name in ("pytest.ini", ".pytest.ini") and _has_pytest_section(
-            ini.parent / "pyproject.toml"):
-        lines.append(_(SHADOWED_PYPROJECT).format(ini=ini.name))
     kit, here = Path(__file__).resolve().parent, config.rootpath / "pytest_distcheck"
     # Not under the gate: its folder is a copy of the commit, never the kit that runs (the gate says which it is).
     if (here / "plugin.py").is_file() and kit != here.resolve() and not config.getoption("distcheck_gate"):

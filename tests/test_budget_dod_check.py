@@ -114,6 +114,22 @@ def test_budget_command_lists_rows_totals_and_what_is_left(phase: pytest.Pyteste
     assert OPEN_RUNS.format(runs="cccc3333-01") + "\n" in out
 
 
+def test_rows_of_an_experiment_whose_ceiling_key_is_misspelt_are_said(phase: pytest.Pytester, monkeypatch, capsys):
+    # tp_inference = 3.0 for tp-inference: the TP runs were counted under no ceiling, silently
+    from pytest_distcheck.commands.budget import DID_YOU_MEAN_KEY, UNDECLARED
+
+    use(phase, "ledger-within.md")
+    toml = phase.path / "checks" / "distcheck.toml"
+    assert "tp-inference = " in toml.read_text()
+    toml.write_text(toml.read_text().replace("tp-inference = ", "tp_inference = ", 1))
+    monkeypatch.chdir(phase.path)
+    assert main(["budget"]) == 0
+    out = capsys.readouterr().out
+    hint = DID_YOU_MEAN_KEY.format(name="tp_inference")
+    assert UNDECLARED.format(experiment="tp-inference", n=5, hint=hint).split("(")[0] in out, out
+    assert hint in out
+
+
 @pytest.mark.parametrize("fixture, code, text", [("ledger-over-tp.md", 1, OVER_CEILING),
                                                   ("ledger-malformed.md", 2, "line 13: cost 0.0500")])
 def test_budget_command_exit_status(phase: pytest.Pytester, monkeypatch, capsys, fixture, code, text):

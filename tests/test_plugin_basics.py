@@ -77,8 +77,8 @@ def test_a_pytest_ini_that_hides_pyprojects_settings_is_said(workspace_dir):
     # a learner adds pytest.ini for one key (distcheck_lang) in a repository configured in pyproject.toml
     workspace_dir.makepyprojecttoml("[tool.pytest.ini_options]\ntestpaths = ['checks']\n")
     workspace_dir.makefile(".ini", pytest="[pytest]\ndistcheck_lang = en\n")
-    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--co")
-    result.stdout.fnmatch_lines([plugin.SHADOWED_PYPROJECT.format(ini="pytest.ini")])
+    result = workspace_dir.runpytest("-p", "no:cacheprovider", "--co", "-q")  # a warning: said under -q too
+    assert "PytestConfigWarning: " + plugin.SHADOWED_PYPROJECT.format(ini="pytest.ini") in result.stdout.str()
     (workspace_dir.path / "pytest.ini").unlink()
     assert "pyproject.toml's" not in workspace_dir.runpytest("-p", "no:cacheprovider", "--co").stdout.str()
 

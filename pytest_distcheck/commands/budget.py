@@ -12,8 +12,10 @@ a refused settlement, or ``--reconcile`` without RUNPOD_API_KEY while the ledger
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 import shlex
+from collections import Counter
 
 from pytest_distcheck.commands import DEFAULT_CONFIG, add_config_argument
 from pytest_distcheck.errors import DistcheckError
@@ -26,6 +28,11 @@ NOTHING_SPENT = N_("; nothing spent yet")
 TOTALS = N_("Totals (recomputed from the rows; a reconciled run counts the provider's bill):")
 EXPERIMENT_TOTAL = N_("  {name:<16} {spent:>9} of {ceiling}  -> {left} left")
 OTHER_RUNS = N_("  other runs       {spent:>9}")
+DID_YOU_MEAN_KEY = N_("; is the key {name!r} misspelt?")
+# Rows of an experiment the workspace does not declare: the guard refuses such a run, so a key was renamed.
+UNDECLARED = N_("  {experiment!r}: {n} row(s) of an experiment the workspace file does not declare (no ceiling in "
+                "[budget.experiment_ceilings_usd], not in budget.uncapped_experiments); its spend counts towards the "
+                "phase only{hint}")
 PHASE_TOTAL = N_("  phase total      {spent:>9} of {ceiling}  -> {left} left ({runs} run(s))")
 OVERRUN_LINE = N_("OVERRUN: run {run} (pod {pod}) billed {seconds} s beyond its reservation (line {line}, {cost})")
 DIFFERENCE_MEASURED = N_("DIFFERENCE: run {run} (pod {pod}): the provider billed {billed} (line {line}), the kit "
@@ -110,6 +117,11 @@ def run(args: argparse.Namespace) -> int:
                                          ceiling=usd(lim.ceiling), left=usd(max(lim.left, Decimal(0)))))
     other = sum((c.usd for c in charges if c.row.experiment not in guard.experiment_ceilings), Decimal(0))
     print(_(OTHER_RUNS).format(spent=usd(other)))
+    undeclared = Counter(r.experiment for r in rows if r.experiment and r.experiment not in guard.experiments)
+    for experiment, n in undeclared.items():
+        close = difflib.get_close_matches(experiment, list(guard.experiment_ceilings), n=1)
+        hint = _(DID_YOU_MEAN_KEY).format(name=close[0]) if close else ""
+        print(_(UNDECLARED).format(experiment=experiment, n=n, hint=hint))
     phase = status.limits["phase"]
     over |= phase.spent > phase.ceiling
     print(_(PHASE_TOTAL).format(spent=usd(phase.spent), ceiling=usd(phase.ceiling),
