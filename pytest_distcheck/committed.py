@@ -11,6 +11,7 @@ ownership") is a reason that names the fix, never a traceback.
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 from collections.abc import Sequence
@@ -29,6 +30,8 @@ IGNORED = N_("{path} is ignored by git (see .gitignore), so it cannot be committ
 NOT_COMMITTED = N_("{path} is not committed")
 CHANGED = N_("{path} has uncommitted changes")
 STAGED = N_("{path} is staged but not committed yet: it counts once the commit is made")
+# The same seen from a git hook (git sets GIT_INDEX_FILE for it): the commit is the one being made.
+STAGED_IN_HOOK = N_("{path} is staged in the commit being made: it counts once that commit is made")
 # The commit message of the command a pending item prints: -m so no editor opens when it is pasted.
 EVIDENCE_MESSAGE = N_("DoD evidence")
 
@@ -104,7 +107,7 @@ def _findings(paths: Sequence[Path | str], root: Path) -> list[tuple[Path | None
             found.append((f, _(IGNORED).format(path=rel), False))
         elif code is not None and code[0] in "AMRCT" and code[1] == " " and f in committed:
             # index == working tree, HEAD differs: what a pre-commit hook sees of the commit in progress
-            found.append((f, _(STAGED).format(path=rel), True))
+            found.append((f, _(STAGED_IN_HOOK if os.environ.get("GIT_INDEX_FILE") else STAGED).format(path=rel), True))
         elif code == "??" or code is not None and code[0] == "A" or f not in committed:
             found.append((f, _(NOT_COMMITTED).format(path=rel), False))
         elif code is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import pytest_distcheck
-from pytest_distcheck.committed import NOT_COMMITTED, STAGED, require_committed, uncommitted
+from pytest_distcheck.committed import NOT_COMMITTED, STAGED, STAGED_IN_HOOK, require_committed, uncommitted
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -125,7 +125,7 @@ def test_a_pre_commit_hook_sees_its_staged_evidence_as_staged(workspace_dir, com
         (ws / "evidence.md").write_text("done, again\n")
     git(ws, *commit, "-qm", "evidence")  # the hook ends 0: the commit is made
     text = out.read_text()
-    assert "PENDING  alpha  " + STAGED.format(path="evidence.md") in text, text
+    assert "PENDING  alpha  " + STAGED_IN_HOOK.format(path="evidence.md") in text, text  # git sets GIT_INDEX_FILE
     assert "-> git commit -m \"DoD evidence\" -- evidence.md\n" in text, text
     assert "git add" not in text, text
     require_committed(["evidence.md"], ws)  # once the commit is made, it counts
