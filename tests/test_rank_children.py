@@ -50,12 +50,12 @@ _TREE = textwrap.dedent("""
     dump = open(sys.argv[1], "w")
     faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)  # as a rank does
     def napping():
-        print("napping", flush=True)  # in its frame now: the test reads its stack only after this line
+        os.write(1, b"napping\\n")  # in its frame now (one write: the parent's line never splits it)
         time.sleep(60)
     if os.fork() == 0:
         napping()
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    print("ready", flush=True)
+    os.write(1, b"ready\\n")
     time.sleep(60)
 """)
 
