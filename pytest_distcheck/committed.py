@@ -32,8 +32,9 @@ CHANGED = N_("{path} has uncommitted changes")
 STAGED = N_("{path} is staged but not committed yet: it counts once the commit is made")
 # The same seen from a git hook (git sets GIT_INDEX_FILE for it): the commit is the one being made.
 STAGED_IN_HOOK = N_("{path} is staged in the commit being made: it counts once that commit is made")
-# The commit message of the command a pending item prints: -m so no editor opens when it is pasted.
-EVIDENCE_MESSAGE = N_("DoD evidence")
+# The commit message of the command a pending item prints: -m so no editor opens when it is pasted. English in
+# every language, as the pages and the other commands' commit lines write their messages.
+EVIDENCE_MESSAGE = "DoD evidence"
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -153,7 +154,7 @@ def require_committed(paths: Sequence[Path | str], root: Path) -> None:
     # `-- PATHS`: the evidence alone, not whatever else is staged (as commit_command does); every path when the
     # finding is about the whole repository (file None)
     only = files if None in not_committed else [f for f in files if f in not_committed]
-    command = f'git commit -m "{_(EVIDENCE_MESSAGE)}" -- ' + " ".join(shlex.quote(_rel(f, Path(root))) for f in only)
+    command = f'git commit -m "{EVIDENCE_MESSAGE}" -- ' + " ".join(shlex.quote(_rel(f, Path(root))) for f in only)
     if not all(is_staged for _f, _reason, is_staged in found):
         rels = " ".join(shlex.quote(_rel(f, Path(root))) for f in files if f not in staged)
         command = f"git add {rels} && {command}"

@@ -27,6 +27,18 @@ def test_an_inline_plan_needs_no_workspace(bare, capsys):
     )
 
 
+def test_a_diagram_drawn_without_ranks_is_said_to_be_read_as_a_summary(bare, capsys):
+    # a Spanish learner's `rango 0` subgraphs are no ranks: it matched "on 2 ranks", which it does not draw
+    from pytest_distcheck.commands.diagram import MATCHES_SUMMARY
+
+    page = bare / "page.md"
+    page.write_text('# TP\n\n```mermaid\nflowchart LR\n  x --> q["attn.qkv: column-parallel"] --> '
+                    'o["attn.out: row-parallel"] --> g["g: all-reduce"] --> y\n```\n')
+    assert main(["diagram", "--check", str(page), "--plan", "attn.qkv=colwise,attn.out=rowwise"]) == 0
+    assert capsys.readouterr().out == MATCHES_SUMMARY.format(page=str(page), line=3,
+                                                             plan="the plan given inline") + "\n"
+
+
 def test_a_wrong_flow_is_named_with_an_inline_plan(bare, capsys):
     page = str(FIXTURES / "row-parallel-reads-ln2.md")
     assert main(["diagram", "--check", page, "--plan", BLOCK, "--world-size", "2"]) == 1

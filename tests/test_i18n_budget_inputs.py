@@ -103,7 +103,8 @@ def test_an_edited_row_and_a_broken_chain_are_named_in_spanish(tmp_path: Path):
     edited = lines[:-2] + [lines[-2].replace("t::a", "t::z"), lines[-1]]
     err = _problems("\n".join(edited) + "\n")
     assert (len(lines) - 1, _(ledger.EDITED_ROW)) in err.problems
-    assert "esta fila se ha editado después de escribirse (su row_hash no coincide con sus celdas)" in str(err)
+    assert ("esta fila no es como la escribió el kit: editada después o escrita a mano (su row_hash no coincide "
+            "con sus celdas)") in str(err)
     first_deleted = lines[:-2] + lines[-1:]
     assert _problems("\n".join(first_deleted) + "\n").problems == [(len(lines) - 1, _(ledger.CHAIN_START))]
     book.path.write_text("\n".join(lines[:-1]) + "\n")

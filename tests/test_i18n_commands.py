@@ -81,7 +81,7 @@ def test_strategy_speaks_spanish_across_nodes_for_a_published_model(capsys):
     sources = [line for line in lines if line.startswith("        fuente: ")]
     assert "        fuente: Rajbhandari et al. 2019 (ZeRO) sec. 3.2 (estados residuales)" in sources
     assert ("        fuente: Narayanan et al. 2021 sec. 3.2, Takeaways #1 y #2; Shoeybi et al. 2019 sec. 3 (cabezas "
-            "repartidas entre los rangos de TP); documentación de vLLM, parallelism_scaling (TP = GPU por nodo, "
+            "repartidas entre los ranks de TP); documentación de vLLM, parallelism_scaling (TP = GPU por nodo, "
             "PP = nodos)") in sources
     plan = next(line for line in lines if line.startswith("  TP = "))
     assert plan.endswith(", " + _(strategy_command.RECOMPUTATION).format(recompute="full") + ", "

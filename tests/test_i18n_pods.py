@@ -183,7 +183,8 @@ def test_the_status_line_says_what_runs_on_the_pod_in_spanish_and_the_command_st
     pod.run("# speedup.py: torchrun, 2 ranks, gloo on cpu\ncd code && torchrun ...", 10, shown=speedup)
     assert [ln.split(": ", 2)[2] for ln in line.lines] == [
         _(RUNNING).format(command=_(preflight.PROBE_LABEL)), _(RUNNING).format(command=speedup)]
-    assert line.lines[0].endswith("ejecutando preflight: GPU, driver, torch, all-reduce de NCCL, memoria libre")
+    assert line.lines[0].endswith("ejecutando la comprobación previa: GPU, driver, torch, all-reduce de NCCL, "
+                                  "memoria libre")
     assert line.lines[1].endswith("ejecutando speedup.py: torchrun, 2 ranks, gloo en cpu")
     assert sent[0].startswith(f"# {preflight.PROBE_LABEL}\n") and sent[1].startswith("# speedup.py: torchrun, 2 ranks, "
                                                                                      "gloo on cpu\n")

@@ -211,7 +211,7 @@ def _set(lines: list[str], n: int, rehash: bool = False, **cells) -> list[str]:
 
 
 # Lines of _chained: header 5, separator 6, a: 7-9, b: 10-13, c: 14-15.
-EDITED = "this row was edited after it was written"
+EDITED = "this row is not as the kit wrote it: edited since, or typed by hand"
 HAND_EDITS = {
     "delete a middle row": (lambda ls: ls[:7] + ls[8:], 8, "prev_hash is not the row_hash of the row above (line 7)"),
     "delete the first row": (lambda ls: ls[:6] + ls[7:], 7, "prev_hash does not start the chain"),

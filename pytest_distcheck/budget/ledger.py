@@ -125,7 +125,8 @@ COLUMNS_REORDERED = N_("columns in another order or extra")
 NO_SEPARATOR = N_("the header must be followed by a |---|---|... separator line")
 BLANK_LINE = N_("blank line in the table (rows after it would not join the table)")
 NOT_A_ROW = N_("not a table row: the table must be the last thing in the file")
-EDITED_ROW = N_("this row was edited after it was written (its row_hash does not match its cells)")
+EDITED_ROW = N_("this row is not as the kit wrote it: edited since, or typed by hand (its row_hash does not match "
+                 "its cells)")
 CHAIN_START = N_("prev_hash does not start the chain: a row above it was deleted")
 CHAIN_MOVED = N_("prev_hash points at line {line}, not at the row above (line {above}): rows were moved or inserted")
 CHAIN_BROKEN = N_("prev_hash is not the row_hash of the row above (line {above}): a row between them was deleted, "

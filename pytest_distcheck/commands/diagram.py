@@ -35,6 +35,9 @@ PAGE_WITHOUT_MD = N_("page not found; {page}.md is there: distcheck diagram {mod
 RANKS = N_("{n} ranks")
 RANKS_IT_DRAWS = N_("the ranks it draws")
 MATCHES = N_("{page}: the diagram at line {line} matches {plan} on {ranks}")
+# A diagram with no subgraph titled `rank N` (`rango 0` is none): read as a summary, so no rank count is claimed.
+MATCHES_SUMMARY = N_("{page}: the diagram at line {line} matches {plan}, read as a summary: no subgraph is titled "
+                     "`rank N`, so nothing asked for each layer on every rank")
 RENDER_IT = N_(": render it: {render}")
 STALE_UNTIL = N_("; the DoD item is stale until you run: {render}")
 WROTE = N_("wrote {svg} beside {page}, from its Mermaid block at line {line}")
@@ -140,7 +143,10 @@ def _check(page: Path, shown: str, cfg, svg: bool) -> int:
     if result.findings:
         return 1
     ranks = _(RANKS).format(n=cfg.world_size) if cfg.world_size is not None else _(RANKS_IT_DRAWS)
-    print(_(MATCHES).format(page=shown, line=result.diagram.fence_line, plan=cfg.plan_ref, ranks=ranks))
+    if result.per_rank:
+        print(_(MATCHES).format(page=shown, line=result.diagram.fence_line, plan=cfg.plan_ref, ranks=ranks))
+    else:
+        print(_(MATCHES_SUMMARY).format(page=shown, line=result.diagram.fence_line, plan=cfg.plan_ref))
     if svg:  # the SVG as the DoD check (checks/test_tp_diagram_committed.py) judges it
         state = svg_state(markdown, shown, page.with_suffix(".svg"), result.diagram)
         render = f"distcheck diagram --render {shown}"

@@ -18,6 +18,7 @@ from typing import Mapping
 from pytest_distcheck.diagram import places
 from pytest_distcheck.diagram.compare import Difference, compare
 from pytest_distcheck.diagram.concepts import SYNTAX, Concept
+from pytest_distcheck.diagram.graph import Graph
 from pytest_distcheck.diagram.labels import plain as labels_plain
 from pytest_distcheck.diagram.markdown import MermaidBlock, links_to, mermaid_blocks
 from pytest_distcheck.diagram.mermaid import (
@@ -76,6 +77,7 @@ class PageCheck:
         differences: the plan differences alone (also in ``findings``).
         undrawn: the diagram is still the skeleton ``distcheck diagram`` printed (the one finding says
             what to decide).
+        per_rank: the compared diagram draws rank subgraphs (``rank N``); else it is read as a summary.
     """
 
     blocks: list[MermaidBlock]
@@ -83,6 +85,7 @@ class PageCheck:
     findings: list[Finding] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
     undrawn: bool = False
+    per_rank: bool = False
 
 
 def check_page(
@@ -142,6 +145,7 @@ def check_page(
                 result.findings.append(Finding(block.fence_line, _(UNDRAWN).format(line=block.fence_line)))
                 continue
             result.differences = compare(parsed.flowchart, plan, world_size, names)  # type: ignore[arg-type]
+            result.per_rank = bool(Graph(parsed.flowchart).rank)  # type: ignore[arg-type]
             result.findings.extend(Finding(_line(block, d), d.message, d.concept) for d in result.differences)
     if result.diagram is None and syntax_ok:
         result.findings.append(Finding(result.blocks[0].fence_line, _nothing_matches(namer, seen_labels)))
