@@ -329,6 +329,17 @@ def test_the_gates_no_workspace_hint_names_a_flag_that_distcheck_gate_takes(tmp_
     assert str(raised.value) == _(gate.NOT_FOUND).format(start=tmp_path.resolve())
 
 
+def test_a_gate_that_cannot_start_exits_with_pytests_usage_error(tmp_path):
+    # its other statuses are pytest's; 2 is pytest's "interrupted" (a pytest maintainer's review)
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "pytest_distcheck.cli", "gate", "--root", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout + proc.stderr
+    assert "distcheck gate: no checks/distcheck.toml in" in proc.stderr
+
+
 def test_distcheck_gate_hands_its_process_the_command_line_as_typed(tmp_path, monkeypatch):
     """The report's run.command is what the learner typed, options and all (paths as given, not made absolute)."""
     from pytest_distcheck import cli

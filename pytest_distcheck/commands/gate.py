@@ -4,7 +4,8 @@
 
 The DoD checks judge HEAD's files, read from git before any check runs, in a `python -I` process that no
 conftest.py, plugin, ini file or PYTEST_*/PYTHON* variable of the repository reaches (what a pass means:
-docs/ci/known-limitations.md). Exit status: pytest's (0 only when the gate passed).
+docs/ci/known-limitations.md). Exit status: pytest's (0 only when the gate passed; 4 when it could not start: no
+workspace, no git repository, a workspace file not committed).
 """
 
 from __future__ import annotations
@@ -47,4 +48,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    return gate.run(Path(args.root), paths["json"], paths["md"], args.color, write, typed)
+    from pytest import ExitCode
+
+    from pytest_distcheck.errors import DistcheckError
+
+    try:
+        return gate.run(Path(args.root), paths["json"], paths["md"], args.color, write, typed)
+    except DistcheckError as exc:  # the gate could not start: pytest's usage error, as its other statuses are pytest's
+        print(f"distcheck gate: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE_ERROR)
