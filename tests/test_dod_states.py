@@ -497,3 +497,13 @@ def test_a_workspace_that_is_not_the_shipped_dod_says_how_to_restore_it(tmp_path
     assert outcomes[0].reason == NOT_SHIPPED.format(phase="35", problems=canonical["problems"][0]) + SHIPPED_FIX
     # origin is the learner's own repository in a CI clone or a fork: the fix names the course's remote.
     assert "git checkout COURSE/main -- checks" in SHIPPED_FIX and "origin" not in SHIPPED_FIX
+
+
+def test_the_gate_does_not_warn_about_the_workspaces_own_markers(workspace_dir):
+    # registered in the workspace's ini file, which the gate never reads (a pytest maintainer's review)
+    write_checks(workspace_dir)
+    path = workspace_dir.path / "checks" / "test_checks.py"
+    path.write_text(path.read_text().replace('@pytest.mark.dod("beta")', '@pytest.mark.slow\n@pytest.mark.dod("beta")'))
+    result = gate_run(workspace_dir)
+    assert "PytestUnknownMarkWarning" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["DONE     beta   evidence checked"])

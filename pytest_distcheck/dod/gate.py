@@ -121,7 +121,8 @@ def pytest_args(snap: snapshot.Snapshot, ws_rel: str, json_path: str | None, md_
     drop_package_inits(snap.folder, found)
     args = ["-c", str(ini), "--rootdir", str(snap.folder), "--noconftest", "-p", "pytest_distcheck.plugin",
             "-p", "no:cacheprovider", "--import-mode=importlib", "-W", "ignore::pytest.PytestAssertRewriteWarning",
-            "--gate", f"--color={color}", f"--lang={language()}"]
+            # the workspace's own markers are registered in its ini file, which the gate does not read
+            "-W", "ignore::pytest.PytestUnknownMarkWarning", "--gate", f"--color={color}", f"--lang={language()}"]
     args += [f"--dod-json={json_path}"] * bool(json_path) + [f"--dod-markdown={md_path}"] * bool(md_path)
     return args + ["--", *found]
 
