@@ -15,7 +15,7 @@ from pytest_distcheck.i18n import N_, _
 # Why a selected check did not run: the session ended before it.
 # The English texts travel (xdist's workeroutput, CollectionRecord.stopped) and are translated where spoken.
 STOPPED_EARLY = N_("the session stopped early: -x, --maxfail or a crash")
-INTERRUPTED = N_("the run was interrupted (Ctrl-C) before it")
+INTERRUPTED = N_("the run was interrupted (Ctrl-C) before it ended")  # before it started, or while it ran
 DID_NOT_RUN = N_("selected but did not run ({why})")
 NOT_SELECTED = N_("not selected")
 PASSED_UNCLASSIFIED = N_("{nodeid} reported passed without the kit's classification (its report was made or replaced "
