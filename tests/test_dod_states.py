@@ -150,11 +150,23 @@ def test_a_bad_m_expression_gets_no_table_and_no_report(workspace_dir):
     assert "NOT RUN" not in result.stdout.str() and not (workspace_dir.path / "r.json").exists()
 
 
+def checks_with_a_second_alpha_check(pytester):
+    """The two checks, and test_alpha_slow, alpha's second check, in the same file."""
+    write_checks(pytester)
+    path = pytester.path / "checks" / "test_checks.py"
+    path.write_text(path.read_text() + '\n@pytest.mark.dod("alpha")\ndef test_alpha_slow():\n    pass\n')
+
+
+def register_alpha_checks(pytester, *checks):
+    """Register ``checks`` for alpha in the workspace file."""
+    ws = pytester.path / "checks" / "distcheck.toml"
+    listed = ", ".join(f'"checks/test_checks.py::{c}"' for c in checks)
+    ws.write_text(ws.read_text().replace('how = "make alpha"', f'how = "make alpha"\nchecks = [{listed}]'))
+
+
 def test_an_item_only_some_of_whose_checks_ran_counts_as_not_checked(workspace_dir):
     # the footer counted it checked while its row read NOT RUN (a pytest maintainer's review)
-    write_checks(workspace_dir)
-    path = workspace_dir.path / "checks" / "test_checks.py"
-    path.write_text(path.read_text() + '\n@pytest.mark.dod("alpha")\ndef test_alpha_slow():\n    pass\n')
+    checks_with_a_second_alpha_check(workspace_dir)
     result = run(workspace_dir, "-k", "test_alpha and not slow", "--dod-json", "r.json")
     result.stdout.fnmatch_lines(["NOT RUN  alpha  1 of 2 checks did not run: *",
                                  f"0/2 items done, 2 not checked in this run {NOT_GATED}"])
@@ -167,9 +179,7 @@ def test_an_item_only_some_of_whose_checks_ran_counts_as_not_checked(workspace_d
 def test_a_check_whose_file_lf_skipped_says_lf(workspace_dir):
     from pytest_distcheck.dod.plugin import LAST_FAILED
 
-    ws = workspace_dir.path / "checks" / "distcheck.toml"
-    registered = 'how = "make alpha"\nchecks = ["checks/test_checks.py::test_alpha"]'
-    ws.write_text(ws.read_text().replace('how = "make alpha"', registered))
+    register_alpha_checks(workspace_dir, "test_alpha")
     workspace_dir.makepyfile(**{"checks/test_checks": "import pytest\n\n@pytest.mark.dod('alpha')\ndef test_alpha():\n"
                                                       "    pass\n",
                                 "checks/test_more": "import pytest, pytest_distcheck\n\n@pytest.mark.dod('beta')\n"
@@ -182,13 +192,8 @@ def test_a_check_whose_file_lf_skipped_says_lf(workspace_dir):
 def test_a_check_not_named_among_its_files_node_ids_says_so(workspace_dir):
     from pytest_distcheck.dod.plugin import NOT_NAMED
 
-    (workspace_dir.path / "checks" / "distcheck.toml").write_text(
-        (workspace_dir.path / "checks" / "distcheck.toml").read_text().replace(
-            'how = "make alpha"', 'how = "make alpha"\nchecks = ["checks/test_checks.py::test_alpha", '
-                                  '"checks/test_checks.py::test_alpha_slow"]'))
-    write_checks(workspace_dir)
-    path = workspace_dir.path / "checks" / "test_checks.py"
-    path.write_text(path.read_text() + '\n@pytest.mark.dod("alpha")\ndef test_alpha_slow():\n    pass\n')
+    register_alpha_checks(workspace_dir, "test_alpha", "test_alpha_slow")
+    checks_with_a_second_alpha_check(workspace_dir)
     result = run(workspace_dir, "checks/test_checks.py::test_alpha_slow")
     result.stdout.fnmatch_lines([f"*checks/test_checks.py::test_alpha ({NOT_NAMED})*"])
 

@@ -120,7 +120,8 @@ def test_orphans_are_swept_at_session_start_without_paid_tests(fake, pod_dir):  
     assert [p.name for p in fake.live_pods()] == ["somebody-elses-pod"]  # kit's orphans leaked: 0
 
 
-def test_a_paid_session_ends_reconciled_with_the_providers_bill(fake, pod_dir):  # noqa: F811
+def _one_paid_session(pod_dir):  # noqa: F811 - the fixture, passed on
+    """A session of one paid test on 2 fake pods' GPUs, under --max-usd 3, that passes."""
     pod_dir.makepyfile("""
         import pytest
 
@@ -131,6 +132,11 @@ def test_a_paid_session_ends_reconciled_with_the_providers_bill(fake, pod_dir): 
     """)
     result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+    return result
+
+
+def test_a_paid_session_ends_reconciled_with_the_providers_bill(fake, pod_dir):  # noqa: F811
+    result = _one_paid_session(pod_dir)
     result.stdout.fnmatch_lines(["*distcheck budget: reconciled * confirmed by the provider*"])
     from pytest_distcheck.budget import accounting
     from pytest_distcheck.budget.ledger import Ledger
@@ -142,16 +148,7 @@ def test_a_paid_session_ends_reconciled_with_the_providers_bill(fake, pod_dir): 
 
 def test_a_rehearsals_budget_lines_say_nothing_was_paid(fake, pod_dir, monkeypatch):  # noqa: F811
     monkeypatch.setenv("DISTCHECK_REHEARSAL", "1")  # as `distcheck rehearse` sets it, the fake API on loopback
-    pod_dir.makepyfile("""
-        import pytest
-
-        @pytest.mark.gpu
-        @pytest.mark.pod(gpus=2, minutes=1, experiment="tp-inference")
-        def test_paid(gpu_pod):
-            assert gpu_pod.run("true", timeout=30).ok
-    """)
-    result = pod_dir.runpytest_subprocess("--max-usd", "3", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
+    result = _one_paid_session(pod_dir)
     budget_lines = [line for line in result.outlines if line.startswith("distcheck budget:")]
     assert len(budget_lines) == 3, budget_lines  # the header, the reconciliation, what the session came to
     assert budget_lines[0].startswith("distcheck budget: " + PAID_REHEARSAL.format(usd="$3.00")), budget_lines
